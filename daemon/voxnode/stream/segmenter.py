@@ -1,0 +1,236 @@
+"""Utterance segmentation and endpointing from per-frame VAD decisions.
+
+Pure logic, no threads and no clocks of its own: frames go in, segment events
+come out, so it is unit-testable frame by frame.
+
+* onset: `onset_frames` speech frames within the last `onset_window_frames`
+  (one click or a door slam is not an utterance);
+* pre-roll: the frames before the onset are kept and prepended, so the first
+  syllable (often unvoiced and missed by the VAD) is not clipped;
+* pause: after `tail_frames` of silence the utterance audio up to the last
+  speech frame plus that tail is final-ready; a `Paused` event lets the
+  pipeline decode it speculatively, so the final is ready when the hangover
+  confirms the endpoint instead of starting then;
+* endpoint: `hangover_frames` of silence after the last speech frame;
+* maximum length: cut at the quietest frame of the last `cut_search_frames`
+  and continue with the rest as a new utterance;
+* minimum speech: utterances with fewer voiced frames are discarded.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class SegmenterParams:
+    """Everything in frames (20 ms each); built from the [vad]/[stream] config."""
+
+    pre_roll_frames: int = 15
+    onset_frames: int = 3
+    onset_window_frames: int = 5
+    tail_frames: int = 10
+    hangover_frames: int = 25
+    min_speech_frames: int = 12
+    max_utterance_frames: int = 750
+    cut_search_frames: int = 100
+
+    def __post_init__(self) -> None:
+        if self.onset_frames > self.onset_window_frames:
+            raise ValueError("onset_frames must be <= onset_window_frames")
+        if self.tail_frames > self.hangover_frames:
+            raise ValueError("tail must not exceed the hangover")
+        if self.cut_search_frames >= self.max_utterance_frames:
+            raise ValueError("cut search window must be shorter than the maximum utterance")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One front-end frame with what the segmenter needs to know about it."""
+
+    samples: np.ndarray  # float32, int16 scale
+    seq: int
+    t_mono: float
+    t_wall: float
+    speech: bool
+    level_db: float
+
+
+@dataclass
+class Utterance:
+    uid: int
+    chunks: list[Chunk] = field(default_factory=list)
+    voiced: int = 0
+    last_speech: int = -1  # index into chunks
+
+    def audio(self, end: int | None = None) -> np.ndarray:
+        stop = len(self.chunks) if end is None else end
+        if stop <= 0:
+            return np.zeros(0, dtype=np.float32)
+        return np.concatenate([c.samples for c in self.chunks[:stop]])
+
+    @property
+    def start_wall(self) -> float:
+        return self.chunks[0].t_wall
+
+    @property
+    def start_mono(self) -> float:
+        return self.chunks[0].t_mono
+
+    def speech_end(self) -> tuple[float, float]:
+        """(wall, mono) time at the end of the last speech frame."""
+        c = self.chunks[self.last_speech]
+        dur = len(c.samples) / 16000
+        return c.t_wall + dur, c.t_mono + dur
+
+
+@dataclass(frozen=True)
+class Started:
+    utterance: Utterance
+
+
+@dataclass(frozen=True)
+class Paused:
+    """Silence reached the tail length: `audio` is what the final will decode."""
+
+    utterance: Utterance
+    audio: np.ndarray
+    pause_id: int
+
+
+@dataclass(frozen=True)
+class Resumed:
+    utterance: Utterance
+
+
+@dataclass(frozen=True)
+class Ended:
+    utterance: Utterance
+    audio: np.ndarray
+    reason: str  # "endpoint" | "max_length" | "flush"
+    pause_id: int  # matches the Paused event whose audio equals this one, else -1
+
+
+@dataclass(frozen=True)
+class Discarded:
+    utterance: Utterance
+    reason: str
+
+
+SegmentEvent = Started | Paused | Resumed | Ended | Discarded
+
+
+class Segmenter:
+    def __init__(self, params: SegmenterParams):
+        self.p = params
+        self._history: deque[Chunk] = deque(maxlen=params.pre_roll_frames + params.onset_window_frames)
+        self._utt: Utterance | None = None
+        self._next_uid = 0
+        self._silence = 0
+        self._pause_id = -1
+        self._pauses = 0
+
+    @property
+    def active(self) -> Utterance | None:
+        return self._utt
+
+    def push(self, chunk: Chunk) -> list[SegmentEvent]:
+        if self._utt is None:
+            return self._idle(chunk)
+        return self._in_speech(chunk)
+
+    def flush(self) -> list[SegmentEvent]:
+        """End of stream: finish whatever is open."""
+        if self._utt is None:
+            return []
+        return self._finish("flush")
+
+    def _idle(self, chunk: Chunk) -> list[SegmentEvent]:
+        self._history.append(chunk)
+        window = list(self._history)[-self.p.onset_window_frames:]
+        if sum(c.speech for c in window) < self.p.onset_frames:
+            return []
+        utt = Utterance(uid=self._next_uid, chunks=list(self._history))
+        self._next_uid += 1
+        self._history.clear()
+        for i, c in enumerate(utt.chunks):
+            if c.speech:
+                utt.voiced += 1
+                utt.last_speech = i
+        self._utt = utt
+        self._silence = len(utt.chunks) - 1 - utt.last_speech
+        self._pause_id = -1
+        return [Started(utt)]
+
+    def _in_speech(self, chunk: Chunk) -> list[SegmentEvent]:
+        utt = self._utt
+        assert utt is not None
+        utt.chunks.append(chunk)
+        events: list[SegmentEvent] = []
+        if chunk.speech:
+            utt.voiced += 1
+            utt.last_speech = len(utt.chunks) - 1
+            if self._pause_id >= 0:
+                events.append(Resumed(utt))
+                self._pause_id = -1
+            self._silence = 0
+        else:
+            self._silence += 1
+            if self._silence == self.p.tail_frames and utt.voiced >= self.p.min_speech_frames:
+                self._pause_id = self._pauses
+                self._pauses += 1
+                events.append(Paused(utt, self._final_audio(utt), self._pause_id))
+            if self._silence >= self.p.hangover_frames:
+                events.extend(self._finish("endpoint"))
+                return events
+        if len(utt.chunks) >= self.p.max_utterance_frames:
+            events.extend(self._cut())
+        return events
+
+    def _final_audio(self, utt: Utterance) -> np.ndarray:
+        return utt.audio(min(len(utt.chunks), utt.last_speech + 1 + self.p.tail_frames))
+
+    def _finish(self, reason: str) -> list[SegmentEvent]:
+        utt = self._utt
+        assert utt is not None
+        self._utt = None
+        self._silence = 0
+        pause_id, self._pause_id = self._pause_id, -1
+        if utt.voiced < self.p.min_speech_frames:
+            return [Discarded(utt, "too_short")]
+        return [Ended(utt, self._final_audio(utt), reason, pause_id)]
+
+    def _cut(self) -> list[SegmentEvent]:
+        """Max length reached: split at the quietest recent frame, keep talking."""
+        utt = self._utt
+        assert utt is not None
+        n = len(utt.chunks)
+        lo = n - self.p.cut_search_frames
+        levels = np.array([c.level_db for c in utt.chunks[lo:]])
+        cut = lo + int(np.argmin(levels)) + 1
+        head = Utterance(uid=utt.uid, chunks=utt.chunks[:cut])
+        rest = Utterance(uid=self._next_uid, chunks=utt.chunks[cut:])
+        self._next_uid += 1
+        for u in (head, rest):
+            for i, c in enumerate(u.chunks):
+                if c.speech:
+                    u.voiced += 1
+                    u.last_speech = i
+        events: list[SegmentEvent] = []
+        if self._pause_id >= 0:
+            events.append(Resumed(utt))  # the pending speculative audio is void
+            self._pause_id = -1
+        if head.voiced >= self.p.min_speech_frames:
+            if head.last_speech < 0:
+                head.last_speech = len(head.chunks) - 1
+            events.append(Ended(head, head.audio(), "max_length", -1))
+        else:
+            events.append(Discarded(head, "too_short"))
+        if rest.last_speech < 0:
+            rest.last_speech = 0
+        self._utt = rest
+        self._silence = len(rest.chunks) - 1 - rest.last_speech
+        events.append(Started(rest))
+        return events
