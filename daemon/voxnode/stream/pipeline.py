@@ -1,0 +1,249 @@
+"""One stream: frames -> front-end -> VAD -> segmenter -> decode jobs -> events.
+
+The stream's own thread does all the signal work and submits jobs; results
+come back on a decode worker thread and are turned into events there (under
+the stream's lock), so a final is published as soon as the engine is done,
+not at the next frame.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from voxnode.events import TranscriptEvent
+from voxnode.frontend.chain import FrontEnd, FrontEndParams
+
+from .partials import StablePrefix
+from .scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome
+from .segmenter import Chunk, Discarded, Ended, Paused, Resumed, Segmenter, SegmenterParams, Started, Utterance
+
+log = logging.getLogger(__name__)
+
+FRAME_S = 0.02
+_NON_SPEECH = re.compile(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|♪")
+
+
+@dataclass(frozen=True)
+class PipelineParams:
+    frontend: FrontEndParams = field(default_factory=FrontEndParams)
+    segmenter: SegmenterParams = field(default_factory=SegmenterParams)
+    partials: bool = True
+    partial_interval_s: float = 0.5
+    partial_min_audio_s: float = 0.8
+    no_speech_threshold: float = 0.6
+    min_confidence: float = -1.5  # mean token log-prob; below: treated as noise
+
+
+@dataclass
+class PipelineStats:
+    frames: int = 0
+    utterances: int = 0
+    discarded: int = 0
+    finals: int = 0
+    partials: int = 0
+    suppressed: int = 0  # decoded, but no speech in it (noise, music, hallucination)
+    finals_lost: int = 0  # dropped by the scheduler or failed in the engine
+    speculative_hits: int = 0
+
+
+def clean_text(text: str) -> str:
+    """Strip Whisper's non-speech annotations ("[BLANK_AUDIO]", "(music)")."""
+    return " ".join(_NON_SPEECH.sub(" ", text).split())
+
+
+@dataclass
+class _UttState:
+    utt: Utterance
+    prefix: StablePrefix = field(default_factory=StablePrefix)
+    last_partial_t: float = 0.0
+    partial_job: DecodeJob | None = None
+    spec_job: DecodeJob | None = None
+    spec_result: Any = None
+    ended: bool = False
+    final_job: DecodeJob | None = None
+    done: bool = False
+
+
+class StreamPipeline:
+    def __init__(self, name: str, params: PipelineParams, scheduler: DecodeScheduler,
+                 emit: Callable[[TranscriptEvent], None], clock: Callable[[], float] = time.monotonic):
+        self.name = name
+        self.params = params
+        self._sched = scheduler
+        self._emit = emit
+        self._clock = clock
+        self.frontend = FrontEnd(params.frontend)
+        self.segmenter = Segmenter(params.segmenter)
+        # Re-entrant: cancelling a queued job calls _on_done back synchronously.
+        # Lock order is always pipeline -> scheduler; the scheduler never calls
+        # back while holding its own lock.
+        self._lock = threading.RLock()
+        self._utts: dict[int, _UttState] = {}
+        self.stats = PipelineStats()
+        self._thread: threading.Thread | None = None
+
+    # ---- feeding ----------------------------------------------------------------
+    def feed(self, samples: np.ndarray, seq: int, t_mono: float, t_wall: float) -> None:
+        fe = self.frontend.process(samples)
+        self.stats.frames += 1
+        chunk = Chunk(fe.samples, seq, t_mono, t_wall, fe.speech, fe.level_db)
+        for ev in self.segmenter.push(chunk):
+            self._on_segment(ev)
+        active = self.segmenter.active
+        if active is not None and self.params.partials:
+            self._maybe_partial(active, t_mono)
+
+    def flush(self) -> None:
+        for ev in self.segmenter.flush():
+            self._on_segment(ev)
+
+    def run(self, ring: Any, stop: threading.Event | None = None) -> None:
+        """Consume a FrameRing until it is closed and drained (or `stop` is set)."""
+        while stop is None or not stop.is_set():
+            frame = ring.get(timeout=0.5)
+            if frame is None:
+                if ring.closed:
+                    break
+                continue
+            self.feed(frame.samples, frame.seq, frame.t_mono, frame.t_wall)
+        self.flush()
+
+    def start(self, ring: Any, stop: threading.Event | None = None) -> threading.Thread:
+        self._thread = threading.Thread(target=self.run, args=(ring, stop), name=f"stream-{self.name}", daemon=True)
+        self._thread.start()
+        return self._thread
+
+    # ---- segment events ---------------------------------------------------------
+    def _on_segment(self, ev: Any) -> None:
+        utt = ev.utterance
+        with self._lock:
+            if isinstance(ev, Started):
+                self.stats.utterances += 1
+                self._utts[utt.uid] = _UttState(utt, last_partial_t=utt.chunks[-1].t_mono)
+                return
+            st = self._utts.get(utt.uid)
+            if st is None:
+                return
+            if isinstance(ev, Paused):
+                self._cancel(st.spec_job)
+                st.spec_result = None
+                st.spec_job = self._job(JobKind.SPECULATIVE, ev.audio, (utt.uid, ev.pause_id))
+                to_submit = st.spec_job
+            elif isinstance(ev, Resumed):
+                self._cancel(st.spec_job)
+                st.spec_job, st.spec_result = None, None
+                return
+            elif isinstance(ev, Discarded):
+                self.stats.discarded += 1
+                self._cancel(st.spec_job)
+                self._cancel(st.partial_job)
+                del self._utts[utt.uid]
+                return
+            elif isinstance(ev, Ended):
+                st.utt = ev.utterance
+                st.ended = True
+                self._cancel(st.partial_job)
+                spec = st.spec_job
+                if spec is not None and ev.pause_id >= 0 and spec.tag == (utt.uid, ev.pause_id):
+                    self.stats.speculative_hits += 1
+                    st.final_job = spec
+                    if st.spec_result is not None:
+                        self._publish_final(st, st.spec_result)
+                    else:
+                        self._sched.promote(spec)  # no-op if it is already running
+                    return
+                self._cancel(spec)
+                st.spec_job = None
+                st.final_job = self._job(JobKind.FINAL, ev.audio, (utt.uid, -1))
+                to_submit = st.final_job
+            else:
+                return
+        self._sched.submit(to_submit)
+
+    def _maybe_partial(self, utt: Utterance, now: float) -> None:
+        with self._lock:
+            st = self._utts.get(utt.uid)
+            if st is None or st.ended or st.spec_job is not None:
+                return  # in a pause the speculative final is the better use of the engine
+            if now - st.last_partial_t < self.params.partial_interval_s:
+                return
+            if len(utt.chunks) * FRAME_S < self.params.partial_min_audio_s:
+                return
+            st.last_partial_t = now
+            st.partial_job = self._job(JobKind.PARTIAL, utt.audio(), (utt.uid, len(utt.chunks)))
+            job = st.partial_job
+        self._sched.submit(job)
+
+    def _job(self, kind: JobKind, audio: np.ndarray, tag: Any) -> DecodeJob:
+        return DecodeJob(self.name, kind, (audio / 32768.0).astype(np.float32), self._on_done, tag)
+
+    def _cancel(self, job: DecodeJob | None) -> None:
+        if job is not None and not job.finished:
+            self._sched.cancel(job)
+
+    # ---- results (decode worker thread) -------------------------------------------
+    def _on_done(self, job: DecodeJob, outcome: JobOutcome, result: Any) -> None:
+        with self._lock:
+            st = self._utts.get(job.tag[0])
+            if st is None or st.done:
+                return
+            if job is st.final_job:
+                if outcome == JobOutcome.DONE:
+                    self._publish_final(st, result)
+                else:
+                    self._lose_final(st, outcome, result)
+            elif job is st.spec_job:
+                if outcome == JobOutcome.DONE:
+                    st.spec_result = result
+                else:  # the endpoint will submit a fresh final
+                    st.spec_job = None
+            elif job is st.partial_job or job.kind == JobKind.PARTIAL:
+                if outcome == JobOutcome.DONE and not st.ended:
+                    self._publish_partial(st, job, result)
+
+    def _publish_partial(self, st: _UttState, job: DecodeJob, result: Any) -> None:
+        text = clean_text(result.text)
+        if not text or getattr(result, "no_speech_prob", 0.0) > self.params.no_speech_threshold:
+            return
+        grown = st.prefix.update(text, drop_last=True)
+        if grown is None:
+            return
+        covered = st.utt.chunks[min(job.tag[1], len(st.utt.chunks)) - 1]
+        audio_end = covered.t_mono + FRAME_S
+        self.stats.partials += 1
+        self._emit(self._event("partial", st, grown, covered.t_wall + FRAME_S,
+                               (self._clock() - audio_end) * 1e3, result.confidence))
+
+    def _publish_final(self, st: _UttState, result: Any) -> None:
+        st.done = True
+        self._utts.pop(st.utt.uid, None)
+        text = clean_text(result.text)
+        end_wall, end_mono = st.utt.speech_end()
+        if (not text or getattr(result, "no_speech_prob", 0.0) > self.params.no_speech_threshold
+                or result.confidence < self.params.min_confidence):
+            self.stats.suppressed += 1
+            log.debug("stream %s: utterance %d suppressed (text %r, no_speech %.2f, conf %.2f)", self.name,
+                      st.utt.uid, result.text, getattr(result, "no_speech_prob", 0.0), result.confidence)
+            return
+        self.stats.finals += 1
+        self._emit(self._event("final", st, text, end_wall, (self._clock() - end_mono) * 1e3, result.confidence))
+
+    def _lose_final(self, st: _UttState, outcome: JobOutcome, result: Any) -> None:
+        st.done = True
+        self._utts.pop(st.utt.uid, None)
+        self.stats.finals_lost += 1
+        log.error("stream %s: final for utterance %d lost (%s%s)", self.name, st.utt.uid, outcome.value,
+                  f": {result}" if result is not None else "")
+
+    def _event(self, kind: str, st: _UttState, text: str, end_wall: float, latency_ms: float,
+               confidence: float) -> TranscriptEvent:
+        first = next((c for c in st.utt.chunks if c.speech), st.utt.chunks[0])
+        return TranscriptEvent(type=kind, stream=self.name, id=f"{self.name}-{st.utt.uid}", text=text,
+                               start=first.t_wall, end=end_wall, latency_ms=latency_ms,
+                               confidence=float(confidence))

@@ -1,0 +1,272 @@
+"""Shares one recognition engine between many streams.
+
+Rules, in order:
+1. Finals before speculative finals before partials (a partial is only
+   useful while it is fresh; a final is the product).
+2. Within a class, the stream served least recently goes first, and a stream
+   never has more than one job running: a talkative stream cannot starve the
+   others, whatever it submits.
+3. Back-pressure: a stream has at most one pending partial (a newer one
+   replaces it, counted as skipped); a partial that waited longer than
+   `partial_max_wait_s` is skipped; finals are never skipped.  Only if more
+   than `max_pending_finals` are queued is the oldest one dropped, and that
+   is counted, logged and reported to its owner.
+"""
+from __future__ import annotations
+
+import enum
+import itertools
+import logging
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+class Recognizer(Protocol):
+    """What the scheduler needs from the engine (voxnode.asr.WhisperEngine)."""
+
+    def transcribe(self, audio: np.ndarray) -> Any:
+        """float32 mono 16 kHz in [-1, 1] -> result with .text, .confidence, .no_speech_prob."""
+
+
+class JobKind(enum.IntEnum):
+    FINAL = 0
+    SPECULATIVE = 1
+    PARTIAL = 2
+
+
+class JobOutcome(enum.Enum):
+    DONE = "done"
+    FAILED = "failed"  # the engine raised
+    SKIPPED = "skipped"  # partial dropped under back-pressure or replaced
+    DROPPED = "dropped"  # final dropped: queue overflow (counted and logged)
+    CANCELLED = "cancelled"  # owner withdrew it (speech resumed, utterance discarded)
+
+
+@dataclass(eq=False)
+class DecodeJob:
+    stream: str
+    kind: JobKind
+    audio: np.ndarray
+    on_done: Callable[["DecodeJob", JobOutcome, Any], None]
+    tag: Any = None  # owner's bookkeeping (utterance id, pause id, ...)
+    submitted: float = 0.0
+    started: float = 0.0
+    finished: float = 0.0
+    cancelled: bool = False
+    seq: int = 0
+
+
+@dataclass(frozen=True)
+class SchedulerParams:
+    workers: int = 1
+    max_pending_finals: int = 64
+    partial_max_wait_s: float = 1.0
+
+
+@dataclass
+class SchedulerStats:
+    submitted: dict[str, int] = field(default_factory=lambda: {k.name: 0 for k in JobKind})
+    completed: dict[str, int] = field(default_factory=lambda: {k.name: 0 for k in JobKind})
+    partials_skipped: int = 0
+    finals_dropped: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    queue_depth: int = 0
+    max_queue_depth: int = 0
+    busy_s: float = 0.0
+
+
+class DecodeScheduler:
+    def __init__(self, recognizer: Recognizer, params: SchedulerParams,
+                 clock: Callable[[], float] = time.monotonic):
+        self._rec = recognizer
+        self.params = params
+        self._clock = clock
+        self._cv = threading.Condition()
+        self._queues: dict[JobKind, dict[str, deque[DecodeJob]]] = {k: {} for k in JobKind}
+        self._last_served: dict[str, int] = {}
+        self._running: set[str] = set()
+        self._serial = itertools.count()
+        self._served = itertools.count(1)
+        self._threads: list[threading.Thread] = []
+        self._stopping = False
+        self._stats = SchedulerStats()
+
+    # ---- owner side -------------------------------------------------------------
+    def submit(self, job: DecodeJob) -> None:
+        evicted: list[tuple[DecodeJob, JobOutcome]] = []
+        with self._cv:
+            job.submitted = self._clock()
+            job.seq = next(self._serial)
+            q = self._queues[job.kind].setdefault(job.stream, deque())
+            if job.kind in (JobKind.PARTIAL, JobKind.SPECULATIVE):
+                # Only the newest partial/speculation of a stream is worth doing.
+                while q:
+                    old = q.popleft()
+                    evicted.append((old, JobOutcome.SKIPPED if old.kind == JobKind.PARTIAL else JobOutcome.CANCELLED))
+            q.append(job)
+            self._stats.submitted[job.kind.name] += 1
+            if job.kind == JobKind.FINAL and self._pending_finals() > self.params.max_pending_finals:
+                oldest = min((d[0] for d in self._queues[JobKind.FINAL].values() if d), key=lambda j: j.seq)
+                self._queues[JobKind.FINAL][oldest.stream].popleft()
+                evicted.append((oldest, JobOutcome.DROPPED))
+            self._update_depth()
+            self._cv.notify()
+        for old, outcome in evicted:
+            self._account(old, outcome)
+            old.on_done(old, outcome, None)
+
+    def promote(self, job: DecodeJob) -> bool:
+        """Turn a queued speculative job into a final (endpoint confirmed it)."""
+        with self._cv:
+            q = self._queues[job.kind].get(job.stream)
+            if not q or job not in q:
+                return False
+            q.remove(job)
+            job.kind = JobKind.FINAL
+            self._queues[JobKind.FINAL].setdefault(job.stream, deque()).append(job)
+            self._cv.notify()
+            return True
+
+    def cancel(self, job: DecodeJob) -> None:
+        """Withdraw a job; if it already runs, its result is reported as CANCELLED."""
+        removed = False
+        with self._cv:
+            job.cancelled = True
+            q = self._queues[job.kind].get(job.stream)
+            if q and job in q:
+                q.remove(job)
+                removed = True
+                self._update_depth()
+        if removed:
+            self._account(job, JobOutcome.CANCELLED)
+            job.on_done(job, JobOutcome.CANCELLED, None)
+
+    def stats(self) -> dict[str, Any]:
+        with self._cv:
+            now = self._clock()
+            oldest = min((d[0].submitted for qs in self._queues.values() for d in qs.values() if d), default=now)
+            s = self._stats
+            return {
+                "queue_depth": s.queue_depth, "max_queue_depth": s.max_queue_depth,
+                "finals_pending": self._pending_finals(), "oldest_wait_ms": round((now - oldest) * 1e3, 1),
+                "submitted": dict(s.submitted), "completed": dict(s.completed),
+                "partials_skipped": s.partials_skipped, "finals_dropped": s.finals_dropped,
+                "failed": s.failed, "cancelled": s.cancelled, "busy_s": round(s.busy_s, 3),
+            }
+
+    # ---- lifecycle --------------------------------------------------------------
+    def start(self) -> None:
+        for i in range(self.params.workers):
+            t = threading.Thread(target=self._work, name=f"decode-{i}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def stop(self, drain_finals: bool = True, timeout: float = 10.0) -> None:
+        """Stop the workers; by default queued finals are decoded first."""
+        deadline = self._clock() + timeout
+        if drain_finals:
+            with self._cv:
+                while self._pending_finals() and self._clock() < deadline and self._threads:
+                    self._cv.wait(0.05)
+        with self._cv:
+            self._stopping = True
+            leftovers = [j for qs in self._queues.values() for d in qs.values() for j in d]
+            for qs in self._queues.values():
+                qs.clear()
+            self._update_depth()
+            self._cv.notify_all()
+        for j in leftovers:
+            outcome = JobOutcome.DROPPED if j.kind == JobKind.FINAL else JobOutcome.SKIPPED
+            self._account(j, outcome)
+            j.on_done(j, outcome, None)
+        for t in self._threads:
+            t.join(max(0.0, deadline - self._clock()) + 1.0)
+        self._threads.clear()
+
+    # ---- worker side ------------------------------------------------------------
+    def _pick(self, skipped: list[DecodeJob]) -> DecodeJob | None:
+        now = self._clock()
+        for kind in JobKind:
+            while True:
+                ready = [s for s, d in self._queues[kind].items() if d and s not in self._running]
+                if not ready:
+                    break
+                stream = min(ready, key=lambda s: (self._last_served.get(s, 0), self._queues[kind][s][0].seq))
+                job = self._queues[kind][stream].popleft()
+                if kind == JobKind.PARTIAL and now - job.submitted > self.params.partial_max_wait_s:
+                    skipped.append(job)  # stale: the speaker has moved on
+                    continue
+                self._last_served[stream] = next(self._served)
+                self._running.add(stream)
+                self._update_depth()
+                return job
+        self._update_depth()
+        return None
+
+    def _work(self) -> None:
+        while True:
+            skipped: list[DecodeJob] = []
+            with self._cv:
+                while True:
+                    job = None if self._stopping else self._pick(skipped)
+                    if job is not None or skipped or self._stopping:
+                        break
+                    self._cv.wait()
+                stopping = self._stopping and job is None
+            for s in skipped:
+                self._account(s, JobOutcome.SKIPPED)
+                s.on_done(s, JobOutcome.SKIPPED, None)
+            if job is not None:
+                self._run(job)
+            elif stopping:
+                return
+
+    def _run(self, job: DecodeJob) -> None:
+        job.started = self._clock()
+        outcome, result = JobOutcome.DONE, None
+        try:
+            result = self._rec.transcribe(job.audio)
+        except Exception as exc:  # engine errors must not kill the worker
+            log.exception("decode failed for stream %s (%s)", job.stream, job.kind.name)
+            outcome, result = JobOutcome.FAILED, exc
+        job.finished = self._clock()
+        with self._cv:
+            self._running.discard(job.stream)
+            self._stats.busy_s += job.finished - job.started
+            if job.cancelled and outcome == JobOutcome.DONE:
+                outcome = JobOutcome.CANCELLED
+            self._cv.notify_all()
+        self._account(job, outcome)
+        job.on_done(job, outcome, result)
+
+    def _account(self, job: DecodeJob, outcome: JobOutcome) -> None:
+        with self._cv:
+            s = self._stats
+            if outcome == JobOutcome.DONE:
+                s.completed[job.kind.name] += 1
+            elif outcome == JobOutcome.SKIPPED:
+                s.partials_skipped += 1
+            elif outcome == JobOutcome.DROPPED:
+                s.finals_dropped += 1
+                log.warning("final for stream %s dropped: engine too far behind (%d finals pending)",
+                            job.stream, self._pending_finals())
+            elif outcome == JobOutcome.FAILED:
+                s.failed += 1
+            elif outcome == JobOutcome.CANCELLED:
+                s.cancelled += 1
+
+    def _pending_finals(self) -> int:
+        return sum(len(d) for d in self._queues[JobKind.FINAL].values())
+
+    def _update_depth(self) -> None:
+        depth = sum(len(d) for qs in self._queues.values() for d in qs.values())
+        self._stats.queue_depth = depth
+        self._stats.max_queue_depth = max(self._stats.max_queue_depth, depth)
