@@ -8,7 +8,10 @@ from dataclasses import dataclass
 from voxnode.config.asr import AsrConfig
 from voxnode.config.audio import AudioConfig, StreamConfig
 from voxnode.config.fields import InvalidValue, section, table_list
+from voxnode.config.frontend import FrontendConfig
 from voxnode.config.log import LogConfig
+from voxnode.config.stream import StreamingConfig
+from voxnode.config.vad import VadConfig
 
 
 @dataclass(frozen=True)
@@ -21,6 +24,9 @@ class Config:
         example={"name": "kitchen", "device": "plughw:1,0", "channel": 0},
     )
     asr: AsrConfig = section(AsrConfig, "Speech recognition.")
+    frontend: FrontendConfig = section(FrontendConfig, "Audio clean-up before VAD and recognition.")
+    vad: VadConfig = section(VadConfig, "Voice activity detection and endpointing.")
+    stream: StreamingConfig = section(StreamingConfig, "Utterances, partial transcripts, sharing the engine.")
 
     def check(self) -> None:
         names = [s.name for s in self.streams]

@@ -1,0 +1,35 @@
+"""[stream]: utterances, partial transcripts and sharing the engine between streams."""
+
+from dataclasses import dataclass
+
+from voxnode.config.fields import InvalidValue, setting
+
+
+@dataclass(frozen=True)
+class StreamingConfig:
+    partials: bool = setting(True, "Emit partial transcripts while someone speaks.")
+    partial_interval_ms: int = setting(
+        500, "Re-decode the growing utterance this often for partials.", min=100, max=10000
+    )
+    partial_min_audio_ms: int = setting(800, "No partial before the utterance has this much audio.", min=0, max=10000)
+    partial_max_wait_ms: int = setting(
+        1000, "A partial still queued after this long is skipped (the engine is behind).", min=50, max=30000
+    )
+    max_utterance_ms: int = setting(
+        15000, "Longer speech is cut at its quietest point in the last cut_search_ms.", min=2000, max=30000
+    )
+    cut_search_ms: int = setting(2000, "Where to look for the quietest point to cut.", min=200, max=10000)
+    no_speech_threshold: float = setting(
+        0.6, "Drop a transcript whose no-speech probability is above this.", min=0.0, max=1.0
+    )
+    min_confidence: float = setting(
+        -1.5, "Drop a transcript whose mean token log-probability is below this.", min=-20.0, max=0.0
+    )
+    decode_workers: int = setting(1, "Threads feeding the shared engine.", min=1, max=16)
+    max_pending_finals: int = setting(
+        64, "Finals queued beyond this drop the oldest (counted and logged).", min=1, max=10000
+    )
+
+    def check(self) -> None:
+        if self.cut_search_ms >= self.max_utterance_ms:
+            raise InvalidValue("cut_search_ms", f"must be shorter than max_utterance_ms ({self.max_utterance_ms})")

@@ -1,0 +1,97 @@
+"""Segmenter / endpointing: frame-exact behaviour on scripted VAD decisions."""
+import numpy as np
+import pytest
+
+from voxnode.stream.segmenter import (Chunk, Discarded, Ended, Paused, Resumed, Segmenter, SegmenterParams,
+                                      Started)
+
+P = SegmenterParams(pre_roll_frames=5, onset_frames=3, onset_window_frames=5, tail_frames=4,
+                    hangover_frames=10, min_speech_frames=6, max_utterance_frames=60, cut_search_frames=20)
+
+
+def run(flags, params=P, levels=None):
+    seg = Segmenter(params)
+    events = []
+    for i, f in enumerate(flags):
+        lv = levels[i] if levels is not None else (-20.0 if f else -60.0)
+        # Each frame's samples carry its index so audio boundaries are checkable.
+        chunk = Chunk(np.full(320, i, dtype=np.float32), i, i * 0.02, 1000 + i * 0.02, bool(f), lv)
+        events += [(i, e) for e in seg.push(chunk)]
+    events += [(len(flags), e) for e in seg.flush()]
+    return events
+
+
+def frames_of(audio):
+    return sorted(set(int(v) for v in audio[::320]))
+
+
+def test_onset_needs_several_speech_frames_and_keeps_pre_roll():
+    # Two isolated speech frames (clicks) do not start anything.
+    assert run([0] * 20 + [1, 0, 0, 0, 0, 1] + [0] * 20) == []
+    ev = run([0] * 20 + [1] * 10 + [0] * 20)
+    started = [(i, e) for i, e in ev if isinstance(e, Started)]
+    assert len(started) == 1
+    i, s = started[0]
+    assert i == 22  # third speech frame confirms the onset
+    first = s.utterance.chunks[0].seq
+    assert first == 22 - (P.pre_roll_frames + P.onset_window_frames) + 1  # pre-roll before the first speech frame
+    assert first < 20
+
+
+def test_endpoint_after_hangover_and_final_audio_is_speech_plus_tail():
+    ev = run([0] * 20 + [1] * 10 + [0] * 30)
+    ended = [(i, e) for i, e in ev if isinstance(e, Ended)]
+    assert len(ended) == 1
+    i, e = ended[0]
+    assert e.reason == "endpoint"
+    assert i == 29 + P.hangover_frames  # last speech frame 29, then hangover frames of silence
+    got = frames_of(e.audio)
+    assert got[-1] == 29 + P.tail_frames and got[0] == e.utterance.chunks[0].seq
+    assert e.utterance.speech_end()[0] == pytest.approx(1000 + 30 * 0.02)
+
+
+def test_pause_announces_final_audio_and_resume_voids_it():
+    flags = [0] * 20 + [1] * 10 + [0] * 6 + [1] * 10 + [0] * 30
+    ev = run(flags)
+    kinds = [type(e).__name__ for _, e in ev]
+    assert kinds == ["Started", "Paused", "Resumed", "Paused", "Ended"]
+    paused = [e for _, e in ev if isinstance(e, Paused)]
+    end = [e for _, e in ev if isinstance(e, Ended)][0]
+    # The endpoint confirms the second pause: identical audio, so a speculative decode of it is the final.
+    assert end.pause_id == paused[1].pause_id
+    assert np.array_equal(end.audio, paused[1].audio)
+    assert end.pause_id != paused[0].pause_id
+
+
+def test_short_utterance_is_discarded():
+    ev = run([0] * 20 + [1] * 4 + [0] * 30)
+    kinds = [type(e) for _, e in ev]
+    assert Started in kinds and Discarded in kinds and Ended not in kinds
+    assert not any(isinstance(e, Paused) for _, e in ev)  # no speculative decode for it either
+
+
+def test_max_length_cuts_at_quietest_point_and_continues():
+    n = 80
+    flags = [0] * 10 + [1] * n + [0] * 30
+    levels = [-60.0] * 10 + [-20.0] * n + [-60.0] * 30
+    # A dip inside the cut-search window of the first 60 frames of the utterance.
+    levels[10 + 48] = -45.0
+    ev = run(flags, levels=levels)
+    ended = [e for _, e in ev if isinstance(e, Ended)]
+    assert [e.reason for e in ended] == ["max_length", "endpoint"]
+    head, tail = ended
+    assert frames_of(head.audio)[-1] == 58  # cut right after the quietest frame
+    assert frames_of(tail.audio)[0] == 59
+    assert head.utterance.uid != tail.utterance.uid
+    # Nothing lost or duplicated at the cut.
+    assert frames_of(head.audio) + frames_of(tail.audio) == list(range(frames_of(head.audio)[0], 10 + n + P.tail_frames))
+
+
+def test_flush_finishes_open_utterance():
+    ev = run([0] * 10 + [1] * 12)
+    assert isinstance(ev[-1][1], Ended) and ev[-1][1].reason == "flush"
+
+
+def test_invalid_params_rejected():
+    with pytest.raises(ValueError):
+        SegmenterParams(tail_frames=30, hangover_frames=10)
