@@ -18,6 +18,9 @@ from voxnode.audio.wavfile import read_audio
 from voxnode.config import Config
 from voxnode.config.audio import StreamConfig
 from voxnode.sinks import Sink
+from voxnode.stream.pipeline import StreamPipeline
+from voxnode.stream.scheduler import Recognizer
+from voxnode.stream.service import SpeechService
 
 log = logging.getLogger(__name__)
 
@@ -30,12 +33,14 @@ class RunOptions:
 
 
 class StreamWorker:
-    """Consumes one stream's ring. Until the speech pipeline is wired in, it reports sound levels."""
+    """Consumes one stream's ring: sound levels, and the speech pipeline (VAD -> transcripts)."""
 
-    def __init__(self, stream: StreamConfig, source: AudioSource, sinks: list[Sink]):
+    def __init__(self, stream: StreamConfig, source: AudioSource, sinks: list[Sink],
+                 pipeline: StreamPipeline | None = None):
         self.stream = stream
         self.source = source
         self.sinks = sinks
+        self.pipeline = pipeline
         self._thread = threading.Thread(target=self._run, name=f"stream-{stream.name}", daemon=True)
 
     def start(self) -> None:
@@ -53,19 +58,26 @@ class StreamWorker:
             frame = self.source.ring.get(timeout=0.5)
             if frame is None:
                 if self.source.ring.closed:
-                    return
+                    break
                 continue
             report = meter.add(frame)
             if report is not None:
                 for sink in self.sinks:
                     sink.emit(report.as_dict())
+            if self.pipeline is not None:
+                self.pipeline.feed(frame.samples, frame.seq, frame.t_mono, frame.t_wall)
+        if self.pipeline is not None:
+            self.pipeline.flush()  # the last utterance of a file still gets its final
 
 
 class Daemon:
-    def __init__(self, config: Config, sinks: list[Sink], options: RunOptions = RunOptions()):
+    def __init__(self, config: Config, sinks: list[Sink], options: RunOptions = RunOptions(),
+                 recognizer: Recognizer | None = None):
         self.config = config
         self.sinks = sinks
         self.options = options
+        self.recognizer = recognizer
+        self.speech: SpeechService | None = None
         self._stop = threading.Event()
         self.sources: list[AudioSource] = []
         self.workers: list[StreamWorker] = []
@@ -80,12 +92,27 @@ class Daemon:
             return FileSource(stream.name, audio, ring, realtime=self.options.file_realtime)
         return AlsaCapture(stream, self.config.audio, ring)
 
+    def _emit(self, event) -> None:
+        d = event.as_dict()
+        for sink in self.sinks:
+            sink.emit(d)
+
+    def _make_speech(self) -> SpeechService:
+        if self.recognizer is None:
+            from voxnode.asr import WhisperEngine, default_model_dir
+
+            self.recognizer = WhisperEngine.load(default_model_dir(self.config.asr.model_dir),
+                                                 self.config.asr.num_threads)
+        return SpeechService(self.config, self.recognizer, self._emit)
+
     def run(self) -> int:
         streams = self.config.effective_streams()
+        self.speech = self._make_speech()  # one engine and one scheduler for every stream
         for stream in streams:
             source = self._make_source(stream)
             self.sources.append(source)
-            self.workers.append(StreamWorker(stream, source, self.sinks))
+            self.workers.append(StreamWorker(stream, source, self.sinks, self.speech.pipeline(stream.name)))
+        self.speech.start()
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self.request_stop)
             signal.signal(signal.SIGINT, self.request_stop)
@@ -113,6 +140,8 @@ class Daemon:
             s.ring.close()
         for w in self.workers:
             w.join(timeout=5.0)
+        if self.speech is not None:
+            self.speech.stop()  # queued finals are decoded and published before the sinks close
         for sink in self.sinks:
             sink.close()
         stats = {s.name: s.stats.snapshot() for s in self.sources}
