@@ -1,0 +1,55 @@
+# voxnode: `make demo` and `make test` are the quickstart; both install what they need and are
+# fast the second time (apt and pip run only when something is missing or pyproject.toml changed).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+# Run time: ALSA and systemd headers to build pyalsaaudio and systemd-python, the broker for the demo.
+APT_RUN  := python3-venv python3-dev gcc pkg-config libasound2-dev alsa-utils libsystemd-dev \
+            mosquitto mosquitto-clients
+# Tests also speak (espeak-ng), convert audio (sox), use recorded speech and network namespaces.
+APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl
+
+export PYTHONMALLOC := malloc
+
+.PHONY: demo run test deps-run deps-test venv venv-test check-config config-reference clean
+
+demo: venv
+	$(BIN)/voxnode demo
+
+run: venv
+	$(BIN)/voxnode run
+
+test: deps-test venv-test
+	$(BIN)/python -m pytest -q tests
+
+deps-run:
+	@scripts/apt-ensure $(APT_RUN)
+
+deps-test: deps-run
+	@scripts/apt-ensure $(APT_TEST)
+
+venv: deps-run $(VENV)/.installed
+venv-test: deps-run $(VENV)/.installed-test
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install -q -e .
+	@touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install -q -e '.[test,prometheus]'
+	@touch $@ $(VENV)/.installed
+
+check-config: venv
+	$(BIN)/voxnode check-config
+
+config-reference: venv
+	$(BIN)/voxnode check-config --reference > config/voxnode.toml
+
+clean:
+	rm -rf $(VENV) build *.egg-info daemon/*.egg-info

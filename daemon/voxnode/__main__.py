@@ -1,0 +1,5 @@
+import sys
+
+from voxnode.cli import main
+
+sys.exit(main())

@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """20 ms of mono 16 kHz audio as captured.
+
+    Times are of the first sample, estimated when the period was read: the
+    monotonic one for latency arithmetic, the wall-clock one for timestamps
+    that leave the process.
+    """
+
+    seq: int
+    samples: np.ndarray  # int16, shape (320,)
+    t_mono: float
+    t_wall: float

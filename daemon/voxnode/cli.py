@@ -1,0 +1,122 @@
+"""The `voxnode` command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import sys
+
+from voxnode import __version__
+from voxnode.config import Config, load_config, render_effective, render_reference
+from voxnode.errors import VoxnodeError
+from voxnode.logs import setup_logging
+
+log = logging.getLogger("voxnode")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="voxnode", description="On-device speech-to-text daemon for voice nodes.")
+    p.add_argument("--version", action="version", version=f"voxnode {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    def with_config(sp: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        sp.add_argument("--config", metavar="PATH", help="config file (default /etc/voxnode/config.toml if it exists)")
+        return sp
+
+    run = with_config(sub.add_parser("run", help="capture, transcribe and publish (the daemon)"))
+    run.add_argument("--device", metavar="PCM", help="ALSA capture PCM of the single stream (overrides audio.device)")
+    run.add_argument("--stdout", action="store_true", help="write every event as one JSON line on stdout")
+    run.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    run.add_argument("--file", metavar="WAV", help="play this file instead of capturing (real time)")
+
+    devices = sub.add_parser("devices", help="list ALSA capture devices and what they support")
+    devices.add_argument("--no-probe", action="store_true", help="only list names, do not open the devices")
+
+    check = with_config(sub.add_parser("check-config", help="validate the config and print it (secrets masked)"))
+    check.add_argument("--reference", action="store_true", help="print the documented default config instead")
+
+    demo = with_config(sub.add_parser("demo", help="run on a bundled speech clip through a real ALSA PCM"))
+    demo.add_argument("--stdout", action="store_true", help="write every event as one JSON line on stdout")
+    demo.add_argument("--clip", metavar="WAV", help="play this file instead of the bundled clip")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return COMMANDS[args.command](args)
+    except VoxnodeError as e:
+        print(f"voxnode: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _load(args: argparse.Namespace) -> Config:
+    config = load_config(getattr(args, "config", None))
+    setup_logging(config.log)
+    return config
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    if args.reference:
+        sys.stdout.write(render_reference())
+        return 0
+    config = load_config(args.config)
+    sys.stdout.write(render_effective(config))
+    print(f"# config OK ({args.config or 'built-in defaults or /etc/voxnode/config.toml'})", file=sys.stderr)
+    return 0
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    from voxnode.audio.devices import format_devices, list_capture_devices
+
+    print(format_devices(list_capture_devices(probe=not args.no_probe)))
+    return 0
+
+
+def _sinks(stdout: bool):
+    from voxnode.sinks.stdout import JsonLinesSink, LogSink
+
+    return [JsonLinesSink()] if stdout else [LogSink(log)]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from voxnode.daemon import Daemon, RunOptions
+
+    config = _load(args)
+    if args.device:
+        config = config.with_device(args.device)
+    options = RunOptions(duration_s=args.duration, file=args.file)
+    return Daemon(config, _sinks(args.stdout), options).run()
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from voxnode import demo
+    from voxnode.daemon import Daemon, RunOptions
+
+    config = _load(args)
+    if config.streams:
+        config = Config(log=config.log, audio=config.audio, asr=config.asr)
+    work, feeder, seconds = demo.prepare(args.clip)
+    config = config.with_device(demo.DEMO_PCM)
+    log.info("demo: playing %s through ALSA PCM %r (%.1f s)", args.clip or "the bundled clip", demo.DEMO_PCM, seconds)
+    feeder.start()
+    try:
+        return Daemon(config, _sinks(args.stdout), RunOptions(duration_s=seconds)).run()
+    finally:
+        feeder.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+COMMANDS = {
+    "run": cmd_run,
+    "devices": cmd_devices,
+    "check-config": cmd_check_config,
+    "demo": cmd_demo,
+}

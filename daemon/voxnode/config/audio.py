@@ -1,0 +1,58 @@
+"""[audio] and [[streams]]: where sound comes from."""
+
+from dataclasses import dataclass
+
+from voxnode.config.fields import InvalidValue, setting
+
+STREAM_NAME_PATTERN = r"[A-Za-z0-9_-]{1,32}"
+
+
+@dataclass(frozen=True)
+class AudioConfig:
+    device: str = setting("default", "ALSA capture PCM of the single default stream (see `voxnode devices`).")
+    channel: int = setting(0, "Channel of a multi-channel device that carries the voice (0 = first).", min=0, max=31)
+    channels: int = setting(
+        0, "Channels to open the device with; 0 = just enough for `channel`.", min=0, max=32
+    )
+    resample: str = setting(
+        "alsa",
+        'If the device refuses 16 kHz: "alsa" reopens it through ALSA\'s plug layer, "off" fails.',
+        choices=("alsa", "off"),
+    )
+    buffer_periods: int = setting(
+        8, "ALSA buffer size in 20 ms periods; more survives scheduling hiccups, costs latency.", min=2, max=64
+    )
+    ring_seconds: float = setting(
+        10.0, "Capture ring buffer per stream, in seconds; when full the oldest audio is dropped (counted).",
+        min=0.5, max=300.0,
+    )
+    retry_initial_s: float = setting(
+        1.0, "First retry delay after a device fails to open or disappears.", min=0.1, max=60.0
+    )
+    retry_max_s: float = setting(30.0, "Longest retry delay (the delay doubles up to this).", min=1.0, max=3600.0)
+
+    def check(self) -> None:
+        if self.channels and self.channel >= self.channels:
+            raise InvalidValue("channel", f"is {self.channel} but the device is opened with channels = {self.channels}")
+        if self.retry_max_s < self.retry_initial_s:
+            raise InvalidValue("retry_max_s", f"must not be smaller than retry_initial_s ({self.retry_initial_s})")
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    name: str = setting("", "Stream name, used in topics and logs.", pattern=STREAM_NAME_PATTERN)
+    device: str = setting("", "ALSA capture PCM of this stream.")
+    channel: int = setting(0, "Channel of a multi-channel device that carries the voice.", min=0, max=31)
+    channels: int = setting(0, "Channels to open the device with; 0 = just enough for `channel`.", min=0, max=32)
+
+    def check(self) -> None:
+        if not self.name:
+            raise InvalidValue("name", "is required in every [[streams]] table")
+        if not self.device:
+            raise InvalidValue("device", "is required in every [[streams]] table")
+        if self.channels and self.channel >= self.channels:
+            raise InvalidValue("channel", f"is {self.channel} but the device is opened with channels = {self.channels}")
+
+    @property
+    def open_channels(self) -> int:
+        return self.channels or self.channel + 1

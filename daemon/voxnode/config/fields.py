@@ -1,0 +1,47 @@
+"""Declaring settings: each one carries its default, its documentation and its bounds.
+
+The loader and the reference renderer both read this metadata, so the
+validation rules, the error messages and `config/voxnode.toml` cannot drift
+apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import field
+from typing import Any
+
+
+def setting(
+    default: Any,
+    doc: str,
+    *,
+    min: float | None = None,
+    max: float | None = None,
+    choices: tuple[Any, ...] | None = None,
+    pattern: str | None = None,
+    secret: bool = False,
+) -> Any:
+    """A scalar setting. `doc` is the one-line comment shown in the reference file."""
+    meta = {"doc": doc, "min": min, "max": max, "choices": choices, "pattern": pattern, "secret": secret}
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("use tuples for list defaults: config objects are immutable")
+    return field(default=default, metadata=meta)
+
+
+def section(cls: type, doc: str) -> Any:
+    """A nested `[table]` of settings."""
+    return field(default_factory=cls, metadata={"doc": doc, "section": True})
+
+
+def table_list(cls: type, doc: str, example: dict[str, Any] | None = None) -> Any:
+    """An `[[array of tables]]`, empty by default."""
+    return field(default=(), metadata={"doc": doc, "table_list": cls, "example": example or {}})
+
+
+class InvalidValue(ValueError):
+    """Raised by a section's `check()` for rules that involve several keys."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
+        self.message = message

@@ -1,0 +1,47 @@
+"""The whole configuration: one immutable object, built once and passed down."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from voxnode.config.asr import AsrConfig
+from voxnode.config.audio import AudioConfig, StreamConfig
+from voxnode.config.fields import InvalidValue, section, table_list
+from voxnode.config.log import LogConfig
+
+
+@dataclass(frozen=True)
+class Config:
+    log: LogConfig = section(LogConfig, "Logging (stderr, or journald under systemd).")
+    audio: AudioConfig = section(AudioConfig, "Audio capture. Without [[streams]] this is the one stream, named \"mic\".")
+    streams: tuple[StreamConfig, ...] = table_list(
+        StreamConfig,
+        "Several microphones in one process: one [[streams]] table each. Replaces the single [audio] device.",
+        example={"name": "kitchen", "device": "plughw:1,0", "channel": 0},
+    )
+    asr: AsrConfig = section(AsrConfig, "Speech recognition.")
+
+    def check(self) -> None:
+        names = [s.name for s in self.streams]
+        for name in names:
+            if names.count(name) > 1:
+                raise InvalidValue("streams", f"stream name {name!r} is used more than once")
+
+    def effective_streams(self) -> tuple[StreamConfig, ...]:
+        """The streams to run: the [[streams]] tables, or the single [audio] device."""
+        if self.streams:
+            return self.streams
+        a = self.audio
+        return (StreamConfig(name="mic", device=a.device, channel=a.channel, channels=a.channels),)
+
+    def with_device(self, device: str) -> Config:
+        """`voxnode run --device`: override the single stream's device."""
+        if self.streams:
+            from voxnode.errors import ConfigError
+
+            raise ConfigError(
+                f"--device {device!r} cannot be used with [[streams]] ({len(self.streams)} configured): "
+                "set each stream's device in the config file"
+            )
+        return dataclasses.replace(self, audio=dataclasses.replace(self.audio, device=device))

@@ -1,0 +1,93 @@
+"""`voxnode demo`: the daemon's main job with no microphone.
+
+A bundled speech clip is played, in real time, into a FIFO that an ALSA
+`type file` PCM reads as its input, so the audio takes the same path as a
+microphone's: ALSA -> capture thread -> ring -> pipeline.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import threading
+import time
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from voxnode.audio.format import PERIOD_FRAMES, PERIOD_S, SAMPLE_RATE
+from voxnode.audio.wavfile import float_to_s16, read_audio
+
+log = logging.getLogger(__name__)
+
+DEMO_PCM = "voxnode_demo"
+LEAD_IN_S = 1.0  # silence before the clip, so the first words are not at the very first frame
+TAIL_S = 2.5  # silence after it, long enough for endpointing to close the last utterance
+
+
+def bundled_clip() -> Path:
+    return Path(str(resources.files("voxnode") / "demo_audio" / "demo.wav"))
+
+
+def alsa_config(fifo: Path) -> str:
+    # slave null does no timing; the FIFO writer paces the audio. `file` must be set or ALSA refuses.
+    return (
+        f"pcm.{DEMO_PCM} {{\n"
+        "    type file\n"
+        '    slave.pcm "null"\n'
+        '    file "/dev/null"\n'
+        f'    infile "{fifo}"\n'
+        '    format "raw"\n'
+        "}\n"
+    )
+
+
+class FifoFeeder:
+    """Writes audio into the FIFO one 20 ms period at a time, then silence until stopped."""
+
+    def __init__(self, fifo: Path, pcm: np.ndarray):
+        self.fifo = fifo
+        self.pcm = pcm
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="demo-feeder", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(2.0)
+
+    def _run(self) -> None:
+        silence = np.zeros(PERIOD_FRAMES, dtype=np.int16).tobytes()
+        try:
+            with open(self.fifo, "wb", buffering=0) as f:  # blocks until the capture side opens
+                t0 = time.monotonic()
+                n = 0
+                while not self._stop.is_set():
+                    start = n * PERIOD_FRAMES
+                    chunk = self.pcm[start : start + PERIOD_FRAMES]
+                    f.write(chunk.tobytes() if chunk.size == PERIOD_FRAMES else silence)
+                    n += 1
+                    delay = t0 + n * PERIOD_S - time.monotonic()
+                    if delay > 0:
+                        self._stop.wait(delay)
+        except (BrokenPipeError, OSError):
+            pass  # the reader went away: the demo is over
+
+
+def prepare(clip: Path | None = None) -> tuple[Path, FifoFeeder, float]:
+    """Create the FIFO and ALSA config; point ALSA at it. Returns (workdir, feeder, seconds of audio)."""
+    audio = read_audio(clip or bundled_clip())
+    lead = np.zeros(int(LEAD_IN_S * SAMPLE_RATE), dtype=np.int16)
+    pcm = np.concatenate((lead, float_to_s16(audio)))
+    work = Path(tempfile.mkdtemp(prefix="voxnode-demo-"))
+    fifo = work / "mic.fifo"
+    os.mkfifo(fifo)
+    (work / "alsa").mkdir()
+    (work / "alsa" / "asoundrc").write_text(alsa_config(fifo))
+    # alsa-lib reads $XDG_CONFIG_HOME/alsa/asoundrc when it first loads its configuration.
+    os.environ["XDG_CONFIG_HOME"] = str(work)
+    return work, FifoFeeder(fifo, pcm), pcm.size / SAMPLE_RATE + TAIL_S

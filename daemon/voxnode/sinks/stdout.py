@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from typing import TextIO
+
+
+class JsonLinesSink:
+    """One JSON object per line; a line is written whole even with many stream threads."""
+
+    def __init__(self, out: TextIO | None = None):
+        self._out = out or sys.stdout
+        self._lock = threading.Lock()
+
+    def emit(self, event: dict) -> None:
+        line = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+        with self._lock:
+            try:
+                self._out.write(line + "\n")
+                self._out.flush()
+            except BrokenPipeError:
+                pass  # `voxnode run --stdout | head` closed the pipe; nothing more to say
+
+    def close(self) -> None:
+        with self._lock:
+            try:
+                self._out.flush()
+            except (BrokenPipeError, ValueError):
+                pass
+
+
+class LogSink:
+    """Human-readable lines on the log, for people watching a terminal without --stdout."""
+
+    def __init__(self, logger):
+        self._log = logger
+
+    def emit(self, event: dict) -> None:
+        kind = event.get("type")
+        if kind == "level":
+            self._log.info("[%s] level %5.1f dBFS  peak %5.1f dBFS  active %3.0f%%", event["stream"],
+                           event["rms_dbfs"], event["peak_dbfs"], 100 * event["active"])
+        elif kind in ("final", "partial"):
+            self._log.info("[%s] %s: %s", event["stream"], kind, event["text"])
+
+    def close(self) -> None:
+        pass

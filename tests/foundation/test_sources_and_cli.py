@@ -1,0 +1,79 @@
+import json
+import subprocess
+import time
+
+import numpy as np
+
+from voxnode.audio.file_source import FileSource
+from voxnode.audio.ring import FrameRing
+
+
+def test_file_source_fast_mode_never_drops():
+    audio = np.random.default_rng(0).integers(-3000, 3000, 320 * 100 + 17, dtype=np.int16)
+    ring = FrameRing(5)
+    src = FileSource("f", audio, ring, realtime=False)
+    src.start()
+    got = []
+    while (f := ring.get(timeout=2)) is not None:
+        got.append(f.samples)
+        time.sleep(0.001)  # a slow consumer
+    assert ring.dropped == 0 and len(got) == 101
+    joined = np.concatenate(got)
+    assert np.array_equal(joined[: audio.size], audio) and not joined[audio.size :].any()
+    assert src.stats.state == "finished"
+
+
+def test_file_source_realtime_paces_frames():
+    audio = np.zeros(320 * 25, dtype=np.int16)
+    ring = FrameRing(100)
+    src = FileSource("f", audio, ring, realtime=True)
+    t0 = time.monotonic()
+    src.start()
+    n = 0
+    while ring.get(timeout=2) is not None:
+        n += 1
+    elapsed = time.monotonic() - t0
+    assert n == 25 and 0.45 < elapsed < 1.5, elapsed
+
+
+def test_run_on_a_file_prints_level_json(tmp_path, voxnode_cmd):
+    wav = tmp_path / "tone.wav"
+    subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", "-b", "16", str(wav), "synth", "2.0", "sine", "440",
+                    "vol", "0.5"], check=True)
+    p = subprocess.run(voxnode_cmd + ["run", "--file", str(wav), "--stdout"], capture_output=True, text=True,
+                       timeout=30)
+    assert p.returncode == 0, p.stderr
+    events = [json.loads(line) for line in p.stdout.splitlines()]
+    levels = [e for e in events if e["type"] == "level"]
+    assert len(levels) == 2 and all(e["stream"] == "mic" for e in levels)
+    assert all(-12 < e["rms_dbfs"] < -6 for e in levels), levels  # a 0.5 sine is -9 dBFS
+
+
+def test_run_with_missing_device_reports_it(voxnode_cmd):
+    p = subprocess.run(voxnode_cmd + ["run", "--device", "no_such_pcm", "--duration", "1.5"], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 0
+    assert "cannot open ALSA capture device 'no_such_pcm'" in p.stderr and "retrying in" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_device_override_with_streams_is_a_clear_error(tmp_path, voxnode_cmd):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[[streams]]\nname = "a"\ndevice = "x"\n')
+    p = subprocess.run(voxnode_cmd + ["run", "--config", str(cfg), "--device", "y"], capture_output=True, text=True)
+    assert p.returncode == 1 and "--device 'y' cannot be used with [[streams]]" in p.stderr
+
+
+def test_devices_lists_test_pcms(voxnode_cmd):
+    p = subprocess.run(voxnode_cmd + ["devices", "--no-probe"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and "vx_file" in p.stdout
+
+
+def test_demo_plays_the_bundled_clip_through_alsa(voxnode_cmd):
+    p = subprocess.run(voxnode_cmd + ["demo", "--stdout"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "capturing from 'voxnode_demo'" in p.stderr
+    levels = [json.loads(line) for line in p.stdout.splitlines() if '"level"' in line]
+    loud = [e for e in levels if e["rms_dbfs"] > -40]
+    quiet = [e for e in levels if e["rms_dbfs"] < -80]
+    assert len(loud) >= 4 and len(quiet) >= 1, levels  # ~5 s of speech, lead-in and tail silence
