@@ -7,6 +7,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 from voxnode.audio.alsa_capture import AlsaCapture
 from voxnode.audio.file_source import FileSource
@@ -30,6 +31,23 @@ class RunOptions:
     duration_s: float | None = None  # stop after this long (demos, tests)
     file: str | None = None  # play this file instead of capturing (single stream)
     file_realtime: bool = True
+
+
+class DaemonHooks(Protocol):
+    """How supervisors (systemd notify/watchdog, MQTT health) follow the daemon without owning it.
+
+    All calls come from the daemon's main thread; a hook must return quickly.
+    """
+
+    def on_ready(self, daemon: "Daemon") -> None: ...
+
+    def tick(self, daemon: "Daemon", now: float) -> None:
+        """Called about every TICK_S while running."""
+
+    def on_stopping(self, daemon: "Daemon") -> None: ...
+
+
+TICK_S = 0.1
 
 
 class StreamWorker:
@@ -71,11 +89,19 @@ class StreamWorker:
 
 
 class Daemon:
-    def __init__(self, config: Config, sinks: list[Sink], options: RunOptions = RunOptions(),
-                 recognizer: Recognizer | None = None):
+    def __init__(
+        self,
+        config: Config,
+        sinks: list[Sink],
+        options: RunOptions = RunOptions(),
+        hooks: list[DaemonHooks] | None = None,
+        recognizer: Recognizer | None = None,
+    ):
         self.config = config
         self.sinks = sinks
         self.options = options
+        self.hooks = list(hooks or [])
+        self.started_mono = time.monotonic()
         self.recognizer = recognizer
         self.speech: SpeechService | None = None
         self._stop = threading.Event()
@@ -121,17 +147,36 @@ class Daemon:
         for s in self.sources:
             s.start()
         log.info("voxnode running: %d stream(s): %s", len(streams), ", ".join(s.name for s in streams))
+        for hook in self.hooks:
+            hook.on_ready(self)
         deadline = None if self.options.duration_s is None else time.monotonic() + self.options.duration_s
         try:
             while not self._stop.is_set():
-                if deadline is not None and time.monotonic() >= deadline:
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
                     break
                 if all(not w.is_alive() for w in self.workers):
                     break  # every source finished (files) and its worker drained it
-                self._stop.wait(0.1)
+                for hook in self.hooks:
+                    hook.tick(self, now)
+                self._stop.wait(TICK_S)
         finally:
+            for hook in self.hooks:
+                hook.on_stopping(self)
             self.shutdown()
         return 0
+
+    def snapshot(self) -> dict:
+        """Per-stream state and counters, for health reports and STATUS= lines."""
+        return {
+            "uptime_s": round(time.monotonic() - self.started_mono, 1),
+            "streams": {
+                src.name: {**src.stats.snapshot(), "queue_depth": src.ring.depth, "dropped_frames": src.ring.dropped}
+                for src in self.sources
+            },
+            # Engine back-pressure: queue depth, oldest wait, skipped partials, dropped finals.
+            "speech": self.speech.stats() if self.speech is not None else None,
+        }
 
     def shutdown(self) -> None:
         for s in self.sources:
