@@ -29,7 +29,7 @@ class VadConfig:
         500, "Silence after the last speech that ends an utterance (endpoint).", min=100, max=5000
     )
     tail_ms: int = setting(
-        240,
+        200,
         "Silence kept after the last speech; once this much silence is seen the final is decoded ahead of "
         "the endpoint, so it is ready when hangover_ms confirms it.",
         min=20, max=2000,

@@ -26,6 +26,7 @@ from .segmenter import Chunk, Discarded, Ended, Paused, Resumed, Segmenter, Segm
 log = logging.getLogger(__name__)
 
 FRAME_S = 0.02
+PARTIAL_QUIET_FRAMES = 3
 _NON_SPEECH = re.compile(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|♪")
 
 
@@ -96,7 +97,9 @@ class StreamPipeline:
         for ev in self.segmenter.push(chunk):
             self._on_segment(ev)
         active = self.segmenter.active
-        if active is not None and self.params.partials:
+        # Once the speaker pauses, a partial would only repeat itself and
+        # delay the speculative final behind it on the engine.
+        if active is not None and self.params.partials and self.segmenter.silence_frames < PARTIAL_QUIET_FRAMES:
             self._maybe_partial(active, t_mono)
 
     def flush(self) -> None:
@@ -131,6 +134,7 @@ class StreamPipeline:
             if st is None:
                 return
             if isinstance(ev, Paused):
+                self._cancel(st.partial_job)
                 self._cancel(st.spec_job)
                 st.spec_result = None
                 st.spec_job = self._job(JobKind.SPECULATIVE, ev.audio, (utt.uid, ev.pause_id))
@@ -214,11 +218,13 @@ class StreamPipeline:
         grown = st.prefix.update(text, drop_last=True)
         if grown is None:
             return
-        covered = st.utt.chunks[min(job.tag[1], len(st.utt.chunks)) - 1]
-        audio_end = covered.t_mono + FRAME_S
+        n = min(job.tag[1], len(st.utt.chunks))
+        covered = st.utt.chunks[n - 1]
+        last_speech = next((c for c in reversed(st.utt.chunks[:n]) if c.speech), covered)
         self.stats.partials += 1
-        self._emit(self._event("partial", st, grown, covered.t_wall + FRAME_S,
-                               (self._clock() - audio_end) * 1e3, result.confidence))
+        # end = end of the speech this partial has heard; latency from the end of its audio.
+        self._emit(self._event("partial", st, grown, last_speech.t_wall + FRAME_S,
+                               (self._clock() - covered.t_mono - FRAME_S) * 1e3, result.confidence))
 
     def _publish_final(self, st: _UttState, result: Any) -> None:
         st.done = True

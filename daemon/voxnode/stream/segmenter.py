@@ -136,6 +136,11 @@ class Segmenter:
     def active(self) -> Utterance | None:
         return self._utt
 
+    @property
+    def silence_frames(self) -> int:
+        """Non-speech frames since the last speech frame of the open utterance."""
+        return self._silence
+
     def push(self, chunk: Chunk) -> list[SegmentEvent]:
         if self._utt is None:
             return self._idle(chunk)

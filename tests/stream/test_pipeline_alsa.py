@@ -1,0 +1,136 @@
+"""End to end through real ALSA at real-time pace: FIFO -> capture -> front-end ->
+VAD -> segmenter -> shared Whisper engine -> events.  No stand-ins.
+
+The `vx_fifo` PCM (tests/conftest.py) reads a FIFO the test writes one 20 ms
+period at a time, so the daemon sees audio exactly as from a microphone.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voxnode.config import Config
+from voxnode.config.audio import AudioConfig
+from voxnode.daemon import Daemon, RunOptions
+from voxnode.stream.partials import norm
+
+from tests.foundation.helpers import FifoWriter
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import audio_corpus as ac  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not ac.have_espeak(), reason="needs espeak-ng and sox (make deps-test)")
+
+SENT_A = "please open the garage door"
+SENT_B = "play some music in the living room"
+
+
+def wer(ref: str, hyp: str) -> float:
+    r = [norm(w) for w in ref.split()]
+    h = [norm(w) for w in hyp.split() if norm(w)]
+    d = list(range(len(h) + 1))
+    for i in range(1, len(r) + 1):
+        prev, d[0] = d[0], i
+        for j in range(1, len(h) + 1):
+            cur = min(d[j] + 1, d[j - 1] + 1, prev + (r[i - 1] != h[j - 1]))
+            prev, d[j] = d[j], cur
+    return d[len(h)] / max(1, len(r))
+
+
+class ListSink:
+    def __init__(self):
+        self.events = []
+        self.lock = threading.Lock()
+
+    def emit(self, event):
+        with self.lock:
+            self.events.append(event)
+
+    def close(self):
+        pass
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from voxnode.asr import WhisperEngine, default_model_dir
+
+    return WhisperEngine.load(default_model_dir(), 2)
+
+
+def run_daemon(alsa_dir, audio, engine, config: Config | None = None, settle_s=1.5):
+    """Play `audio` into the FIFO in real time through a Daemon; return its events."""
+    config = config or Config()
+    config = dataclasses.replace(config, audio=AudioConfig(device="vx_fifo"))
+    sink = ListSink()
+    writer = FifoWriter(alsa_dir / "mic.fifo", ac.to_pcm16(audio), pace_s=0.02)
+    daemon = Daemon(config, [sink], RunOptions(), recognizer=engine)
+    t = threading.Thread(target=daemon.run)
+    t.start()
+    try:
+        assert writer.done.wait(len(audio) / ac.RATE * 3 + 10)
+        time.sleep(settle_s)  # hangover + decode of the last utterance
+    finally:
+        daemon.request_stop()
+        t.join(20)
+        writer.close()
+    assert not t.is_alive()
+    stats = daemon.speech.stats()
+    return [e for e in sink.events if e["type"] in ("partial", "final")], stats, daemon
+
+
+def room_noise(n):
+    return ac.at_dbfs(ac.noise("pink", n, seed=5), -60)
+
+
+def test_speech_silence_speech_gives_two_finals_with_partials_as_prefixes(alsa_dir, engine):
+    a = ac.at_dbfs(ac.tts(SENT_A, "en-us"), -24)
+    b = ac.at_dbfs(ac.tts(SENT_B, "en-gb"), -28)
+    clean = np.concatenate([ac.silence(0.6), a, ac.silence(1.5), b, ac.silence(1.2)])
+    audio = clean + room_noise(len(clean))
+    events, stats, daemon = run_daemon(alsa_dir, audio, engine)
+
+    finals = [e for e in events if e["type"] == "final"]
+    assert len(finals) == 2, events
+    assert wer(SENT_A, finals[0]["text"]) <= 0.2, finals[0]
+    assert wer(SENT_B, finals[1]["text"]) <= 0.2, finals[1]
+    assert finals[0]["id"] != finals[1]["id"]
+    assert finals[0]["end"] < finals[1]["start"]  # ISO 8601 UTC strings sort by time
+    hangover = Config().vad.hangover_ms
+    for f in finals:
+        assert set(f) == {"type", "stream", "id", "text", "start", "end", "latency_ms", "confidence"}
+        assert f["stream"] == "mic"
+        # End of speech -> final: at least the hangover (the endpoint must be confirmed), and not
+        # much more, because the final was decoded speculatively during the hangover.
+        assert hangover - 60 <= f["latency_ms"] <= hangover + 1500, f
+
+    for f in finals:
+        partials = [e for e in events if e["type"] == "partial" and e["id"] == f["id"]]
+        seq = [[norm(w) for w in p["text"].split()] for p in partials]
+        for earlier, later in zip(seq, seq[1:]):
+            assert later[: len(earlier)] == earlier, (earlier, later)  # never contradicts what it showed
+            assert len(later) > len(earlier)  # only emitted when it grows
+        # Events for one utterance come in order: partials, then its final.
+        idx = [i for i, e in enumerate(events) if e["id"] == f["id"]]
+        assert events[idx[-1]] is f
+    # The 2.3 s second sentence is long enough for at least one partial.
+    assert any(e["type"] == "partial" and e["id"] == finals[1]["id"] for e in events), events
+    assert stats["scheduler"]["finals_dropped"] == 0
+    assert daemon.sources[0].ring.dropped == 0
+
+
+def test_noise_only_gives_nothing(alsa_dir, engine):
+    n = 6 * ac.RATE
+    rng_parts = [
+        ac.at_dbfs(ac.noise("hvac", n // 3, seed=1), -35),
+        ac.at_dbfs(ac.noise("white", n // 3, seed=2), -45),
+        ac.at_dbfs(ac.noise("music", n // 3, seed=3), -35),
+    ]
+    audio = np.concatenate(rng_parts)
+    events, stats, _ = run_daemon(alsa_dir, audio, engine, settle_s=1.0)
+    assert events == []
