@@ -67,3 +67,16 @@ class HighPass:
 
     def reset(self) -> None:
         self._tail[:] = 0
+
+
+def highpass_block(audio: np.ndarray, filt: HighPass) -> np.ndarray:
+    """Filter a whole utterance at once (fresh state).
+
+    Removing the first frame's mean first avoids the filter's step response
+    to a DC offset showing up as a click at the start of the pre-roll.
+    """
+    if len(audio) == 0:
+        return np.asarray(audio, dtype=np.float32)
+    filt.reset()
+    x = np.asarray(audio, dtype=np.float32)
+    return filt.process(x - np.float32(np.mean(x[:320])))

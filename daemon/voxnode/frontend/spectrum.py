@@ -73,6 +73,7 @@ class NoiseTracker:
         self._subs: list[np.ndarray] = []
         self._nsubs = subwindows
         self._cur_min = np.full(bins, np.inf)
+        self._subs_min = np.full(bins, np.inf)
         self._p = np.zeros(bins)
         self.noise = np.zeros(bins)
         self._frames = 0
@@ -84,14 +85,14 @@ class NoiseTracker:
             self.noise = power.copy()
         self._frames += 1
         self._p = self._smooth * self._p + (1 - self._smooth) * power
-        self._cur_min = np.minimum(self._cur_min, self._p)
-        floor = self._cur_min
-        for m in self._subs:
-            floor = np.minimum(floor, m)
+        np.minimum(self._cur_min, self._p, out=self._cur_min)
+        floor = np.minimum(self._cur_min, self._subs_min)
         if self._frames % self._sub_len == 0:
+            # Sub-window boundary: the only time the window minimum is recomputed.
             self._subs.append(self._cur_min)
             if len(self._subs) > self._nsubs:
                 self._subs.pop(0)
+            self._subs_min = np.minimum.reduce(self._subs)
             self._cur_min = np.full_like(self._cur_min, np.inf)
         floor = self._bias * floor
         quiet = self._p < self._ratio * floor

@@ -185,7 +185,7 @@ class StreamPipeline:
         self._sched.submit(job)
 
     def _job(self, kind: JobKind, audio: np.ndarray, tag: Any) -> DecodeJob:
-        return DecodeJob(self.name, kind, (audio / 32768.0).astype(np.float32), self._on_done, tag)
+        return DecodeJob(self.name, kind, self.frontend.for_recognition(audio), self._on_done, tag)
 
     def _cancel(self, job: DecodeJob | None) -> None:
         if job is not None and not job.finished:
