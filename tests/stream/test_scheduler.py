@@ -181,3 +181,19 @@ def test_stop_drains_queued_finals(sched):
         eng.gate.release()
     s.stop(drain_finals=True, timeout=5)
     assert sorted(t for t, o in rec.done if o == JobOutcome.DONE) == [0, 1, 2]
+
+
+def test_no_partial_starts_while_a_stream_may_be_at_its_endpoint(sched):
+    s, eng = sched()
+    rec = Recorder()
+    s.start()
+    s.hold_partials("b", True)  # stream b went quiet: its speculative final is coming
+    s.submit(job("a", JobKind.PARTIAL, 1, rec))
+    assert not eng.entered.acquire(timeout=0.3)  # the engine stays free
+    s.submit(job("b", JobKind.SPECULATIVE, 2, rec))
+    eng.gate.release()
+    assert eng.entered.acquire(timeout=5)
+    s.hold_partials("b", False)
+    eng.gate.release()
+    rec.wait(2)
+    assert eng.order == [2, 1]

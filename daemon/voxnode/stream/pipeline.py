@@ -88,6 +88,7 @@ class StreamPipeline:
         self._utts: dict[int, _UttState] = {}
         self.stats = PipelineStats()
         self._thread: threading.Thread | None = None
+        self._holding = False
 
     # ---- feeding ----------------------------------------------------------------
     def feed(self, samples: np.ndarray, seq: int, t_mono: float, t_wall: float) -> None:
@@ -97,10 +98,21 @@ class StreamPipeline:
         for ev in self.segmenter.push(chunk):
             self._on_segment(ev)
         active = self.segmenter.active
+        self._update_hold(active)
         # Once the speaker pauses, a partial would only repeat itself and
         # delay the speculative final behind it on the engine.
         if active is not None and self.params.partials and self.segmenter.silence_frames < PARTIAL_QUIET_FRAMES:
             self._maybe_partial(active, t_mono)
+
+    def _update_hold(self, active: Utterance | None) -> None:
+        """Hold partials (all streams) from the first silent frames after enough speech
+        until this stream's speculative final is queued or speech resumes."""
+        silence = self.segmenter.silence_frames
+        hold = (active is not None and 0 < silence and active.voiced >= self.params.segmenter.min_speech_frames
+                and silence <= self.params.segmenter.tail_frames)
+        if hold != self._holding:
+            self._holding = hold
+            self._sched.hold_partials(self.name, hold)
 
     def flush(self) -> None:
         for ev in self.segmenter.flush():

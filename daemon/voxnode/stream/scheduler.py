@@ -6,7 +6,11 @@ Rules, in order:
 2. Within a class, the stream served least recently goes first, and a stream
    never has more than one job running: a talkative stream cannot starve the
    others, whatever it submits.
-3. Back-pressure: a stream has at most one pending partial (a newer one
+3. While any stream is in a pause that may be its endpoint (`hold_partials`),
+   no new partial starts: a decode cannot be interrupted, and a partial
+   started just before a speculative final would delay that final by its
+   whole duration.
+4. Back-pressure: a stream has at most one pending partial (a newer one
    replaces it, counted as skipped); a partial that waited longer than
    `partial_max_wait_s` is skipped; finals are never skipped.  Only if more
    than `max_pending_finals` are queued is the oldest one dropped, and that
@@ -93,6 +97,7 @@ class DecodeScheduler:
         self._queues: dict[JobKind, dict[str, deque[DecodeJob]]] = {k: {} for k in JobKind}
         self._last_served: dict[str, int] = {}
         self._running: set[str] = set()
+        self._holds: set[str] = set()
         self._serial = itertools.count()
         self._served = itertools.count(1)
         self._threads: list[threading.Thread] = []
@@ -134,6 +139,15 @@ class DecodeScheduler:
             self._queues[JobKind.FINAL].setdefault(job.stream, deque()).append(job)
             self._cv.notify()
             return True
+
+    def hold_partials(self, stream: str, hold: bool) -> None:
+        """A stream is about to submit a final: keep the engine free of new partials."""
+        with self._cv:
+            if hold:
+                self._holds.add(stream)
+            elif stream in self._holds:
+                self._holds.discard(stream)
+                self._cv.notify()
 
     def cancel(self, job: DecodeJob) -> None:
         """Withdraw a job; if it already runs, its result is reported as CANCELLED."""
@@ -195,6 +209,8 @@ class DecodeScheduler:
     def _pick(self, skipped: list[DecodeJob]) -> DecodeJob | None:
         now = self._clock()
         for kind in JobKind:
+            if kind == JobKind.PARTIAL and self._holds:
+                break
             while True:
                 ready = [s for s, d in self._queues[kind].items() if d and s not in self._running]
                 if not ready:
