@@ -51,7 +51,8 @@ def sample_clips(workdir: Path) -> list[tuple[str, np.ndarray]]:
     return clips
 
 
-def verify(ct2_dir: Path, model_dir: Path, variants: list[str]) -> dict:
+def verify(ct2_dir: Path, targets: list[tuple[Path, str]]) -> dict:
+    """targets: (model dir, variant) pairs to check."""
     import ctranslate2
 
     from voxnode.asr import engine as engine_mod
@@ -64,7 +65,7 @@ def verify(ct2_dir: Path, model_dir: Path, variants: list[str]) -> dict:
     report: dict = {"reference": f"ctranslate2 {ctranslate2.__version__} float32", "variants": {}}
     with tempfile.TemporaryDirectory() as tmp:
         clips = sample_clips(Path(tmp))
-    for variant in variants:
+    for model_dir, variant in targets:
         eng = engine_mod.WhisperEngine.load(model_dir, variant=variant)
         enc_it = eng._encoder.it
         enc_out = enc_it._get_full_signature_list()["serving_default"]["outputs"]["encoder_output"]
