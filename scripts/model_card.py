@@ -78,10 +78,12 @@ def write(out: Path, command: str, source: str) -> None:
             lines.append(f"| {v} | {r['encoder_rel_l2_median']:.2e} / {r['encoder_rel_l2_max']:.2e} | "
                          f"{r['decoder_only_max_abs_logprob_diff_max']:.2e} | {r['decoder_max_abs_logprob_diff_max']:.2e} / {r['decoder_chosen_token_logprob_diff_max']:.2e} | "
                          f"{r['greedy_identical']}" + (f" (+{r['greedy_loop_cut']} where ctranslate2 loops and our repetition guard keeps one copy)" if r.get('greedy_loop_cut') else "") + " |")
-        lines += ["", "Per clip:", "", "| variant | clip | ours | ctranslate2 float32 |", "|---|---|---|---|"]
+        lines += ["", "Per clip (greedy = raw greedy tokens at the same window as ctranslate2; engine = "
+                  "`WhisperEngine.transcribe`, which may retry a looping window with a longer one):", "",
+                  "| variant | clip | ctranslate2 float32 greedy | ours greedy | ours engine |", "|---|---|---|---|---|"]
         for v, r in report["variants"].items():
             for c in r["clips"]:
-                lines.append(f"| {v} | {c['clip']} | {c['ours']} | {c['ctranslate2']} |")
+                lines.append(f"| {v} | {c['clip']} | {c['ctranslate2']} | {c.get('ours_greedy', '')} | {c['ours']} |")
         lines += ["", "Decoder figures teacher-force ctranslate2's greedy tokens through the KV-cached decoder "
                   "and compare each step's log-probabilities over the tokens both may emit. \"Decoder alone\" "
                   "feeds it cross-attention K/V computed from ctranslate2's encoder output; \"end to end\" "

@@ -102,17 +102,20 @@ def verify(ct2_dir: Path, targets: list[tuple[Path, str]]) -> dict:
             # The decoder alone: cross K/V from ctranslate2's encoder output.
             dec_only, _ = _compare_steps(dec, cross_kv(weights, ref), forced, ref_logits)
 
+            # Same window as the reference, no retry: the raw greedy output of the graphs.
+            _, _, greedy = eng._run(audio, window, duration)
             result = eng.transcribe(audio)
             rows.append({
                 "clip": name,
                 "seconds": round(duration, 2),
-                "encoder_rel_l2": round(rel_l2, 6),
-                "decoder_max_abs_logprob_diff": round(max(diffs), 5),
-                "decoder_only_max_abs_logprob_diff": round(max(dec_only), 6),
-                "decoder_max_abs_chosen_token_logprob_diff": round(max(tok_diffs), 5),
-                "greedy_identical": result.tokens == ref_tokens,
+                "encoder_rel_l2": float(f"{rel_l2:.3g}"),
+                "decoder_max_abs_logprob_diff": float(f"{max(diffs):.3g}"),
+                "decoder_only_max_abs_logprob_diff": float(f"{max(dec_only):.3g}"),
+                "decoder_max_abs_chosen_token_logprob_diff": float(f"{max(tok_diffs):.3g}"),
+                "greedy_identical": greedy.tokens == ref_tokens,
                 # ctranslate2 itself can loop; our repetition guard then keeps one copy.
-                "greedy_loop_cut": result.stop_reason == "repetition" and ref_tokens[: len(result.tokens)] == result.tokens,
+                "greedy_loop_cut": greedy.stop_reason == "repetition" and ref_tokens[: len(greedy.tokens)] == greedy.tokens,
+                "ours_greedy": eng._tokenizer.decode(greedy.tokens),
                 "ours": result.text,
                 "ctranslate2": eng._tokenizer.decode(ref_tokens),
             })

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -71,8 +71,7 @@ class TranscriptResult:
     encode_ms: float
     decode_ms: float
     duration_s: float
-    stop_reason: str = "eot"
-    extra: dict = field(default_factory=dict)
+    stop_reason: str = "eot"  # eot, token_cap, repetition, silence, no_speech or repetitive
 
     @property
     def probability(self) -> float:
@@ -149,6 +148,8 @@ class WhisperEngine:
         duration = len(audio) / SAMPLE_RATE
         if duration > MAX_SECONDS + 1e-6:
             raise ValueError(f"audio is {duration:.1f} s; the engine takes at most {MAX_SECONDS:.0f} s per call")
+        if not np.all(np.isfinite(audio)):
+            raise ValueError("audio contains NaN or infinite samples")
         if len(audio) == 0 or float(np.max(np.abs(audio))) < guards.SILENCE_PEAK:
             return TranscriptResult("", [], 0.0, 1.0, 0.0, 0.0, duration, "silence")
         window = min(MAX_SECONDS, max(MIN_WINDOW_SECONDS, math.ceil(duration + PAD_SECONDS)))
