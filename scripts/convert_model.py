@@ -173,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-int8", action="store_true", help="skip the int8 variant")
     p.add_argument("--skip-convert", action="store_true", help="only verify the files already in --out")
     p.add_argument("--no-verify", action="store_true", help="skip the comparison with ctranslate2")
+    p.add_argument("--verify-also", type=Path, metavar="DIR",
+                   help="also verify the fp32 variant in DIR (built earlier with --fp32 --no-int8 --out DIR) "
+                        "and include its figures in MODEL.md")
     args = p.parse_args(argv)
     ct2_dir = args.ct2_dir or default_ct2_dir()
     variants = ([] if args.no_int8 else ["int8"]) + (["fp32"] if args.fp32 else [])
@@ -183,7 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_verify:
         import verify_model
 
-        report = verify_model.verify(ct2_dir, args.out, variants)
+        targets = [(args.out, v) for v in variants]
+        if args.verify_also:
+            targets.append((args.verify_also, "fp32"))
+        report = verify_model.verify(ct2_dir, targets)
         (args.out / "verification.json").write_text(json.dumps(report, indent=2) + "\n")
         write_manifest(args.out, json.loads((args.out / "manifest.json").read_text())["variants"])
     import model_card

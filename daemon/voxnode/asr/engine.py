@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +24,7 @@ from voxnode.asr.encoder import EncoderRunner
 from voxnode.asr.fifo_lock import FifoLock
 from voxnode.asr.mel import HOP_LENGTH, SAMPLE_RATE, LogMel
 from voxnode.asr.model_files import ModelFiles, open_model_dir
-from voxnode.asr.runtime import default_num_threads, delegation, load_runtime
+from voxnode.asr.runtime import default_num_threads, delegation, load_runtime, release_file_pages
 from voxnode.asr.tokenizer import Tokenizer
 from voxnode.errors import ModelError
 
@@ -32,13 +32,15 @@ log = logging.getLogger(__name__)
 
 MAX_SECONDS = 30.0
 # Whisper saw speech followed by zero padding in training; a second of it lets
-# the model hear the end of the last word. Below about 10 s of window, greedy
-# decoding often misses the end-of-text token and loops ("10 of clubs 10 of
-# clubs ..."); measured on pocketsphinx-testdata, 10 s removed every loop and
-# costs about a third of a 30 s window. Windows are whole seconds so the
-# interpreters are resized for a handful of shapes only.
+# the model hear the end of the last word. In short windows greedy decoding
+# sometimes misses the end-of-text token and loops ("10 of clubs 10 of clubs
+# ..."): below 6 s that happened often on pocketsphinx-testdata, at 10 s never.
+# So we encode at least 6 s and, only when decoding did not end, retry once
+# with a longer window. Windows are whole seconds so the interpreters are
+# resized for a handful of shapes only.
 PAD_SECONDS = 1.0
-MIN_WINDOW_SECONDS = 10.0
+MIN_WINDOW_SECONDS = 6.0
+RETRY_WINDOW_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -69,8 +71,7 @@ class TranscriptResult:
     encode_ms: float
     decode_ms: float
     duration_s: float
-    stop_reason: str = "eot"
-    extra: dict = field(default_factory=dict)
+    stop_reason: str = "eot"  # eot, token_cap, repetition, silence, no_speech or repetitive
 
     @property
     def probability(self) -> float:
@@ -104,6 +105,10 @@ class WhisperEngine:
             except (ValueError, RuntimeError) as e:
                 raise ModelError(f"{path}: cannot be loaded by {runtime.name} {runtime.version}: {e}") from None
             interpreters[part] = it
+            if delegation(it).applied:
+                # Each part right after its delegate packed the weights, so the two
+                # mappings are never resident at once: that bounds the peak RSS.
+                release_file_pages(path)
         cfg = files.config
         try:
             enc_pos = np.load(files.encoder_positions)
@@ -143,18 +148,21 @@ class WhisperEngine:
         duration = len(audio) / SAMPLE_RATE
         if duration > MAX_SECONDS + 1e-6:
             raise ValueError(f"audio is {duration:.1f} s; the engine takes at most {MAX_SECONDS:.0f} s per call")
+        if not np.all(np.isfinite(audio)):
+            raise ValueError("audio contains NaN or infinite samples")
         if len(audio) == 0 or float(np.max(np.abs(audio))) < guards.SILENCE_PEAK:
             return TranscriptResult("", [], 0.0, 1.0, 0.0, 0.0, duration, "silence")
         window = min(MAX_SECONDS, max(MIN_WINDOW_SECONDS, math.ceil(duration + PAD_SECONDS)))
-        padded = np.zeros(int(window * SAMPLE_RATE), np.float32)
-        padded[: len(audio)] = audio
         with self._lock:
-            t0 = time.perf_counter()
-            mel = self._mel(padded)
-            cross = self._encoder.run(mel[: 2 * (len(mel) // 2)])
-            t1 = time.perf_counter()
-            out = self._decoder.greedy(cross, guards.max_new_tokens(duration))
-            t2 = time.perf_counter()
+            encode_ms, decode_ms, out = self._run(audio, window, duration)
+            if out.stop_reason != "eot" and window < MAX_SECONDS:
+                # No end-of-text: the short window made greedy decoding loop. A longer
+                # window (closer to Whisper's 30 s training windows) nearly always ends.
+                window = min(MAX_SECONDS, max(RETRY_WINDOW_SECONDS, 2 * window))
+                enc2, dec2, retry = self._run(audio, window, duration)
+                encode_ms, decode_ms = encode_ms + enc2, decode_ms + dec2
+                if retry.stop_reason == "eot":
+                    out = retry
         text = self._tokenizer.decode(out.tokens)
         confidence = float(np.mean(out.logprobs)) if out.logprobs else 0.0
         tokens, stop = out.tokens, out.stop_reason
@@ -167,8 +175,20 @@ class WhisperEngine:
             tokens=tokens,
             confidence=confidence,
             no_speech_prob=out.no_speech_prob,
-            encode_ms=round((t1 - t0) * 1000, 2),
-            decode_ms=round((t2 - t1) * 1000, 2),
+            encode_ms=round(encode_ms, 2),
+            decode_ms=round(decode_ms, 2),
             duration_s=round(duration, 3),
             stop_reason=stop,
         )
+
+    def _run(self, audio: np.ndarray, window: float, duration: float):
+        """Encode `audio` zero-padded to `window` seconds and decode greedily: (encode_ms, decode_ms, Decoded)."""
+        padded = np.zeros(int(window * SAMPLE_RATE), np.float32)
+        padded[: len(audio)] = audio
+        t0 = time.perf_counter()
+        mel = self._mel(padded)
+        cross = self._encoder.run(mel[: 2 * (len(mel) // 2)])
+        t1 = time.perf_counter()
+        out = self._decoder.greedy(cross, guards.max_new_tokens(duration))
+        t2 = time.perf_counter()
+        return (t1 - t0) * 1000, (t2 - t1) * 1000, out
