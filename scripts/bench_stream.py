@@ -23,7 +23,6 @@ import argparse
 import dataclasses
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -141,16 +140,8 @@ def run(n: int, speak_s: float, idle_s: float, engine, config_overrides: dict) -
     from voxnode.daemon import Daemon, RunOptions
 
     work = Path(os.environ["VOXNODE_BENCH_DIR"])
-    clips = ac.espeak_clips() + ac.recorded_clips()
-    fifos, refs = [], []
-    for i in range(n):
-        audio, r = build_stream(clips, speak_s, idle_s, seed=i)
-        p = work / f"s{i}.fifo"
-        if not p.exists():
-            os.mkfifo(p)
-        Path(str(p) + ".pcm").write_bytes(ac.to_pcm16(audio))
-        fifos.append(str(p))
-        refs.append(r)
+    fifos = [str(work / f"s{i}.fifo") for i in range(n)]
+    refs = json.loads((work / "refs.json").read_text())[:n]
     cfg = Config(streams=tuple(StreamConfig(name=f"s{i}", device=f"bench{i}") for i in range(n)))
     for section, values in config_overrides.items():
         cfg = dataclasses.replace(cfg, **{section: dataclasses.replace(getattr(cfg, section), **values)})
@@ -168,15 +159,20 @@ def run(n: int, speak_s: float, idle_s: float, engine, config_overrides: dict) -
     time.sleep(max(0.5, idle_s - 2.5))
     idle_cpu = (cpu_s() - c0) / (time.monotonic() - w0)
     c1, w1 = cpu_s(), time.monotonic()
-    rss_samples = []
-    done_line = None
-    while done_line is None:
-        rss_samples.append(rss_mb())
-        line_ready = pacer.stdout.readline()
-        done_line = line_ready
+    rss_samples = [rss_mb()]
+    sampling = threading.Event()
+
+    def sample_rss():
+        while not sampling.wait(0.25):
+            rss_samples.append(rss_mb())
+
+    sampler = threading.Thread(target=sample_rss, daemon=True)
+    sampler.start()
+    pacer.stdout.readline()  # the pacer has written everything
     speak_cpu = (cpu_s() - c1) / (time.monotonic() - w1)
     time.sleep(1.5)  # last hangover + decode
-    rss_samples.append(rss_mb())
+    sampling.set()
+    sampler.join()
     daemon.request_stop()
     th.join(30)
     pacer.stdin.close()
@@ -233,8 +229,8 @@ def run(n: int, speak_s: float, idle_s: float, engine, config_overrides: dict) -
         "cpu_idle_pct_per_stream": 100 * idle_cpu / n,
         "cpu_speaking_pct_per_stream": 100 * speak_cpu / n,
         "cpu_total_speaking_pct": 100 * speak_cpu,
-        "rss_max_mb": max(rss_samples),
-        "ru_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rss_max_mb": max(rss_samples),  # sampled every 250 ms while the streams run
+        "rss_start_mb": rss_samples[0],
         "frames": frames,
         "dropped_frames": dropped_frames,
         "finals_dropped": speech["scheduler"]["finals_dropped"],
@@ -267,7 +263,23 @@ def batching(engine) -> None:
         print(f"encoder {secs:2d} s window: median {1e3 * np.median(ts):6.1f} ms  ({1e3 * np.median(ts) / secs:5.1f} ms per s)")
 
 
+def prepare(work: Path, n: int, speak_s: float, idle_s: float) -> None:
+    clips = ac.espeak_clips() + ac.recorded_clips()
+    refs = []
+    for i in range(n):
+        audio, r = build_stream(clips, speak_s, idle_s, seed=i)
+        p = work / f"s{i}.fifo"
+        if not p.exists():
+            os.mkfifo(p)
+        Path(str(p) + ".pcm").write_bytes(ac.to_pcm16(audio))
+        refs.append(r)
+    (work / "refs.json").write_text(json.dumps(refs))
+
+
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--prepare":
+        prepare(Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]))
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--streams", default="1,4,10")
     ap.add_argument("--speak-s", type=float, default=60.0)
@@ -287,6 +299,10 @@ def main() -> None:
     (work / "alsa" / "asoundrc").write_text(conf)
     os.environ["XDG_CONFIG_HOME"] = str(work)  # before alsa-lib reads its configuration
 
+    # The test audio is made in a child process, so its buffers do not count
+    # in this (the daemon's) process's memory.
+    subprocess.run([sys.executable, __file__, "--prepare", str(work), str(max(counts)), str(args.speak_s),
+                    str(args.idle_s)], check=True)
     from voxnode.asr import WhisperEngine, default_model_dir
 
     engine = WhisperEngine.load(default_model_dir(), args.threads)
