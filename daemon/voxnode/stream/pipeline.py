@@ -149,7 +149,8 @@ class StreamPipeline:
                 self._cancel(st.partial_job)
                 self._cancel(st.spec_job)
                 st.spec_result = None
-                st.spec_job = self._job(JobKind.SPECULATIVE, ev.audio, (utt.uid, ev.pause_id))
+                n = min(len(utt.chunks), utt.last_speech + 1 + self.params.segmenter.tail_frames)
+                st.spec_job = self._job(JobKind.SPECULATIVE, ev.audio, (utt.uid, ev.pause_id, n))
                 to_submit = st.spec_job
             elif isinstance(ev, Resumed):
                 self._cancel(st.spec_job)
@@ -166,7 +167,7 @@ class StreamPipeline:
                 st.ended = True
                 self._cancel(st.partial_job)
                 spec = st.spec_job
-                if spec is not None and ev.pause_id >= 0 and spec.tag == (utt.uid, ev.pause_id):
+                if spec is not None and ev.pause_id >= 0 and spec.tag[:2] == (utt.uid, ev.pause_id):
                     self.stats.speculative_hits += 1
                     st.final_job = spec
                     if st.spec_result is not None:
@@ -176,7 +177,7 @@ class StreamPipeline:
                     return
                 self._cancel(spec)
                 st.spec_job = None
-                st.final_job = self._job(JobKind.FINAL, ev.audio, (utt.uid, -1))
+                st.final_job = self._job(JobKind.FINAL, ev.audio, (utt.uid, -1, len(ev.utterance.chunks)))
                 to_submit = st.final_job
             else:
                 return
@@ -192,7 +193,7 @@ class StreamPipeline:
             if len(utt.chunks) * FRAME_S < self.params.partial_min_audio_s:
                 return
             st.last_partial_t = now
-            st.partial_job = self._job(JobKind.PARTIAL, utt.audio(), (utt.uid, len(utt.chunks)))
+            st.partial_job = self._job(JobKind.PARTIAL, utt.audio(), (utt.uid, -2, len(utt.chunks)))
             job = st.partial_job
         self._sched.submit(job)
 
@@ -214,23 +215,26 @@ class StreamPipeline:
                     self._publish_final(st, result)
                 else:
                     self._lose_final(st, outcome, result)
+            elif job is st.spec_job and outcome == JobOutcome.DONE:
+                st.spec_result = result
+                if not st.ended:
+                    # Decoded at a pause, so its last word is complete: also a partial hypothesis.
+                    self._publish_partial(st, job, result, drop_last=False)
             elif job is st.spec_job:
-                if outcome == JobOutcome.DONE:
-                    st.spec_result = result
-                else:  # the endpoint will submit a fresh final
-                    st.spec_job = None
-            elif job is st.partial_job or job.kind == JobKind.PARTIAL:
-                if outcome == JobOutcome.DONE and not st.ended:
-                    self._publish_partial(st, job, result)
+                st.spec_job = None  # the endpoint will submit a fresh final
+            elif not st.ended and result is not None and not isinstance(result, Exception):
+                # A partial, or a speculation voided because speech resumed: either way a
+                # hypothesis of the utterance so far.
+                self._publish_partial(st, job, result, drop_last=job.kind == JobKind.PARTIAL)
 
-    def _publish_partial(self, st: _UttState, job: DecodeJob, result: Any) -> None:
+    def _publish_partial(self, st: _UttState, job: DecodeJob, result: Any, drop_last: bool) -> None:
         text = clean_text(result.text)
         if not text or getattr(result, "no_speech_prob", 0.0) > self.params.no_speech_threshold:
             return
-        grown = st.prefix.update(text, drop_last=True)
+        grown = st.prefix.update(text, drop_last=drop_last)
         if grown is None:
             return
-        n = min(job.tag[1], len(st.utt.chunks))
+        n = min(job.tag[2], len(st.utt.chunks))
         covered = st.utt.chunks[n - 1]
         last_speech = next((c for c in reversed(st.utt.chunks[:n]) if c.speech), covered)
         self.stats.partials += 1

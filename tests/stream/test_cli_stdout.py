@@ -1,0 +1,47 @@
+"""`voxnode run --stdout`: transcripts as one JSON object per line, through the real CLI and engine."""
+import json
+import subprocess
+import sys
+import wave
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import audio_corpus as ac  # noqa: E402
+
+from tests.stream.test_pipeline_alsa import wer  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not ac.have_espeak(), reason="needs espeak-ng and sox (make deps-test)")
+
+
+def test_run_stdout_prints_partial_and_final_json_lines(tmp_path, voxnode_cmd):
+    text = "what time does the bakery close today"
+    audio = np.concatenate([ac.silence(0.5), ac.at_dbfs(ac.tts(text, "en-us"), -25), ac.silence(1.0)])
+    wav = tmp_path / "speech.wav"
+    with wave.open(str(wav), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(ac.to_pcm16(audio))
+    p = subprocess.run(voxnode_cmd + ["run", "--file", str(wav), "--stdout"], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    events = [json.loads(line) for line in p.stdout.splitlines()]  # every line is one JSON object
+    speech = [e for e in events if e["type"] in ("partial", "final")]
+    finals = [e for e in speech if e["type"] == "final"]
+    assert len(finals) == 1, speech
+    f = finals[0]
+    assert wer(text, f["text"]) <= 0.2, f
+    for e in speech:
+        assert set(e) == {"type", "stream", "id", "text", "start", "end", "latency_ms", "confidence"}
+        assert e["stream"] == "mic" and e["id"] == f["id"]
+        start, end = datetime.fromisoformat(e["start"]), datetime.fromisoformat(e["end"])
+        assert start.tzinfo is not None and start < end
+        assert isinstance(e["latency_ms"], (int, float)) and isinstance(e["confidence"], (int, float))
+    # The speech in the file lasts about as long as the clip.
+    dur = (datetime.fromisoformat(f["end"]) - datetime.fromisoformat(f["start"])).total_seconds()
+    assert abs(dur - len(ac.tts(text, "en-us")) / 16000) < 0.6, dur
+    assert any(e["type"] == "partial" for e in speech)
