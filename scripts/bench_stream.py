@@ -238,6 +238,7 @@ def run(n: int, speak_s: float, idle_s: float, engine, config_overrides: dict) -
         "partials_skipped": speech["scheduler"]["partials_skipped"],
         "engine_busy_pct": 100 * speech["scheduler"]["busy_s"] / (time.monotonic() - t_start),
         "speculative_hits": sum(s["speculative_hits"] for s in speech["streams"].values()),
+        "engine_timings_ms": speech["scheduler"].get("timings_ms"),
         "suppressed": sum(s["suppressed"] for s in speech["streams"].values()),
     }
 

@@ -103,6 +103,8 @@ class DecodeScheduler:
         self._threads: list[threading.Thread] = []
         self._stopping = False
         self._stats = SchedulerStats()
+        # Recent (wait, run) seconds per job kind: queueing delay is the back-pressure signal.
+        self._timings: dict[JobKind, deque[tuple[float, float]]] = {k: deque(maxlen=500) for k in JobKind}
 
     # ---- owner side -------------------------------------------------------------
     def submit(self, job: DecodeJob) -> None:
@@ -174,6 +176,7 @@ class DecodeScheduler:
                 "submitted": dict(s.submitted), "completed": dict(s.completed),
                 "partials_skipped": s.partials_skipped, "finals_dropped": s.finals_dropped,
                 "failed": s.failed, "cancelled": s.cancelled, "busy_s": round(s.busy_s, 3),
+                "timings_ms": {k.name: _percentiles(self._timings[k]) for k in JobKind if self._timings[k]},
             }
 
     # ---- lifecycle --------------------------------------------------------------
@@ -257,6 +260,7 @@ class DecodeScheduler:
         with self._cv:
             self._running.discard(job.stream)
             self._stats.busy_s += job.finished - job.started
+            self._timings[job.kind].append((job.started - job.submitted, job.finished - job.started))
             if job.cancelled and outcome == JobOutcome.DONE:
                 outcome = JobOutcome.CANCELLED
             self._cv.notify_all()
@@ -286,3 +290,10 @@ class DecodeScheduler:
         depth = sum(len(d) for qs in self._queues.values() for d in qs.values())
         self._stats.queue_depth = depth
         self._stats.max_queue_depth = max(self._stats.max_queue_depth, depth)
+
+
+def _percentiles(samples: deque[tuple[float, float]]) -> dict[str, float]:
+    waits = np.array([w for w, _ in samples]) * 1e3
+    runs = np.array([r for _, r in samples]) * 1e3
+    return {"wait_p50": round(float(np.percentile(waits, 50)), 1), "wait_p95": round(float(np.percentile(waits, 95)), 1),
+            "run_p50": round(float(np.percentile(runs, 50)), 1), "run_p95": round(float(np.percentile(runs, 95)), 1)}
