@@ -8,7 +8,9 @@ from voxnode.config.fields import setting
 @dataclass(frozen=True)
 class FrontendConfig:
     highpass_hz: float = setting(
-        80.0, "High-pass cutoff removing DC, handling noise and rumble; 0 = off.", min=0.0, max=400.0
+        150.0,
+        "High-pass cutoff removing DC, handling noise, rumble and mains hum (also before the VAD); 0 = off.",
+        min=0.0, max=400.0,
     )
     denoise: bool = setting(
         False, "Spectral noise suppression of the audio sent to recognition (adds 20 ms; see docs/frontend.md)."

@@ -8,9 +8,10 @@ from voxnode.config.fields import InvalidValue, setting
 @dataclass(frozen=True)
 class VadConfig:
     engine: str = setting(
-        "spectral",
-        'Frame classifier: "spectral" (built in, noise-adaptive) or "webrtc" (needs webrtcvad-wheels).',
-        choices=("spectral", "webrtc"),
+        "webrtc",
+        'Frame classifier: "webrtc" (WebRTC GMM), "spectral" (numpy likelihood ratio, no extra package) '
+        'or "both" (speech where both agree). See docs/frontend.md for the measurements.',
+        choices=("webrtc", "spectral", "both"),
     )
     threshold: float = setting(
         1.0, "spectral: band-mean log-likelihood ratio above which a frame is speech (noise alone: 0.58).",

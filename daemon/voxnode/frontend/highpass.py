@@ -47,7 +47,7 @@ def impulse_response(b: np.ndarray, a: np.ndarray, n: int) -> np.ndarray:
 class HighPass:
     """Streaming high-pass: feed consecutive frames, get filtered float32 frames."""
 
-    def __init__(self, cutoff_hz: float = 80.0, rate: int = 16000, taps: int = 1024):
+    def __init__(self, cutoff_hz: float = 150.0, rate: int = 16000, taps: int = 1024):
         b, a = butterworth_highpass_biquad(cutoff_hz, rate)
         h = impulse_response(b, a, taps)
         # Stop where the tail no longer matters; keeps the convolution short.
@@ -68,15 +68,3 @@ class HighPass:
     def reset(self) -> None:
         self._tail[:] = 0
 
-
-def highpass_block(audio: np.ndarray, filt: HighPass) -> np.ndarray:
-    """Filter a whole utterance at once (fresh state).
-
-    Removing the first frame's mean first avoids the filter's step response
-    to a DC offset showing up as a click at the start of the pre-roll.
-    """
-    if len(audio) == 0:
-        return np.asarray(audio, dtype=np.float32)
-    filt.reset()
-    x = np.asarray(audio, dtype=np.float32)
-    return filt.process(x - np.float32(np.mean(x[:320])))

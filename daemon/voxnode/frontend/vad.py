@@ -73,3 +73,17 @@ class WebRtcVad:
     def is_speech(self, frame: np.ndarray, spectrum: np.ndarray) -> bool:
         pcm = np.clip(frame, -32768, 32767).astype("<i2").tobytes()
         return bool(self._vad.is_speech(pcm, self._rate))
+
+
+class BothVad:
+    """Speech only where both detectors agree: WebRTC's GMM is steadier in
+    broadband noise, the likelihood ratio rejects rumble and hum that WebRTC
+    takes for voice."""
+
+    def __init__(self, first: FrameVad, second: FrameVad):
+        self._a, self._b = first, second
+
+    def is_speech(self, frame: np.ndarray, spectrum: np.ndarray) -> bool:
+        a = self._a.is_speech(frame, spectrum)  # both always run: the spectral one tracks noise every frame
+        b = self._b.is_speech(frame, spectrum)
+        return a and b

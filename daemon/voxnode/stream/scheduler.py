@@ -120,12 +120,20 @@ class DecodeScheduler:
                     evicted.append((old, JobOutcome.SKIPPED if old.kind == JobKind.PARTIAL else JobOutcome.CANCELLED))
             q.append(job)
             self._stats.submitted[job.kind.name] += 1
-            if job.kind == JobKind.FINAL and self._pending_finals() > self.params.max_pending_finals:
-                oldest = min((d[0] for d in self._queues[JobKind.FINAL].values() if d), key=lambda j: j.seq)
-                self._queues[JobKind.FINAL][oldest.stream].popleft()
-                evicted.append((oldest, JobOutcome.DROPPED))
+            if job.kind == JobKind.FINAL:
+                evicted += self._enforce_final_limit()
             self._update_depth()
             self._cv.notify()
+        self._report(evicted)
+
+    def _enforce_final_limit(self) -> list[tuple[DecodeJob, JobOutcome]]:
+        if self._pending_finals() <= self.params.max_pending_finals:
+            return []
+        oldest = min((d[0] for d in self._queues[JobKind.FINAL].values() if d), key=lambda j: j.seq)
+        self._queues[JobKind.FINAL][oldest.stream].popleft()
+        return [(oldest, JobOutcome.DROPPED)]
+
+    def _report(self, evicted: list[tuple[DecodeJob, JobOutcome]]) -> None:
         for old, outcome in evicted:
             self._account(old, outcome)
             old.on_done(old, outcome, None)
@@ -139,8 +147,10 @@ class DecodeScheduler:
             q.remove(job)
             job.kind = JobKind.FINAL
             self._queues[JobKind.FINAL].setdefault(job.stream, deque()).append(job)
+            evicted = self._enforce_final_limit()
             self._cv.notify()
-            return True
+        self._report(evicted)
+        return True
 
     def hold_partials(self, stream: str, hold: bool) -> None:
         """A stream is about to submit a final: keep the engine free of new partials."""
