@@ -62,6 +62,23 @@ class Drainable(Protocol):
 TICK_S = 0.1
 
 
+class PipelineWorker(Protocol):
+    """What the daemon and the watchdog use of a stream's consumer (the stream pipeline replaces
+    StreamWorker; it must keep these)."""
+
+    stream: StreamConfig
+    source: AudioSource
+    heartbeat: Heartbeat  # `with heartbeat.busy():` around each frame
+
+    def start(self) -> None: ...
+
+    def is_alive(self) -> bool: ...
+
+    def drain(self, timeout: float) -> bool:
+        """After the ring is closed: finish the frames left and the utterance in flight (flush),
+        within `timeout`; False if cut off."""
+
+
 class StreamWorker:
     """Consumes one stream's ring. Until the speech pipeline is wired in, it reports sound levels."""
 
@@ -269,8 +286,9 @@ class Daemon:
                 self._start_stream(stream)
         # Keep the config's order, which snapshots and STATUS lines follow.
         order = {s.name: i for i, s in enumerate(new_config.effective_streams())}
-        self.sources.sort(key=lambda s: order[s.name])
-        self.workers.sort(key=lambda w: order[w.stream.name])
+        # New lists, not sort(): a list being sorted in place looks empty to another thread's snapshot().
+        self.sources = sorted(self.sources, key=lambda s: order[s.name])
+        self.workers = sorted(self.workers, key=lambda w: order[w.stream.name])
         logging.getLogger().setLevel(new_config.log.level.upper())
         return ReloadResult(ok=True, plan=plan)
 

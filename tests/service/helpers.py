@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.alsa_env import ROOT
 
 
 @dataclass

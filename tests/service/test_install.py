@@ -4,7 +4,7 @@ that is never overwritten once edited, uninstall keeping the config. The venv st
 
 import subprocess
 
-from tests.conftest import ROOT
+from tests.alsa_env import ROOT
 
 SCRIPT = ROOT / "scripts" / "install.sh"
 REFERENCE = (ROOT / "config" / "voxnode.toml").read_text()

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.alsa_env import ROOT
 
 SINK_SNIPPET = """
 import logging, os

@@ -10,7 +10,7 @@ import pytest
 
 from voxnode.config import Config
 
-from tests.conftest import ROOT
+from tests.alsa_env import ROOT
 
 UNIT = ROOT / "systemd" / "voxnode.service"
 INSTALLED_EXEC = "/opt/voxnode/venv/bin/voxnode"
