@@ -221,6 +221,7 @@ class Daemon:
         for hook in self.hooks:
             hook.on_ready(self)
         deadline = None if self.options.duration_s is None else time.monotonic() + self.options.duration_s
+        exit_code = 0
         try:
             while not self._stop.is_set():
                 requests = self._take_requests()
@@ -233,6 +234,11 @@ class Daemon:
                 if deadline is not None and now >= deadline:
                     break
                 if all(not w.is_alive() for w in self.workers):
+                    if not self.options.file:
+                        # Live capture never ends by itself: this is a crash, and a non-zero exit
+                        # lets systemd's Restart=on-failure bring the daemon back.
+                        log.error("every stream worker has ended; exiting with status 1")
+                        exit_code = 1
                     break  # every source finished (files) and its worker drained it
                 for hook in self.hooks:
                     hook.tick(self, now)
@@ -242,7 +248,7 @@ class Daemon:
             for hook in self.hooks:
                 hook.on_stopping(self)
             self.shutdown()
-        return 0
+        return exit_code
 
     def _take_requests(self) -> set[str]:
         taken = set()
@@ -262,6 +268,9 @@ class Daemon:
                 new_config = self.reloader()
             except VoxnodeError as e:
                 result = ReloadResult(ok=False, error=str(e))
+            except Exception as e:  # a reload must never take the running daemon down
+                log.exception("unexpected error while reading the config")
+                result = ReloadResult(ok=False, error=f"{type(e).__name__}: {e}")
             else:
                 result = self.reload(new_config)
         if result.ok:

@@ -66,6 +66,7 @@ def test_ready_only_after_audio_then_status_watchdog_stopping(tmp_path, alsa_dir
     assert kinds[-1] == "STOPPING+STATUS"
     ready_i = kinds.index("READY+STATUS")
     assert "WATCHDOG" in kinds[ready_i:]
+    assert "WATCHDOG" not in kinds[:ready_i], "an early ping would arm systemd's watchdog during start-up"
     assert all(m.pid == p.pid for m in notify.messages)
     assert "Traceback" not in (tmp_path / "stderr.log").read_text()
 

@@ -13,7 +13,7 @@ import logging
 import os
 from typing import TYPE_CHECKING, Mapping
 
-from voxnode.service.health import liveness
+from voxnode.service.health import liveness, readiness
 from voxnode.service.notify import Notifier
 
 if TYPE_CHECKING:
@@ -46,6 +46,9 @@ class WatchdogHook:
         self.pings = 0
         self._last_ping = float("-inf")
         self._stalled_reason = ""
+        # systemd arms the watchdog at READY=1, but any earlier WATCHDOG=1 would arm it too and turn a
+        # slow start (model load, first audio) into a watchdog kill; TimeoutStartSec covers starting.
+        self._armed = False
 
     @property
     def enabled(self) -> bool:
@@ -58,6 +61,10 @@ class WatchdogHook:
     def tick(self, daemon: "Daemon", now: float) -> None:
         if not self.enabled:
             return
+        if not self._armed:
+            if not readiness(daemon).ok:
+                return
+            self._armed = True
         verdict = liveness(daemon, now)
         if not verdict.ok:
             if verdict.reason != self._stalled_reason:
