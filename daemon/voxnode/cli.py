@@ -93,7 +93,6 @@ def _sinks(stdout: bool):
 
 def cmd_run(args: argparse.Namespace) -> int:
     from voxnode.daemon import Daemon, RunOptions
-
     from voxnode.service.hooks import systemd_hooks
     from voxnode.service.reload import config_loader
 
