@@ -26,7 +26,7 @@ class DeviceInfo:
     error: str = ""
 
 
-PROBE_TIMEOUT_S = 2.0
+PROBE_TIMEOUT_S = 5.0
 
 
 def list_capture_devices(probe: bool = True) -> list[DeviceInfo]:

@@ -9,6 +9,7 @@ from voxnode.config.asr import AsrConfig
 from voxnode.config.audio import AudioConfig, StreamConfig
 from voxnode.config.fields import InvalidValue, section, table_list
 from voxnode.config.log import LogConfig
+from voxnode.config.service import ServiceConfig
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,7 @@ class Config:
         example={"name": "kitchen", "device": "plughw:1,0", "channel": 0},
     )
     asr: AsrConfig = section(AsrConfig, "Speech recognition.")
+    service: ServiceConfig = section(ServiceConfig, "Running as a service: shutdown bound, watchdog stall limits.")
 
     def check(self) -> None:
         names = [s.name for s in self.streams]
