@@ -93,12 +93,16 @@ def _sinks(stdout: bool):
 
 def cmd_run(args: argparse.Namespace) -> int:
     from voxnode.daemon import Daemon, RunOptions
+    from voxnode.service.hooks import systemd_hooks
+    from voxnode.service.reload import config_loader
 
     config = _load(args)
     if args.device:
         config = config.with_device(args.device)
     options = RunOptions(duration_s=args.duration, file=args.file)
-    return Daemon(config, _sinks(args.stdout), options).run()
+    # SIGHUP re-reads the same file with the same overrides.
+    reloader = config_loader(args.config, args.device)
+    return Daemon(config, _sinks(args.stdout), options, hooks=systemd_hooks(), reloader=reloader).run()
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -124,3 +124,16 @@ def test_cli_subcommand(tmp_path, good_wav):
     obj = json.loads(p.stdout.strip().splitlines()[0])
     assert wer(ref, obj["text"]) < 0.2
     assert "bad.wav" in p.stderr
+
+
+def test_cli_peak_rss_on_a_5_second_clip_is_under_150_mb(tmp_path):
+    """The whole `voxnode transcribe` process, model load included, as the daemon runs it (glibc malloc)."""
+    clip = POCKETSPHINX / "librivox" / "sense_and_sensibility_01_austen_64kb-0890.wav"  # 5.3 s
+    probe = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], capture_output=True); "
+             "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "daemon"), "PYTHONMALLOC": "malloc"}
+    out = subprocess.run([sys.executable, "-c", probe, sys.executable, "-m", "voxnode", "transcribe", str(clip)],
+                         capture_output=True, text=True, env=env, timeout=120, check=True).stdout.split()
+    assert out[0] == "0"
+    peak_mb = int(out[1]) / 1024
+    assert 30 < peak_mb <= 150, peak_mb

@@ -10,6 +10,7 @@ from voxnode.config.audio import AudioConfig, StreamConfig
 from voxnode.config.fields import InvalidValue, section, table_list
 from voxnode.config.frontend import FrontendConfig
 from voxnode.config.log import LogConfig
+from voxnode.config.service import ServiceConfig
 from voxnode.config.stream import StreamingConfig
 from voxnode.config.vad import VadConfig
 
@@ -27,6 +28,7 @@ class Config:
     frontend: FrontendConfig = section(FrontendConfig, "Audio clean-up before VAD and recognition.")
     vad: VadConfig = section(VadConfig, "Voice activity detection and endpointing.")
     stream: StreamingConfig = section(StreamingConfig, "Utterances, partial transcripts, sharing the engine.")
+    service: ServiceConfig = section(ServiceConfig, "Running as a service: shutdown bound, watchdog stall limits.")
 
     def check(self) -> None:
         names = [s.name for s in self.streams]

@@ -29,6 +29,8 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
+from voxnode.heartbeat import Heartbeat
+
 log = logging.getLogger(__name__)
 
 
@@ -101,6 +103,8 @@ class DecodeScheduler:
         self._serial = itertools.count()
         self._served = itertools.count(1)
         self._threads: list[threading.Thread] = []
+        # One per worker, for the watchdog: a decode that never returns is a stuck engine.
+        self.heartbeats = [Heartbeat(f"decode-{i}") for i in range(params.workers)]
         self._stopping = False
         self._stats = SchedulerStats()
         # Recent (wait, run) seconds per job kind: queueing delay is the back-pressure signal.
@@ -192,7 +196,7 @@ class DecodeScheduler:
     # ---- lifecycle --------------------------------------------------------------
     def start(self) -> None:
         for i in range(self.params.workers):
-            t = threading.Thread(target=self._work, name=f"decode-{i}", daemon=True)
+            t = threading.Thread(target=self._work, args=(self.heartbeats[i],), name=f"decode-{i}", daemon=True)
             t.start()
             self._threads.append(t)
 
@@ -240,7 +244,7 @@ class DecodeScheduler:
         self._update_depth()
         return None
 
-    def _work(self) -> None:
+    def _work(self, heartbeat: Heartbeat) -> None:
         while True:
             skipped: list[DecodeJob] = []
             with self._cv:
@@ -254,7 +258,8 @@ class DecodeScheduler:
                 self._account(s, JobOutcome.SKIPPED)
                 s.on_done(s, JobOutcome.SKIPPED, None)
             if job is not None:
-                self._run(job)
+                with heartbeat.busy():
+                    self._run(job)
             elif stopping:
                 return
 

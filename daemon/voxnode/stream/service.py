@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from voxnode.config import Config
 from voxnode.events import TranscriptEvent
+from voxnode.heartbeat import Heartbeat
 
 from .params import pipeline_params, scheduler_params
 from .pipeline import StreamPipeline
@@ -30,12 +31,29 @@ class SpeechService:
         self.pipelines: dict[str, StreamPipeline] = {}
         self._started = False
 
-    def pipeline(self, stream: str) -> StreamPipeline:
-        if stream in self.pipelines:
-            raise ValueError(f"stream {stream!r} already has a pipeline")
-        p = StreamPipeline(stream, pipeline_params(self._config), self.scheduler, self._emit, self._clock)
+    def pipeline(self, stream: str, config: Config | None = None) -> StreamPipeline:
+        """A new pipeline for `stream` (replacing a stopped one of the same name after a reload)."""
+        p = StreamPipeline(stream, pipeline_params(config or self._config), self.scheduler, self._emit, self._clock)
         self.pipelines[stream] = p
         return p
+
+    def remove(self, stream: str) -> None:
+        """The stream stopped (its pipeline was flushed); its queued finals still complete."""
+        self.pipelines.pop(stream, None)
+
+    def reconfigure(self, config: Config) -> None:
+        """After a reload: new pipelines use `config`; queue limits apply at once.
+        The number of decode workers changes only with a restart."""
+        self._config = config
+        self.scheduler.params = scheduler_params(config)
+
+    def heartbeats(self) -> list[Heartbeat]:
+        return self.scheduler.heartbeats
+
+    def drain(self, timeout: float) -> bool:
+        """Daemon shutdown: decode and publish the queued finals, then stop."""
+        self.stop(timeout)
+        return self.scheduler.stats()["finals_pending"] == 0
 
     def start(self) -> None:
         if not self._started:
