@@ -95,3 +95,18 @@ def test_flush_finishes_open_utterance():
 def test_invalid_params_rejected():
     with pytest.raises(ValueError):
         SegmenterParams(tail_frames=30, hangover_frames=10)
+
+
+def test_max_length_cut_never_leaves_an_empty_continuation():
+    # Quietest frame is the newest one when the limit hits (a music note decaying, say).
+    n = 80
+    flags = [0] * 10 + [1] * n + [0] * 30
+    levels = [-60.0] * 10 + [-20.0] * n + [-60.0] * 30
+    first = 12 - (P.pre_roll_frames + P.onset_window_frames) + 1
+    levels[first + P.max_utterance_frames - 1] = -50.0
+    ev = run(flags, levels=levels)
+    started = [e for _, e in ev if isinstance(e, Started)]
+    assert all(len(e.utterance.chunks) >= 1 for e in started)
+    ended = [e for _, e in ev if isinstance(e, Ended)]
+    assert [e.reason for e in ended] == ["max_length", "endpoint"]
+    assert frames_of(ended[0].audio) + frames_of(ended[1].audio) == list(range(first, 10 + n + P.tail_frames))

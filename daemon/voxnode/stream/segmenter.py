@@ -213,7 +213,8 @@ class Segmenter:
         assert utt is not None
         n = len(utt.chunks)
         lo = n - self.p.cut_search_frames
-        levels = np.array([c.level_db for c in utt.chunks[lo:]])
+        # Not after the newest frame: the continuation must hold at least one frame.
+        levels = np.array([c.level_db for c in utt.chunks[lo:n - 1]])
         cut = lo + int(np.argmin(levels)) + 1
         head = Utterance(uid=utt.uid, chunks=utt.chunks[:cut])
         rest = Utterance(uid=self._next_uid, chunks=utt.chunks[cut:])
