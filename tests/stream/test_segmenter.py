@@ -9,14 +9,17 @@ P = SegmenterParams(pre_roll_frames=5, onset_frames=3, onset_window_frames=5, ta
                     hangover_frames=10, min_speech_frames=6, max_utterance_frames=60, cut_search_frames=20)
 
 
-def run(flags, params=P, levels=None):
+def run(flags, params=P, levels=None, sizes=None):
     seg = Segmenter(params)
     events = []
     for i, f in enumerate(flags):
         lv = levels[i] if levels is not None else (-20.0 if f else -60.0)
         # Each frame's samples carry its index so audio boundaries are checkable.
         chunk = Chunk(np.full(320, i, dtype=np.float32), i, i * 0.02, 1000 + i * 0.02, bool(f), lv)
-        events += [(i, e) for e in seg.push(chunk)]
+        new = seg.push(chunk)
+        if sizes is not None:  # utterances keep growing: record their size when announced
+            sizes += [(type(e).__name__, len(e.utterance.chunks)) for e in new]
+        events += [(i, e) for e in new]
     events += [(len(flags), e) for e in seg.flush()]
     return events
 
@@ -104,9 +107,9 @@ def test_max_length_cut_never_leaves_an_empty_continuation():
     levels = [-60.0] * 10 + [-20.0] * n + [-60.0] * 30
     first = 12 - (P.pre_roll_frames + P.onset_window_frames) + 1
     levels[first + P.max_utterance_frames - 1] = -50.0
-    ev = run(flags, levels=levels)
-    started = [e for _, e in ev if isinstance(e, Started)]
-    assert all(len(e.utterance.chunks) >= 1 for e in started)
+    sizes = []
+    ev = run(flags, levels=levels, sizes=sizes)
+    assert all(size >= 1 for kind, size in sizes if kind == "Started"), sizes
     ended = [e for _, e in ev if isinstance(e, Ended)]
     assert [e.reason for e in ended] == ["max_length", "endpoint"]
     assert frames_of(ended[0].audio) + frames_of(ended[1].audio) == list(range(first, 10 + n + P.tail_frames))
