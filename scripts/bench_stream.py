@@ -174,9 +174,10 @@ def run(n: int, speak_s: float, idle_s: float, engine, config_overrides: dict) -
     sampling.set()
     sampler.join()
     daemon.request_stop()
-    th.join(30)
-    pacer.stdin.close()
+    time.sleep(0.3)
+    pacer.stdin.close()  # the pacer closes the FIFOs: blocked ALSA reads return, captures see the stop
     pacer.wait(5)
+    th.join(30)
     speech = daemon.speech.stats()
     dropped_frames = sum(s.ring.dropped for s in daemon.sources)
     frames = sum(s.stats.snapshot()["frames"] for s in daemon.sources)
@@ -285,7 +286,8 @@ def main() -> None:
     ap.add_argument("--streams", default="1,4,10")
     ap.add_argument("--speak-s", type=float, default=60.0)
     ap.add_argument("--idle-s", type=float, default=12.0)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2, help="inference threads per engine")
+    ap.add_argument("--engines", type=int, default=1, help="engine instances (use with --set stream.decode_workers=N)")
     ap.add_argument("--set", action="append", default=[], help="section.key=value (ints/floats/bools)")
     ap.add_argument("--batching", action="store_true")
     ap.add_argument("--json", help="append results to this file")
@@ -307,6 +309,8 @@ def main() -> None:
     from voxnode.asr import WhisperEngine, default_model_dir
 
     engine = WhisperEngine.load(default_model_dir(), args.threads)
+    if args.engines > 1:
+        engine = [engine] + [WhisperEngine.load(default_model_dir(), args.threads) for _ in range(args.engines - 1)]
     if args.batching:
         batching(engine)
         return

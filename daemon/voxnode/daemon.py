@@ -150,7 +150,7 @@ class Daemon:
         options: RunOptions = RunOptions(),
         hooks: list[DaemonHooks] | None = None,
         reloader: Callable[[], Config] | None = None,
-        recognizer: Recognizer | None = None,
+        recognizer: Recognizer | list[Recognizer] | None = None,
     ):
         self.config = config
         self._latency = _LatencyTap()
@@ -212,8 +212,11 @@ class Daemon:
         if self.recognizer is None:
             from voxnode.asr import WhisperEngine, default_model_dir
 
-            self.recognizer = WhisperEngine.load(default_model_dir(self.config.asr.model_dir),
-                                                 self.config.asr.num_threads)
+            model_dir = default_model_dir(self.config.asr.model_dir)
+            # One engine per decode worker: an engine serves one call at a time.
+            engines = [WhisperEngine.load(model_dir, self.config.asr.num_threads)
+                       for _ in range(self.config.stream.decode_workers)]
+            self.recognizer = engines[0] if len(engines) == 1 else engines
         self.speech = SpeechService(self.config, self.recognizer, self._emit_transcript)
         self.speech.start()
         self.extra_heartbeats.extend(self.speech.heartbeats())

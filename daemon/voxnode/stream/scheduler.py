@@ -90,9 +90,11 @@ class SchedulerStats:
 
 
 class DecodeScheduler:
-    def __init__(self, recognizer: Recognizer, params: SchedulerParams,
+    def __init__(self, recognizer: Recognizer | list[Recognizer], params: SchedulerParams,
                  clock: Callable[[], float] = time.monotonic):
-        self._rec = recognizer
+        # Worker i uses engine i % len: one engine instance serialises its calls, so
+        # parallel decoding needs as many engines as workers (see docs/benchmarks.md).
+        self._recs = list(recognizer) if isinstance(recognizer, (list, tuple)) else [recognizer]
         self.params = params
         self._clock = clock
         self._cv = threading.Condition()
@@ -196,7 +198,8 @@ class DecodeScheduler:
     # ---- lifecycle --------------------------------------------------------------
     def start(self) -> None:
         for i in range(self.params.workers):
-            t = threading.Thread(target=self._work, args=(self.heartbeats[i],), name=f"decode-{i}", daemon=True)
+            t = threading.Thread(target=self._work, args=(self.heartbeats[i], self._recs[i % len(self._recs)]),
+                                 name=f"decode-{i}", daemon=True)
             t.start()
             self._threads.append(t)
 
@@ -244,7 +247,7 @@ class DecodeScheduler:
         self._update_depth()
         return None
 
-    def _work(self, heartbeat: Heartbeat) -> None:
+    def _work(self, heartbeat: Heartbeat, rec: Recognizer) -> None:
         while True:
             skipped: list[DecodeJob] = []
             with self._cv:
@@ -259,15 +262,15 @@ class DecodeScheduler:
                 s.on_done(s, JobOutcome.SKIPPED, None)
             if job is not None:
                 with heartbeat.busy():
-                    self._run(job)
+                    self._run(job, rec)
             elif stopping:
                 return
 
-    def _run(self, job: DecodeJob) -> None:
+    def _run(self, job: DecodeJob, rec: Recognizer) -> None:
         job.started = self._clock()
         outcome, result = JobOutcome.DONE, None
         try:
-            result = self._rec.transcribe(job.audio)
+            result = rec.transcribe(job.audio)
         except Exception as exc:  # engine errors must not kill the worker
             log.exception("decode failed for stream %s (%s)", job.stream, job.kind.name)
             outcome, result = JobOutcome.FAILED, exc

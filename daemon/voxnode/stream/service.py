@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 
 class SpeechService:
-    def __init__(self, config: Config, recognizer: Recognizer, emit: Callable[[TranscriptEvent], None],
+    def __init__(self, config: Config, recognizer: Recognizer | list[Recognizer], emit: Callable[[TranscriptEvent], None],
                  clock: Callable[[], float] = time.monotonic):
         self._config = config
         self._emit = emit
