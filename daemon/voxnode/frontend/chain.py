@@ -36,7 +36,7 @@ class FrontEndParams:
 class FrontEndOutput:
     samples: np.ndarray  # float32 in int16 scale, high-passed (and denoised if on)
     speech: bool
-    level_db: float  # dBFS of the frame above 100 Hz (DC offset and hum do not count)
+    level_db: float  # dBFS of the high-passed frame
 
 
 def make_vad(p: FrontEndParams, bins: int) -> FrameVad:
@@ -57,18 +57,15 @@ class FrontEnd:
         self._analyzer = self._denoiser.analyzer if self._denoiser else StftAnalyzer(hop)
         self.vad = make_vad(params, self._analyzer.bins)
         self.latency_s = self._denoiser.latency_s if self._denoiser else 0.0
-        hz_per_bin = rate / self._analyzer.win_len
-        self._level_lo = max(1, int(math.ceil(100 / hz_per_bin)))
-        # Parseval for a sqrt-Hann window: mean square = 2 * sum|X_k|^2 / (N * sum(w^2)).
-        self._level_scale = 2.0 / (self._analyzer.win_len * float(np.sum(self._analyzer.window ** 2))) / 32768.0 ** 2
+        # The WebRTC VAD works on samples: skip the STFT when nothing else needs it.
+        self._need_spectrum = self._denoiser is not None or params.vad_engine != "webrtc"
         self._hp = HighPass(params.highpass_hz) if params.highpass_hz > 0 else None
 
     def process(self, samples: np.ndarray) -> FrontEndOutput:
         x = self._hp.process(samples) if self._hp is not None else np.asarray(samples, dtype=np.float32)
-        spec = self._analyzer.analyze(x)
+        spec = self._analyzer.analyze(x) if self._need_spectrum else None
         speech = self.vad.is_speech(x, spec)
-        power = spec.real[self._level_lo:] ** 2 + spec.imag[self._level_lo:] ** 2
-        level = 10 * math.log10(float(np.sum(power)) * self._level_scale + 1e-12)
+        level = 10 * math.log10(float(np.dot(x, x)) / max(1, len(x)) / 32768.0 ** 2 + 1e-12)
         if self._denoiser is not None:
             x = self._denoiser.synth.synthesize(spec * self._denoiser.gain(spec))
         return FrontEndOutput(x, speech, level)

@@ -22,7 +22,8 @@ from .spectrum import NoiseTracker
 
 
 class FrameVad(Protocol):
-    def is_speech(self, frame: np.ndarray, spectrum: np.ndarray) -> bool: ...
+    def is_speech(self, frame: np.ndarray, spectrum: np.ndarray | None) -> bool:
+        """`spectrum` is the frame's STFT, or None when no detector in use needs it."""
 
 
 class SpectralVad:
@@ -70,7 +71,7 @@ class WebRtcVad:
         self._vad = webrtcvad.Vad(aggressiveness)
         self._rate = rate
 
-    def is_speech(self, frame: np.ndarray, spectrum: np.ndarray) -> bool:
+    def is_speech(self, frame: np.ndarray, spectrum: np.ndarray | None) -> bool:
         pcm = np.clip(frame, -32768, 32767).astype("<i2").tobytes()
         return bool(self._vad.is_speech(pcm, self._rate))
 
