@@ -95,6 +95,8 @@ class Daemon:
         self._stop = threading.Event()
         self.sources: list[AudioSource] = []
         self.workers: list[StreamWorker] = []
+        self.muted: set[str] = set()  # DaemonControl; the pipeline drops audio of muted streams
+        self.reload_requested = threading.Event()
 
     def request_stop(self, *_args) -> None:
         self._stop.set()
@@ -163,3 +165,22 @@ class Daemon:
             ring = next(src.ring for src in self.sources if src.name == name)
             log.info("stream %s stopped: %d frames, %d dropped, %d xruns, %d device errors",
                      name, st["frames"], ring.dropped, st["xruns"], st["device_errors"])
+
+    # ---- DaemonControl (voxnode.control): what remote commands (MQTT cmd topic) may change ----
+
+    def stream_names(self) -> list[str]:
+        return [s.name for s in self.config.effective_streams()]
+
+    def set_muted(self, stream: str, muted: bool) -> None:
+        if stream not in self.stream_names():
+            raise KeyError(stream)
+        (self.muted.add if muted else self.muted.discard)(stream)
+        log.info("stream %s %s", stream, "muted" if muted else "unmuted")
+
+    def is_muted(self, stream: str) -> bool:
+        return stream in self.muted
+
+    def request_reload(self) -> None:
+        # The systemd branch carries out reloads (SIGHUP); until it is merged this only records the request.
+        self.reload_requested.set()
+        log.info("config reload requested")

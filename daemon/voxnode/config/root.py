@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from voxnode.config.asr import AsrConfig
 from voxnode.config.audio import AudioConfig, StreamConfig
 from voxnode.config.fields import InvalidValue, section, table_list
+from voxnode.config.health import HealthConfig
 from voxnode.config.log import LogConfig
+from voxnode.config.mqtt import MqttConfig
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,8 @@ class Config:
         example={"name": "kitchen", "device": "plughw:1,0", "channel": 0},
     )
     asr: AsrConfig = section(AsrConfig, "Speech recognition.")
+    mqtt: MqttConfig = section(MqttConfig, "MQTT: transcripts, health, commands, Home Assistant discovery (docs/mqtt.md).")
+    health: HealthConfig = section(HealthConfig, "Health report, memory housekeeping, leak watch, Prometheus.")
 
     def check(self) -> None:
         names = [s.name for s in self.streams]
