@@ -18,11 +18,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_port(port: int, timeout: float = 5.0) -> bool:
+def wait_port(port: int, timeout: float = 5.0, host: str = "127.0.0.1") -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            socket.create_connection((host, port), 0.2).close()
             return True
         except OSError:
             time.sleep(0.01)
