@@ -50,17 +50,19 @@ def make_ca(folder: Path) -> dict[str, Path]:
 class Broker:
     def __init__(self, work: Path, *, users: dict[str, str] | None = None, acl: str | None = None,
                  tls: dict[str, Path] | None = None, host: str = "127.0.0.1", netns: str | None = None,
-                 persistence: bool = False):
+                 persistence: bool = False, extra_port: bool = False):
         self.work = work
         self.work.mkdir(parents=True, exist_ok=True)
         self.host = host
         self.port = free_port()
+        self.extra_port = free_port() if extra_port else None  # a second listener, e.g. not black-holed
         self.netns = netns
         self.proc: subprocess.Popen | None = None
         lines = ["per_listener_settings false", f"log_dest file {work / 'broker.log'}", "log_type all", "user root"]
         if persistence:
             (work / "data").mkdir(exist_ok=True)
-            lines += ["persistence true", f"persistence_location {work / 'data'}/"]
+            # Saved every second, so even a SIGKILLed broker comes back with the monitor's subscription.
+            lines += ["persistence true", f"persistence_location {work / 'data'}/", "autosave_interval 1"]
         else:
             lines.append("persistence false")
         if users:
@@ -75,6 +77,8 @@ class Broker:
             (work / "acl").write_text(acl)
             lines.append(f"acl_file {work / 'acl'}")
         lines.append(f"listener {self.port} {host}")
+        if self.extra_port:
+            lines.append(f"listener {self.extra_port} {host}")
         if tls:
             lines += [f"cafile {tls['ca']}", f"certfile {tls['cert']}", f"keyfile {tls['key']}"]
         (work / "mosquitto.conf").write_text("\n".join(lines) + "\n")
@@ -84,7 +88,7 @@ class Broker:
         if self.netns:
             cmd = ["ip", "netns", "exec", self.netns, *cmd]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if not wait_port(self.port, host=self.host):
+        if not wait_port(self.port, host=self.host) or (self.extra_port and not wait_port(self.extra_port, host=self.host)):
             raise RuntimeError(f"mosquitto did not start; log:\n{self.log()}")
         return self
 
@@ -110,7 +114,7 @@ class Monitor:
     (a SIGKILLed broker forgets sessions and subscriptions)."""
 
     def __init__(self, broker: Broker, topics=("voxnode/#", "homeassistant/#"), *, username=None, password=None,
-                 tls_ca: Path | None = None, client_id: str = "monitor"):
+                 tls_ca: Path | None = None, client_id: str = "monitor", port: int | None = None):
         self.messages: list[tuple[str, bytes, bool]] = []
         self.lock = threading.Lock()
         self.connected = threading.Event()
@@ -126,7 +130,7 @@ class Monitor:
         c.on_message = self._on_message
         props = Properties(PacketTypes.CONNECT)
         props.SessionExpiryInterval = 300
-        c.connect_async(broker.host, broker.port, keepalive=5, clean_start=False, properties=props)
+        c.connect_async(broker.host, port or broker.port, keepalive=5, clean_start=False, properties=props)
         self.client = c
         c.loop_start()
         if not self.connected.wait(5):
