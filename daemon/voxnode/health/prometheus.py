@@ -104,4 +104,5 @@ class PrometheusExporter:
     def on_stopping(self, daemon) -> None:
         if self._server is not None:
             self._server.shutdown()
+            self._server.server_close()  # shutdown() only stops serving; the port stays bound without this
             self._server = None
