@@ -1,42 +1,13 @@
-"""Shared test fixtures: a real ALSA configuration with file-backed capture PCMs.
-
-alsa-lib loads its configuration once per process, so every PCM the in-process
-tests need is defined here, up front, in one asoundrc under a session folder
-that $XDG_CONFIG_HOME points at before anything touches ALSA. Tests that need a
-different ALSA setup run the code in a subprocess with their own environment.
-"""
+"""Shared fixtures. Importing tests.alsa_env points ALSA at the test PCMs before anything opens one."""
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-ALSA_DIR = Path(tempfile.mkdtemp(prefix="voxnode-test-alsa-"))
-
-
-def alsa_file_pcm(name: str, infile: Path) -> str:
-    return (
-        f"pcm.{name} {{\n    type file\n    slave.pcm \"null\"\n    file \"/dev/null\"\n"
-        f"    infile \"{infile}\"\n    format \"raw\"\n}}\n"
-    )
-
-
-ALSA_PCMS = {
-    "vx_file": ALSA_DIR / "in.raw",  # regular file: reads return at once
-    "vx_fifo": ALSA_DIR / "mic.fifo",  # FIFO: the test paces the audio
-    "vx_late": ALSA_DIR / "late.raw",  # absent at first: a device that is not there yet
-}
-_conf = "".join(alsa_file_pcm(n, p) for n, p in ALSA_PCMS.items())
-(ALSA_DIR / "alsa").mkdir()
-(ALSA_DIR / "alsa" / "asoundrc").write_text(_conf)
-os.environ["XDG_CONFIG_HOME"] = str(ALSA_DIR)
-os.mkfifo(ALSA_PCMS["vx_fifo"])
-
+from tests.alsa_env import ALSA_DIR
 
 @pytest.fixture
 def alsa_dir() -> Path:
@@ -46,3 +17,9 @@ def alsa_dir() -> Path:
 @pytest.fixture
 def voxnode_cmd() -> list[str]:
     return [sys.executable, "-m", "voxnode"]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import shutil
+
+    shutil.rmtree(ALSA_DIR, ignore_errors=True)

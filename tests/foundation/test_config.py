@@ -7,7 +7,7 @@ from voxnode.config import Config, load_config, parse_config, render_reference
 from voxnode.config.root import Config as RootConfig
 from voxnode.errors import ConfigError
 
-from tests.conftest import ROOT
+from tests.alsa_env import ROOT
 
 BAD_CONFIGS = {
     "unknown key": ("[audio]\ndevise = \"hw:1\"\n", "audio.devise", "did you mean 'device'"),

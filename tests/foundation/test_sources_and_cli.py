@@ -64,9 +64,15 @@ def test_device_override_with_streams_is_a_clear_error(tmp_path, voxnode_cmd):
     assert p.returncode == 1 and "--device 'y' cannot be used with [[streams]]" in p.stderr
 
 
-def test_devices_lists_test_pcms(voxnode_cmd):
+def test_devices_lists_and_probes_test_pcms(voxnode_cmd, alsa_dir):
     p = subprocess.run(voxnode_cmd + ["devices", "--no-probe"], capture_output=True, text=True, timeout=30)
     assert p.returncode == 0 and "vx_file" in p.stdout
+    (alsa_dir / "in.raw").write_bytes(b"\0" * 6400)
+    p = subprocess.run(voxnode_cmd + ["devices"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    lines = {line.split(":")[0]: line for line in p.stdout.splitlines()}
+    assert "16 kHz ok" in lines["vx_file"] and "S16_LE" in lines["vx_file"]
+    assert "no answer within" in lines["vx_fifo"]  # a FIFO with no writer blocks ALSA's open
 
 
 def test_demo_plays_the_bundled_clip_through_alsa(voxnode_cmd):

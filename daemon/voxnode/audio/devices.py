@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import select
+import subprocess
+import sys
 from dataclasses import dataclass
 
 import alsaaudio
 
 from voxnode.audio.alsa_open import supported_rates
 from voxnode.audio.format import SAMPLE_RATE
+from voxnode.errors import AudioDeviceError
 
 
 @dataclass(frozen=True)
@@ -20,11 +26,50 @@ class DeviceInfo:
     error: str = ""
 
 
+PROBE_TIMEOUT_S = 2.0
+
+
 def list_capture_devices(probe: bool = True) -> list[DeviceInfo]:
-    devices = []
-    for name in alsaaudio.pcms(alsaaudio.PCM_CAPTURE):
-        devices.append(_probe(name) if probe else DeviceInfo(name, "", "", "", None))
-    return devices
+    names = list(alsaaudio.pcms(alsaaudio.PCM_CAPTURE))
+    if not probe:
+        return [DeviceInfo(n, "", "", "", None) for n in names]
+    return _probe_in_child(names)
+
+
+def _probe_in_child(names: list[str]) -> list[DeviceInfo]:
+    """Probe in a child process, one JSON line per device.
+
+    Some PCMs block inside snd_pcm_open even in non-blocking mode (a file plugin
+    reading a FIFO, a wedged USB device), and pyalsaaudio holds the GIL there, so
+    only a separate process can be abandoned: on a hang we kill it and go on
+    with the next device in a fresh child.
+    """
+    results: list[DeviceInfo] = []
+    pending = list(names)
+    while pending:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "voxnode.audio.devices", *pending],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )
+        assert child.stdout is not None
+        # Start-up (imports) is not part of any device's time limit.
+        ready, _, _ = select.select([child.stdout], [], [], 30)
+        if not ready or child.stdout.readline().strip() != "ready":
+            child.kill()
+            raise AudioDeviceError("could not start the device probe (python -m voxnode.audio.devices)")
+        while pending:
+            ready, _, _ = select.select([child.stdout], [], [], PROBE_TIMEOUT_S)
+            line = child.stdout.readline() if ready else ""
+            name = pending.pop(0)
+            if not line:
+                child.kill()
+                child.wait()
+                results.append(DeviceInfo(name, "", "", "", None, error=f"no answer within {PROBE_TIMEOUT_S:.0f} s"))
+                break
+            results.append(DeviceInfo(**json.loads(line)))
+        else:
+            child.wait()
+    return results
 
 
 def _probe(name: str) -> DeviceInfo:
@@ -60,3 +105,9 @@ def format_devices(devices: list[DeviceInfo]) -> str:
         note = {True: "16 kHz ok", False: "no 16 kHz: use plug or audio.resample = \"alsa\"", None: "?"}[d.supports_16k]
         lines.append(f"{d.name}: rates {d.rates}; formats {d.formats}; {note}")
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print("ready", flush=True)
+    for device in sys.argv[1:]:
+        print(json.dumps(dataclasses.asdict(_probe(device))), flush=True)
