@@ -21,7 +21,7 @@ import ssl
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import paho.mqtt.client as mqtt
@@ -56,7 +56,7 @@ class MqttStats:
     last_error: str = ""
     last_connect_wall: float = 0.0
     inflight: int = 0
-    extra: dict = field(default_factory=dict)
+    bad_events: int = 0  # events the publisher could not handle (a bug upstream); logged with a traceback
 
 
 class MqttPublisher:
@@ -245,16 +245,20 @@ class MqttPublisher:
             items = self._mailbox.take_all(timeout=0.5)
             acked: list[int] = []
             for kind, item in items:
-                if kind == "final":
-                    self._spool_final(item)
-                elif kind == "partial":
-                    self._publish_partial(item)
-                elif kind == "ack":
-                    seq = self._ack(*item)
-                    if seq is not None:
-                        acked.append(seq)
-                elif kind == "stop":
-                    stopping = True
+                try:
+                    if kind == "final":
+                        self._spool_final(item)
+                    elif kind == "partial":
+                        self._publish_partial(item)
+                    elif kind == "ack":
+                        seq = self._ack(*item)
+                        if seq is not None:
+                            acked.append(seq)
+                    elif kind == "stop":
+                        stopping = True
+                except Exception:  # noqa: BLE001 - one bad event must not stop every later final
+                    self.stats.bad_events += 1
+                    log.exception("MQTT: cannot publish %s event %r; skipped", kind, item)
             try:
                 self.spool.ack(acked)
             except SpoolError as e:

@@ -53,6 +53,7 @@ class MqttService:
         self._traces = TraceSnapshots()
         self._memory_busy = threading.Lock()
         self.last_health: dict | None = None
+        self._last_health_error = ""
         self.publisher = MqttPublisher(
             config.mqtt, self.topics, self.spool,
             model_name=self._model_name,
@@ -71,11 +72,20 @@ class MqttService:
         self._health_now.set()
 
     def tick(self, daemon, now: float) -> None:
-        self._run_commands(daemon)
+        # Runs on the daemon's main thread: an exception here would stop the daemon, so none gets out.
+        try:
+            self._run_commands(daemon)
+        except Exception:  # noqa: BLE001
+            log.exception("MQTT: a command failed")
         if self._health_now.is_set() or now >= self._next_health:
             self._health_now.clear()
             self._next_health = now + self.config.health.interval_s
-            self.publish_health(daemon, now)
+            try:
+                self.publish_health(daemon, now)
+            except Exception as e:  # noqa: BLE001
+                if type(e).__name__ != self._last_health_error:
+                    log.exception("health report failed (further failures of this kind are logged at debug)")
+                self._last_health_error = type(e).__name__
 
     def on_stopping(self, daemon) -> None:
         pass  # the sink's close() (after the pipeline drains) says offline and flushes the spool
@@ -114,6 +124,8 @@ class MqttService:
             "published": st.published,
             "rejected": st.rejected,
             "partials_dropped": st.partials_dropped,
+            "finals_refused": st.finals_refused,
+            "bad_events": st.bad_events,
             "connects": st.connects,
             "disconnects": st.disconnects,
             "last_error": st.last_error,
