@@ -137,9 +137,9 @@ class MqttPrinter:
         topics = Topics.from_config(c)
         client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"voxnode-demo-printer-{os.getpid()}")
         if c.username:
-            from voxnode.mqtt.client import MqttPublisher
+            from voxnode.mqtt.client import read_password
 
-            client.username_pw_set(c.username, MqttPublisher._password(self))  # same password rules
+            client.username_pw_set(c.username, read_password(c))
         if c.tls:
             client.tls_set(ca_certs=c.tls_ca or None)
             client.tls_insecure_set(c.tls_insecure)

@@ -154,3 +154,25 @@ def test_commands_mute_health_and_refusals(tmp_path, broker, monitor_for, feeder
     assert f.stop() == 0
     log = f.log()
     assert "config reload requested" in log and "Traceback" not in log
+
+
+def test_voxnode_run_cli_publishes_status_health_discovery(tmp_path, broker, monitor_for, voxnode_cmd, validate):
+    """The real `voxnode run --file` with [mqtt] on: the CLI wiring end to end (no finals yet without the
+    speech pipeline; the feeder tests cover transcripts)."""
+    import os
+    import subprocess
+
+    from voxnode.demo import bundled_clip
+
+    mon = monitor_for(broker)
+    cfg = write_config(tmp_path / "c.toml", broker, health={"tracemalloc_frames": 1})
+    p = subprocess.run([*voxnode_cmd, "run", "--config", str(cfg), "--file", str(bundled_clip()), "--duration", "3"],
+                       capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONMALLOC": "malloc"})
+    assert p.returncode == 0, p.stderr
+    assert mon.wait_for(lambda: mon.on(f"{BASE}/status")[-1:] == [b"offline"])
+    assert mon.on(f"{BASE}/status")[0] == b"online"
+    h = validate("health", mon.on(f"{BASE}/health")[0])
+    assert h["memory"]["allocator"] == "malloc" and h["memory"]["tracemalloc"]["current_bytes"] > 0
+    assert h["streams"]["mic"]["state"] in ("running", "starting", "finished")
+    validate("discovery", mon.on("homeassistant/device/testnode/config")[0])
+    assert "Traceback" not in p.stderr

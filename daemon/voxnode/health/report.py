@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import tracemalloc
 from typing import Callable
 
 from voxnode import __version__
@@ -32,6 +33,10 @@ class HealthMonitor:
         self.leak = LeakWatch(config.leak_window_s, config.leak_threshold_mb * 1e6)
         self.allocator = python_allocator()
         self._next_trim = clock() + config.malloc_trim_interval_s
+        if config.tracemalloc_frames and not tracemalloc.is_tracing():
+            tracemalloc.start(config.tracemalloc_frames)
+            log.info("tracemalloc on (%d frame(s) per allocation): health reports traced memory",
+                     config.tracemalloc_frames)
         if self.allocator != "malloc":
             log.warning("Python allocator is %r, not 'malloc': heap figures and malloc_trim cover only part of "
                         "Python's memory. Run with PYTHONMALLOC=malloc (the unit and the Makefile set it)",

@@ -44,6 +44,17 @@ def dumps(obj: dict) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+def read_password(c: MqttConfig) -> str | None:
+    """mqtt.password_file (first line) or mqtt.password."""
+    if c.password_file:
+        try:
+            with open(c.password_file, encoding="utf-8") as f:
+                return f.readline().rstrip("\r\n")
+        except OSError as e:
+            raise MqttConfigError(f"mqtt.password_file = {c.password_file!r}: {e.strerror or e}") from None
+    return c.password or None
+
+
 @dataclass
 class MqttStats:
     connected: bool = False
@@ -95,7 +106,7 @@ class MqttPublisher:
         client_id = c.client_id or f"voxnode-{self.topics.node}"
         client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id, protocol=protocol)
         if c.username:
-            client.username_pw_set(c.username, self._password())
+            client.username_pw_set(c.username, read_password(c))
         if c.tls:
             for key in ("tls_ca", "tls_cert", "tls_key"):
                 path = getattr(c, key)
@@ -117,16 +128,6 @@ class MqttPublisher:
         client.on_publish = self._on_publish
         client.on_message = self._on_message
         return client
-
-    def _password(self) -> str | None:
-        c = self.config
-        if c.password_file:
-            try:
-                with open(c.password_file, encoding="utf-8") as f:
-                    return f.readline().rstrip("\r\n")
-            except OSError as e:
-                raise MqttConfigError(f"mqtt.password_file = {c.password_file!r}: {e.strerror or e}") from None
-        return c.password or None
 
     def start(self) -> None:
         self._thread.start()
