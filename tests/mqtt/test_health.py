@@ -147,3 +147,14 @@ def test_prometheus_endpoint_serves_the_health_metrics():
             PrometheusExporter(HealthConfig(prometheus=True, prometheus_port=port), lambda d, n: report)
         finally:
             busy.on_stopping(None)
+
+
+def test_latency_percentiles():
+    from voxnode.health.latency import LatencyWindows
+
+    w = LatencyWindows(window=100)
+    for v in range(1, 201):  # only the last 100 (101..200) count
+        w.add("mic", float(v))
+    r = w.report("mic")
+    assert r == {"latency_p50_ms": 150.0, "latency_p95_ms": 195.0, "latency_window": 100}
+    assert w.report("hall") == {}

@@ -36,6 +36,10 @@ def test_every_payload_type_matches_its_schema(tmp_path, broker, monitor_for, fe
     assert h["memory"]["heap"]["source"] == "mallinfo2"
     assert h["streams"]["mic"]["muted"] is False
     assert h["mqtt"]["connected"] is True
+    mon.client.publish(f"{BASE}/cmd", json.dumps({"cmd": "health"}), qos=1)
+    assert mon.wait_for(lambda: "latency_p95_ms" in json.loads(mon.on(f"{BASE}/health")[-1])["streams"]["mic"])
+    h = validate("health", mon.on(f"{BASE}/health")[-1])
+    assert h["streams"]["mic"]["latency_p95_ms"] == 200.0  # the feeder's finals all say 200 ms
     validate("memory", mon.on(f"{BASE}/debug/memory")[0])
     validate("error", mon.on(f"{BASE}/error")[0])
     validate("discovery", mon.on("homeassistant/device/testnode/config")[0])

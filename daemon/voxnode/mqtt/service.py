@@ -103,6 +103,8 @@ class MqttService:
         snapshot = daemon.snapshot()
         for name, st in (snapshot.get("streams") or {}).items():
             st.setdefault("muted", bool(getattr(daemon, "is_muted", lambda n: False)(name)))
+            for key, value in self.sink.latency.report(name).items():
+                st.setdefault(key, value)  # the pipeline's own figures win when it reports them
         report = self.health.collect(snapshot, engine, self.mqtt_stats())
         self.last_health = report
         return report
