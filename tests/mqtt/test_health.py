@@ -158,3 +158,36 @@ def test_latency_percentiles():
     r = w.report("mic")
     assert r == {"latency_p50_ms": 150.0, "latency_p95_ms": 195.0, "latency_window": 100}
     assert w.report("hall") == {}
+
+
+def test_trim_runs_on_schedule_and_after_large_frees():
+    from voxnode.health.report import TRIM_FREE_BYTES, HealthMonitor
+
+    clock = [1000.0]
+    mon = HealthMonitor(HealthConfig(interval_s=30, malloc_trim_interval_s=300), "n", clock=lambda: clock[0])
+    free = {"v": 0}
+    real_info = mon.heap.info
+    mon.heap.info = lambda: {**(real_info() or {}), "free_bytes": free["v"]}
+    mon.housekeeping(1030.0)
+    assert mon.heap.trims == 0
+    mon.housekeeping(1300.0)  # due
+    assert mon.heap.trims == 1
+    free["v"] = TRIM_FREE_BYTES  # a large free: trim now, not in 300 s
+    mon.housekeeping(1330.0)
+    assert mon.heap.trims == 2
+    report = mon.collect({"uptime_s": 1.0, "streams": {}}, None, None)
+    assert report["memory"]["trim"]["count"] == 2
+    assert report["memory"]["leak"]["suspected"] is False
+
+
+def test_cpu_meter_measures_a_busy_loop():
+    import time
+
+    from voxnode.health.process import CpuMeter
+
+    m = CpuMeter()
+    assert m.percent() == 0.0  # too soon: no figure from a few milliseconds
+    end = time.monotonic() + 1.2
+    while time.monotonic() < end:
+        pass
+    assert 50.0 < m.percent() <= 110.0  # one thread spinning = about one core (the machine is shared)
