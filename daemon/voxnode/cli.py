@@ -37,6 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
     check = with_config(sub.add_parser("check-config", help="validate the config and print it (secrets masked)"))
     check.add_argument("--reference", action="store_true", help="print the documented default config instead")
 
+    tr = with_config(sub.add_parser("transcribe", help="transcribe audio files (WAV, or raw with --raw)"))
+    tr.add_argument("files", nargs="+", metavar="FILE", help="WAV files of any rate/channels (files over 30 s are cut at pauses)")
+    tr.add_argument("--raw", action="store_true", help="files are headerless S16_LE 16 kHz mono")
+    tr.add_argument("--json", action="store_true", help="one JSON object per file instead of plain text")
+
     demo = with_config(sub.add_parser("demo", help="run on a bundled speech clip through a real ALSA PCM"))
     demo.add_argument("--stdout", action="store_true", help="write every event as one JSON line on stdout")
     demo.add_argument("--clip", metavar="WAV", help="play this file instead of the bundled clip")
@@ -129,9 +134,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def cmd_transcribe(args: argparse.Namespace) -> int:
+    from voxnode.asr import WhisperEngine, default_model_dir
+    from voxnode.asr.transcribe import transcribe_files
+
+    config = _load(args)
+    engine = WhisperEngine.load(default_model_dir(config.asr.model_dir), num_threads=config.asr.num_threads or None)
+    return transcribe_files(engine, args.files, raw=args.raw, as_json=args.json)
+
+
 COMMANDS = {
     "run": cmd_run,
     "devices": cmd_devices,
     "check-config": cmd_check_config,
     "demo": cmd_demo,
+    "transcribe": cmd_transcribe,
 }

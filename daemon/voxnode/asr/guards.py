@@ -1,0 +1,60 @@
+"""Checks that keep greedy Whisper from inventing text.
+
+Whisper, given silence or noise, happily writes "Thank you." or loops on a
+phrase until its context is full. These checks bound and veto its output.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+# Fast speech is about 4-5 BPE tokens per second; allow headroom plus a few
+# tokens for punctuation, but never so many that a loop runs for seconds.
+TOKENS_PER_SECOND = 6.0
+TOKEN_MARGIN = 8
+MAX_NEW_TOKENS = 220  # Whisper samples at most n_text_ctx // 2 = 224 tokens
+
+# Whisper's own defaults (openai-whisper transcribe()).
+NO_SPEECH_THRESHOLD = 0.6
+LOGPROB_THRESHOLD = -1.0
+COMPRESSION_RATIO_THRESHOLD = 2.4
+
+# A window whose loudest sample is below this (-60 dBFS) carries nothing to
+# transcribe; skipping it saves a full encoder pass on digital silence.
+SILENCE_PEAK = 1e-3
+
+
+def max_new_tokens(duration_s: float) -> int:
+    return min(MAX_NEW_TOKENS, int(math.ceil(duration_s * TOKENS_PER_SECOND)) + TOKEN_MARGIN)
+
+
+def repeated_tail(tokens: list[int]) -> int:
+    """Length of the tail to drop if it repeats the n-gram before it too often, else 0.
+
+    An n-gram repeated r times in a row counts as a loop when r >= 3 and the
+    repeats cover at least 12 tokens ("no, no, no" is speech; the same clause
+    three times, or one word twelve times, is a decoding loop).
+    """
+    for n in range(1, len(tokens) // 3 + 1):
+        gram = tokens[-n:]
+        repeats = 1
+        while len(tokens) >= n * (repeats + 1) and tokens[-n * (repeats + 1):len(tokens) - n * repeats] == gram:
+            repeats += 1
+        if repeats >= 3 and n * repeats >= 12:
+            return n * (repeats - 1)
+    return 0
+
+
+def compression_ratio(text: str) -> float:
+    data = text.encode("utf-8")
+    return len(data) / len(zlib.compress(data)) if data else 0.0
+
+
+def is_no_speech(no_speech_prob: float, avg_logprob: float) -> bool:
+    """Whisper's rule: the model says "no speech" and is unsure of what it wrote."""
+    return no_speech_prob > NO_SPEECH_THRESHOLD and avg_logprob < LOGPROB_THRESHOLD
+
+
+def is_too_repetitive(text: str) -> bool:
+    return compression_ratio(text) > COMPRESSION_RATIO_THRESHOLD

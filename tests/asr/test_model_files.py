@@ -1,0 +1,100 @@
+"""Model directory checks: a missing or corrupt file is named in the ModelError."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import pytest
+
+from voxnode.asr import WhisperEngine, default_model_dir
+from voxnode.asr.locate import candidate_dirs
+from voxnode.asr.model_files import open_model_dir, sha256_of
+from voxnode.errors import ModelError
+
+
+@pytest.fixture(scope="module")
+def model_dir() -> Path:
+    return default_model_dir()
+
+
+@pytest.fixture
+def model_copy(model_dir, tmp_path) -> Path:
+    dst = tmp_path / "model"
+    shutil.copytree(model_dir, dst)
+    return dst
+
+
+def test_default_model_dir_is_the_committed_model(model_dir):
+    assert model_dir == candidate_dirs()[0]
+    assert (model_dir / "manifest.json").is_file()
+
+
+def test_configured_model_dir_wins(tmp_path):
+    assert default_model_dir(str(tmp_path)) == tmp_path
+
+
+def test_manifest_checksums_match_the_files(model_dir):
+    manifest = json.loads((model_dir / "manifest.json").read_text())
+    assert "int8" in manifest["variants"]
+    for name, entry in manifest["files"].items():
+        assert sha256_of(model_dir / name) == entry["sha256"], name
+    sums = (model_dir / "SHA256SUMS").read_text().split("\n")
+    assert any(line.endswith("  decoder.int8.tflite") for line in sums)
+
+
+def test_corrupt_file_is_named(model_copy):
+    vocab = model_copy / "vocabulary.txt"
+    data = bytearray(vocab.read_bytes())
+    data[100] ^= 0xFF
+    vocab.write_bytes(bytes(data))
+    with pytest.raises(ModelError, match=r"vocabulary\.txt: corrupt model file: sha256"):
+        WhisperEngine.load(model_copy)
+
+
+def test_truncated_model_is_named(model_copy):
+    dec = model_copy / "decoder.int8.tflite"
+    with open(dec, "r+b") as f:
+        f.truncate(dec.stat().st_size // 2)
+    with pytest.raises(ModelError, match=r"decoder\.int8\.tflite: corrupt model file: \d+ bytes"):
+        WhisperEngine.load(model_copy)
+
+
+def test_missing_file_is_named(model_copy):
+    (model_copy / "encoder.int8.tflite").unlink()
+    with pytest.raises(ModelError, match=r"encoder\.int8\.tflite: missing model file"):
+        WhisperEngine.load(model_copy)
+
+
+def test_missing_manifest_and_directory(model_copy, tmp_path):
+    (model_copy / "manifest.json").unlink()
+    with pytest.raises(ModelError, match=r"manifest\.json: missing"):
+        WhisperEngine.load(model_copy)
+    with pytest.raises(ModelError, match="does not exist"):
+        WhisperEngine.load(tmp_path / "nowhere")
+
+
+def test_unknown_variant(model_dir):
+    with pytest.raises(ModelError, match="no 'fp16' model variant"):
+        open_model_dir(model_dir, "fp16")
+
+
+def test_undelegated_ops_are_counted_and_warned(model_dir, monkeypatch, caplog):
+    """Without XNNPACK every op runs on reference kernels: the check must see that."""
+    from ai_edge_litert import interpreter as lite
+
+    from voxnode.asr import engine as engine_mod
+    from voxnode.asr.runtime import Runtime
+
+    def no_delegate(**kwargs):
+        return lite.Interpreter(
+            experimental_op_resolver_type=lite.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, **kwargs)
+
+    monkeypatch.setattr(engine_mod, "load_runtime", lambda: Runtime("ai-edge-litert", "test", no_delegate))
+    with caplog.at_level(logging.WARNING, logger="voxnode.asr.engine"):
+        eng = WhisperEngine.load(model_dir, num_threads=1)
+    assert eng.info.xnnpack_applied is False
+    assert eng.info.ops_not_delegated == eng.info.ops_total > 100
+    assert any("XNNPACK did not take the whole model" in r.getMessage() for r in caplog.records)
