@@ -136,3 +136,15 @@ def test_health_survives_a_failing_engine_provider_and_reports_the_engine(tmp_pa
         assert json.loads(mon.on(f"{BASE}/mic/transcript")[0])["model"] == "whisper-tiny.en"
     finally:
         svc.sink.close()
+
+
+def test_engine_info_is_found_on_the_daemon_without_importing_the_engine():
+    from types import SimpleNamespace
+
+    from voxnode.mqtt.service import engine_info_from
+
+    info = {"model": "whisper-tiny.en", "xnnpack_applied": True, "ops_total": 10, "ops_not_delegated": 0}
+    engine = SimpleNamespace(info=SimpleNamespace(as_dict=lambda: info))
+    assert engine_info_from(SimpleNamespace(recognizer=engine)) == info  # the stream branch's Daemon.recognizer
+    assert engine_info_from(SimpleNamespace(speech=SimpleNamespace(engine=engine))) == info
+    assert engine_info_from(SimpleNamespace(recognizer=None)) is None

@@ -197,7 +197,7 @@ class MqttService:
 
 def engine_info_from(daemon) -> dict | None:
     """Find the speech engine's info on the daemon without importing the engine (the lead may wire a better one)."""
-    for path in (("engine",), ("speech", "engine"), ("speech", "recognizer", "engine"), ("speech", "recognizer")):
+    for path in (("recognizer",), ("engine",), ("speech", "engine"), ("speech", "recognizer")):
         obj = daemon
         for name in path:
             obj = getattr(obj, name, None)
