@@ -13,7 +13,7 @@ APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl
 
 export PYTHONMALLOC := malloc
 
-.PHONY: demo run test deps-run deps-test venv venv-test check-config config-reference clean bench-mqtt
+.PHONY: demo run test deps-run deps-test venv venv-test check-config config-reference clean install uninstall purge bench-mqtt
 
 demo: venv
 	$(BIN)/voxnode demo
@@ -53,6 +53,17 @@ config-reference: venv
 
 bench-mqtt: venv-test
 	$(BIN)/python scripts/bench_mqtt.py --write docs/benchmarks.md
+
+# `sudo make install`: /opt/voxnode (venv + model), /etc/voxnode/config.toml (kept if edited),
+# the systemd unit, enabled and started when systemd runs. DESTDIR=dir lays the files out under dir.
+install: deps-run
+	DESTDIR="$(DESTDIR)" PYTHON="$(PYTHON)" scripts/install.sh install
+
+uninstall:
+	DESTDIR="$(DESTDIR)" scripts/install.sh uninstall
+
+purge:
+	DESTDIR="$(DESTDIR)" scripts/install.sh uninstall --purge
 
 clean:
 	rm -rf $(VENV) build *.egg-info daemon/*.egg-info

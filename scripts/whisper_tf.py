@@ -159,10 +159,8 @@ def decoder_fn(w: Weights):
         out["logits"] = tf.matmul(x, embedding_t, transpose_b=True)
         return out
 
-    cache = [1, None, HEAD_DIM]
     spec = [tf.TensorSpec([1, D_MODEL], tf.float32, name="x"),
             tf.TensorSpec([1, None], tf.float32, name="mask")]
     for kind in ("self_k", "self_v", "cross_k", "cross_v"):
         spec += [tf.TensorSpec([HEADS, None, HEAD_DIM], tf.float32, name=f"{kind}_{i}") for i in range(n)]
-    del cache
     return tf.function(decode, input_signature=spec)

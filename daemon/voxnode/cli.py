@@ -94,13 +94,18 @@ def _sinks(stdout: bool):
 
 def cmd_run(args: argparse.Namespace) -> int:
     from voxnode.daemon import Daemon, RunOptions
+    from voxnode.service.hooks import systemd_hooks
+    from voxnode.service.reload import config_loader
 
     config = _load(args)
     if args.device:
         config = config.with_device(args.device)
     options = RunOptions(duration_s=args.duration, file=args.file)
+    # SIGHUP re-reads the same file with the same overrides.
+    reloader = config_loader(args.config, args.device)
     extra = _integrations(config)
-    return Daemon(config, _sinks(args.stdout) + extra.sinks, options, hooks=extra.hooks).run()
+    return Daemon(config, _sinks(args.stdout) + extra.sinks, options, hooks=systemd_hooks() + extra.hooks,
+                  reloader=reloader).run()
 
 
 def _integrations(config: Config):

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import queue
 import signal
 import threading
 import time
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Protocol
 
 from voxnode.audio.alsa_capture import AlsaCapture
 from voxnode.audio.file_source import FileSource
@@ -18,6 +19,9 @@ from voxnode.audio.source import AudioSource
 from voxnode.audio.wavfile import read_audio
 from voxnode.config import Config
 from voxnode.config.audio import StreamConfig
+from voxnode.errors import VoxnodeError
+from voxnode.heartbeat import Heartbeat
+from voxnode.service.reload import ReloadResult, plan_reload
 from voxnode.sinks import Sink
 
 log = logging.getLogger(__name__)
@@ -43,8 +47,36 @@ class DaemonHooks(Protocol):
 
     def on_stopping(self, daemon: "Daemon") -> None: ...
 
+    # Optional (looked up with getattr, so hooks written before reload existed still fit):
+    #   on_reloading(daemon)          before the config is re-read
+    #   on_reloaded(daemon, result)   after it was applied or rejected (result: ReloadResult)
+
+
+class Drainable(Protocol):
+    """Work that must finish on shutdown, after the stream workers (e.g. the decode scheduler's finals)."""
+
+    def drain(self, timeout: float) -> bool:
+        """Finish what is in flight within `timeout` seconds; False if something was cut off."""
+
 
 TICK_S = 0.1
+
+
+class PipelineWorker(Protocol):
+    """What the daemon and the watchdog use of a stream's consumer (the stream pipeline replaces
+    StreamWorker; it must keep these)."""
+
+    stream: StreamConfig
+    source: AudioSource
+    heartbeat: Heartbeat  # `with heartbeat.busy():` around each frame
+
+    def start(self) -> None: ...
+
+    def is_alive(self) -> bool: ...
+
+    def drain(self, timeout: float) -> bool:
+        """After the ring is closed: finish the frames left and the utterance in flight (flush),
+        within `timeout`; False if cut off."""
 
 
 class StreamWorker:
@@ -54,6 +86,7 @@ class StreamWorker:
         self.stream = stream
         self.source = source
         self.sinks = sinks
+        self.heartbeat = Heartbeat(f"stream-{stream.name}")
         self._thread = threading.Thread(target=self._run, name=f"stream-{stream.name}", daemon=True)
 
     def start(self) -> None:
@@ -73,10 +106,30 @@ class StreamWorker:
                 if self.source.ring.closed:
                     return
                 continue
-            report = meter.add(frame)
-            if report is not None:
-                for sink in self.sinks:
-                    sink.emit(report.as_dict())
+            with self.heartbeat.busy():
+                report = meter.add(frame)
+                if report is not None:
+                    for sink in self.sinks:
+                        sink.emit(report.as_dict())
+
+    def drain(self, timeout: float) -> bool:
+        """Finish the frames (and the utterance) in flight once the ring is closed."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
+class _LatencyTap:
+    """Remembers the latency of the last transcript, for STATUS= lines and health reports."""
+
+    def __init__(self):
+        self.last_latency_ms: float | None = None
+
+    def emit(self, event: dict) -> None:
+        if event.get("type") == "final" and "latency_ms" in event:
+            self.last_latency_ms = float(event["latency_ms"])
+
+    def close(self) -> None:
+        pass
 
 
 class Daemon:
@@ -86,20 +139,49 @@ class Daemon:
         sinks: list[Sink],
         options: RunOptions = RunOptions(),
         hooks: list[DaemonHooks] | None = None,
+        reloader: Callable[[], Config] | None = None,
     ):
         self.config = config
-        self.sinks = sinks
+        self._latency = _LatencyTap()
+        self.sinks = [*sinks, self._latency]
         self.options = options
         self.hooks = list(hooks or [])
+        self.reloader = reloader  # re-reads and validates the config on SIGHUP / request_reload()
         self.started_mono = time.monotonic()
         self._stop = threading.Event()
+        # Signal handlers and other threads (MQTT cmd) only enqueue; the main thread acts.
+        # SimpleQueue.put is reentrant, so it is safe inside a signal handler (Event.set is not).
+        self._requests: queue.SimpleQueue[str] = queue.SimpleQueue()
         self.sources: list[AudioSource] = []
         self.workers: list[StreamWorker] = []
         self.muted: set[str] = set()  # DaemonControl; the pipeline drops audio of muted streams
-        self.reload_requested = threading.Event()
+        self.extra_heartbeats: list[Heartbeat] = []  # decode workers etc., registered by whoever owns them
+        self.ready_checks: list[Callable[[], bool]] = []  # e.g. "the engine has loaded its model"
+        self.drainables: list[Drainable] = []
+        self.stopping = False
 
-    def request_stop(self, *_args) -> None:
-        self._stop.set()
+    def request_stop(self) -> None:
+        """Stop from any thread."""
+        self._requests.put("stop")
+        self._stop.set()  # wakes the main loop at once
+
+    def request_reload(self) -> None:
+        """Re-read the config and apply it, from any thread (MQTT cmd). Done on the main thread."""
+        self._requests.put("reload")
+
+    def _on_signal(self, signum: int, _frame) -> None:
+        # Only enqueue: the main loop sees it within TICK_S. Event.set here could deadlock
+        # if the signal lands while the main thread holds the event's lock.
+        self._requests.put("reload" if signum == signal.SIGHUP else "stop")
+
+    def heartbeats(self) -> list[Heartbeat]:
+        return [w.heartbeat for w in self.workers] + list(self.extra_heartbeats)
+
+    def install_signal_handlers(self) -> None:
+        """SIGTERM/SIGINT stop, SIGHUP reloads. Call early: SIGHUP's default action kills the process."""
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                signal.signal(signum, self._on_signal)
 
     def _make_source(self, stream: StreamConfig) -> AudioSource:
         ring = FrameRing(max(1, int(self.config.audio.ring_seconds / PERIOD_S)))
@@ -108,43 +190,123 @@ class Daemon:
             return FileSource(stream.name, audio, ring, realtime=self.options.file_realtime)
         return AlsaCapture(stream, self.config.audio, ring)
 
+    def _start_stream(self, stream: StreamConfig) -> None:
+        source = self._make_source(stream)
+        worker = StreamWorker(stream, source, self.sinks)
+        self.sources.append(source)
+        self.workers.append(worker)
+        worker.start()
+        source.start()
+
+    def _stop_streams(self, names: set[str], timeout: float) -> None:
+        """Stop these streams together, letting each worker finish its frames within `timeout`."""
+        pairs = [(s, w) for s, w in zip(self.sources, self.workers) if s.name in names]
+        for source, _ in pairs:
+            source.stop(timeout=0)
+        deadline = time.monotonic() + timeout
+        for source, worker in pairs:
+            source.stop(timeout=max(0.0, min(1.0, deadline - time.monotonic())))
+            source.ring.close()  # a capture stuck in a read never closes its ring itself
+            if not worker.drain(max(0.0, deadline - time.monotonic())):
+                log.warning("stream %s: worker still busy after %.1f s; abandoning it", source.name, timeout,
+                            extra={"STREAM": source.name})
+        self.sources = [s for s in self.sources if s.name not in names]
+        self.workers = [w for w in self.workers if w.stream.name not in names]
+
     def run(self) -> int:
+        self.install_signal_handlers()
         streams = self.config.effective_streams()
         for stream in streams:
-            source = self._make_source(stream)
-            self.sources.append(source)
-            self.workers.append(StreamWorker(stream, source, self.sinks))
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, self.request_stop)
-            signal.signal(signal.SIGINT, self.request_stop)
-        for w in self.workers:
-            w.start()
-        for s in self.sources:
-            s.start()
+            self._start_stream(stream)
         log.info("voxnode running: %d stream(s): %s", len(streams), ", ".join(s.name for s in streams))
         for hook in self.hooks:
             hook.on_ready(self)
         deadline = None if self.options.duration_s is None else time.monotonic() + self.options.duration_s
+        exit_code = 0
         try:
             while not self._stop.is_set():
+                requests = self._take_requests()
+                if "stop" in requests:
+                    log.info("stop requested")
+                    break
+                if "reload" in requests:
+                    self._reload_requested()
                 now = time.monotonic()
                 if deadline is not None and now >= deadline:
                     break
                 if all(not w.is_alive() for w in self.workers):
+                    if not self.options.file:
+                        # Live capture never ends by itself: this is a crash, and a non-zero exit
+                        # lets systemd's Restart=on-failure bring the daemon back.
+                        log.error("every stream worker has ended; exiting with status 1")
+                        exit_code = 1
                     break  # every source finished (files) and its worker drained it
                 for hook in self.hooks:
                     hook.tick(self, now)
                 self._stop.wait(TICK_S)
         finally:
+            self.stopping = True
             for hook in self.hooks:
                 hook.on_stopping(self)
             self.shutdown()
-        return 0
+        return exit_code
+
+    def _take_requests(self) -> set[str]:
+        taken = set()
+        while True:
+            try:
+                taken.add(self._requests.get_nowait())
+            except queue.Empty:
+                return taken
+
+    def _reload_requested(self) -> None:
+        for hook in self.hooks:
+            getattr(hook, "on_reloading", lambda d: None)(self)
+        if self.reloader is None:
+            result = ReloadResult(ok=False, error="this run has no config file to re-read")
+        else:
+            try:
+                new_config = self.reloader()
+            except VoxnodeError as e:
+                result = ReloadResult(ok=False, error=str(e))
+            except Exception as e:  # a reload must never take the running daemon down
+                log.exception("unexpected error while reading the config")
+                result = ReloadResult(ok=False, error=f"{type(e).__name__}: {e}")
+            else:
+                result = self.reload(new_config)
+        if result.ok:
+            log.info("config %s", result.summary())
+        else:
+            log.error("config %s", result.summary())
+        for hook in self.hooks:
+            getattr(hook, "on_reloaded", lambda d, r: None)(self, result)
+
+    def reload(self, new_config: Config) -> ReloadResult:
+        """Apply a validated config: unchanged streams keep running, changed ones restart.
+
+        Main thread only (it owns the stream lists); other threads call request_reload().
+        """
+        plan = plan_reload(self.config, new_config)
+        if self.options.file and (plan.start or plan.stop or plan.restart):
+            return ReloadResult(ok=False, plan=plan, error="streams cannot change while playing a file")
+        self._stop_streams(set(plan.restart) | set(plan.stop), self.config.service.stop_timeout_s)
+        self.config = new_config
+        for stream in new_config.effective_streams():
+            if stream.name not in plan.keep:
+                self._start_stream(stream)
+        # Keep the config's order, which snapshots and STATUS lines follow.
+        order = {s.name: i for i, s in enumerate(new_config.effective_streams())}
+        # New lists, not sort(): a list being sorted in place looks empty to another thread's snapshot().
+        self.sources = sorted(self.sources, key=lambda s: order[s.name])
+        self.workers = sorted(self.workers, key=lambda w: order[w.stream.name])
+        logging.getLogger().setLevel(new_config.log.level.upper())
+        return ReloadResult(ok=True, plan=plan)
 
     def snapshot(self) -> dict:
         """Per-stream state and counters, for health reports and STATUS= lines."""
         return {
             "uptime_s": round(time.monotonic() - self.started_mono, 1),
+            "last_latency_ms": self._latency.last_latency_ms,
             "streams": {
                 src.name: {**src.stats.snapshot(), "queue_depth": src.ring.depth, "dropped_frames": src.ring.dropped}
                 for src in self.sources
@@ -152,12 +314,23 @@ class Daemon:
         }
 
     def shutdown(self) -> None:
+        """Stop capturing, let the workers finish the utterances in flight within service.stop_timeout_s,
+        then flush the sinks. Bounded, so systemd's stop never has to escalate to SIGKILL."""
+        timeout = self.config.service.stop_timeout_s
+        deadline = time.monotonic() + timeout
         for s in self.sources:
-            s.stop(timeout=1.0)
+            s.stop(timeout=0)
+        for s in self.sources:
+            s.stop(timeout=max(0.0, min(1.0, deadline - time.monotonic())))
         for s in self.sources:
             s.ring.close()
         for w in self.workers:
-            w.join(timeout=5.0)
+            if not w.drain(max(0.0, deadline - time.monotonic())):
+                log.warning("stream %s: utterance in flight not finished within %.1f s; it is lost",
+                            w.stream.name, timeout, extra={"STREAM": w.stream.name})
+        for d in self.drainables:
+            if not d.drain(max(0.0, deadline - time.monotonic())):
+                log.warning("%s: work in flight not finished within %.1f s", type(d).__name__, timeout)
         for sink in self.sinks:
             sink.close()
         stats = {s.name: s.stats.snapshot() for s in self.sources}
@@ -179,8 +352,3 @@ class Daemon:
 
     def is_muted(self, stream: str) -> bool:
         return stream in self.muted
-
-    def request_reload(self) -> None:
-        # The systemd branch carries out reloads (SIGHUP); until it is merged this only records the request.
-        self.reload_requested.set()
-        log.info("config reload requested")

@@ -87,3 +87,38 @@ def test_concurrent_callers_get_the_same_results_as_sequential(engine):
     for t in threads:
         t.join(60)
     assert [got[i] for i in range(len(clips))] == expected
+
+
+def test_recorded_utterances_end_with_end_of_text(engine):
+    """No utterance of the corpus ends in a loop or at the token cap (short windows are retried)."""
+    reasons = {wav.name: engine.transcribe(read_audio(wav)).stop_reason for wav, _ in pocketsphinx_utterances()}
+    assert set(reasons.values()) == {"eot"}, reasons
+
+
+def test_a_window_that_loops_is_retried_longer(engine, monkeypatch):
+    from voxnode.asr.decoder import Decoded
+
+    frames = []
+    real_run = engine._encoder.run
+
+    def spy_run(mel):
+        frames.append(mel.shape[0])
+        return real_run(mel)
+
+    calls = []
+    real_greedy = engine._decoder.greedy
+
+    def looping_first(cross, max_new):
+        out = real_greedy(cross, max_new)
+        calls.append(out)
+        if len(calls) == 1:  # pretend the first, short window looped
+            return Decoded(out.tokens, out.logprobs, out.no_speech_prob, "repetition")
+        return out
+
+    monkeypatch.setattr(engine._encoder, "run", spy_run)
+    monkeypatch.setattr(engine._decoder, "greedy", looping_first)
+    wav, ref = pocketsphinx_utterances()[4]  # 3.3 s
+    r = engine.transcribe(read_audio(wav))
+    assert frames == [600, 1200]  # 6 s, then twice that
+    assert r.stop_reason == "eot" and wer(ref, r.text) < 0.2
+    assert r.encode_ms > 0

@@ -78,7 +78,10 @@ def main() -> int:
             inner(daemon, now)
 
         source.tick = tick
-    daemon = Daemon(config, list(extra.sinks), RunOptions(file=str(silence)), hooks=[source, *extra.hooks])
+    from voxnode.service.reload import config_loader
+
+    daemon = Daemon(config, list(extra.sinks), RunOptions(file=str(silence)), hooks=[source, *extra.hooks],
+                    reloader=config_loader(args.config))
     try:
         return daemon.run()
     finally:

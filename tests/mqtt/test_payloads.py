@@ -150,6 +150,7 @@ def test_commands_mute_health_and_refusals(tmp_path, broker, monitor_for, feeder
     assert [e["error"] for e in errors] == [code for _, code in bad]
     assert "garage" in errors[3]["message"] and "mic" in errors[3]["message"]
     send(json.dumps({"cmd": "reload"}))
+    assert mon.wait_for(lambda: "config reloaded: kept mic" in f.log()), f.log()  # Daemon.reload, main thread
     n = len(mon.on(f"{BASE}/health"))
     send(json.dumps({"cmd": "health"}))
     assert mon.wait_for(lambda: len(mon.on(f"{BASE}/health")) > n)  # still alive and answering
@@ -157,7 +158,7 @@ def test_commands_mute_health_and_refusals(tmp_path, broker, monitor_for, feeder
     assert f.proc.poll() is None
     assert f.stop() == 0
     log = f.log()
-    assert "config reload requested" in log and "Traceback" not in log
+    assert "MQTT command: reload" in log and "config reloaded: kept mic" in log and "Traceback" not in log
 
 
 def test_voxnode_run_cli_publishes_status_health_discovery(tmp_path, broker, monitor_for, voxnode_cmd, validate):

@@ -22,7 +22,7 @@ from voxnode.asr import guards
 from voxnode.asr.decoder import DecoderRunner
 from voxnode.asr.encoder import EncoderRunner
 from voxnode.asr.fifo_lock import FifoLock
-from voxnode.asr.mel import HOP_LENGTH, SAMPLE_RATE, LogMel
+from voxnode.asr.mel import SAMPLE_RATE, LogMel
 from voxnode.asr.model_files import ModelFiles, open_model_dir
 from voxnode.asr.runtime import default_num_threads, delegation, load_runtime, release_file_pages
 from voxnode.asr.tokenizer import Tokenizer

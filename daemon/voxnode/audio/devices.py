@@ -26,7 +26,7 @@ class DeviceInfo:
     error: str = ""
 
 
-PROBE_TIMEOUT_S = 2.0
+PROBE_TIMEOUT_S = 5.0
 
 
 def list_capture_devices(probe: bool = True) -> list[DeviceInfo]:
@@ -49,12 +49,14 @@ def _probe_in_child(names: list[str]) -> list[DeviceInfo]:
     while pending:
         child = subprocess.Popen(
             [sys.executable, "-m", "voxnode.audio.devices", *pending],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            # Unbuffered bytes: a buffered reader could swallow several lines at once and leave
+            # select() waiting on an empty pipe for a line already read.
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0,
         )
         assert child.stdout is not None
         # Start-up (imports) is not part of any device's time limit.
         ready, _, _ = select.select([child.stdout], [], [], 30)
-        if not ready or child.stdout.readline().strip() != "ready":
+        if not ready or child.stdout.readline().strip() != b"ready":
             child.kill()
             raise AudioDeviceError("could not start the device probe (python -m voxnode.audio.devices)")
         while pending:

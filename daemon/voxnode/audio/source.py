@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import asdict, dataclass, field
 
 from voxnode.audio.ring import FrameRing
@@ -32,10 +33,12 @@ class AudioSource:
         self.name = name
         self.ring = ring
         self.stats = SourceStats()
+        self.started_mono = 0.0  # when start() ran: a capture that has not opened yet is judged from here
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._main, name=f"capture-{name}", daemon=True)
 
     def start(self) -> None:
+        self.started_mono = time.monotonic()
         self._thread.start()
 
     def stop(self, timeout: float = 2.0) -> None:

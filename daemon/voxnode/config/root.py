@@ -11,6 +11,7 @@ from voxnode.config.fields import InvalidValue, section, table_list
 from voxnode.config.health import HealthConfig
 from voxnode.config.log import LogConfig
 from voxnode.config.mqtt import MqttConfig
+from voxnode.config.service import ServiceConfig
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class Config:
     asr: AsrConfig = section(AsrConfig, "Speech recognition.")
     mqtt: MqttConfig = section(MqttConfig, "MQTT: transcripts, health, commands, Home Assistant discovery (docs/mqtt.md).")
     health: HealthConfig = section(HealthConfig, "Health report, memory housekeeping, leak watch, Prometheus.")
+    service: ServiceConfig = section(ServiceConfig, "Running as a service: shutdown bound, watchdog stall limits.")
 
     def check(self) -> None:
         names = [s.name for s in self.streams]

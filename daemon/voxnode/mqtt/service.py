@@ -90,6 +90,16 @@ class MqttService:
     def on_stopping(self, daemon) -> None:
         pass  # the sink's close() (after the pipeline drains) says offline and flushes the spool
 
+    def on_reloaded(self, daemon, result) -> None:
+        # Streams can come and go on a reload: Home Assistant must see the new entity list.
+        # [mqtt] and [health] themselves apply after a restart (the reload summary says so).
+        names = list(daemon.stream_names())
+        if getattr(result, "ok", False) and names != self.streams:
+            self.streams = names
+            for topic, payload in self._announcements():
+                self.publisher.publish_now(topic, payload, qos=1, retain=True)
+            self._health_now.set()
+
     # ---- health --------------------------------------------------------------------------------
 
     def collect_health(self, daemon, now: float) -> dict:

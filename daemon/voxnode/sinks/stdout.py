@@ -42,7 +42,9 @@ class LogSink:
             self._log.info("[%s] level %5.1f dBFS  peak %5.1f dBFS  active %3.0f%%", event["stream"],
                            event["rms_dbfs"], event["peak_dbfs"], 100 * event["active"])
         elif kind in ("final", "partial"):
-            self._log.info("[%s] %s: %s", event["stream"], kind, event["text"])
+            # STREAM= and UTTERANCE_ID= become journal fields under systemd.
+            self._log.info("[%s] %s: %s", event["stream"], kind, event["text"],
+                           extra={"STREAM": event["stream"], "UTTERANCE_ID": event.get("id", "")})
 
     def close(self) -> None:
         pass
