@@ -131,3 +131,29 @@ def test_mqtt_3_1_1_is_selectable(tmp_path, broker, monitor_for, feeders):
     f.stop()
     # mosquitto 2.0 logs its protocol enum: p2 = MQTT 3.1.1, p5 = MQTT 5
     assert "as voxnode-testnode (p2," in broker.log()
+
+
+def test_password_from_a_systemd_credential(tmp_path):
+    from voxnode.config.mqtt import MqttConfig
+    from voxnode.mqtt.client import read_password
+
+    creds = tmp_path / "creds"
+    creds.mkdir()
+    (creds / "mqtt-password").write_text("from-systemd\n")
+    env = {"CREDENTIALS_DIRECTORY": str(creds)}
+    assert read_password(MqttConfig(username="edge"), env) == "from-systemd"
+    assert read_password(MqttConfig(username="edge", password="explicit"), env) == "explicit"  # config wins
+    assert read_password(MqttConfig(username="edge"), {}) is None
+
+
+def test_credential_password_connects(tmp_path, auth_broker, monitor_for, feeders, monkeypatch):
+    creds = tmp_path / "creds"
+    creds.mkdir()
+    (creds / "mqtt-password").write_text("edgepass\n")
+    monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(creds))  # inherited by the feeder, as systemd sets it
+    mon = monitor_for(auth_broker, username="monitor", password="monpass")
+    cfg = write_config(tmp_path / "c.toml", auth_broker, username="edge")
+    f = feeders(cfg, count=2, interval=0.05, tag="cred")
+    f.wait_accepted(2)
+    assert mon.wait_for(lambda: len(mon.on(f"{BASE}/mic/transcript")) >= 2), f.log()
+    f.stop()

@@ -15,7 +15,10 @@ class MqttConfig:
     protocol: str = setting("5", 'MQTT protocol version: "5" or "3.1.1".', choices=("5", "3.1.1"))
     username: str = setting("", 'User name; "" = connect anonymously.')
     password: str = setting("", "Password (prefer password_file, which keeps it out of this file).", secret=True)
-    password_file: str = setting("", "File whose first line is the password (trailing newline ignored).")
+    password_file: str = setting(
+        "", "File whose first line is the password. With neither set, the systemd credential "
+        "$CREDENTIALS_DIRECTORY/mqtt-password is used when present (LoadCredential=, see docs/systemd.md).",
+    )
     tls: bool = setting(False, "Connect with TLS (certificate and host name verified).")
     tls_ca: str = setting("", 'CA certificate file (PEM); "" = the system CA store.')
     tls_cert: str = setting("", "Client certificate (PEM) for brokers that require one; needs tls_key.")
