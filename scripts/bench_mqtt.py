@@ -149,6 +149,7 @@ def main() -> int:
         service.sink.close()
         broker.stop()
 
+    mem = spool_memory(base, work)
     default_interval = base.health.interval_s
     est = {rate: idle + per_final_ms / 10 * rate + per_report_ms / 10 / default_interval
            for rate in (0.2, 1.0)}
@@ -170,6 +171,9 @@ def main() -> int:
         f"| {busy:.3f} % |",
         f"| **estimate at defaults, 1 final every 5 s** | **{est[0.2]:.3f} %** |",
         f"| estimate at defaults, 1 final/s (continuous speech) | {est[1.0]:.3f} % |",
+        f"| memory, broker unreachable, bursts of {mem['burst']} finals (queue full) | RSS +{mem['peak_mb']:.1f} MB at peak |",
+        f"| memory, 10k / 20k / 30k finals spooled ({mem['spool_mb']:.1f} MB on disk at 30k), after malloc_trim | "
+        f"RSS +{' / +'.join(f'{m:.1f}' for m in mem['after_mb'])} MB |",
         "",
         "Target: < 1 % of one core. The idle figure includes the 10 Hz tick loop, paho's network loop and the publisher "
         "thread's 0.5 s wake-ups; fsync cost depends on the storage (SD cards are slower in wall time, "
@@ -182,6 +186,53 @@ def main() -> int:
     if args.write:
         write_section(Path(args.write), text)
     return 0 if est[1.0] < 1.0 else 1
+
+
+def spool_memory(base: Config, work: Path) -> dict:
+    """RSS cost of the spool at worst: the broker unreachable, a burst that fills the in-memory queue."""
+    import threading
+
+    from voxnode.health.memory import Heap
+    from voxnode.health.process import rss_bytes
+    from voxnode.mqtt.client import FINALS_QUEUE
+    from voxnode.mqtt.localbroker import free_port
+
+    cfg = dataclasses.replace(base, mqtt=dataclasses.replace(
+        base.mqtt, enabled=True, host="127.0.0.1", port=free_port(), node_id="bench-mem",
+        spool_path=str(work / "spool-mem.sqlite")))
+    heap = Heap()
+    heap.trim(rss_bytes(), rss_bytes)
+    before = rss_bytes()
+    service = MqttService(cfg)
+    service.start()
+    peak = [before]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            peak[0] = max(peak[0], rss_bytes())
+            time.sleep(0.01)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    text = "turn on the lights in the kitchen and set them to forty percent " * 2
+    after = []
+    for burst in range(3):  # the spool grows 10k, 20k, 30k: RSS must not follow it
+        for i in range(FINALS_QUEUE):
+            t = time.time()
+            service.sink.emit(TranscriptEvent("final", "kitchen", f"mem-{burst}-{i}", text, t - 2, t - 0.3, 300.0,
+                                              -0.2).as_dict())
+        end = time.monotonic() + 120
+        while service.spool.count < FINALS_QUEUE * (burst + 1) and time.monotonic() < end:
+            time.sleep(0.05)
+        heap.trim(rss_bytes(), rss_bytes)
+        after.append((rss_bytes() - before) / 1e6)
+    stop.set()
+    sampler.join()
+    out = {"burst": FINALS_QUEUE, "spooled": service.spool.count, "peak_mb": (peak[0] - before) / 1e6,
+           "after_mb": after, "spool_mb": service.spool.size_bytes() / 1e6}
+    service.sink.close()
+    return out
 
 
 def write_section(path: Path, section: str) -> None:
