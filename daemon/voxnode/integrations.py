@@ -1,4 +1,4 @@
-"""Optional outputs the CLI adds to the daemon: MQTT (sink + hook) and Prometheus (hook)."""
+"""Optional outputs the CLI adds to the daemon: MQTT (sink + hook), Prometheus (hook), memory housekeeping."""
 
 from __future__ import annotations
 
@@ -18,29 +18,33 @@ class Integrations:
 
 
 def build_integrations(config: Config) -> Integrations:
-    out = Integrations()
     from voxnode.mqtt.service import build_mqtt, engine_info_from
 
+    out = Integrations()
     service = build_mqtt(config)
     if service is not None:
         out.mqtt = service
         out.sinks.append(service.sink)
         out.hooks.append(service)
+
+        def report(daemon, now, service=service):
+            return service.last_health  # built by the MQTT health report on the same tick
+    else:
+        # Without MQTT, malloc_trim and the leak watch still run (their findings go to the log).
+        from voxnode.health.hook import HousekeepingHook
+        from voxnode.health.report import HealthMonitor
+        from voxnode.mqtt.topics import node_id_for
+
+        housekeeping = HousekeepingHook(HealthMonitor(config.health, node_id_for(config.mqtt)),
+                                        config.health.interval_s, engine_info_from,
+                                        keep_report=config.health.prometheus)
+        out.hooks.append(housekeeping)
+
+        def report(daemon, now, housekeeping=housekeeping):
+            return housekeeping.latest
     if config.health.prometheus:
         from voxnode.health.prometheus import PrometheusExporter
 
-        if service is not None:
-            def report(daemon, now, service=service):
-                return service.last_health
-        else:
-            from voxnode.health.report import HealthMonitor
-            from voxnode.mqtt.topics import node_id_for
-
-            monitor = HealthMonitor(config.health, node_id_for(config.mqtt))
-
-            def report(daemon, now):
-                monitor.housekeeping(now)
-                return monitor.collect(daemon.snapshot(), engine_info_from(daemon), None)
         try:
             out.hooks.append(PrometheusExporter(config.health, report))
         except Exception:

@@ -194,3 +194,33 @@ def test_cpu_meter_measures_a_busy_loop():
     got = 100 * (time.process_time() - c0) / (time.monotonic() - t0)
     value = m.percent()
     assert value > 20.0 and abs(value - got) < 10.0, (value, got)
+
+
+def test_prometheus_without_mqtt_through_voxnode_run(tmp_path, voxnode_cmd):
+    """`voxnode run` with [mqtt] off and Prometheus on: the housekeeping hook builds the reports."""
+    pytest.importorskip("prometheus_client")
+    import time
+
+    from voxnode.demo import bundled_clip
+
+    port = free_port()
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f"[health]\ninterval_s = 1.0\nprometheus = true\nprometheus_port = {port}\n")
+    p = subprocess.Popen([*voxnode_cmd, "run", "--config", str(cfg), "--file", str(bundled_clip()), "--duration", "6"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "PYTHONMALLOC": "malloc"})
+    text = ""
+    try:
+        end = time.monotonic() + 20
+        while "voxnode_process_rss_bytes" not in text and time.monotonic() < end:
+            try:
+                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1).read().decode()
+            except OSError:
+                pass
+            time.sleep(0.2)
+    finally:
+        out, err = p.communicate(timeout=30)
+    assert "voxnode_process_rss_bytes" in text, err
+    assert 'voxnode_stream_frames{stream="mic"}' in text
+    assert "voxnode_mqtt_" not in text  # MQTT is off
+    assert p.returncode == 0 and "Traceback" not in err
