@@ -10,7 +10,7 @@ from __future__ import annotations
 from voxnode import __version__
 from voxnode.mqtt.topics import Topics
 
-ORIGIN = {"name": "voxnode", "sw": __version__, "url": "https://github.com/voxnode/voxnode"}
+ORIGIN = {"name": "voxnode", "sw": __version__}
 
 
 def discovery_payload(topics: Topics, streams: list[str]) -> dict:
