@@ -13,7 +13,7 @@ APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl
 
 export PYTHONMALLOC := malloc
 
-.PHONY: demo run test deps-run deps-test venv venv-test check-config config-reference clean install uninstall purge
+.PHONY: demo run test deps-run deps-test venv venv-test check-config config-reference clean install uninstall purge bench-mqtt
 
 demo: venv
 	$(BIN)/voxnode demo
@@ -50,6 +50,9 @@ check-config: venv
 
 config-reference: venv
 	$(BIN)/voxnode check-config --reference > config/voxnode.toml
+
+bench-mqtt: venv-test
+	$(BIN)/python scripts/bench_mqtt.py --write docs/benchmarks.md
 
 # `sudo make install`: /opt/voxnode (venv + model), /etc/voxnode/config.toml (kept if edited),
 # the systemd unit, enabled and started when systemd runs. DESTDIR=dir lays the files out under dir.

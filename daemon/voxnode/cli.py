@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import shutil
 import sys
@@ -102,7 +103,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     options = RunOptions(duration_s=args.duration, file=args.file)
     # SIGHUP re-reads the same file with the same overrides.
     reloader = config_loader(args.config, args.device)
-    return Daemon(config, _sinks(args.stdout), options, hooks=systemd_hooks(), reloader=reloader).run()
+    extra = _integrations(config)
+    return Daemon(config, _sinks(args.stdout) + extra.sinks, options, hooks=systemd_hooks() + extra.hooks,
+                  reloader=reloader).run()
+
+
+def _integrations(config: Config):
+    from voxnode.integrations import build_integrations
+
+    return build_integrations(config)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -111,15 +120,22 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     config = _load(args)
     if config.streams:
-        config = Config(log=config.log, audio=config.audio, asr=config.asr)
+        config = dataclasses.replace(config, streams=())
     work, feeder, seconds = demo.prepare(args.clip)
     config = config.with_device(demo.DEMO_PCM)
+    broker, config = demo.mqtt_setup(config, work)  # a local Mosquitto when no broker is configured
+    printer = demo.MqttPrinter(config, sys.stderr if args.stdout else sys.stdout)
     log.info("demo: playing %s through ALSA PCM %r (%.1f s)", args.clip or "the bundled clip", demo.DEMO_PCM, seconds)
     feeder.start()
     try:
-        return Daemon(config, _sinks(args.stdout), RunOptions(duration_s=seconds)).run()
+        printer.start()
+        extra = _integrations(config)
+        return Daemon(config, _sinks(args.stdout) + extra.sinks, RunOptions(duration_s=seconds), hooks=extra.hooks).run()
     finally:
         feeder.stop()
+        printer.stop()
+        if broker is not None:
+            broker.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 

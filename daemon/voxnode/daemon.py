@@ -165,6 +165,7 @@ class Daemon:
         self._requests: queue.SimpleQueue[str] = queue.SimpleQueue()
         self.sources: list[AudioSource] = []
         self.workers: list[StreamWorker] = []
+        self.muted: set[str] = set()  # DaemonControl; the pipeline drops audio of muted streams
         self.extra_heartbeats: list[Heartbeat] = []  # decode workers etc., registered by whoever owns them
         self.ready_checks: list[Callable[[], bool]] = []  # e.g. "the engine has loaded its model"
         self.drainables: list[Drainable] = []
@@ -379,3 +380,17 @@ class Daemon:
             ring = next(src.ring for src in self.sources if src.name == name)
             log.info("stream %s stopped: %d frames, %d dropped, %d xruns, %d device errors",
                      name, st["frames"], ring.dropped, st["xruns"], st["device_errors"])
+
+    # ---- DaemonControl (voxnode.control): what remote commands (MQTT cmd topic) may change ----
+
+    def stream_names(self) -> list[str]:
+        return [s.name for s in self.config.effective_streams()]
+
+    def set_muted(self, stream: str, muted: bool) -> None:
+        if stream not in self.stream_names():
+            raise KeyError(stream)
+        (self.muted.add if muted else self.muted.discard)(stream)
+        log.info("stream %s %s", stream, "muted" if muted else "unmuted")
+
+    def is_muted(self, stream: str) -> bool:
+        return stream in self.muted

@@ -91,3 +91,79 @@ def prepare(clip: Path | None = None) -> tuple[Path, FifoFeeder, float]:
     # alsa-lib reads $XDG_CONFIG_HOME/alsa/asoundrc when it first loads its configuration.
     os.environ["XDG_CONFIG_HOME"] = str(work)
     return work, FifoFeeder(fifo, pcm), pcm.size / SAMPLE_RATE + TAIL_S
+
+
+def mqtt_setup(config, work: Path):
+    """No broker configured: start a local Mosquitto and point the daemon at it. Returns (broker or None, config)."""
+    import dataclasses
+
+    from voxnode.errors import VoxnodeError
+    from voxnode.mqtt.localbroker import LocalBroker
+
+    health = dataclasses.replace(config.health, interval_s=min(config.health.interval_s, 5.0))
+    if config.mqtt.enabled:
+        return None, dataclasses.replace(config, health=health)
+    try:
+        broker = LocalBroker().start()
+    except VoxnodeError as e:
+        log.warning("demo: %s", e)
+        return None, config
+    mqtt = dataclasses.replace(config.mqtt, enabled=True, host="127.0.0.1", port=broker.port, username="",
+                               password="", password_file="", tls=False, tls_ca="", tls_cert="", tls_key="",
+                               tls_insecure=False, spool_path=str(work / "mqtt-spool.sqlite"))
+    log.info("demo: local Mosquitto on 127.0.0.1:%d (no broker configured in [mqtt])", broker.port)
+    return broker, dataclasses.replace(config, mqtt=mqtt, health=health)
+
+
+class MqttPrinter:
+    """Subscribes to what the daemon publishes and prints `topic payload` lines."""
+
+    MAX_SHOWN = 400  # health and discovery payloads are long; the demo shows their start
+
+    def __init__(self, config, out):
+        self.config = config
+        self.out = out
+        self.client = None
+
+    def start(self) -> None:
+        if not self.config.mqtt.enabled:
+            return
+        import paho.mqtt.client as mqtt
+        from paho.mqtt.enums import CallbackAPIVersion
+
+        from voxnode.mqtt.topics import Topics
+
+        c = self.config.mqtt
+        topics = Topics.from_config(c)
+        client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"voxnode-demo-printer-{os.getpid()}")
+        if c.username:
+            from voxnode.mqtt.client import read_password
+
+            client.username_pw_set(c.username, read_password(c))
+        if c.tls:
+            client.tls_set(ca_certs=c.tls_ca or None)
+            client.tls_insecure_set(c.tls_insecure)
+
+        def on_connect(cl, userdata, flags, rc, props):
+            cl.subscribe([(f"{topics.base}/#", 1), (topics.discovery, 1)])
+
+        def on_message(cl, userdata, msg):
+            text = msg.payload.decode("utf-8", errors="replace")
+            if len(text) > self.MAX_SHOWN:
+                text = text[: self.MAX_SHOWN] + f"... ({len(msg.payload)} bytes)"
+            try:
+                print(f"mqtt: {msg.topic} {text}", file=self.out, flush=True)
+            except (BrokenPipeError, ValueError):
+                pass
+
+        client.on_connect = on_connect
+        client.on_message = on_message
+        client.connect_async(c.host, c.effective_port)
+        client.loop_start()
+        self.client = client
+
+    def stop(self) -> None:
+        if self.client is not None:
+            time.sleep(0.3)  # let the daemon's last "offline" arrive
+            self.client.disconnect()
+            self.client.loop_stop()

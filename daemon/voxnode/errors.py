@@ -27,3 +27,11 @@ class AudioFileError(VoxnodeError):
 
 class ModelError(VoxnodeError):
     """The speech model is missing, corrupt or cannot be loaded."""
+
+
+class MqttConfigError(VoxnodeError):
+    """The MQTT settings cannot work (unreadable password file, TLS files missing)."""
+
+
+class SpoolError(VoxnodeError):
+    """The durable MQTT spool cannot be opened or written."""

@@ -9,7 +9,9 @@ from voxnode.config.asr import AsrConfig
 from voxnode.config.audio import AudioConfig, StreamConfig
 from voxnode.config.fields import InvalidValue, section, table_list
 from voxnode.config.frontend import FrontendConfig
+from voxnode.config.health import HealthConfig
 from voxnode.config.log import LogConfig
+from voxnode.config.mqtt import MqttConfig
 from voxnode.config.service import ServiceConfig
 from voxnode.config.stream import StreamingConfig
 from voxnode.config.vad import VadConfig
@@ -28,6 +30,8 @@ class Config:
     frontend: FrontendConfig = section(FrontendConfig, "Audio clean-up before VAD and recognition.")
     vad: VadConfig = section(VadConfig, "Voice activity detection and endpointing.")
     stream: StreamingConfig = section(StreamingConfig, "Utterances, partial transcripts, sharing the engine.")
+    mqtt: MqttConfig = section(MqttConfig, "MQTT: transcripts, health, commands, Home Assistant discovery (docs/mqtt.md).")
+    health: HealthConfig = section(HealthConfig, "Health report, memory housekeeping, leak watch, Prometheus.")
     service: ServiceConfig = section(ServiceConfig, "Running as a service: shutdown bound, watchdog stall limits.")
 
     def check(self) -> None:

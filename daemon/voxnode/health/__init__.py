@@ -1,0 +1,1 @@
+"""Process health: CPU, memory (glibc malloc), SoC temperature, leak watch, Prometheus."""

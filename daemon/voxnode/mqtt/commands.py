@@ -1,0 +1,86 @@
+"""Remote commands on {prefix}/{node}/cmd: parsed and checked here, carried out by the daemon.
+
+A command is one JSON object: {"cmd": NAME, ...arguments, "id": optional
+correlation string}. Anything else gets a reply on {prefix}/{node}/error that
+names the problem, and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+COMMANDS = {
+    "mute": ("stream",),
+    "unmute": ("stream",),
+    "reload": (),
+    "health": (),
+    "memory": (),
+}
+OPTIONAL = ("id",)
+
+
+class CommandError(ValueError):
+    def __init__(self, code: str, message: str, command: str | None = None, cid: Any = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.command = command
+        self.cid = cid
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    stream: str | None = None
+    id: str | None = None
+
+
+def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Command:
+    if len(payload) > max_bytes:
+        raise CommandError("too_large", f"command is {len(payload)} bytes; the limit is {max_bytes} "
+                                        "(mqtt.max_command_bytes)")
+    try:
+        data = json.loads(payload.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise CommandError("malformed", "command is not UTF-8 text") from None
+    except json.JSONDecodeError as e:
+        raise CommandError("malformed", f"command is not JSON: {e.msg} at position {e.pos}") from None
+    if not isinstance(data, dict):
+        raise CommandError("malformed", 'command must be a JSON object like {"cmd": "health"}')
+    cid = data.get("id")
+    if cid is not None and not isinstance(cid, str):
+        raise CommandError("bad_argument", '"id" must be a string', cid=None)
+    name = data.get("cmd")
+    if not isinstance(name, str):
+        raise CommandError("malformed", 'missing "cmd" (one of: ' + ", ".join(COMMANDS) + ")", cid=cid)
+    if name not in COMMANDS:
+        raise CommandError("unknown_command", f"unknown command {name!r}; known: " + ", ".join(COMMANDS),
+                           command=name, cid=cid)
+    allowed = set(COMMANDS[name]) | set(OPTIONAL) | {"cmd"}
+    extra = sorted(set(data) - allowed)
+    if extra:
+        raise CommandError("bad_argument", f"{name}: unexpected key(s) " + ", ".join(extra), command=name, cid=cid)
+    stream = None
+    if "stream" in COMMANDS[name]:
+        stream = data.get("stream")
+        if not isinstance(stream, str):
+            raise CommandError("bad_argument", f'{name}: "stream" is required (one of: {", ".join(streams)})',
+                               command=name, cid=cid)
+        if stream not in streams:
+            raise CommandError("unknown_stream", f"{name}: no stream {stream!r}; streams: {', '.join(streams)}",
+                               command=name, cid=cid)
+    return Command(name=name, stream=stream, id=cid)
+
+
+def error_reply(err: CommandError, payload: bytes, time_iso: str) -> dict:
+    excerpt = payload[:200].decode("utf-8", errors="replace")
+    return {
+        "error": err.code,
+        "message": err.message,
+        "cmd": err.command,
+        "id": err.cid,
+        "received": excerpt,
+        "time": time_iso,
+    }

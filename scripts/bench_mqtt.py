@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""What MQTT health publishing and the durable spool cost in CPU (target: < 1 % of one core).
+
+Runs the production MqttService (publisher thread, paho thread, SQLite spool,
+health collection) against a local Mosquitto, driven like the daemon drives
+it (tick every 0.1 s from the main thread). A stand-in daemon supplies
+snapshot()/mute so that audio capture and ASR do not pollute the figure.
+
+    PYTHONMALLOC=malloc .venv/bin/python scripts/bench_mqtt.py [--seconds 30] [--write docs/benchmarks.md]
+
+Phases:
+  idle      connected, defaults (health every 30 s), no transcripts: the fixed cost
+  per-op    CPU per health report and per final (spool insert + fsync + publish + PUBACK + delete)
+  busy      finals at 1/s and health every 5 s (6x the default rate) for --seconds
+The estimate at defaults = idle + per-final x finals/s + per-report / interval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import dataclasses
+import os
+import platform
+import re
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "daemon"))
+
+from voxnode.config import Config  # noqa: E402
+from voxnode.events import TranscriptEvent  # noqa: E402
+from voxnode.mqtt.localbroker import LocalBroker  # noqa: E402
+from voxnode.mqtt.service import MqttService  # noqa: E402
+
+SECTION = "MQTT and health"
+
+
+class StandInDaemon:
+    """snapshot() shaped like the real one (two streams, pipeline counters), no audio threads."""
+
+    def __init__(self):
+        self.t0 = time.monotonic()
+        self.muted: set[str] = set()
+
+    def snapshot(self) -> dict:
+        stream = {"state": "running", "frames": 123456, "xruns": 0, "device_errors": 0, "queue_depth": 3,
+                  "dropped_frames": 0, "rtf": 0.21, "latency_p50_ms": 380.0, "latency_p95_ms": 620.0}
+        return {"uptime_s": time.monotonic() - self.t0, "streams": {"kitchen": dict(stream), "hall": dict(stream)}}
+
+    def stream_names(self):
+        return ["kitchen", "hall"]
+
+    def is_muted(self, s):
+        return s in self.muted
+
+    def set_muted(self, s, m):
+        (self.muted.add if m else self.muted.discard)(s)
+
+    def request_reload(self):
+        pass
+
+
+def cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def run_phase(service, daemon, seconds: float, final_every: float | None) -> tuple[float, int]:
+    """Drive tick() at 10 Hz like Daemon.run; returns (CPU % of one core, finals sent)."""
+    n = 0
+    start_wall, start_cpu = time.monotonic(), cpu()
+    next_final = start_wall
+    while (now := time.monotonic()) - start_wall < seconds:
+        service.tick(daemon, now)
+        if final_every is not None and now >= next_final:
+            t = time.time()
+            n += 1
+            service.sink.emit(TranscriptEvent("final", "kitchen", f"bench-{n}", "turn on the kitchen lights",
+                                              t - 2, t - 0.3, 300.0, -0.2).as_dict())
+            next_final += final_every
+        time.sleep(0.1)
+    return 100.0 * (cpu() - start_cpu) / (time.monotonic() - start_wall), n
+
+
+def wait_drained(service, timeout=30.0) -> None:
+    end = time.monotonic() + timeout
+    while service.publisher.backlog and time.monotonic() < end:
+        time.sleep(0.05)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--finals", type=int, default=300, help="finals for the per-op measurement")
+    ap.add_argument("--write", metavar="MD", help="write the result into this benchmarks file (section '%s')" % SECTION)
+    args = ap.parse_args()
+
+    broker = LocalBroker().start()
+    work = Path(tempfile.mkdtemp(prefix="voxnode-bench-"))
+    base = Config()
+    config = dataclasses.replace(
+        base,
+        mqtt=dataclasses.replace(base.mqtt, enabled=True, host="127.0.0.1", port=broker.port, node_id="bench",
+                                 spool_path=str(work / "spool.sqlite")),
+    )
+    daemon = StandInDaemon()
+    service = MqttService(config)
+    service.start()
+    try:
+        end = time.monotonic() + 5
+        while not service.publisher.stats.connected and time.monotonic() < end:
+            time.sleep(0.02)
+        assert service.publisher.stats.connected, "could not connect to the local broker"
+        service.on_ready(daemon)
+        run_phase(service, daemon, 2.0, None)  # warm-up (imports, first report)
+
+        idle, _ = run_phase(service, daemon, args.seconds, None)
+
+        # per health report: collection + JSON + publish, on the calling thread and paho's
+        c0 = cpu()
+        reports = 200
+        for _ in range(reports):
+            service.publish_health(daemon, time.monotonic())
+        per_report_ms = 1000 * (cpu() - c0) / reports
+
+        # per final: all threads, from emit to PUBACK-and-delete
+        wait_drained(service)
+        c0, w0 = cpu(), time.monotonic()
+        for i in range(args.finals):
+            t = time.time()
+            service.sink.emit(TranscriptEvent("final", "kitchen", f"op-{i}", "what is the weather tomorrow",
+                                              t - 2, t - 0.3, 300.0, -0.2).as_dict())
+            time.sleep(0.005)  # finals arrive apart, so every one pays its own transaction and fsync
+        wait_drained(service)
+        per_final_ms = 1000 * (cpu() - c0) / args.finals  # sleeping costs no CPU
+        per_final_wall_ms = 1000 * (time.monotonic() - w0) / args.finals
+
+        busy_cfg = dataclasses.replace(config.health, interval_s=5.0)
+        service.config = dataclasses.replace(config, health=busy_cfg)
+        busy, sent = run_phase(service, daemon, args.seconds, 1.0)
+        wait_drained(service)
+        published = service.publisher.stats.published
+        health_bytes = len(json.dumps(service.last_health or {}))
+    finally:
+        service.sink.close()
+        broker.stop()
+
+    mem = spool_memory(base, work)
+    default_interval = base.health.interval_s
+    est = {rate: idle + per_final_ms / 10 * rate + per_report_ms / 10 / default_interval
+           for rate in (0.2, 1.0)}
+    lines = [
+        f"## {SECTION}",
+        "",
+        f"`scripts/bench_mqtt.py` ({time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, allocator {os.environ.get('PYTHONMALLOC', 'pymalloc')}; "
+        "production MqttService against a local Mosquitto, a stand-in daemon supplies snapshots; "
+        "CPU = user+system time of the whole process, % of one core).",
+        "",
+        "| measurement | result |",
+        "|---|---|",
+        f"| idle, connected, defaults (health every {default_interval:.0f} s), {args.seconds:.0f} s | {idle:.3f} % |",
+        f"| one health report (collect + JSON {health_bytes} B + publish) | {per_report_ms:.2f} ms CPU |",
+        f"| one final (mailbox, SQLite insert + fsync, publish, PUBACK, delete) | {per_final_ms:.2f} ms CPU "
+        f"({per_final_wall_ms:.1f} ms wall incl. 5 ms spacing) |",
+        f"| busy: 1 final/s + health every 5 s, {args.seconds:.0f} s ({sent} finals, {published} acknowledged in all) "
+        f"| {busy:.3f} % |",
+        f"| **estimate at defaults, 1 final every 5 s** | **{est[0.2]:.3f} %** |",
+        f"| estimate at defaults, 1 final/s (continuous speech) | {est[1.0]:.3f} % |",
+        f"| memory, broker unreachable, bursts of {mem['burst']} finals (queue full) | RSS +{mem['peak_mb']:.1f} MB at peak |",
+        f"| memory, 10k / 20k / 30k finals spooled ({mem['spool_mb']:.1f} MB on disk at 30k), after malloc_trim | "
+        f"RSS +{' / +'.join(f'{m:.1f}' for m in mem['after_mb'])} MB |",
+        "",
+        "Target: < 1 % of one core. The idle figure includes the 10 Hz tick loop, paho's network loop and the publisher "
+        "thread's 0.5 s wake-ups; fsync cost depends on the storage (SD cards are slower in wall time, "
+        "not in CPU). Measured on a shared 2-core x86 build machine, not a Pi: rerun on the board with "
+        "`PYTHONMALLOC=malloc .venv/bin/python scripts/bench_mqtt.py --write docs/benchmarks.md`.",
+        "",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        write_section(Path(args.write), text)
+    return 0 if est[1.0] < 1.0 else 1
+
+
+def spool_memory(base: Config, work: Path) -> dict:
+    """RSS cost of the spool at worst: the broker unreachable, a burst that fills the in-memory queue."""
+    import threading
+
+    from voxnode.health.memory import Heap
+    from voxnode.health.process import rss_bytes
+    from voxnode.mqtt.client import FINALS_QUEUE
+    from voxnode.mqtt.localbroker import free_port
+
+    cfg = dataclasses.replace(base, mqtt=dataclasses.replace(
+        base.mqtt, enabled=True, host="127.0.0.1", port=free_port(), node_id="bench-mem",
+        spool_path=str(work / "spool-mem.sqlite")))
+    heap = Heap()
+    heap.trim(rss_bytes(), rss_bytes)
+    before = rss_bytes()
+    service = MqttService(cfg)
+    service.start()
+    peak = [before]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            peak[0] = max(peak[0], rss_bytes())
+            time.sleep(0.01)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    text = "turn on the lights in the kitchen and set them to forty percent " * 2
+    after = []
+    for burst in range(3):  # the spool grows 10k, 20k, 30k: RSS must not follow it
+        for i in range(FINALS_QUEUE):
+            t = time.time()
+            service.sink.emit(TranscriptEvent("final", "kitchen", f"mem-{burst}-{i}", text, t - 2, t - 0.3, 300.0,
+                                              -0.2).as_dict())
+        end = time.monotonic() + 120
+        while service.spool.count < FINALS_QUEUE * (burst + 1) and time.monotonic() < end:
+            time.sleep(0.05)
+        heap.trim(rss_bytes(), rss_bytes)
+        after.append((rss_bytes() - before) / 1e6)
+    stop.set()
+    sampler.join()
+    out = {"burst": FINALS_QUEUE, "spooled": service.spool.count, "peak_mb": (peak[0] - before) / 1e6,
+           "after_mb": after, "spool_mb": service.spool.size_bytes() / 1e6}
+    service.sink.close()
+    return out
+
+
+def write_section(path: Path, section: str) -> None:
+    """Replace only our section; other sections belong to other benchmarks."""
+    old = path.read_text() if path.exists() else "# Benchmarks\n\n"
+    pattern = re.compile(rf"^## {re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
+    new = pattern.sub(lambda m: section + "\n", old) if pattern.search(old) else old.rstrip() + "\n\n" + section
+    path.write_text(new.rstrip() + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""Status, last will, discovery, health, partials, transcripts and commands against a real Mosquitto,
+published by the real daemon (feeder subprocess); every payload is checked against docs/schemas."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+from tests.mqtt.broker import retained
+from tests.mqtt.conftest import assert_all_finals_arrived, write_config
+
+BASE = "voxnode/testnode"
+
+
+def test_every_payload_type_matches_its_schema(tmp_path, broker, monitor_for, feeders, validate):
+    mon = monitor_for(broker)
+    cfg = write_config(tmp_path / "c.toml", broker)
+    f = feeders(cfg, count=5, interval=0.1, tag="schema", partials=True)
+    f.wait_accepted(5)
+    assert mon.wait_for(lambda: len(mon.on(f"{BASE}/mic/transcript")) >= 5), f.log()
+    assert mon.wait_for(lambda: mon.on(f"{BASE}/health"))
+    mon.client.publish(f"{BASE}/cmd", json.dumps({"cmd": "memory", "id": "m1"}), qos=1)
+    mon.client.publish(f"{BASE}/cmd", b"{not json", qos=1)
+    assert mon.wait_for(lambda: mon.on(f"{BASE}/debug/memory") and mon.on(f"{BASE}/error"), 15), f.log()
+
+    for p in mon.on(f"{BASE}/mic/transcript"):
+        ev = validate("transcript", p)
+        assert ev["model"] and ev["type"] == "final"
+    partials = mon.on(f"{BASE}/mic/partial")
+    assert partials, "no partial arrived"
+    for p in partials:
+        validate("partial", p)
+    for p in mon.on(f"{BASE}/health"):
+        h = validate("health", p)
+    assert h["memory"]["allocator"] == "malloc"  # the feeder runs under PYTHONMALLOC=malloc
+    assert h["memory"]["heap"]["source"] == "mallinfo2"
+    assert h["streams"]["mic"]["muted"] is False
+    assert h["mqtt"]["connected"] is True
+    mon.client.publish(f"{BASE}/cmd", json.dumps({"cmd": "health"}), qos=1)
+    assert mon.wait_for(lambda: "latency_p95_ms" in json.loads(mon.on(f"{BASE}/health")[-1])["streams"]["mic"])
+    h = validate("health", mon.on(f"{BASE}/health")[-1])
+    assert h["streams"]["mic"]["latency_p95_ms"] == 200.0  # the feeder's finals all say 200 ms
+    validate("memory", mon.on(f"{BASE}/debug/memory")[0])
+    validate("error", mon.on(f"{BASE}/error")[0])
+    validate("discovery", mon.on("homeassistant/device/testnode/config")[0])
+    for p in mon.on(f"{BASE}/status"):
+        validate("status", p)
+    assert f.stop() == 0
+    assert mon.wait_for(lambda: mon.on(f"{BASE}/status")[-1:] == [b"offline"])
+    assert_all_finals_arrived(mon, f.accepted, f"{BASE}/mic/transcript")
+    assert "Traceback" not in f.log()
+
+
+def test_status_retained_online_and_last_will_offline(tmp_path, broker, feeders):
+    cfg = write_config(tmp_path / "c.toml", broker)
+    f = feeders(cfg, count=1, interval=0.1, tag="lwt")
+    f.wait_accepted(1)
+    assert _wait_retained(broker, f"{BASE}/status", b"online")
+    assert retained(broker, f"{BASE}/health") is not None  # health is retained too
+    f.stop(signal.SIGKILL)  # no DISCONNECT: the broker publishes the will
+    assert _wait_retained(broker, f"{BASE}/status", b"offline")
+    f2 = feeders(cfg, count=1, interval=0.1, tag="lwt2")
+    f2.wait_accepted(1)
+    assert _wait_retained(broker, f"{BASE}/status", b"online")
+    assert f2.stop() == 0  # clean stop says offline itself
+    assert retained(broker, f"{BASE}/status") == b"offline"
+
+
+def _wait_retained(broker, topic, want, timeout=10.0):
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if retained(broker, topic, timeout=1.0) == want:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_online_is_republished_after_a_broker_restart(tmp_path, broker, monitor_for, feeders):
+    # A broker restart fires the will (test-recipes 2): the daemon must say online again.
+    cfg = write_config(tmp_path / "c.toml", broker)
+    f = feeders(cfg, count=1, interval=0.1, tag="re")
+    f.wait_accepted(1)
+    assert _wait_retained(broker, f"{BASE}/status", b"online")
+    broker.stop(signal.SIGTERM)
+    broker.start()
+    assert _wait_retained(broker, f"{BASE}/status", b"online", timeout=15), f.log()
+    f.stop()
+
+
+def test_discovery_announces_device_and_reannounces_when_ha_comes_online(tmp_path, broker, monitor_for, feeders, validate):
+    mon = monitor_for(broker)
+    cfg = write_config(tmp_path / "c.toml", broker, stream="kitchen")
+    f = feeders(cfg, count=1, interval=0.1, tag="disc")
+    topic = "homeassistant/device/testnode/config"
+    assert mon.wait_for(lambda: mon.on(topic)), f.log()
+    d = validate("discovery", mon.on(topic)[0])
+    assert retained(broker, topic) is not None
+    assert d["o"]["name"] == "voxnode" and d["avty_t"] == f"{BASE}/status"
+    assert d["dev"]["ids"] == ["voxnode_testnode"]
+    cmps = d["cmps"]
+    assert cmps["kitchen_transcript"]["state_topic"] == f"{BASE}/kitchen/transcript"
+    sw = cmps["kitchen_mute"]
+    assert sw["p"] == "switch" and sw["command_topic"] == f"{BASE}/cmd"
+    assert json.loads(sw["payload_on"]) == {"cmd": "mute", "stream": "kitchen"}
+    for name in ("kitchen_latency", "rss", "cpu", "temperature"):
+        assert cmps[name]["p"] == "sensor" and cmps[name]["state_topic"] == f"{BASE}/health"
+    assert len({c["unique_id"] for c in cmps.values()}) == len(cmps)
+    n = len(mon.on(topic))
+    mon.client.publish("homeassistant/status", "online", qos=1)
+    assert mon.wait_for(lambda: len(mon.on(topic)) > n), "no re-announcement after homeassistant/status online"
+    f.stop()
+
+
+def test_commands_mute_health_and_refusals(tmp_path, broker, monitor_for, feeders, validate):
+    mon = monitor_for(broker)
+    cfg = write_config(tmp_path / "c.toml", broker, health={"interval_s": 3600.0}, max_command_bytes=256)
+    f = feeders(cfg, count=1, interval=0.1, tag="cmd")
+    assert mon.wait_for(lambda: mon.on(f"{BASE}/health")), f.log()
+
+    def last_health():
+        return json.loads(mon.on(f"{BASE}/health")[-1])
+
+    def send(payload):
+        mon.client.publish(f"{BASE}/cmd", payload, qos=1)
+
+    n = len(mon.on(f"{BASE}/health"))
+    send(json.dumps({"cmd": "mute", "stream": "mic"}))
+    assert mon.wait_for(lambda: len(mon.on(f"{BASE}/health")) > n and last_health()["streams"]["mic"]["muted"])
+    n = len(mon.on(f"{BASE}/health"))
+    send(json.dumps({"cmd": "health"}))  # on demand, while the interval is an hour
+    assert mon.wait_for(lambda: len(mon.on(f"{BASE}/health")) > n)
+    send(json.dumps({"cmd": "unmute", "stream": "mic"}))
+    assert mon.wait_for(lambda: last_health()["streams"]["mic"]["muted"] is False)
+
+    bad = [
+        (b"\xff\xfe", "malformed"),
+        (b"[1, 2]", "malformed"),
+        (b'{"cmd": "selfdestruct"}', "unknown_command"),
+        (b'{"cmd": "mute", "stream": "garage"}', "unknown_stream"),
+        (b'{"cmd": "mute"}', "bad_argument"),
+        (b'{"cmd": "health", "extra": 1}', "bad_argument"),
+        (json.dumps({"cmd": "health", "pad": "x" * 400}).encode(), "too_large"),
+    ]
+    for payload, _ in bad:
+        send(payload)
+    assert mon.wait_for(lambda: len(mon.on(f"{BASE}/error")) >= len(bad)), f.log()
+    errors = [validate("error", p) for p in mon.on(f"{BASE}/error")]
+    assert [e["error"] for e in errors] == [code for _, code in bad]
+    assert "garage" in errors[3]["message"] and "mic" in errors[3]["message"]
+    send(json.dumps({"cmd": "reload"}))
+    assert mon.wait_for(lambda: "config reloaded: kept mic" in f.log()), f.log()  # Daemon.reload, main thread
+    n = len(mon.on(f"{BASE}/health"))
+    send(json.dumps({"cmd": "health"}))
+    assert mon.wait_for(lambda: len(mon.on(f"{BASE}/health")) > n)  # still alive and answering
+    assert last_health()["streams"]["mic"]["muted"] is False  # the refusals changed nothing
+    assert f.proc.poll() is None
+    assert f.stop() == 0
+    log = f.log()
+    assert "MQTT command: reload" in log and "config reloaded: kept mic" in log and "Traceback" not in log
+
+
+def test_voxnode_run_cli_publishes_status_health_discovery(tmp_path, broker, monitor_for, voxnode_cmd, validate):
+    """The real `voxnode run --file` with [mqtt] on: the CLI wiring end to end (no finals yet without the
+    speech pipeline; the feeder tests cover transcripts)."""
+    import os
+    import subprocess
+
+    from voxnode.demo import bundled_clip
+
+    mon = monitor_for(broker)
+    cfg = write_config(tmp_path / "c.toml", broker, health={"tracemalloc_frames": 1})
+    p = subprocess.run([*voxnode_cmd, "run", "--config", str(cfg), "--file", str(bundled_clip()), "--duration", "3"],
+                       capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONMALLOC": "malloc"})
+    assert p.returncode == 0, p.stderr
+    assert mon.wait_for(lambda: mon.on(f"{BASE}/status")[-1:] == [b"offline"])
+    assert mon.on(f"{BASE}/status")[0] == b"online"
+    h = validate("health", mon.on(f"{BASE}/health")[0])
+    assert h["memory"]["allocator"] == "malloc" and h["memory"]["tracemalloc"]["current_bytes"] > 0
+    assert h["streams"]["mic"]["state"] in ("running", "starting", "finished")
+    validate("discovery", mon.on("homeassistant/device/testnode/config")[0])
+    assert "Traceback" not in p.stderr

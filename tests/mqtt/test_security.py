@@ -1,0 +1,159 @@
+"""Password auth, ACL and TLS against a real Mosquitto (test CA made by openssl at test time)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.mqtt.broker import Broker
+from tests.mqtt.conftest import assert_all_finals_arrived, write_config
+
+BASE = "voxnode/testnode"
+ACL = (
+    "user edge\ntopic readwrite voxnode/testnode/#\ntopic readwrite homeassistant/#\n\n"
+    "user narrow\ntopic readwrite voxnode/testnode/status\ntopic readwrite voxnode/testnode/health\n"
+    "topic read voxnode/testnode/cmd\n\n"
+    "user monitor\ntopic read #\ntopic write voxnode/testnode/cmd\ntopic write homeassistant/status\n"
+)
+USERS = {"edge": "edgepass", "narrow": "narrowpass", "monitor": "monpass"}
+
+
+@pytest.fixture
+def auth_broker(tmp_path):
+    b = Broker(tmp_path / "broker", users=USERS, acl=ACL).start()
+    yield b
+    b.stop()
+
+
+def test_password_file_and_acl_allow_publishing(tmp_path, auth_broker, monitor_for, feeders):
+    mon = monitor_for(auth_broker, username="monitor", password="monpass")
+    pw = tmp_path / "pw"
+    pw.write_text("edgepass\n")
+    cfg = write_config(tmp_path / "c.toml", auth_broker, username="edge", password_file=str(pw))
+    f = feeders(cfg, count=5, interval=0.05, tag="auth")
+    f.wait_accepted(5)
+    assert mon.wait_for(lambda: len(mon.on(f"{BASE}/mic/transcript")) >= 5), f.log()
+    assert_all_finals_arrived(mon, f.accepted, f"{BASE}/mic/transcript")
+    f.stop()
+
+
+def test_bad_password_is_one_clear_error_not_a_traceback(tmp_path, auth_broker, feeders):
+    cfg = write_config(tmp_path / "c.toml", auth_broker, username="edge", password="wrong", reconnect_min_s=0.2,
+                       reconnect_max_s=1.0)
+    f = feeders(cfg, count=3, interval=0.05, tag="badpw")
+    f.wait_accepted(3)
+    time.sleep(2.5)  # several refused attempts
+    assert f.proc.poll() is None, "the daemon must keep running and retrying"
+    f.stop()
+    log = f.log()
+    assert "Traceback" not in log
+    refused = [line for line in log.splitlines() if "refused the connection" in line]
+    assert len(refused) == 1, f"expected one error line for repeated refusals, got:\n{log}"
+    assert "Not authorized" in refused[0] or "Bad user name or password" in refused[0]
+    assert "mqtt.username" in refused[0]
+    assert "3 final(s) not yet acknowledged stay in" in log  # kept for the next start
+
+
+def test_acl_denied_final_is_logged_and_kept_in_the_spool(tmp_path, auth_broker, feeders):
+    # User "narrow" may publish status and health but not transcripts: under MQTT 5 the PUBACK says 135.
+    cfg = write_config(tmp_path / "c.toml", auth_broker, username="narrow", password="narrowpass")
+    f = feeders(cfg, count=2, interval=0.05, tag="acl")
+    f.wait_accepted(2)
+    end = time.monotonic() + 10
+    while time.monotonic() < end and f.log().count("broker refused final") < 2:
+        time.sleep(0.1)
+    f.stop()
+    log = f.log()
+    assert log.count("broker refused final") == 2, log
+    assert "Not authorized" in log and "ACL" in log and "Traceback" not in log
+    assert "2 final(s) not yet acknowledged stay in" in log
+
+
+def test_missing_password_file_is_a_config_error(tmp_path, voxnode_cmd):
+    import subprocess
+
+    cfg = write_config(tmp_path / "c.toml", None, username="edge", password_file=str(tmp_path / "nope"))
+    p = subprocess.run([*voxnode_cmd, "run", "--config", str(cfg), "--file", "/dev/null", "--duration", "1"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 1
+    assert p.stderr.strip().splitlines()[-1].startswith("voxnode: error: mqtt.password_file =")
+    assert "Traceback" not in p.stderr
+
+
+def test_tls_with_test_ca(tmp_path, test_ca, monitor_for, feeders):
+    b = Broker(tmp_path / "broker", tls=test_ca, host="127.0.0.1").start()
+    try:
+        mon = monitor_for(b, tls_ca=test_ca["ca"])
+        cfg = write_config(tmp_path / "c.toml", b, host="localhost", tls=True, tls_ca=str(test_ca["ca"]))
+        f = feeders(cfg, count=3, interval=0.05, tag="tls")
+        f.wait_accepted(3)
+        assert mon.wait_for(lambda: len(mon.on(f"{BASE}/mic/transcript")) >= 3), f.log()
+        assert_all_finals_arrived(mon, f.accepted, f"{BASE}/mic/transcript")
+        f.stop()
+    finally:
+        b.stop()
+
+
+def test_tls_with_an_untrusted_ca_is_refused_clearly(tmp_path, test_ca, feeders):
+    b = Broker(tmp_path / "broker", tls=test_ca).start()
+    try:
+        cfg = write_config(tmp_path / "c.toml", b, host="localhost", tls=True, tls_ca=str(test_ca["other_ca"]))
+        f = feeders(cfg, count=1, interval=0.05, tag="tlsbad")
+        f.wait_accepted(1)
+        time.sleep(1.5)
+        f.stop()
+        log = f.log()
+        assert "TLS certificate not accepted" in log and "mqtt.tls_ca" in log, log
+        assert "Traceback" not in log
+    finally:
+        b.stop()
+
+
+def test_secrets_are_masked_in_check_config(tmp_path, voxnode_cmd):
+    import subprocess
+
+    cfg = write_config(tmp_path / "c.toml", None, username="edge", password="s3cret-pw")
+    p = subprocess.run([*voxnode_cmd, "check-config", "--config", str(cfg)], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert "s3cret-pw" not in p.stdout
+    assert 'password = "********"' in p.stdout
+    assert 'username = "edge"' in p.stdout
+
+
+def test_mqtt_3_1_1_is_selectable(tmp_path, broker, monitor_for, feeders):
+    mon = monitor_for(broker)
+    cfg = write_config(tmp_path / "c.toml", broker, protocol="3.1.1")
+    f = feeders(cfg, count=3, interval=0.05, tag="v311")
+    f.wait_accepted(3)
+    assert mon.wait_for(lambda: len(mon.on(f"{BASE}/mic/transcript")) >= 3), f.log()
+    assert_all_finals_arrived(mon, f.accepted, f"{BASE}/mic/transcript")
+    f.stop()
+    # mosquitto 2.0 logs its protocol enum: p2 = MQTT 3.1.1, p5 = MQTT 5
+    assert "as voxnode-testnode (p2," in broker.log()
+
+
+def test_password_from_a_systemd_credential(tmp_path):
+    from voxnode.config.mqtt import MqttConfig
+    from voxnode.mqtt.client import read_password
+
+    creds = tmp_path / "creds"
+    creds.mkdir()
+    (creds / "mqtt-password").write_text("from-systemd\n")
+    env = {"CREDENTIALS_DIRECTORY": str(creds)}
+    assert read_password(MqttConfig(username="edge"), env) == "from-systemd"
+    assert read_password(MqttConfig(username="edge", password="explicit"), env) == "explicit"  # config wins
+    assert read_password(MqttConfig(username="edge"), {}) is None
+
+
+def test_credential_password_connects(tmp_path, auth_broker, monitor_for, feeders, monkeypatch):
+    creds = tmp_path / "creds"
+    creds.mkdir()
+    (creds / "mqtt-password").write_text("edgepass\n")
+    monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(creds))  # inherited by the feeder, as systemd sets it
+    mon = monitor_for(auth_broker, username="monitor", password="monpass")
+    cfg = write_config(tmp_path / "c.toml", auth_broker, username="edge")
+    f = feeders(cfg, count=2, interval=0.05, tag="cred")
+    f.wait_accepted(2)
+    assert mon.wait_for(lambda: len(mon.on(f"{BASE}/mic/transcript")) >= 2), f.log()
+    f.stop()
