@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--stdout", action="store_true", help="write every event as one JSON line on stdout")
     run.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
     run.add_argument("--file", metavar="WAV", help="play this file instead of capturing (real time)")
+    run.add_argument("--levels", action="store_true", help="also report sound levels every second (mic check)")
 
     devices = sub.add_parser("devices", help="list ALSA capture devices and what they support")
     devices.add_argument("--no-probe", action="store_true", help="only list names, do not open the devices")
@@ -100,7 +101,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = _load(args)
     if args.device:
         config = config.with_device(args.device)
-    options = RunOptions(duration_s=args.duration, file=args.file)
+    options = RunOptions(duration_s=args.duration, file=args.file, levels=args.levels)
     # SIGHUP re-reads the same file with the same overrides.
     reloader = config_loader(args.config, args.device)
     extra = _integrations(config)
@@ -130,7 +131,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         printer.start()
         extra = _integrations(config)
-        return Daemon(config, _sinks(args.stdout) + extra.sinks, RunOptions(duration_s=seconds), hooks=extra.hooks).run()
+        return Daemon(config, _sinks(args.stdout) + extra.sinks, RunOptions(duration_s=seconds, levels=True), hooks=extra.hooks).run()
     finally:
         feeder.stop()
         printer.stop()

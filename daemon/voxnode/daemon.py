@@ -10,9 +10,12 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
+import numpy as np
+
 from voxnode.audio.alsa_capture import AlsaCapture
 from voxnode.audio.file_source import FileSource
 from voxnode.audio.format import PERIOD_S
+from voxnode.audio.frames import Frame
 from voxnode.audio.levels import LevelMeter
 from voxnode.audio.ring import FrameRing
 from voxnode.audio.source import AudioSource
@@ -35,6 +38,7 @@ class RunOptions:
     duration_s: float | None = None  # stop after this long (demos, tests)
     file: str | None = None  # play this file instead of capturing (single stream)
     file_realtime: bool = True
+    levels: bool = False  # emit per-second sound levels (a microphone check; demos)
 
 
 class DaemonHooks(Protocol):
@@ -86,11 +90,14 @@ class StreamWorker:
     """Consumes one stream's ring: sound levels, and the speech pipeline (VAD -> transcripts)."""
 
     def __init__(self, stream: StreamConfig, source: AudioSource, sinks: list[Sink],
-                 pipeline: StreamPipeline | None = None):
+                 pipeline: StreamPipeline | None = None, levels: bool = False,
+                 is_muted: Callable[[str], bool] = lambda _name: False):
         self.stream = stream
         self.source = source
         self.sinks = sinks
         self.pipeline = pipeline
+        self.levels = levels
+        self.is_muted = is_muted
         self.heartbeat = Heartbeat(f"stream-{stream.name}")
         self._thread = threading.Thread(target=self._run, name=f"stream-{stream.name}", daemon=True)
 
@@ -104,7 +111,8 @@ class StreamWorker:
         return self._thread.is_alive()
 
     def _run(self) -> None:
-        meter = LevelMeter(self.stream.name)
+        meter = LevelMeter(self.stream.name) if self.levels else None
+        silence = None
         while True:
             frame = self.source.ring.get(timeout=0.5)
             if frame is None:
@@ -112,7 +120,13 @@ class StreamWorker:
                     break
                 continue
             with self.heartbeat.busy():
-                report = meter.add(frame)
+                if self.is_muted(self.stream.name):
+                    # A muted microphone hears silence: speech before the mute still ends
+                    # and gets its final, nothing said after it is transcribed or measured.
+                    if silence is None or silence.shape != frame.samples.shape:
+                        silence = np.zeros_like(frame.samples)
+                    frame = Frame(frame.seq, silence, frame.t_mono, frame.t_wall)
+                report = meter.add(frame) if meter is not None else None
                 if report is not None:
                     for sink in self.sinks:
                         sink.emit(report.as_dict())
@@ -226,7 +240,8 @@ class Daemon:
     def _start_stream(self, stream: StreamConfig) -> None:
         source = self._make_source(stream)
         pipeline = self.speech.pipeline(stream.name, self.config) if self.speech is not None else None
-        worker = StreamWorker(stream, source, self.sinks, pipeline)
+        worker = StreamWorker(stream, source, self.sinks, pipeline, levels=self.options.levels,
+                              is_muted=self.is_muted)
         self.sources.append(source)
         self.workers.append(worker)
         worker.start()

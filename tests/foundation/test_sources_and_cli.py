@@ -40,8 +40,8 @@ def test_run_on_a_file_prints_level_json(tmp_path, voxnode_cmd):
     wav = tmp_path / "tone.wav"
     subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", "-b", "16", str(wav), "synth", "2.0", "sine", "440",
                     "vol", "0.5"], check=True)
-    p = subprocess.run(voxnode_cmd + ["run", "--file", str(wav), "--stdout"], capture_output=True, text=True,
-                       timeout=30)
+    p = subprocess.run(voxnode_cmd + ["run", "--file", str(wav), "--stdout", "--levels"], capture_output=True,
+                       text=True, timeout=30)
     assert p.returncode == 0, p.stderr
     events = [json.loads(line) for line in p.stdout.splitlines()]
     levels = [e for e in events if e["type"] == "level"]
@@ -79,7 +79,10 @@ def test_demo_plays_the_bundled_clip_through_alsa(voxnode_cmd):
     p = subprocess.run(voxnode_cmd + ["demo", "--stdout"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert "capturing from 'voxnode_demo'" in p.stderr
-    levels = [json.loads(line) for line in p.stdout.splitlines() if '"level"' in line]
+    events = [json.loads(line) for line in p.stdout.splitlines()]
+    levels = [e for e in events if e["type"] == "level"]
     loud = [e for e in levels if e["rms_dbfs"] > -40]
     quiet = [e for e in levels if e["rms_dbfs"] < -80]
     assert len(loud) >= 4 and len(quiet) >= 1, levels  # ~5 s of speech, lead-in and tail silence
+    finals = [e["text"].lower() for e in events if e["type"] == "final"]
+    assert len(finals) == 1 and "kitchen lights" in finals[0] and "timer" in finals[0], finals
