@@ -13,7 +13,8 @@ APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl
 
 export PYTHONMALLOC := malloc
 
-.PHONY: demo run test deps-run deps-test venv venv-test check-config config-reference clean install uninstall purge bench-mqtt
+.PHONY: demo run test deps-run deps-test venv venv-test check-config config-reference clean \
+        bench-mqtt bench-stream bench-asr convert-model install uninstall purge
 
 demo: venv
 	$(BIN)/voxnode demo
@@ -53,6 +54,29 @@ config-reference: venv
 
 bench-mqtt: venv-test
 	$(BIN)/python scripts/bench_mqtt.py --write docs/benchmarks.md
+
+bench-stream: deps-test venv-test
+	$(BIN)/python scripts/bench_stream.py --streams 1,4,10 --speak-s 60 --idle-s 12
+
+# Build-time tools live in their own venvs: tensorflow and faster-whisper never enter the runtime.
+.venv-convert/.installed: scripts/requirements-convert.txt
+	$(PYTHON) -m venv .venv-convert
+	.venv-convert/bin/python -m pip install -q -r $< -e .
+	@touch $@
+
+.venv-bench/.installed: scripts/requirements-bench.txt
+	$(PYTHON) -m venv .venv-bench
+	.venv-bench/bin/python -m pip install -q -r $< -e .
+	@touch $@
+
+# Rebuild the int8 model in models/ (and verify it against ctranslate2), and the fp32 one in build/.
+convert-model: deps-run .venv-convert/.installed
+	.venv-convert/bin/python scripts/convert_model.py
+	.venv-convert/bin/python scripts/convert_model.py --fp32 --no-int8 --no-verify --out build/whisper-tiny.en-fp32
+
+bench-asr: deps-test .venv-bench/.installed
+	@test -d build/whisper-tiny.en-fp32 || { echo "run 'make convert-model' first for the fp32 side"; exit 1; }
+	.venv-bench/bin/python scripts/bench_asr.py --fp32-dir build/whisper-tiny.en-fp32
 
 # `sudo make install`: /opt/voxnode (venv + model), /etc/voxnode/config.toml (kept if edited),
 # the systemd unit, enabled and started when systemd runs. DESTDIR=dir lays the files out under dir.
