@@ -1,6 +1,7 @@
 """One stream: frames -> front-end -> VAD -> segmenter -> decode jobs -> events.
 
-The stream's own thread does all the signal work and submits jobs; results
+The stream's consumer thread (the daemon's StreamWorker) calls `feed` for each
+frame and `flush` at the end; it does all the signal work and submits jobs; results
 come back on a decode worker thread and are turned into events there (under
 the stream's lock), so a final is published as soon as the engine is done,
 not at the next frame.
@@ -87,7 +88,6 @@ class StreamPipeline:
         self._lock = threading.RLock()
         self._utts: dict[int, _UttState] = {}
         self.stats = PipelineStats()
-        self._thread: threading.Thread | None = None
         self._holding = False
 
     # ---- feeding ----------------------------------------------------------------
@@ -117,22 +117,6 @@ class StreamPipeline:
     def flush(self) -> None:
         for ev in self.segmenter.flush():
             self._on_segment(ev)
-
-    def run(self, ring: Any, stop: threading.Event | None = None) -> None:
-        """Consume a FrameRing until it is closed and drained (or `stop` is set)."""
-        while stop is None or not stop.is_set():
-            frame = ring.get(timeout=0.5)
-            if frame is None:
-                if ring.closed:
-                    break
-                continue
-            self.feed(frame.samples, frame.seq, frame.t_mono, frame.t_wall)
-        self.flush()
-
-    def start(self, ring: Any, stop: threading.Event | None = None) -> threading.Thread:
-        self._thread = threading.Thread(target=self.run, args=(ring, stop), name=f"stream-{self.name}", daemon=True)
-        self._thread.start()
-        return self._thread
 
     # ---- segment events ---------------------------------------------------------
     def _on_segment(self, ev: Any) -> None:
