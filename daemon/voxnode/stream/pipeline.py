@@ -88,6 +88,9 @@ class StreamPipeline:
         self._lock = threading.RLock()
         self._utts: dict[int, _UttState] = {}
         self.stats = PipelineStats()
+        # Utterance numbers restart with the pipeline; the start time (hex seconds) keeps
+        # ids unique across daemon restarts and reloads for consumers that key on them.
+        self._id_prefix = f"{name}-{int(time.time()):x}"
         self._holding = False
 
     # ---- feeding ----------------------------------------------------------------
@@ -250,6 +253,6 @@ class StreamPipeline:
     def _event(self, kind: str, st: _UttState, text: str, end_wall: float, latency_ms: float,
                confidence: float) -> TranscriptEvent:
         first = next((c for c in st.utt.chunks if c.speech), st.utt.chunks[0])
-        return TranscriptEvent(type=kind, stream=self.name, id=f"{self.name}-{st.utt.uid}", text=text,
+        return TranscriptEvent(type=kind, stream=self.name, id=f"{self._id_prefix}-{st.utt.uid}", text=text,
                                start=first.t_wall, end=end_wall, latency_ms=latency_ms,
                                confidence=float(confidence))
