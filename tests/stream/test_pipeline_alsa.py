@@ -115,6 +115,9 @@ def test_speech_silence_speech_gives_two_finals_with_partials_as_prefixes(alsa_d
         for earlier, later in zip(seq, seq[1:]):
             assert later[: len(earlier)] == earlier, (earlier, later)  # never contradicts what it showed
             assert len(later) > len(earlier)  # only emitted when it grows
+        final_words = [norm(w) for w in f["text"].split()]
+        if seq:  # and the final, decoded from the whole utterance, agrees with what was shown
+            assert final_words[: len(seq[-1])] == seq[-1], (seq[-1], final_words)
         # Events for one utterance come in order: partials, then its final.
         idx = [i for i, e in enumerate(events) if e["id"] == f["id"]]
         assert events[idx[-1]] is f

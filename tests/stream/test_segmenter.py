@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from voxnode.stream.segmenter import (Chunk, Discarded, Ended, Paused, Resumed, Segmenter, SegmenterParams,
+from voxnode.stream.segmenter import (Chunk, Discarded, Ended, Paused, Segmenter, SegmenterParams,
                                       Started)
 
 P = SegmenterParams(pre_roll_frames=5, onset_frames=3, onset_window_frames=5, tail_frames=4,

@@ -1,6 +1,7 @@
 """One stream: frames -> front-end -> VAD -> segmenter -> decode jobs -> events.
 
-The stream's own thread does all the signal work and submits jobs; results
+The stream's consumer thread (the daemon's StreamWorker) calls `feed` for each
+frame and `flush` at the end; it does all the signal work and submits jobs; results
 come back on a decode worker thread and are turned into events there (under
 the stream's lock), so a final is published as soon as the engine is done,
 not at the next frame.
@@ -87,7 +88,9 @@ class StreamPipeline:
         self._lock = threading.RLock()
         self._utts: dict[int, _UttState] = {}
         self.stats = PipelineStats()
-        self._thread: threading.Thread | None = None
+        # Utterance numbers restart with the pipeline; the start time (hex seconds) keeps
+        # ids unique across daemon restarts and reloads for consumers that key on them.
+        self._id_prefix = f"{name}-{int(time.time()):x}"
         self._holding = False
 
     # ---- feeding ----------------------------------------------------------------
@@ -117,22 +120,6 @@ class StreamPipeline:
     def flush(self) -> None:
         for ev in self.segmenter.flush():
             self._on_segment(ev)
-
-    def run(self, ring: Any, stop: threading.Event | None = None) -> None:
-        """Consume a FrameRing until it is closed and drained (or `stop` is set)."""
-        while stop is None or not stop.is_set():
-            frame = ring.get(timeout=0.5)
-            if frame is None:
-                if ring.closed:
-                    break
-                continue
-            self.feed(frame.samples, frame.seq, frame.t_mono, frame.t_wall)
-        self.flush()
-
-    def start(self, ring: Any, stop: threading.Event | None = None) -> threading.Thread:
-        self._thread = threading.Thread(target=self.run, args=(ring, stop), name=f"stream-{self.name}", daemon=True)
-        self._thread.start()
-        return self._thread
 
     # ---- segment events ---------------------------------------------------------
     def _on_segment(self, ev: Any) -> None:
@@ -266,6 +253,6 @@ class StreamPipeline:
     def _event(self, kind: str, st: _UttState, text: str, end_wall: float, latency_ms: float,
                confidence: float) -> TranscriptEvent:
         first = next((c for c in st.utt.chunks if c.speech), st.utt.chunks[0])
-        return TranscriptEvent(type=kind, stream=self.name, id=f"{self.name}-{st.utt.uid}", text=text,
+        return TranscriptEvent(type=kind, stream=self.name, id=f"{self._id_prefix}-{st.utt.uid}", text=text,
                                start=first.t_wall, end=end_wall, latency_ms=latency_ms,
                                confidence=float(confidence))
