@@ -156,6 +156,28 @@ class _LatencyTap:
         pass
 
 
+SOURCE_STOP_S = 1.0  # how long all capture threads together get to leave their reads
+
+
+def _stop_and_drain(pairs: list[tuple[AudioSource, "StreamWorker"]], deadline: float, timeout: float) -> None:
+    """Stop these sources, then let their workers finish what they hold, all by `deadline`.
+
+    Every source is told to stop before any is waited for, and they share one short
+    wait: a capture blocked in an ALSA read (a stalled device) must not eat the
+    budget of the workers' utterances, stream after stream.
+    """
+    for source, _ in pairs:
+        source.stop(timeout=0)
+    join_by = min(deadline, time.monotonic() + SOURCE_STOP_S)
+    for source, _ in pairs:
+        source.stop(timeout=max(0.0, join_by - time.monotonic()))
+        source.ring.close()  # a capture stuck in a read never closes its ring itself
+    for source, worker in pairs:
+        if not worker.drain(max(0.0, deadline - time.monotonic())):
+            log.warning("stream %s: worker did not finish within %.1f s; an utterance it held is lost",
+                        source.name, timeout, extra={"STREAM": source.name})
+
+
 class Daemon:
     def __init__(
         self,
@@ -250,15 +272,7 @@ class Daemon:
     def _stop_streams(self, names: set[str], timeout: float) -> None:
         """Stop these streams together, letting each worker finish its frames within `timeout`."""
         pairs = [(s, w) for s, w in zip(self.sources, self.workers) if s.name in names]
-        for source, _ in pairs:
-            source.stop(timeout=0)
-        deadline = time.monotonic() + timeout
-        for source, worker in pairs:
-            source.stop(timeout=max(0.0, min(1.0, deadline - time.monotonic())))
-            source.ring.close()  # a capture stuck in a read never closes its ring itself
-            if not worker.drain(max(0.0, deadline - time.monotonic())):
-                log.warning("stream %s: worker still busy after %.1f s; abandoning it", source.name, timeout,
-                            extra={"STREAM": source.name})
+        _stop_and_drain(pairs, time.monotonic() + timeout, timeout)
         self.sources = [s for s in self.sources if s.name not in names]
         self.workers = [w for w in self.workers if w.stream.name not in names]
         if self.speech is not None:
@@ -375,16 +389,7 @@ class Daemon:
         then flush the sinks. Bounded, so systemd's stop never has to escalate to SIGKILL."""
         timeout = self.config.service.stop_timeout_s
         deadline = time.monotonic() + timeout
-        for s in self.sources:
-            s.stop(timeout=0)
-        for s in self.sources:
-            s.stop(timeout=max(0.0, min(1.0, deadline - time.monotonic())))
-        for s in self.sources:
-            s.ring.close()
-        for w in self.workers:
-            if not w.drain(max(0.0, deadline - time.monotonic())):
-                log.warning("stream %s: utterance in flight not finished within %.1f s; it is lost",
-                            w.stream.name, timeout, extra={"STREAM": w.stream.name})
+        _stop_and_drain(list(zip(self.sources, self.workers)), deadline, timeout)
         for d in self.drainables:
             if not d.drain(max(0.0, deadline - time.monotonic())):
                 log.warning("%s: work in flight not finished within %.1f s", type(d).__name__, timeout)
