@@ -373,15 +373,18 @@ class Daemon:
 
     def snapshot(self) -> dict:
         """Per-stream state and counters, for health reports and STATUS= lines."""
+        speech = self.speech.stats() if self.speech is not None else None
+        per_stream = speech["streams"] if speech else {}
         return {
             "uptime_s": round(time.monotonic() - self.started_mono, 1),
             "last_latency_ms": self._latency.last_latency_ms,
             "streams": {
-                src.name: {**src.stats.snapshot(), "queue_depth": src.ring.depth, "dropped_frames": src.ring.dropped}
+                src.name: {**src.stats.snapshot(), "queue_depth": src.ring.depth, "dropped_frames": src.ring.dropped,
+                           "rtf": per_stream.get(src.name, {}).get("rtf")}
                 for src in self.sources
             },
             # Engine back-pressure: queue depth, waits, skipped partials, dropped finals.
-            "speech": self.speech.stats() if self.speech is not None else None,
+            "speech": speech,
         }
 
     def shutdown(self) -> None:

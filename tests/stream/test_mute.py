@@ -43,18 +43,21 @@ def _run(wav, engine, muted: bool, levels: bool = True):
     t.start()
     t.join(60)
     assert not t.is_alive()
-    return sink.events
+    return sink.events, daemon
 
 
 def test_muted_stream_produces_no_transcript_and_hears_silence(speech_wav, engine):
-    events = _run(speech_wav, engine, muted=True)
+    events, _ = _run(speech_wav, engine, muted=True)
     assert not [e for e in events if e["type"] in ("partial", "final")]
     levels = [e for e in events if e["type"] == "level"]
     assert levels and all(e["rms_dbfs"] < -100 for e in levels), levels
 
 
 def test_unmuted_stream_transcribes(speech_wav, engine):
-    events = _run(speech_wav, engine, muted=False, levels=False)
+    events, daemon = _run(speech_wav, engine, muted=False, levels=False)
     finals = [e for e in events if e["type"] == "final"]
     assert len(finals) == 1 and wer(TEXT, finals[0]["text"]) <= 0.2, finals
+    # Health reports the stream's real-time factor: engine time per second of its audio.
+    rtf = daemon.snapshot()["streams"]["mic"]["rtf"]
+    assert rtf is not None and 0 < rtf < 1.0, rtf
     assert not [e for e in events if e["type"] == "level"]  # levels only when asked for

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from voxnode.audio.format import SAMPLE_RATE
 from voxnode.events import TranscriptEvent
 from voxnode.frontend.chain import FrontEnd, FrontEndParams
 
@@ -52,6 +53,16 @@ class PipelineStats:
     suppressed: int = 0  # decoded, but no speech in it (noise, music, hallucination)
     finals_lost: int = 0  # dropped by the scheduler or failed in the engine
     speculative_hits: int = 0
+    decode_s: float = 0.0  # engine time spent on this stream's decodes (partials included)
+    audio_s: float = 0.0  # audio those decodes covered
+
+    @property
+    def rtf(self) -> float | None:
+        """Real-time factor of this stream's recognition: engine seconds per second of audio."""
+        return round(self.decode_s / self.audio_s, 4) if self.audio_s else None
+
+    def as_dict(self) -> dict:
+        return {**vars(self), "rtf": self.rtf}
 
 
 def clean_text(text: str) -> str:
@@ -194,6 +205,9 @@ class StreamPipeline:
     # ---- results (decode worker thread) -------------------------------------------
     def _on_done(self, job: DecodeJob, outcome: JobOutcome, result: Any) -> None:
         with self._lock:
+            if outcome == JobOutcome.DONE:
+                self.stats.decode_s += job.finished - job.started
+                self.stats.audio_s += job.audio.size / SAMPLE_RATE
             st = self._utts.get(job.tag[0])
             if st is None or st.done:
                 return

@@ -68,4 +68,4 @@ class SpeechService:
 
     def stats(self) -> dict[str, Any]:
         return {"scheduler": self.scheduler.stats(),
-                "streams": {n: vars(p.stats).copy() for n, p in self.pipelines.items()}}
+                "streams": {n: p.stats.as_dict() for n, p in self.pipelines.items()}}
