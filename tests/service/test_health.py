@@ -121,3 +121,8 @@ def test_reload_plan():
     other_model = dataclasses.replace(new, asr=dataclasses.replace(new.asr, num_threads=2))
     plan = plan_reload(new, other_model)
     assert plan.needs_restart == ("asr",) and "take effect after a restart" in plan.summary()
+
+    # More decode engines need a restart, though the rest of [stream] applies on reload.
+    more_engines = dataclasses.replace(new, stream=dataclasses.replace(new.stream, decode_workers=2))
+    plan = plan_reload(new, more_engines)
+    assert plan.restart == ("a", "b", "d") and plan.needs_restart == ("stream.decode_workers",)

@@ -20,6 +20,9 @@ LIVE_SECTIONS = frozenset({"log", "service"})
 ALL_STREAMS_SECTIONS = ("audio", "frontend", "vad", "stream")
 # Handled stream by stream.
 PER_STREAM_FIELDS = frozenset({"streams"})
+# Keys inside live or per-stream sections that the running process still cannot change:
+# the engines are loaded once, at start.
+RESTART_ONLY_KEYS = (("stream", "decode_workers"),)
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,10 @@ def plan_reload(old: Config, new: Config) -> ReloadPlan:
     needs_restart = [
         f.name for f in dataclasses.fields(Config)
         if f.name not in handled and getattr(old, f.name) != getattr(new, f.name)
+    ]
+    needs_restart += [
+        f"{section}.{key}" for section, key in RESTART_ONLY_KEYS
+        if getattr(getattr(old, section), key) != getattr(getattr(new, section), key)
     ]
     return ReloadPlan(tuple(keep), tuple(restart), tuple(start), tuple(stop), tuple(needs_restart))
 
