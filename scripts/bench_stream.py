@@ -57,33 +57,6 @@ sys.stdin.read()   # keep the FIFOs open (EOF would feed ALSA stale data) until 
 """
 
 
-def wer_counts(ref: str, hyp: str) -> tuple[int, int]:
-    from voxnode.stream.partials import norm
-
-    r = [norm(w) for w in ref.split() if norm(w)]
-    h = [norm(w) for w in hyp.split() if norm(w)]
-    d = list(range(len(h) + 1))
-    for i in range(1, len(r) + 1):
-        prev, d[0] = d[0], i
-        for j in range(1, len(h) + 1):
-            cur = min(d[j] + 1, d[j - 1] + 1, prev + (r[i - 1] != h[j - 1]))
-            prev, d[j] = d[j], cur
-    return d[len(h)], len(r)
-
-
-NUMBERS = {"10": "ten", "6": "six", "4": "four", "5": "five", "7": "seven", "8": "eight", "mr": "mister"}
-
-
-def normalize_text(t: str) -> str:
-    from voxnode.stream.partials import norm
-
-    out = []
-    for w in t.replace("-", " ").split():
-        k = norm(w)
-        out.append(NUMBERS.get(k, k))
-    return " ".join(out)
-
-
 def build_stream(clips, speak_s: float, idle_s: float, seed: int):
     """(audio, refs) with refs = [(start_s, end_s, text)] relative to the stream start."""
     rng = np.random.default_rng(seed)
@@ -188,6 +161,8 @@ def run(n: int, speak_s: float, idle_s: float, engine, config_overrides: dict) -
     # Match finals to references by time overlap, per stream.
     from datetime import datetime
 
+    from voxnode.asr.wer import word_errors
+
     def ts(s):
         return datetime.fromisoformat(s).timestamp()
 
@@ -203,7 +178,7 @@ def run(n: int, speak_s: float, idle_s: float, engine, config_overrides: dict) -
             hyp = [k for k, e in enumerate(fs) if ts(e["end"]) > a0 - 0.5 and ts(e["start"]) < a1 + 0.5]
             used.update(hyp)
             htext = " ".join(fs[k]["text"] for k in hyp)
-            e_, w_ = wer_counts(normalize_text(text), normalize_text(htext))
+            e_, w_ = word_errors(text, htext)  # voxnode.asr.wer: same normalisation as bench_asr
             errs += e_
             words += w_
             if hyp:

@@ -18,6 +18,7 @@ import pytest
 from voxnode.config import Config
 from voxnode.config.audio import AudioConfig
 from voxnode.daemon import Daemon, RunOptions
+from voxnode.asr.wer import wer  # noqa: F401  (other stream tests import it from here)
 from voxnode.stream.partials import norm
 
 from tests.foundation.helpers import FifoWriter
@@ -29,18 +30,6 @@ pytestmark = pytest.mark.skipif(not ac.have_espeak(), reason="needs espeak-ng an
 
 SENT_A = "please open the garage door"
 SENT_B = "play some music in the living room"
-
-
-def wer(ref: str, hyp: str) -> float:
-    r = [norm(w) for w in ref.split()]
-    h = [norm(w) for w in hyp.split() if norm(w)]
-    d = list(range(len(h) + 1))
-    for i in range(1, len(r) + 1):
-        prev, d[0] = d[0], i
-        for j in range(1, len(h) + 1):
-            cur = min(d[j] + 1, d[j - 1] + 1, prev + (r[i - 1] != h[j - 1]))
-            prev, d[j] = d[j], cur
-    return d[len(h)] / max(1, len(r))
 
 
 class ListSink:
