@@ -67,6 +67,10 @@ class Drainable(Protocol):
 
 
 TICK_S = 0.1
+# A stream worker in silence takes its frames IDLE_BATCH at a time (100 ms: speech onsets are
+# seen up to that much later, endpoints and finals not at all); at most MAX_BATCH per wake-up.
+IDLE_BATCH = 5
+MAX_BATCH = 50
 
 
 class PipelineWorker(Protocol):
@@ -75,7 +79,7 @@ class PipelineWorker(Protocol):
 
     stream: StreamConfig
     source: AudioSource
-    heartbeat: Heartbeat  # `with heartbeat.busy():` around each frame
+    heartbeat: Heartbeat  # `with heartbeat.busy():` around each frame (or batch of frames)
 
     def start(self) -> None: ...
 
@@ -110,28 +114,37 @@ class StreamWorker:
     def is_alive(self) -> bool:
         return self._thread.is_alive()
 
+    def _idle(self) -> bool:
+        """Nothing is being said: no utterance open, so a frame's result is not waited for."""
+        return self.pipeline is None or getattr(self.pipeline, "idle", False)
+
     def _run(self) -> None:
         meter = LevelMeter(self.stream.name) if self.levels else None
         silence = None
+        ring = self.source.ring
         while True:
-            frame = self.source.ring.get(timeout=0.5)
-            if frame is None:
-                if self.source.ring.closed:
+            # In silence, wake once per IDLE_BATCH frames instead of once per frame (the wake-up,
+            # not the signal work, is most of the idle CPU); once speech starts, every frame is
+            # handled as it arrives, so endpoints and finals are not delayed.
+            frames = ring.get_batch(MAX_BATCH, IDLE_BATCH if self._idle() else 1, timeout=0.5)
+            if not frames:
+                if ring.closed:
                     break
                 continue
             with self.heartbeat.busy():
-                if self.is_muted(self.stream.name):
-                    # A muted microphone hears silence: speech before the mute still ends
-                    # and gets its final, nothing said after it is transcribed or measured.
-                    if silence is None or silence.shape != frame.samples.shape:
-                        silence = np.zeros_like(frame.samples)
-                    frame = Frame(frame.seq, silence, frame.t_mono, frame.t_wall)
-                report = meter.add(frame) if meter is not None else None
-                if report is not None:
-                    for sink in self.sinks:
-                        sink.emit(report.as_dict())
-                if self.pipeline is not None:
-                    self.pipeline.feed(frame.samples, frame.seq, frame.t_mono, frame.t_wall)
+                for frame in frames:
+                    if self.is_muted(self.stream.name):
+                        # A muted microphone hears silence: speech before the mute still ends
+                        # and gets its final, nothing said after it is transcribed or measured.
+                        if silence is None or silence.shape != frame.samples.shape:
+                            silence = np.zeros_like(frame.samples)
+                        frame = Frame(frame.seq, silence, frame.t_mono, frame.t_wall)
+                    report = meter.add(frame) if meter is not None else None
+                    if report is not None:
+                        for sink in self.sinks:
+                            sink.emit(report.as_dict())
+                    if self.pipeline is not None:
+                        self.pipeline.feed(frame.samples, frame.seq, frame.t_mono, frame.t_wall)
         if self.pipeline is not None:
             with self.heartbeat.busy():
                 self.pipeline.flush()  # the utterance in flight (or a file's last one) still gets its final

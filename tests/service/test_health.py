@@ -48,7 +48,8 @@ def test_stuck_worker_stops_watchdog_pings():
     sink = BlockingSink()
     notifier = RecordingNotifier()
     watchdog = WatchdogHook(notifier, interval_s=0.4)
-    daemon = Daemon(config, [sink], RunOptions(file=str(bundled_clip()), duration_s=8.0), hooks=[watchdog])
+    daemon = Daemon(config, [sink], RunOptions(file=str(bundled_clip()), duration_s=8.0, levels=True),
+                    hooks=[watchdog])
     t = threading.Thread(target=daemon.run)
     t.start()
     try:
