@@ -50,11 +50,12 @@ class DaemonHooks(Protocol):
     def on_ready(self, daemon: "Daemon") -> None: ...
 
     def tick(self, daemon: "Daemon", now: float) -> None:
-        """Called about every TICK_S while running."""
+        """Called about every TICK_S while running (every `tick_interval_s`, if the hook has one)."""
 
     def on_stopping(self, daemon: "Daemon") -> None: ...
 
     # Optional (looked up with getattr, so hooks written before reload existed still fit):
+    #   tick_interval_s               how often tick() is needed (seconds; read each tick; default TICK_S)
     #   on_reloading(daemon)          before the config is re-read
     #   on_reloaded(daemon, result)   after it was applied or rejected (result: ReloadResult)
 
@@ -67,6 +68,13 @@ class Drainable(Protocol):
 
 
 TICK_S = 0.1
+# The main loop's tick when no hook asks for a shorter one: it only checks the run's deadline and
+# whether the workers are alive. Stop and reload requests wake it at once whatever the tick.
+IDLE_TICK_S = 0.5
+# A stream worker in silence takes its frames IDLE_BATCH at a time (100 ms: speech onsets are
+# seen up to that much later, endpoints and finals not at all); at most MAX_BATCH per wake-up.
+IDLE_BATCH = 5
+MAX_BATCH = 50
 
 
 class PipelineWorker(Protocol):
@@ -75,7 +83,7 @@ class PipelineWorker(Protocol):
 
     stream: StreamConfig
     source: AudioSource
-    heartbeat: Heartbeat  # `with heartbeat.busy():` around each frame
+    heartbeat: Heartbeat  # `with heartbeat.busy():` around each frame (or batch of frames)
 
     def start(self) -> None: ...
 
@@ -110,28 +118,37 @@ class StreamWorker:
     def is_alive(self) -> bool:
         return self._thread.is_alive()
 
+    def _idle(self) -> bool:
+        """Nothing is being said: no utterance open, so a frame's result is not waited for."""
+        return self.pipeline is None or getattr(self.pipeline, "idle", False)
+
     def _run(self) -> None:
         meter = LevelMeter(self.stream.name) if self.levels else None
         silence = None
+        ring = self.source.ring
         while True:
-            frame = self.source.ring.get(timeout=0.5)
-            if frame is None:
-                if self.source.ring.closed:
+            # In silence, wake once per IDLE_BATCH frames instead of once per frame (the wake-up,
+            # not the signal work, is most of the idle CPU); once speech starts, every frame is
+            # handled as it arrives, so endpoints and finals are not delayed.
+            frames = ring.get_batch(MAX_BATCH, IDLE_BATCH if self._idle() else 1, timeout=0.5)
+            if not frames:
+                if ring.closed:
                     break
                 continue
             with self.heartbeat.busy():
-                if self.is_muted(self.stream.name):
-                    # A muted microphone hears silence: speech before the mute still ends
-                    # and gets its final, nothing said after it is transcribed or measured.
-                    if silence is None or silence.shape != frame.samples.shape:
-                        silence = np.zeros_like(frame.samples)
-                    frame = Frame(frame.seq, silence, frame.t_mono, frame.t_wall)
-                report = meter.add(frame) if meter is not None else None
-                if report is not None:
-                    for sink in self.sinks:
-                        sink.emit(report.as_dict())
-                if self.pipeline is not None:
-                    self.pipeline.feed(frame.samples, frame.seq, frame.t_mono, frame.t_wall)
+                for frame in frames:
+                    if self.is_muted(self.stream.name):
+                        # A muted microphone hears silence: speech before the mute still ends
+                        # and gets its final, nothing said after it is transcribed or measured.
+                        if silence is None or silence.shape != frame.samples.shape:
+                            silence = np.zeros_like(frame.samples)
+                        frame = Frame(frame.seq, silence, frame.t_mono, frame.t_wall)
+                    report = meter.add(frame) if meter is not None else None
+                    if report is not None:
+                        for sink in self.sinks:
+                            sink.emit(report.as_dict())
+                    if self.pipeline is not None:
+                        self.pipeline.feed(frame.samples, frame.seq, frame.t_mono, frame.t_wall)
         if self.pipeline is not None:
             with self.heartbeat.busy():
                 self.pipeline.flush()  # the utterance in flight (or a file's last one) still gets its final
@@ -219,9 +236,16 @@ class Daemon:
         self._requests.put("reload")
 
     def _on_signal(self, signum: int, _frame) -> None:
-        # Only enqueue: the main loop sees it within TICK_S. Event.set here could deadlock
-        # if the signal lands while the main thread holds the event's lock.
+        # Only enqueue: the main loop waits on this queue, and SimpleQueue's put is safe even when
+        # the handler interrupts the main thread inside get(), which then returns the request.
+        # Event.set here could deadlock if the signal lands while the main thread holds its lock.
         self._requests.put("reload" if signum == signal.SIGHUP else "stop")
+
+    def _tick_interval(self) -> float:
+        """The longest wait that still gives every hook the tick resolution it needs."""
+        if self.options.file:
+            return TICK_S  # a played file's end is noticed promptly (the run ends with it)
+        return min((getattr(h, "tick_interval_s", TICK_S) for h in self.hooks), default=IDLE_TICK_S)
 
     def heartbeats(self) -> list[Heartbeat]:
         return [w.heartbeat for w in self.workers] + list(self.extra_heartbeats)
@@ -290,9 +314,12 @@ class Daemon:
             hook.on_ready(self)
         deadline = None if self.options.duration_s is None else time.monotonic() + self.options.duration_s
         exit_code = 0
+        woken_by: str | None = None
         try:
             while not self._stop.is_set():
                 requests = self._take_requests()
+                if woken_by is not None:
+                    requests.add(woken_by)
                 if "stop" in requests:
                     log.info("stop requested")
                     break
@@ -310,13 +337,23 @@ class Daemon:
                     break  # every source finished (files) and its worker drained it
                 for hook in self.hooks:
                     hook.tick(self, now)
-                self._stop.wait(TICK_S)
+                wait = self._tick_interval()
+                if deadline is not None:
+                    wait = min(wait, max(0.0, deadline - time.monotonic()))
+                woken_by = self._wait_request(wait)
         finally:
             self.stopping = True
             for hook in self.hooks:
                 hook.on_stopping(self)
             self.shutdown()
         return exit_code
+
+    def _wait_request(self, timeout: float) -> str | None:
+        """Sleep until a request (stop, reload) comes or `timeout` passes."""
+        try:
+            return self._requests.get(timeout=timeout)
+        except queue.Empty:
+            return None
 
     def _take_requests(self) -> set[str]:
         taken = set()

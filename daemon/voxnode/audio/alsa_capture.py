@@ -80,6 +80,11 @@ class AlsaCapture(AudioSource):
             samples = np.frombuffer(data, dtype=np.int16)
             if channels > 1:
                 samples = samples.reshape(-1, channels)[:, channel]
+            elif n == PERIOD_FRAMES and not pending.size:
+                # The usual case (a mono period of exactly one frame, nothing left over): the
+                # same frame as the general path below gives, without its slicing and copies.
+                self._emit(samples, now_mono - PERIOD_S, now_wall - PERIOD_S)
+                continue
             pending = np.concatenate((pending, samples)) if pending.size else samples
             # Cut whatever period size ALSA granted into our fixed 20 ms frames.
             backlog_s = pending.size / 16000.0

@@ -22,6 +22,10 @@ class FrameRing:
         self._frames: deque[Frame] = deque()
         self._cond = threading.Condition()
         self._closed = False
+        # How many frames the waiting consumer needs before it is worth waking it
+        # (get_batch); producers skip the notify below that, so an idle consumer
+        # batching its frames is not woken once per frame.
+        self._want = 1
         self.dropped = 0
         self.high_water = 0
 
@@ -34,8 +38,11 @@ class FrameRing:
                 self.dropped += 1
                 dropped = True
             self._frames.append(frame)
-            self.high_water = max(self.high_water, len(self._frames))
-            self._cond.notify()
+            depth = len(self._frames)
+            if depth > self.high_water:
+                self.high_water = depth
+            if depth >= self._want:
+                self._cond.notify()
             return dropped
 
     def put_wait(self, frame: Frame, timeout: float | None = None) -> bool:
@@ -53,8 +60,11 @@ class FrameRing:
             if self._closed:
                 return False
             self._frames.append(frame)
-            self.high_water = max(self.high_water, len(self._frames))
-            self._cond.notify_all()
+            depth = len(self._frames)
+            if depth > self.high_water:
+                self.high_water = depth
+            if depth >= self._want:  # a waiter for room gains nothing from a put
+                self._cond.notify_all()
             return True
 
     def get(self, timeout: float | None = None) -> Frame | None:
@@ -71,6 +81,33 @@ class FrameRing:
             frame = self._frames.popleft()
             self._cond.notify_all()
             return frame
+
+    def get_batch(self, max_frames: int, min_frames: int = 1, timeout: float | None = None) -> list[Frame]:
+        """The oldest frames, up to `max_frames`, once at least `min_frames` are there.
+
+        Returns early with what there is (possibly nothing) when the ring is closed or
+        `timeout` passes. One wake-up for several frames: an idle consumer that waits
+        for a few frames costs far less CPU than one woken for every frame.
+        """
+        want = max(1, min(min_frames, max_frames, self.capacity))
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            if len(self._frames) < want and not self._closed:
+                self._want = want
+                try:
+                    while len(self._frames) < want and not self._closed:
+                        remaining = None if deadline is None else deadline - time.monotonic()
+                        if remaining is not None and remaining <= 0:
+                            break
+                        self._cond.wait(remaining)
+                finally:
+                    self._want = 1
+            n = min(max_frames, len(self._frames))
+            if n <= 0:
+                return []
+            frames = [self._frames.popleft() for _ in range(n)]
+            self._cond.notify_all()  # room for a producer waiting in put_wait
+            return frames
 
     def close(self) -> None:
         """Wake every waiter; `get` drains what is left, then returns None."""

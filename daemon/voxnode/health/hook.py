@@ -21,6 +21,10 @@ class HousekeepingHook:
         self._next = 0.0
         self.latest: dict | None = None
 
+    @property
+    def tick_interval_s(self) -> float:
+        return max(0.1, min(1.0, self.interval_s))  # it acts every interval_s; 1 s of jitter is nothing
+
     def on_ready(self, daemon) -> None:
         self._next = 0.0
 

@@ -93,6 +93,10 @@ class PrometheusExporter:
                                   f"{e.strerror or e} (set health.prometheus_port)") from None
         log.info("Prometheus metrics on http://%s:%d/metrics", config.prometheus_host, config.prometheus_port)
 
+    @property
+    def tick_interval_s(self) -> float:
+        return max(0.1, min(1.0, self.config.interval_s))  # it reports every interval_s
+
     def on_ready(self, daemon) -> None:
         self._next = 0.0
 

@@ -78,6 +78,11 @@ class NotifyHook:
         self._last_status = ""
         self._note = ""  # sticky remark, e.g. the last reload error, until the next good reload
 
+    @property
+    def tick_interval_s(self) -> float:
+        # READY=1 promptly once audio arrives; afterwards STATUS= (for people) once a second is plenty.
+        return 0.1 if self.state in ("starting", "reloading") else 1.0
+
     def _status(self, daemon: "Daemon", now: float) -> str:
         return status_line(daemon, now, self._note)
 

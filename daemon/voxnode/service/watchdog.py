@@ -51,6 +51,11 @@ class WatchdogHook:
         self._armed = False
 
     @property
+    def tick_interval_s(self) -> float:
+        """Four looks per ping interval (a stall is seen well before systemd's deadline), at most 1 s apart."""
+        return 1.0 if not self.enabled else max(0.1, min(1.0, self.interval_s / 8))
+
+    @property
     def enabled(self) -> bool:
         return self.interval_s is not None and self.notifier.enabled
 

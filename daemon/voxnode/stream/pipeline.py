@@ -118,6 +118,11 @@ class StreamPipeline:
         if active is not None and self.params.partials and self.segmenter.silence_frames < PARTIAL_QUIET_FRAMES:
             self._maybe_partial(active, t_mono)
 
+    @property
+    def idle(self) -> bool:
+        """No utterance open: the next frames can only start one (so they may be handled late)."""
+        return self.segmenter.active is None
+
     def _update_hold(self, active: Utterance | None) -> None:
         """Hold partials (all streams) from the first silent frames after enough speech
         until this stream's speculative final is queued or speech resumes."""

@@ -1,0 +1,56 @@
+"""The daemon's main loop: it ticks only as often as its hooks need, and requests wake it at once."""
+import os
+import signal
+import threading
+import time
+
+from voxnode.config import Config
+from voxnode.daemon import IDLE_TICK_S, TICK_S, Daemon, RunOptions
+from voxnode.service.notify import NotifyHook
+from voxnode.service.watchdog import WatchdogHook
+
+
+class _Notifier:
+    enabled = True
+
+    def send(self, *assignments):
+        return True
+
+
+class _OldHook:  # written before tick_interval_s existed
+    def on_ready(self, daemon): ...
+
+    def tick(self, daemon, now): ...
+
+    def on_stopping(self, daemon): ...
+
+
+def test_tick_interval_follows_the_hooks():
+    assert Daemon(Config(), [])._tick_interval() == IDLE_TICK_S
+    assert Daemon(Config(), [], RunOptions(file="x.wav"))._tick_interval() == TICK_S
+    assert Daemon(Config(), [], hooks=[_OldHook()])._tick_interval() == TICK_S
+    notify = NotifyHook(_Notifier())
+    d = Daemon(Config(), [], hooks=[notify, WatchdogHook(_Notifier(), 20.0)])
+    assert d._tick_interval() == TICK_S  # starting: READY=1 as soon as audio arrives
+    notify.state = "ready"
+    assert d._tick_interval() == 1.0
+    assert Daemon(Config(), [], hooks=[WatchdogHook(_Notifier(), 0.4)])._tick_interval() == TICK_S
+
+
+def test_signal_wakes_the_main_loop_wait_at_once():
+    d = Daemon(Config(), [])
+    old = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    d.install_signal_handlers()
+    try:
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGHUP)).start()
+        t0 = time.monotonic()
+        assert d._wait_request(5.0) == "reload"
+        assert time.monotonic() - t0 < 1.0
+        threading.Timer(0.1, d.request_stop).start()
+        t0 = time.monotonic()
+        assert d._wait_request(5.0) == "stop"
+        assert time.monotonic() - t0 < 1.0
+        assert d._wait_request(0.05) is None
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
