@@ -415,14 +415,17 @@ class Daemon:
         return {
             "uptime_s": round(time.monotonic() - self.started_mono, 1),
             "last_latency_ms": self._latency.last_latency_ms,
-            "streams": {
-                src.name: {**src.stats.snapshot(), "queue_depth": src.ring.depth, "dropped_frames": src.ring.dropped,
-                           "rtf": per_stream.get(src.name, {}).get("rtf")}
-                for src in self.sources
-            },
+            "streams": {src.name: self._stream_snapshot(src, per_stream.get(src.name, {})) for src in self.sources},
             # Engine back-pressure: queue depth, waits, skipped partials, dropped finals.
             "speech": speech,
         }
+
+    @staticmethod
+    def _stream_snapshot(src: AudioSource, speech: dict) -> dict:
+        snap = {**src.stats.snapshot(), "queue_depth": src.ring.depth, "dropped_frames": src.ring.dropped}
+        if speech.get("rtf") is not None:  # known once the stream has had something decoded
+            snap["rtf"] = speech["rtf"]
+        return snap
 
     def shutdown(self) -> None:
         """Stop capturing, let the workers finish the utterances in flight within service.stop_timeout_s,
