@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.service.helpers import NotifySocket, PacedMic, has, start_daemon, stop
+from tests.service.helpers import PacedMic, has, start_daemon, stop
 
 CONFIG = """
 [audio]
@@ -17,13 +17,6 @@ device = "vx_fifo"
 stop_timeout_s = 2.0
 capture_stall_s = 1.0
 """
-
-
-@pytest.fixture
-def notify(tmp_path):
-    s = NotifySocket(tmp_path)
-    yield s
-    s.close()
 
 
 @pytest.fixture

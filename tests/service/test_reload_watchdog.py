@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from tests.service.helpers import NotifySocket, PacedMic, has, start_daemon, stop
+from tests.service.helpers import PacedMic, has, start_daemon, stop
 
 STREAMS_A = """
 [service]
@@ -15,13 +15,6 @@ capture_stall_s = 1.0
 name = "a"
 device = "vx_fifo"
 """
-
-
-@pytest.fixture
-def notify(tmp_path):
-    s = NotifySocket(tmp_path)
-    yield s
-    s.close()
 
 
 @pytest.fixture
