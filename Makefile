@@ -8,8 +8,9 @@ BIN    := $(VENV)/bin
 # Run time: ALSA and systemd headers to build pyalsaaudio and systemd-python, the broker for the demo.
 APT_RUN  := python3-venv python3-dev gcc pkg-config libasound2-dev alsa-utils libsystemd-dev \
             mosquitto mosquitto-clients
-# Tests also speak (espeak-ng), convert audio (sox), use recorded speech and network namespaces.
-APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl
+# Tests also speak (espeak-ng), convert audio (sox), use recorded speech and network namespaces,
+# and check the unit with systemd-analyze (package systemd; a container may lack it).
+APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl systemd
 
 export PYTHONMALLOC := malloc
 
