@@ -91,7 +91,7 @@ def peak_rss_mb() -> float:
 def worker_tflite(model_dir: str, variant: str, clips: list[dict], threads: int, repeat: int) -> dict:
     import numpy as np
 
-    from voxnode.asr import WhisperEngine
+    from voxnode.asr.whisper_litert import WhisperEngine
 
     engine = WhisperEngine.load(Path(model_dir), num_threads=threads, variant=variant)
     rss_loaded = peak_rss_mb()

@@ -107,7 +107,7 @@ def rss_mb() -> float:
     return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
 
 
-def run(n: int, speak_s: float, idle_s: float, engine, config_overrides: dict) -> dict:
+def run(n: int, speak_s: float, idle_s: float, engines: list, config_overrides: dict) -> dict:
     from voxnode.config import Config
     from voxnode.config.audio import StreamConfig
     from voxnode.daemon import Daemon, RunOptions
@@ -119,7 +119,7 @@ def run(n: int, speak_s: float, idle_s: float, engine, config_overrides: dict) -
     for section, values in config_overrides.items():
         cfg = dataclasses.replace(cfg, **{section: dataclasses.replace(getattr(cfg, section), **values)})
     sink = ListSink()
-    daemon = Daemon(cfg, [sink], RunOptions(), recognizer=engine)
+    daemon = Daemon(cfg, [sink], RunOptions(), recognizers=engines)
     th = threading.Thread(target=daemon.run)
     th.start()
     pacer = subprocess.Popen([sys.executable, "-c", PACER, *fifos], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -281,13 +281,12 @@ def main() -> None:
     # in this (the daemon's) process's memory.
     subprocess.run([sys.executable, __file__, "--prepare", str(work), str(max(counts)), str(args.speak_s),
                     str(args.idle_s)], check=True)
-    from voxnode.asr import WhisperEngine, default_model_dir
+    from voxnode.asr import default_model_dir
+    from voxnode.asr.whisper_litert import WhisperEngine
 
-    engine = WhisperEngine.load(default_model_dir(), args.threads)
-    if args.engines > 1:
-        engine = [engine] + [WhisperEngine.load(default_model_dir(), args.threads) for _ in range(args.engines - 1)]
+    engines = [WhisperEngine.load(default_model_dir(), args.threads) for _ in range(args.engines)]
     if args.batching:
-        batching(engine)
+        batching(engines[0])
         return
     overrides: dict = {}
     for item in args.set:
@@ -304,7 +303,7 @@ def main() -> None:
                     pass
         overrides.setdefault(section, {})[name] = v
     for n in counts:
-        res = run(n, args.speak_s, args.idle_s, engine, overrides)
+        res = run(n, args.speak_s, args.idle_s, engines, overrides)
         res["settings"] = args.set
         print(json.dumps(res), flush=True)
         if args.json:

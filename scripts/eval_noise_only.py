@@ -29,7 +29,8 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=3.0)
     ap.add_argument("--set", action="append", default=[], help="section.key=value")
     args = ap.parse_args()
-    from voxnode.asr import WhisperEngine, default_model_dir
+    from voxnode.asr import default_model_dir
+    from voxnode.asr.whisper_litert import WhisperEngine
 
     engine = WhisperEngine.load(default_model_dir(), 2)
     cfg = Config()
@@ -46,7 +47,7 @@ def main() -> None:
     for kind in ac.NOISES:
         for level in (-45, -30):
             events = []
-            svc = SpeechService(cfg, engine, events.append)
+            svc = SpeechService(cfg, [engine], events.append)
             svc.start()
             p = svc.pipeline("n")
             x = np.frombuffer(ac.to_pcm16(np.concatenate([ac.silence(2.0), ac.at_dbfs(ac.noise(kind, n, seed=31), level)])),

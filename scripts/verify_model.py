@@ -55,7 +55,7 @@ def verify(ct2_dir: Path, targets: list[tuple[Path, str]]) -> dict:
     """targets: (model dir, variant) pairs to check."""
     import ctranslate2
 
-    from voxnode.asr import engine as engine_mod
+    from voxnode.asr import whisper_litert as engine_mod
 
     from ct2_reader import read_model
 

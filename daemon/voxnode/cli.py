@@ -141,12 +141,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_transcribe(args: argparse.Namespace) -> int:
-    from voxnode.asr import WhisperEngine, default_model_dir
+    from voxnode.asr.backends import load_recognizer
     from voxnode.asr.transcribe import transcribe_files
 
     config = _load(args)
-    engine = WhisperEngine.load(default_model_dir(config.asr.model_dir), num_threads=config.asr.num_threads or None)
-    return transcribe_files(engine, args.files, raw=args.raw, as_json=args.json)
+    return transcribe_files(load_recognizer(config.asr), args.files, raw=args.raw, as_json=args.json)
 
 
 COMMANDS = {

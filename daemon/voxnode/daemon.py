@@ -8,10 +8,12 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import numpy as np
 
+from voxnode.asr.recognizer import EngineInfo, Recognizer
 from voxnode.audio.alsa_capture import AlsaCapture
 from voxnode.audio.file_source import FileSource
 from voxnode.audio.format import PERIOD_S
@@ -27,7 +29,6 @@ from voxnode.heartbeat import Heartbeat
 from voxnode.service.reload import ReloadResult, plan_reload
 from voxnode.sinks import Sink
 from voxnode.stream.pipeline import StreamPipeline
-from voxnode.stream.scheduler import Recognizer
 from voxnode.stream.service import SpeechService
 
 log = logging.getLogger(__name__)
@@ -203,7 +204,7 @@ class Daemon:
         options: RunOptions = RunOptions(),
         hooks: list[DaemonHooks] | None = None,
         reloader: Callable[[], Config] | None = None,
-        recognizer: Recognizer | list[Recognizer] | None = None,
+        recognizers: Sequence[Recognizer] | None = None,
     ):
         self.config = config
         self._latency = _LatencyTap()
@@ -223,7 +224,7 @@ class Daemon:
         self.ready_checks: list[Callable[[], bool]] = []  # e.g. "the engine has loaded its model"
         self.drainables: list[Drainable] = []
         self.stopping = False
-        self.recognizer = recognizer  # None: load the Whisper engine from [asr] in run()
+        self.recognizers = list(recognizers or [])  # empty: load [asr] engine in run(), one per decode worker
         self.speech: SpeechService | None = None
 
     def request_stop(self) -> None:
@@ -270,15 +271,11 @@ class Daemon:
 
     def _start_speech(self) -> None:
         """One engine and one decode scheduler shared by every stream."""
-        if self.recognizer is None:
-            from voxnode.asr import WhisperEngine, default_model_dir
+        if not self.recognizers:
+            from voxnode.asr.backends import load_recognizers
 
-            model_dir = default_model_dir(self.config.asr.model_dir)
-            # One engine per decode worker: an engine serves one call at a time.
-            engines = [WhisperEngine.load(model_dir, self.config.asr.num_threads)
-                       for _ in range(self.config.stream.decode_workers)]
-            self.recognizer = engines[0] if len(engines) == 1 else engines
-        self.speech = SpeechService(self.config, self.recognizer, self._emit_transcript)
+            self.recognizers = load_recognizers(self.config.asr, self.config.stream.decode_workers)
+        self.speech = SpeechService(self.config, self.recognizers, self._emit_transcript)
         self.speech.start()
         self.extra_heartbeats.extend(self.speech.heartbeats())
         self.drainables.append(self.speech)  # queued finals are decoded before the sinks close
@@ -407,6 +404,10 @@ class Daemon:
         self.workers = sorted(self.workers, key=lambda w: order[w.stream.name])
         logging.getLogger().setLevel(new_config.log.level.upper())
         return ReloadResult(ok=True, plan=plan)
+
+    def engine_info(self) -> EngineInfo | None:
+        """The loaded speech model; None until run() has loaded it."""
+        return self.speech.engine_info() if self.speech is not None else None
 
     def snapshot(self) -> dict:
         """Per-stream state and counters, for health reports and STATUS= lines."""

@@ -18,7 +18,7 @@ class Integrations:
 
 
 def build_integrations(config: Config) -> Integrations:
-    from voxnode.mqtt.service import build_mqtt, engine_info_from
+    from voxnode.mqtt.service import build_mqtt
 
     out = Integrations()
     service = build_mqtt(config)
@@ -36,7 +36,7 @@ def build_integrations(config: Config) -> Integrations:
         from voxnode.mqtt.topics import node_id_for
 
         housekeeping = HousekeepingHook(HealthMonitor(config.health, node_id_for(config.mqtt)),
-                                        config.health.interval_s, engine_info_from,
+                                        config.health.interval_s, lambda daemon: daemon.engine_info(),
                                         keep_report=config.health.prometheus)
         out.hooks.append(housekeeping)
 

@@ -12,6 +12,8 @@ import logging
 import time
 
 from tests.mqtt.broker import Broker
+from tests.mqtt.conftest import write_config
+from voxnode.asr.whisper_litert import LiteRtEngineInfo
 from voxnode.config import Config
 from voxnode.events import TranscriptEvent
 from voxnode.mqtt.service import MqttService
@@ -111,12 +113,15 @@ def test_health_survives_a_failing_engine_provider_and_reports_the_engine(tmp_pa
     daemon = StandInDaemon()
     calls = {"n": 0}
 
+    info = LiteRtEngineInfo(engine="whisper-litert", model="whisper-tiny.en", runtime="litert", runtime_version="2.3",
+                            quantization="int8", num_threads=2, load_ms=900.0, xnnpack_applied=True, ops_total=120,
+                            ops_not_delegated=0)
+
     def provider(d):
         calls["n"] += 1
         if calls["n"] == 1:
             raise RuntimeError("engine not ready")
-        return {"runtime": "litert", "model": "whisper-tiny.en", "xnnpack_applied": True, "ops_total": 120,
-                "ops_not_delegated": 0}
+        return info
 
     svc._engine_info = provider
     svc.start()
@@ -129,7 +134,7 @@ def test_health_survives_a_failing_engine_provider_and_reports_the_engine(tmp_pa
         second = svc.last_health
         assert first["model"]["loaded"] is False
         assert second["model"] == {"name": "whisper-tiny.en", "loaded": True, "xnnpack_all_ops": True,
-                                   "info": provider(daemon)}
+                                   "info": info.as_dict()}
         validate("health", second)
         svc.sink.emit(final(1))
         assert mon.wait_for(lambda: mon.on(f"{BASE}/mic/transcript"))
@@ -138,13 +143,19 @@ def test_health_survives_a_failing_engine_provider_and_reports_the_engine(tmp_pa
         svc.sink.close()
 
 
-def test_engine_info_is_found_on_the_daemon_without_importing_the_engine():
-    from types import SimpleNamespace
-
-    from voxnode.mqtt.service import engine_info_from
-
-    info = {"model": "whisper-tiny.en", "xnnpack_applied": True, "ops_total": 10, "ops_not_delegated": 0}
-    engine = SimpleNamespace(info=SimpleNamespace(as_dict=lambda: info))
-    assert engine_info_from(SimpleNamespace(recognizer=engine)) == info  # the stream branch's Daemon.recognizer
-    assert engine_info_from(SimpleNamespace(speech=SimpleNamespace(engine=engine))) == info
-    assert engine_info_from(SimpleNamespace(recognizer=None)) is None
+def test_health_names_the_loaded_model_with_two_decode_workers(tmp_path, broker, monitor_for, feeders, validate):
+    """stream.decode_workers = 2: the real daemon holds two engines, and health still reports the loaded
+    model (it once probed for one engine attribute, found a list, and said "not loaded")."""
+    mon = monitor_for(broker)
+    cfg = write_config(tmp_path / "c.toml", broker)
+    cfg.write_text(cfg.read_text() + "\n[stream]\ndecode_workers = 2\n")
+    f = feeders(cfg, count=1, interval=0.1, tag="workers")
+    f.wait_accepted(1)
+    assert mon.wait_for(lambda: mon.on(f"{BASE}/health") and mon.on(f"{BASE}/mic/transcript")), f.log()
+    health = validate("health", mon.on(f"{BASE}/health")[-1])
+    assert health["model"]["loaded"] is True and health["model"]["name"] == "whisper-tiny.en"
+    assert health["model"]["xnnpack_all_ops"] is True
+    assert health["model"]["info"]["engine"] == "whisper-litert"
+    assert validate("transcript", mon.on(f"{BASE}/mic/transcript")[0])["model"] == "whisper-tiny.en"
+    assert f.stop() == 0
+    assert "speech model loaded" in f.log() and f.log().count("speech model loaded") == 2, f.log()

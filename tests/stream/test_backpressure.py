@@ -37,7 +37,8 @@ class SlowedEngine:
 
 @pytest.fixture(scope="module")
 def engine():
-    from voxnode.asr import WhisperEngine, default_model_dir
+    from voxnode.asr import default_model_dir
+    from voxnode.asr.whisper_litert import WhisperEngine
 
     return WhisperEngine.load(default_model_dir(), 2)
 
@@ -71,7 +72,7 @@ def feed_all(service, n_streams):
 
 def test_engine_behind_skips_partials_first_and_delivers_every_final(engine):
     events = []
-    service = SpeechService(Config(), SlowedEngine(engine, 0.25), lambda e: events.append(e))
+    service = SpeechService(Config(), [SlowedEngine(engine, 0.25)], lambda e: events.append(e))
     service.start()
     feed_all(service, 3)
     service.stop(timeout=30)
@@ -95,7 +96,7 @@ def test_final_that_must_be_dropped_is_counted_and_logged(engine, caplog):
 
     cfg = dataclasses.replace(cfg, stream=dataclasses.replace(cfg.stream, max_pending_finals=1, partials=False))
     events = []
-    service = SpeechService(cfg, SlowedEngine(engine, 0.4), lambda e: events.append(e))
+    service = SpeechService(cfg, [SlowedEngine(engine, 0.4)], lambda e: events.append(e))
     service.start()
     with caplog.at_level(logging.WARNING):
         feed_all(service, 3)

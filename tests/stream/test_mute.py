@@ -37,7 +37,7 @@ def speech_wav(tmp_path_factory):
 
 def _run(wav, engine, muted: bool, levels: bool = True):
     sink = ListSink()
-    daemon = Daemon(Config(), [sink], RunOptions(file=str(wav), levels=levels), recognizer=engine)
+    daemon = Daemon(Config(), [sink], RunOptions(file=str(wav), levels=levels), recognizers=[engine])
     daemon.set_muted("mic", muted)
     t = threading.Thread(target=daemon.run)
     t.start()

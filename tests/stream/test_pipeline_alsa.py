@@ -47,7 +47,8 @@ class ListSink:
 
 @pytest.fixture(scope="module")
 def engine():
-    from voxnode.asr import WhisperEngine, default_model_dir
+    from voxnode.asr import default_model_dir
+    from voxnode.asr.whisper_litert import WhisperEngine
 
     return WhisperEngine.load(default_model_dir(), 2)
 
@@ -58,7 +59,7 @@ def run_daemon(alsa_dir, audio, engine, config: Config | None = None, settle_s=1
     config = dataclasses.replace(config, audio=AudioConfig(device="vx_fifo"))
     sink = ListSink()
     writer = FifoWriter(alsa_dir / "mic.fifo", ac.to_pcm16(audio), pace_s=0.02)
-    daemon = Daemon(config, [sink], RunOptions(), recognizer=engine)
+    daemon = Daemon(config, [sink], RunOptions(), recognizers=[engine])
     t = threading.Thread(target=daemon.run)
     t.start()
     try:

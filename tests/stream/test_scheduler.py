@@ -61,7 +61,7 @@ def sched():
 
     def make(params=SchedulerParams(), clock=time.monotonic):
         eng = GateEngine()
-        s = DecodeScheduler(eng, params, clock)
+        s = DecodeScheduler([eng], params, clock)
         made.append((s, eng))
         return s, eng
 

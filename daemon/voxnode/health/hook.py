@@ -6,14 +6,16 @@ this DaemonHooks does, and keeps the latest report for Prometheus.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
+from voxnode.asr.recognizer import EngineInfo
 from voxnode.health.report import HealthMonitor
 
 
 class HousekeepingHook:
     def __init__(self, monitor: HealthMonitor, interval_s: float,
-                 engine_info: Callable[[object], dict | None] = lambda daemon: None, keep_report: bool = False):
+                 engine_info: Callable[[Any], EngineInfo | None] = lambda daemon: None, keep_report: bool = False):
         self.monitor = monitor
         self.interval_s = interval_s
         self._engine_info = engine_info

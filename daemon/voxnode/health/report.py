@@ -6,9 +6,10 @@ import logging
 import os
 import time
 import tracemalloc
-from typing import Callable
+from collections.abc import Callable
 
 from voxnode import __version__
+from voxnode.asr.recognizer import EngineInfo
 from voxnode.config.health import HealthConfig
 from voxnode.events import iso8601
 from voxnode.health.leakwatch import LeakWatch
@@ -54,7 +55,7 @@ class HealthMonitor:
                 log.info("malloc_trim returned %.1f MB to the OS", returned / 1e6)
         self.leak.add(now, rss_bytes())
 
-    def collect(self, daemon_snapshot: dict, engine: dict | None, mqtt: dict | None) -> dict:
+    def collect(self, daemon_snapshot: dict, engine: EngineInfo | None, mqtt: dict | None) -> dict:
         rss = rss_bytes()
         streams = {}
         for name, st in (daemon_snapshot.get("streams") or {}).items():
@@ -86,11 +87,9 @@ def _jsonable(v) -> bool:
     return v is None or isinstance(v, (str, int, float, bool, list, dict))
 
 
-def model_state(engine: dict | None) -> dict:
-    """The engine's info (from a provider, so health does not import the engine) as name/loaded/xnnpack."""
-    if not engine:
+def model_state(engine: EngineInfo | None) -> dict:
+    """The loaded engine (None: not loaded yet) as name/loaded/xnnpack_all_ops/info."""
+    if engine is None:
         return {"name": None, "loaded": False, "xnnpack_all_ops": None, "info": None}
-    total, left = engine.get("ops_total"), engine.get("ops_not_delegated")
-    all_ops = bool(engine.get("xnnpack_applied")) and left == 0 if total is not None else None
-    return {"name": engine.get("model") or engine.get("name"), "loaded": True, "xnnpack_all_ops": all_ops,
-            "info": engine}
+    return {"name": engine.model, "loaded": True, "xnnpack_all_ops": engine.fully_accelerated,
+            "info": engine.as_dict()}

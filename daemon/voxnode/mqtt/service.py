@@ -11,8 +11,10 @@ import logging
 import queue
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
+from voxnode.asr.recognizer import EngineInfo
 from voxnode.config import Config
 from voxnode.control import DaemonControl
 from voxnode.events import iso8601
@@ -35,7 +37,7 @@ class MqttService:
         self,
         config: Config,
         *,
-        engine_info: Callable[[object], dict | None] = lambda daemon: None,
+        engine_info: Callable[[Any], EngineInfo | None] = lambda daemon: None,
         thermal_root: str = "/",
         health: HealthMonitor | None = None,
     ):
@@ -43,7 +45,7 @@ class MqttService:
         self.topics = Topics.from_config(config.mqtt)
         self.streams = [s.name for s in config.effective_streams()]
         self._engine_info = engine_info
-        self._last_engine: dict | None = None
+        self._last_engine: EngineInfo | None = None
         self.health = health or HealthMonitor(config.health, self.topics.node, thermal_root=thermal_root)
         spool_path = config.mqtt.spool_path or default_spool_path()
         self.spool = Spool(spool_path, config.mqtt.spool_max_messages)
@@ -69,6 +71,7 @@ class MqttService:
     # ---- DaemonHooks ---------------------------------------------------------------------------
 
     def on_ready(self, daemon) -> None:
+        self._last_engine = self._engine_info(daemon)  # loaded before the streams start: finals name it
         self._health_now.set()
 
     def tick(self, daemon, now: float) -> None:
@@ -144,8 +147,7 @@ class MqttService:
         }
 
     def _model_name(self) -> str:
-        e = self._last_engine or {}
-        return str(e.get("model") or e.get("name") or "whisper-tiny.en")
+        return self._last_engine.model if self._last_engine is not None else ""
 
     def _announcements(self) -> list[tuple[str, bytes]]:
         if not self.config.mqtt.discovery:
@@ -205,24 +207,10 @@ class MqttService:
         self.publisher.publish_now(self.topics.error, dumps(error_reply(err, payload, iso8601(time.time()))), qos=1)
 
 
-def engine_info_from(daemon) -> dict | None:
-    """Find the speech engine's info on the daemon without importing the engine (the lead may wire a better one)."""
-    for path in (("recognizer",), ("engine",), ("speech", "engine"), ("speech", "recognizer")):
-        obj = daemon
-        for name in path:
-            obj = getattr(obj, name, None)
-            if obj is None:
-                break
-        info = getattr(obj, "info", None) if obj is not None else None
-        if info is not None and hasattr(info, "as_dict"):
-            return info.as_dict()
-    return None
-
-
 def build_mqtt(config: Config) -> MqttService | None:
     """The CLI's entry point: None when [mqtt] is off. Raises VoxnodeError subclasses on bad settings."""
     if not config.mqtt.enabled:
         return None
-    service = MqttService(config, engine_info=engine_info_from)
+    service = MqttService(config, engine_info=lambda daemon: daemon.engine_info())
     service.start()
     return service

@@ -13,17 +13,21 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
+from voxnode.asr.recognizer import TranscriptResult
 from voxnode.audio.format import SAMPLE_RATE
 from voxnode.events import TranscriptEvent
 from voxnode.frontend.chain import FrontEnd, FrontEndParams
 
 from .partials import StablePrefix
-from .scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome
-from .segmenter import Chunk, Discarded, Ended, Paused, Resumed, Segmenter, SegmenterParams, Started, Utterance
+from .scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome, JobResult
+from .segmenter import (
+    Chunk, Discarded, Ended, Paused, Resumed, SegmentEvent, Segmenter, SegmenterParams, Started, Utterance,
+)
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +81,7 @@ class _UttState:
     last_partial_t: float = 0.0
     partial_job: DecodeJob | None = None
     spec_job: DecodeJob | None = None
-    spec_result: Any = None
+    spec_result: TranscriptResult | None = None
     ended: bool = False
     final_job: DecodeJob | None = None
     done: bool = False
@@ -138,7 +142,7 @@ class StreamPipeline:
             self._on_segment(ev)
 
     # ---- segment events ---------------------------------------------------------
-    def _on_segment(self, ev: Any) -> None:
+    def _on_segment(self, ev: SegmentEvent) -> None:
         utt = ev.utterance
         with self._lock:
             if isinstance(ev, Started):
@@ -208,7 +212,7 @@ class StreamPipeline:
             self._sched.cancel(job)
 
     # ---- results (decode worker thread) -------------------------------------------
-    def _on_done(self, job: DecodeJob, outcome: JobOutcome, result: Any) -> None:
+    def _on_done(self, job: DecodeJob, outcome: JobOutcome, result: JobResult) -> None:
         with self._lock:
             if outcome == JobOutcome.DONE:
                 self.stats.decode_s += job.finished - job.started
@@ -216,26 +220,27 @@ class StreamPipeline:
             st = self._utts.get(job.tag[0])
             if st is None or st.done:
                 return
+            done = result if outcome == JobOutcome.DONE and isinstance(result, TranscriptResult) else None
             if job is st.final_job:
-                if outcome == JobOutcome.DONE:
-                    self._publish_final(st, result)
+                if done is not None:
+                    self._publish_final(st, done)
                 else:
                     self._lose_final(st, outcome, result)
-            elif job is st.spec_job and outcome == JobOutcome.DONE:
-                st.spec_result = result
+            elif job is st.spec_job and done is not None:
+                st.spec_result = done
                 if not st.ended:
                     # Decoded at a pause, so its last word is complete: also a partial hypothesis.
-                    self._publish_partial(st, job, result, drop_last=False)
+                    self._publish_partial(st, job, done, drop_last=False)
             elif job is st.spec_job:
                 st.spec_job = None  # the endpoint will submit a fresh final
-            elif not st.ended and result is not None and not isinstance(result, Exception):
+            elif not st.ended and isinstance(result, TranscriptResult):
                 # A partial, or a speculation voided because speech resumed: either way a
                 # hypothesis of the utterance so far.
                 self._publish_partial(st, job, result, drop_last=job.kind == JobKind.PARTIAL)
 
-    def _publish_partial(self, st: _UttState, job: DecodeJob, result: Any, drop_last: bool) -> None:
+    def _publish_partial(self, st: _UttState, job: DecodeJob, result: TranscriptResult, drop_last: bool) -> None:
         text = clean_text(result.text)
-        if not text or getattr(result, "no_speech_prob", 0.0) > self.params.no_speech_threshold:
+        if not text or result.no_speech_prob > self.params.no_speech_threshold:
             return
         grown = st.prefix.update(text, drop_last=drop_last)
         if grown is None:
@@ -248,21 +253,21 @@ class StreamPipeline:
         self._emit(self._event("partial", st, grown, last_speech.t_wall + FRAME_S,
                                (self._clock() - covered.t_mono - FRAME_S) * 1e3, result.confidence))
 
-    def _publish_final(self, st: _UttState, result: Any) -> None:
+    def _publish_final(self, st: _UttState, result: TranscriptResult) -> None:
         st.done = True
         self._utts.pop(st.utt.uid, None)
         text = clean_text(result.text)
         end_wall, end_mono = st.utt.speech_end()
-        if (not text or getattr(result, "no_speech_prob", 0.0) > self.params.no_speech_threshold
+        if (not text or result.no_speech_prob > self.params.no_speech_threshold
                 or result.confidence < self.params.min_confidence):
             self.stats.suppressed += 1
             log.debug("stream %s: utterance %d suppressed (text %r, no_speech %.2f, conf %.2f)", self.name,
-                      st.utt.uid, result.text, getattr(result, "no_speech_prob", 0.0), result.confidence)
+                      st.utt.uid, result.text, result.no_speech_prob, result.confidence)
             return
         self.stats.finals += 1
         self._emit(self._event("final", st, text, end_wall, (self._clock() - end_mono) * 1e3, result.confidence))
 
-    def _lose_final(self, st: _UttState, outcome: JobOutcome, result: Any) -> None:
+    def _lose_final(self, st: _UttState, outcome: JobOutcome, result: JobResult) -> None:
         st.done = True
         self._utts.pop(st.utt.uid, None)
         self.stats.finals_lost += 1

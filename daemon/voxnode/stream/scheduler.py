@@ -25,20 +25,15 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
+from voxnode.asr.recognizer import Recognizer, TranscriptResult
 from voxnode.heartbeat import Heartbeat
 
 log = logging.getLogger(__name__)
-
-
-class Recognizer(Protocol):
-    """What the scheduler needs from the engine (voxnode.asr.WhisperEngine)."""
-
-    def transcribe(self, audio: np.ndarray) -> Any:
-        """float32 mono 16 kHz in [-1, 1] -> result with .text, .confidence, .no_speech_prob."""
 
 
 class JobKind(enum.IntEnum):
@@ -55,12 +50,16 @@ class JobOutcome(enum.Enum):
     CANCELLED = "cancelled"  # owner withdrew it (speech resumed, utterance discarded)
 
 
+# What a finished job reports: the transcript (DONE), the engine's exception (FAILED), else None.
+JobResult = TranscriptResult | Exception | None
+
+
 @dataclass(eq=False)
 class DecodeJob:
     stream: str
     kind: JobKind
     audio: np.ndarray
-    on_done: Callable[["DecodeJob", JobOutcome, Any], None]
+    on_done: Callable[[DecodeJob, JobOutcome, JobResult], None]
     tag: Any = None  # owner's bookkeeping (utterance id, pause id, ...)
     submitted: float = 0.0
     started: float = 0.0
@@ -90,11 +89,13 @@ class SchedulerStats:
 
 
 class DecodeScheduler:
-    def __init__(self, recognizer: Recognizer | list[Recognizer], params: SchedulerParams,
+    def __init__(self, recognizers: Sequence[Recognizer], params: SchedulerParams,
                  clock: Callable[[], float] = time.monotonic):
         # Worker i uses engine i % len: one engine instance serialises its calls, so
         # parallel decoding needs as many engines as workers (see docs/benchmarks.md).
-        self._recs = list(recognizer) if isinstance(recognizer, (list, tuple)) else [recognizer]
+        if not recognizers:
+            raise ValueError("the decode scheduler needs at least one recognizer")
+        self._recs = list(recognizers)
         self.params = params
         self._clock = clock
         self._cv = threading.Condition()
@@ -268,7 +269,8 @@ class DecodeScheduler:
 
     def _run(self, job: DecodeJob, rec: Recognizer) -> None:
         job.started = self._clock()
-        outcome, result = JobOutcome.DONE, None
+        outcome = JobOutcome.DONE
+        result: JobResult
         try:
             result = rec.transcribe(job.audio)
         except Exception as exc:  # engine errors must not kill the worker

@@ -8,26 +8,29 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
+from voxnode.asr.recognizer import EngineInfo, Recognizer
 from voxnode.config import Config
 from voxnode.events import TranscriptEvent
 from voxnode.heartbeat import Heartbeat
 
 from .params import pipeline_params, scheduler_params
 from .pipeline import StreamPipeline
-from .scheduler import DecodeScheduler, Recognizer
+from .scheduler import DecodeScheduler
 
 log = logging.getLogger(__name__)
 
 
 class SpeechService:
-    def __init__(self, config: Config, recognizer: Recognizer | list[Recognizer], emit: Callable[[TranscriptEvent], None],
+    def __init__(self, config: Config, recognizers: Sequence[Recognizer], emit: Callable[[TranscriptEvent], None],
                  clock: Callable[[], float] = time.monotonic):
         self._config = config
         self._emit = emit
         self._clock = clock
-        self.scheduler = DecodeScheduler(recognizer, scheduler_params(config), clock)
+        self.recognizers = list(recognizers)
+        self.scheduler = DecodeScheduler(self.recognizers, scheduler_params(config), clock)
         self.pipelines: dict[str, StreamPipeline] = {}
         self._started = False
 
@@ -46,6 +49,10 @@ class SpeechService:
         The number of decode workers changes only with a restart."""
         self._config = config
         self.scheduler.params = scheduler_params(config)
+
+    def engine_info(self) -> EngineInfo:
+        """Every decode worker's engine is the same model: the first one speaks for all."""
+        return self.recognizers[0].info
 
     def heartbeats(self) -> list[Heartbeat]:
         return self.scheduler.heartbeats

@@ -1,4 +1,6 @@
-"""WhisperEngine: one loaded Whisper model, shared by every audio stream of the process.
+"""The `whisper-litert` backend: Whisper tiny.en converted to TFLite, run by LiteRT with XNNPACK.
+
+WhisperEngine is one loaded Whisper model, shared by every audio stream of the process.
 
 Concurrency: `transcribe()` may be called from any thread. The interpreters
 are not re-entrant, so calls are serialised by a FIFO ticket lock: concurrent
@@ -13,8 +15,9 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,11 +25,18 @@ from voxnode.asr import guards
 from voxnode.asr.decoder import DecoderRunner
 from voxnode.asr.encoder import EncoderRunner
 from voxnode.asr.fifo_lock import FifoLock
+from voxnode.asr.locate import default_model_dir
 from voxnode.asr.mel import SAMPLE_RATE, LogMel
 from voxnode.asr.model_files import ModelFiles, open_model_dir
+from voxnode.asr.recognizer import EngineInfo, Recognizer, TranscriptResult
 from voxnode.asr.runtime import default_num_threads, delegation, load_runtime, release_file_pages
 from voxnode.asr.tokenizer import Tokenizer
 from voxnode.errors import ModelError
+
+if TYPE_CHECKING:
+    from voxnode.config.asr import AsrConfig
+
+ENGINE = "whisper-litert"
 
 log = logging.getLogger(__name__)
 
@@ -44,44 +54,20 @@ RETRY_WINDOW_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
-class EngineInfo:
-    runtime: str
-    runtime_version: str
-    model: str
-    quantization: str
+class LiteRtEngineInfo(EngineInfo):
     xnnpack_applied: bool
     ops_total: int
     ops_not_delegated: int
-    num_threads: int
-    load_ms: float
     not_delegated_ops: tuple[str, ...] = ()
 
-    def as_dict(self) -> dict:
-        d = asdict(self)
-        d["not_delegated_ops"] = list(self.not_delegated_ops)
-        return d
-
-
-@dataclass(frozen=True)
-class TranscriptResult:
-    text: str
-    tokens: list[int]
-    confidence: float  # mean log-probability per token (0 is certain)
-    no_speech_prob: float
-    encode_ms: float
-    decode_ms: float
-    duration_s: float
-    stop_reason: str = "eot"  # eot, token_cap, repetition, silence, no_speech or repetitive
-
     @property
-    def probability(self) -> float:
-        """Geometric-mean token probability, exp(confidence), in [0, 1]."""
-        return math.exp(self.confidence)
+    def fully_accelerated(self) -> bool:
+        return self.xnnpack_applied and self.ops_not_delegated == 0
 
 
-class WhisperEngine:
+class WhisperEngine(Recognizer):
     def __init__(self, files: ModelFiles, encoder: EncoderRunner, decoder: DecoderRunner,
-                 tokenizer: Tokenizer, info: EngineInfo) -> None:
+                 tokenizer: Tokenizer, info: LiteRtEngineInfo) -> None:
         self.files = files
         self._encoder = encoder
         self._decoder = decoder
@@ -89,6 +75,10 @@ class WhisperEngine:
         self._mel = LogMel(int(files.config["n_mels"]))
         self._lock = FifoLock()
         self.info = info
+
+    @classmethod
+    def from_config(cls, config: AsrConfig) -> WhisperEngine:
+        return cls.load(default_model_dir(config.model_dir), config.num_threads or None)
 
     @classmethod
     def load(cls, model_dir: Path, num_threads: int | None = None, variant: str | None = None) -> "WhisperEngine":
@@ -121,7 +111,8 @@ class WhisperEngine:
 
         reports = [delegation(it) for it in interpreters.values()]
         left = tuple(op for r in reports for op in r.not_delegated)
-        info = EngineInfo(
+        info = LiteRtEngineInfo(
+            engine=ENGINE,
             runtime=runtime.name,
             runtime_version=runtime.version,
             model=files.name,
