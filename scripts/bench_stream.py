@@ -151,9 +151,9 @@ def run(n: int, speak_s: float, idle_s: float, engines: list, config_overrides: 
     pacer.stdin.close()  # the pacer closes the FIFOs: blocked ALSA reads return, captures see the stop
     pacer.wait(5)
     th.join(30)
-    speech = daemon.speech.stats()
-    dropped_frames = sum(s.ring.dropped for s in daemon.sources)
-    frames = sum(s.stats.snapshot()["frames"] for s in daemon.sources)
+    speech = daemon.recognition.stats()
+    dropped_frames = sum(rt.source.ring.dropped for rt in daemon.streams)
+    frames = sum(rt.source.stats.frames for rt in daemon.streams)
 
     finals = [(t, e) for t, e in sink.events if e["type"] == "final"]
     partials = [e for _, e in sink.events if e["type"] == "partial"]

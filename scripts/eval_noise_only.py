@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import audio_corpus as ac  # noqa: E402
 
 from voxnode.config import Config  # noqa: E402
-from voxnode.stream.service import SpeechService  # noqa: E402
+from voxnode.stream.recognition import Recognition  # noqa: E402
 
 
 def main() -> None:
@@ -47,7 +47,7 @@ def main() -> None:
     for kind in ac.NOISES:
         for level in (-45, -30):
             events = []
-            svc = SpeechService(cfg, [engine], events.append)
+            svc = Recognition(cfg, events.append, [engine])
             svc.start()
             p = svc.pipeline("n")
             x = np.frombuffer(ac.to_pcm16(np.concatenate([ac.silence(2.0), ac.at_dbfs(ac.noise(kind, n, seed=31), level)])),
@@ -56,7 +56,7 @@ def main() -> None:
             for k in range(len(x) // 320):
                 p.feed(x[k * 320:(k + 1) * 320], k, t0 + k * 0.02, time.time() + k * 0.02)
             p.flush()
-            svc.stop(timeout=120)
+            svc.stop(time.monotonic() + 120)
             st = svc.stats()
             decoded = st["scheduler"]["completed"]["FINAL"]
             per_h = 60 / args.minutes

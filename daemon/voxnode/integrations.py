@@ -1,4 +1,5 @@
-"""Optional outputs the CLI adds to the daemon: MQTT (sink + hook), Prometheus (hook), memory housekeeping."""
+"""Optional outputs the CLI adds to the daemon: MQTT (component + sink + hook), Prometheus (component +
+hook), memory housekeeping (hook)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,17 @@ import logging
 from dataclasses import dataclass, field
 
 from voxnode.config import Config
+from voxnode.lifecycle import Component, Hook
+from voxnode.sinks import Sink
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class Integrations:
-    sinks: list = field(default_factory=list)
-    hooks: list = field(default_factory=list)
-    mqtt: object | None = None  # MqttService when enabled
+    sinks: list[Sink] = field(default_factory=list)
+    hooks: list[Hook] = field(default_factory=list)
+    components: list[Component] = field(default_factory=list)  # started by the daemon, in this order
 
 
 def build_integrations(config: Config) -> Integrations:
@@ -23,7 +26,7 @@ def build_integrations(config: Config) -> Integrations:
     out = Integrations()
     service = build_mqtt(config)
     if service is not None:
-        out.mqtt = service
+        out.components.append(service)
         out.sinks.append(service.sink)
         out.hooks.append(service)
 
@@ -45,10 +48,7 @@ def build_integrations(config: Config) -> Integrations:
     if config.health.prometheus:
         from voxnode.health.prometheus import PrometheusExporter
 
-        try:
-            out.hooks.append(PrometheusExporter(config.health, report))
-        except Exception:
-            if service is not None:
-                service.publisher.close()
-            raise
+        exporter = PrometheusExporter(config.health, report)
+        out.components.append(exporter)
+        out.hooks.append(exporter)
     return out

@@ -2,7 +2,7 @@
 
 Until the stream pipeline (branch `stream`) lands, nothing in `voxnode run`
 produces finals without the Whisper engine, so this process plays a silent
-file through the real FileSource/Daemon and a DaemonHooks emits one final
+file through the real FileSource/Daemon and a Hook emits one final
 every --interval seconds through the daemon's sinks, exactly as the pipeline
 will. Everything from the sink on (spool, paho, reconnects, shutdown) is the
 production code. Prints `accepted <n> <id>` for each final handed to the sinks.
@@ -22,10 +22,11 @@ from voxnode.config import load_config
 from voxnode.daemon import Daemon, RunOptions
 from voxnode.events import TranscriptEvent
 from voxnode.integrations import build_integrations
+from voxnode.lifecycle import Hook
 from voxnode.logs import setup_logging
 
 
-class FinalsSource:
+class FinalsSource(Hook):
     def __init__(self, count: int, interval: float, tag: str, stream: str, start_at: float):
         self.count, self.interval, self.tag, self.stream = count, interval, tag, stream
         self.sent = 0
@@ -40,8 +41,7 @@ class FinalsSource:
             t = time.time()
             ev = TranscriptEvent("final", self.stream, f"{self.tag}-{self.sent:04d}", f"utterance {self.sent} of {self.tag}",
                                  t - 1.5, t - 0.2, 200.0, -0.25)
-            for sink in daemon.sinks:
-                sink.emit(ev.as_dict())
+            daemon.emit(ev.as_dict())
             print(f"accepted {self.sent} {ev.id}", flush=True)
             self.next_at += self.interval
 
@@ -71,17 +71,16 @@ def main() -> int:
 
         def tick(daemon, now):
             if source.sent < source.count and now >= source.next_at:
-                for sink in daemon.sinks:
-                    sink.emit({"type": "partial", "stream": source.stream, "id": f"{args.tag}-{source.sent + 1:04d}",
-                               "text": "utterance", "start": "2026-12-02T00:00:00.000+00:00",
-                               "end": "2026-12-02T00:00:01.000+00:00", "latency_ms": 50.0, "confidence": -0.5})
+                daemon.emit({"type": "partial", "stream": source.stream, "id": f"{args.tag}-{source.sent + 1:04d}",
+                             "text": "utterance", "start": "2026-12-02T00:00:00.000+00:00",
+                             "end": "2026-12-02T00:00:01.000+00:00", "latency_ms": 50.0, "confidence": -0.5})
             inner(daemon, now)
 
         source.tick = tick
     from voxnode.service.reload import config_loader
 
     daemon = Daemon(config, list(extra.sinks), RunOptions(file=str(silence)), hooks=[source, *extra.hooks],
-                    reloader=config_loader(args.config))
+                    reloader=config_loader(args.config), components=extra.components)
     try:
         return daemon.run()
     finally:

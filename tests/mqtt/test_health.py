@@ -132,21 +132,23 @@ def test_prometheus_endpoint_serves_the_health_metrics():
               "streams": {"mic": {"state": "running", "muted": False, "xruns": 2, "latency_p95_ms": 410.0}},
               "mqtt": {"connected": True, "backlog": 3}}
     exp = PrometheusExporter(HealthConfig(prometheus=True, prometheus_port=port), lambda d, n: report)
+    exp.start()
     try:
         exp.tick(None, 0.0)
         text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     finally:
-        exp.on_stopping(None)
+        exp.stop(0.0)
     assert "voxnode_process_rss_bytes " in text
     assert 'voxnode_stream_xruns{stream="mic"} 2.0' in text
     assert 'voxnode_stream_latency_p95_ms{stream="mic"} 410.0' in text
     assert "voxnode_mqtt_backlog 3.0" in text and "voxnode_soc_temperature_celsius 50.5" in text
     with pytest.raises(PrometheusError, match="health.prometheus_port"):
         busy = PrometheusExporter(HealthConfig(prometheus=True, prometheus_port=port), lambda d, n: report)
+        busy.start()
         try:
-            PrometheusExporter(HealthConfig(prometheus=True, prometheus_port=port), lambda d, n: report)
+            PrometheusExporter(HealthConfig(prometheus=True, prometheus_port=port), lambda d, n: report).start()
         finally:
-            busy.on_stopping(None)
+            busy.stop(0.0)
 
 
 def test_latency_percentiles():

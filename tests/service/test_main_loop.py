@@ -5,7 +5,8 @@ import threading
 import time
 
 from voxnode.config import Config
-from voxnode.daemon import IDLE_TICK_S, TICK_S, Daemon, RunOptions
+from voxnode.daemon import IDLE_TICK_S, Daemon, RunOptions
+from voxnode.lifecycle import TICK_S, Hook
 from voxnode.service.notify import NotifyHook
 from voxnode.service.watchdog import WatchdogHook
 
@@ -17,18 +18,14 @@ class _Notifier:
         return True
 
 
-class _OldHook:  # written before tick_interval_s existed
-    def on_ready(self, daemon): ...
-
+class _PlainHook(Hook):  # says nothing about how often it needs a tick
     def tick(self, daemon, now): ...
-
-    def on_stopping(self, daemon): ...
 
 
 def test_tick_interval_follows_the_hooks():
     assert Daemon(Config(), [])._tick_interval() == IDLE_TICK_S
     assert Daemon(Config(), [], RunOptions(file="x.wav"))._tick_interval() == TICK_S
-    assert Daemon(Config(), [], hooks=[_OldHook()])._tick_interval() == TICK_S
+    assert Daemon(Config(), [], hooks=[_PlainHook()])._tick_interval() == TICK_S
     notify = NotifyHook(_Notifier())
     d = Daemon(Config(), [], hooks=[notify, WatchdogHook(_Notifier(), 20.0)])
     assert d._tick_interval() == TICK_S  # starting: READY=1 as soon as audio arrives

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from voxnode.config import Config
-from voxnode.stream.service import SpeechService
+from voxnode.stream.recognition import Recognition
 
 from tests.stream.test_pipeline_alsa import wer
 
@@ -72,10 +72,10 @@ def feed_all(service, n_streams):
 
 def test_engine_behind_skips_partials_first_and_delivers_every_final(engine):
     events = []
-    service = SpeechService(Config(), [SlowedEngine(engine, 0.25)], lambda e: events.append(e))
+    service = Recognition(Config(), events.append, [SlowedEngine(engine, 0.25)])
     service.start()
     feed_all(service, 3)
-    service.stop(timeout=30)
+    service.stop(time.monotonic() + 30)
     st = service.stats()
     finals = [e for e in events if e.type == "final"]
     assert len(finals) == 6, [(e.stream, e.text) for e in events]
@@ -96,11 +96,11 @@ def test_final_that_must_be_dropped_is_counted_and_logged(engine, caplog):
 
     cfg = dataclasses.replace(cfg, stream=dataclasses.replace(cfg.stream, max_pending_finals=1, partials=False))
     events = []
-    service = SpeechService(cfg, [SlowedEngine(engine, 0.4)], lambda e: events.append(e))
+    service = Recognition(cfg, events.append, [SlowedEngine(engine, 0.4)])
     service.start()
     with caplog.at_level(logging.WARNING):
         feed_all(service, 3)
-        service.stop(timeout=30)
+        service.stop(time.monotonic() + 30)
     st = service.stats()
     finals = [e for e in events if e.type == "final"]
     lost = sum(s["finals_lost"] for s in st["streams"].values())

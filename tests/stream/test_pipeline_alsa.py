@@ -70,7 +70,7 @@ def run_daemon(alsa_dir, audio, engine, config: Config | None = None, settle_s=1
         t.join(20)
         writer.close()
     assert not t.is_alive()
-    stats = daemon.speech.stats()
+    stats = daemon.recognition.stats()
     return [e for e in sink.events if e["type"] in ("partial", "final")], stats, daemon
 
 
@@ -114,7 +114,7 @@ def test_speech_silence_speech_gives_two_finals_with_partials_as_prefixes(alsa_d
     # The 2.3 s second sentence is long enough for at least one partial.
     assert any(e["type"] == "partial" and e["id"] == finals[1]["id"] for e in events), events
     assert stats["scheduler"]["finals_dropped"] == 0
-    assert daemon.sources[0].ring.dropped == 0
+    assert daemon.streams["mic"].source.ring.dropped == 0
 
 
 def test_noise_only_gives_nothing(alsa_dir, engine):

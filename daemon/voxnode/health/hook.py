@@ -11,9 +11,10 @@ from typing import Any
 
 from voxnode.asr.recognizer import EngineInfo
 from voxnode.health.report import HealthMonitor
+from voxnode.lifecycle import Hook
 
 
-class HousekeepingHook:
+class HousekeepingHook(Hook):
     def __init__(self, monitor: HealthMonitor, interval_s: float,
                  engine_info: Callable[[Any], EngineInfo | None] = lambda daemon: None, keep_report: bool = False):
         self.monitor = monitor
@@ -37,6 +38,3 @@ class HousekeepingHook:
         self.monitor.housekeeping(now)
         if self._keep_report:
             self.latest = self.monitor.collect(daemon.snapshot(), self._engine_info(daemon), None)
-
-    def on_stopping(self, daemon) -> None:
-        pass

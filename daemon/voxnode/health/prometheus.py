@@ -7,10 +7,12 @@ health.interval_s); a scrape never touches the daemon itself.
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 from voxnode.config.health import HealthConfig
 from voxnode.errors import VoxnodeError
+from voxnode.lifecycle import Component, Hook
 
 log = logging.getLogger(__name__)
 
@@ -62,21 +64,25 @@ def _families(report: dict):
             yield g(f"mqtt_{key}", f"MQTT {key}.", value)
 
 
-class PrometheusExporter:
-    """A DaemonHooks: keeps the latest report for scrapes; serves on health.prometheus_host:port."""
+class PrometheusExporter(Component, Hook):
+    """Keeps the latest report for scrapes; serves it on health.prometheus_host:port from start() to stop()."""
 
-    def __init__(self, config: HealthConfig, report: Callable[[object, float], dict | None]):
+    def __init__(self, config: HealthConfig, report: Callable[[Any, float], dict | None]):
         self.config = config
         self._report = report
         self._next = 0.0
         self.latest: dict | None = None
-        self._server = None
+        self._server: Any = None
         try:
-            from prometheus_client import CollectorRegistry, start_http_server
+            import prometheus_client  # noqa: F401  (checked here, before anything starts)
         except ImportError:
             raise PrometheusError(
                 "health.prometheus = true needs prometheus-client: pip install 'voxnode[prometheus]'"
             ) from None
+
+    def start(self) -> None:
+        from prometheus_client import CollectorRegistry, start_http_server
+
         exporter = self
 
         class _Collector:
@@ -86,12 +92,19 @@ class PrometheusExporter:
 
         self.registry = CollectorRegistry()
         self.registry.register(_Collector())
+        c = self.config
         try:
-            self._server, _ = start_http_server(config.prometheus_port, config.prometheus_host, registry=self.registry)
+            self._server, _ = start_http_server(c.prometheus_port, c.prometheus_host, registry=self.registry)
         except OSError as e:
-            raise PrometheusError(f"Prometheus endpoint {config.prometheus_host}:{config.prometheus_port}: "
+            raise PrometheusError(f"Prometheus endpoint {c.prometheus_host}:{c.prometheus_port}: "
                                   f"{e.strerror or e} (set health.prometheus_port)") from None
-        log.info("Prometheus metrics on http://%s:%d/metrics", config.prometheus_host, config.prometheus_port)
+        log.info("Prometheus metrics on http://%s:%d/metrics", c.prometheus_host, c.prometheus_port)
+
+    def stop(self, deadline: float) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()  # shutdown() only stops serving; the port stays bound without this
+            self._server = None
 
     @property
     def tick_interval_s(self) -> float:
@@ -104,9 +117,3 @@ class PrometheusExporter:
         if now >= self._next:
             self._next = now + self.config.interval_s
             self.latest = self._report(daemon, now)
-
-    def on_stopping(self, daemon) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()  # shutdown() only stops serving; the port stays bound without this
-            self._server = None

@@ -1,8 +1,9 @@
 """Ties the MQTT publisher to the daemon: health reports, commands, discovery.
 
-`MqttService` is a DaemonHooks: the daemon calls `tick` from its main thread
-every 0.1 s, and everything that touches the daemon (snapshot, mute, reload)
-happens there. paho's thread only queues commands for it.
+`MqttService` is a Component (it owns the publisher thread, paho's network thread and the
+memory-snapshot thread) and a Hook: the daemon calls `tick` from its main thread every 0.1 s,
+and everything that touches the daemon (snapshot, mute, reload) happens there. paho's thread
+only queues commands for it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from voxnode.control import DaemonControl
 from voxnode.events import iso8601
 from voxnode.health.memory import TraceSnapshots
 from voxnode.health.report import HealthMonitor
+from voxnode.lifecycle import Component, Hook
 from voxnode.mqtt.client import MqttPublisher, dumps
 from voxnode.mqtt.commands import CommandError, error_reply, parse_command
 from voxnode.mqtt.discovery import discovery_payload
@@ -32,7 +34,7 @@ log = logging.getLogger("voxnode.mqtt")
 COMMAND_QUEUE = 32  # commands are rare; a flood beyond this is refused with an error reply
 
 
-class MqttService:
+class MqttService(Component, Hook):
     def __init__(
         self,
         config: Config,
@@ -54,6 +56,7 @@ class MqttService:
         self._next_health = 0.0
         self._traces = TraceSnapshots()
         self._memory_busy = threading.Lock()
+        self._memory_thread: threading.Thread | None = None
         self.last_health: dict | None = None
         self._last_health_error = ""
         self.publisher = MqttPublisher(
@@ -68,7 +71,16 @@ class MqttService:
     def start(self) -> None:
         self.publisher.start()
 
-    # ---- DaemonHooks ---------------------------------------------------------------------------
+    def stop(self, deadline: float) -> None:
+        """After the last final was emitted: spool what is queued, let in-flight finals be
+        acknowledged, say offline. The publisher keeps its own bounds (up to 10 s to spool, 3 s
+        for acknowledgements) past `deadline`: cutting them short would lose accepted finals."""
+        memory = self._memory_thread
+        if memory is not None:
+            memory.join(max(0.0, deadline - time.monotonic()))
+        self.publisher.close()
+
+    # ---- Hook ----------------------------------------------------------------------------------
 
     def on_ready(self, daemon) -> None:
         self._last_engine = self._engine_info(daemon)  # loaded before the streams start: finals name it
@@ -90,14 +102,11 @@ class MqttService:
                     log.exception("health report failed (further failures of this kind are logged at debug)")
                 self._last_health_error = type(e).__name__
 
-    def on_stopping(self, daemon) -> None:
-        pass  # the sink's close() (after the pipeline drains) says offline and flushes the spool
-
     def on_reloaded(self, daemon, result) -> None:
         # Streams can come and go on a reload: Home Assistant must see the new entity list.
         # [mqtt] and [health] themselves apply after a restart (the reload summary says so).
         names = list(daemon.stream_names())
-        if getattr(result, "ok", False) and names != self.streams:
+        if result.ok and names != self.streams:
             self.streams = names
             for topic, payload in self._announcements():
                 self.publisher.publish_now(topic, payload, qos=1, retain=True)
@@ -115,7 +124,7 @@ class MqttService:
         self._last_engine = engine
         snapshot = daemon.snapshot()
         for name, st in (snapshot.get("streams") or {}).items():
-            st.setdefault("muted", bool(getattr(daemon, "is_muted", lambda n: False)(name)))
+            st.setdefault("muted", daemon.is_muted(name))
             for key, value in self.sink.latency.report(name).items():
                 st.setdefault(key, value)  # the pipeline's own figures win when it reports them
         report = self.health.collect(snapshot, engine, self.mqtt_stats())
@@ -201,16 +210,16 @@ class MqttService:
             finally:
                 self._memory_busy.release()
 
-        threading.Thread(target=work, name="memory-snapshot", daemon=True).start()
+        self._memory_thread = threading.Thread(target=work, name="memory-snapshot", daemon=True)
+        self._memory_thread.start()
 
     def _reply_error(self, err: CommandError, payload: bytes) -> None:
         self.publisher.publish_now(self.topics.error, dumps(error_reply(err, payload, iso8601(time.time()))), qos=1)
 
 
 def build_mqtt(config: Config) -> MqttService | None:
-    """The CLI's entry point: None when [mqtt] is off. Raises VoxnodeError subclasses on bad settings."""
+    """The CLI's entry point: None when [mqtt] is off. Raises VoxnodeError subclasses on bad settings.
+    The daemon starts it (a Component) before the first transcript."""
     if not config.mqtt.enabled:
         return None
-    service = MqttService(config, engine_info=lambda daemon: daemon.engine_info())
-    service.start()
-    return service
+    return MqttService(config, engine_info=lambda daemon: daemon.engine_info())

@@ -20,7 +20,3 @@ class MqttSink:
         elif kind == "partial":
             self.publisher.submit_partial(event)
         # level reports and other diagnostics stay local (stdout/log)
-
-    def close(self) -> None:
-        # The daemon closes sinks after the pipeline has drained its last finals.
-        self.publisher.close()

@@ -27,7 +27,7 @@ def readiness(daemon: "Daemon") -> Verdict:
     for check in daemon.ready_checks:
         if not check():
             return Verdict(False, f"waiting for {getattr(check, '__name__', 'a component')}")
-    waiting = [s.name for s in daemon.sources if s.stats.frames == 0 and s.stats.state != "backoff"]
+    waiting = [rt.name for rt in daemon.streams if rt.source.stats.frames == 0 and rt.source.stats.state != "backoff"]
     if waiting:
         return Verdict(False, "waiting for first audio from " + ", ".join(waiting))
     return Verdict(True)
@@ -37,8 +37,8 @@ def liveness(daemon: "Daemon", now: float) -> Verdict:
     """Alive when every capture delivers audio (or is in a reported backoff) and no worker is stuck."""
     svc = daemon.config.service
     problems = []
-    for src in daemon.sources:
-        st = src.stats
+    for rt in daemon.streams:
+        src, st = rt.source, rt.source.stats
         if st.state in ("backoff", "finished"):
             continue  # reported device trouble is handled by retrying, not by restarting the process
         if st.state == "stopped":
@@ -47,11 +47,11 @@ def liveness(daemon: "Daemon", now: float) -> Verdict:
         # "starting" (still opening) and "running" are judged by the newest sign of life.
         age = now - max(st.last_frame_mono, src.started_mono)
         if age > svc.capture_stall_s:
-            device = st.granted.get("device") or getattr(getattr(src, "stream", None), "device", "?")
+            device = st.granted.get("device") or rt.config.device
             problems.append(f"{src.name}: no audio from {device!r} for {age:.0f} s")
-    for worker in daemon.workers:
-        if not worker.is_alive() and worker.source.is_alive():
-            problems.append(f"{worker.heartbeat.name}: worker thread died")
+    for rt in daemon.streams:
+        if not rt.worker.is_alive() and rt.source.is_alive():
+            problems.append(f"{rt.worker.heartbeat.name}: worker thread died")
     for hb in daemon.heartbeats():
         busy = hb.stuck_for(now)
         if busy > svc.worker_stall_s:

@@ -1,8 +1,8 @@
 """sd_notify: READY=1 once audio flows, STATUS= when the summary changes, RELOADING=1/READY=1 around
 a reload, STOPPING=1 on shutdown.
 
-`Notifier` is the transport (systemd-python); `NotifyHook` is the DaemonHooks
-implementation that decides what to say and when.
+`Notifier` is the transport (systemd-python); `NotifyHook` is the Hook that decides what to say
+and when.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Mapping
 
+from voxnode.lifecycle import Hook
 from voxnode.service.health import liveness, readiness
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def status_line(daemon: "Daemon", now: float, note: str = "") -> str:
     return line[:STATUS_MAX]
 
 
-class NotifyHook:
+class NotifyHook(Hook):
     def __init__(self, notifier: Notifier):
         self.notifier = notifier
         self.state = "starting"  # starting | ready | reloading | stopping

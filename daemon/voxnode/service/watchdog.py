@@ -13,6 +13,7 @@ import logging
 import os
 from typing import TYPE_CHECKING, Mapping
 
+from voxnode.lifecycle import Hook
 from voxnode.service.health import liveness, readiness
 from voxnode.service.notify import Notifier
 
@@ -39,7 +40,7 @@ def watchdog_interval(environ: Mapping[str, str] = os.environ, pid: int | None =
     return value / 1e6 if value > 0 else None
 
 
-class WatchdogHook:
+class WatchdogHook(Hook):
     def __init__(self, notifier: Notifier, interval_s: float | None):
         self.notifier = notifier
         self.interval_s = interval_s
@@ -84,6 +85,3 @@ class WatchdogHook:
             self.notifier.send("WATCHDOG=1")
             self._last_ping = now
             self.pings += 1
-
-    def on_stopping(self, daemon: "Daemon") -> None:
-        pass
