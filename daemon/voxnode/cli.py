@@ -95,6 +95,7 @@ def _sinks(stdout: bool):
 
 def cmd_run(args: argparse.Namespace) -> int:
     from voxnode.daemon import Daemon, RunOptions
+    from voxnode.outputs import add_outputs
     from voxnode.service.hooks import systemd_hooks
     from voxnode.service.reload import config_loader
 
@@ -104,20 +105,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     options = RunOptions(duration_s=args.duration, file=args.file, levels=args.levels)
     # SIGHUP re-reads the same file with the same overrides.
     reloader = config_loader(args.config, args.device)
-    extra = _integrations(config)
-    return Daemon(config, _sinks(args.stdout) + extra.sinks, options, hooks=systemd_hooks() + extra.hooks,
-                  reloader=reloader, components=extra.components).run()
-
-
-def _integrations(config: Config):
-    from voxnode.integrations import build_integrations
-
-    return build_integrations(config)
+    daemon = Daemon(config, _sinks(args.stdout), options, hooks=systemd_hooks(), reloader=reloader)
+    add_outputs(daemon)
+    return daemon.run()
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from voxnode import demo
     from voxnode.daemon import Daemon, RunOptions
+    from voxnode.outputs import add_outputs
 
     config = _load(args)
     if config.streams:
@@ -130,9 +126,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     feeder.start()
     try:
         printer.start()
-        extra = _integrations(config)
-        return Daemon(config, _sinks(args.stdout) + extra.sinks, RunOptions(duration_s=seconds, levels=True),
-                      hooks=extra.hooks, components=extra.components).run()
+        daemon = Daemon(config, _sinks(args.stdout), RunOptions(duration_s=seconds, levels=True))
+        add_outputs(daemon)
+        return daemon.run()
     finally:
         feeder.stop()
         printer.stop()

@@ -1,5 +1,6 @@
 """The daemon: its components (outputs, recognition, streams) started in order and stopped in
-reverse, hooks on the main thread, events fanned out to the sinks, reload and remote control."""
+reverse, hooks on the main thread, events fanned out to the sinks, one health reporter, reload and
+remote control."""
 
 from __future__ import annotations
 
@@ -23,8 +24,10 @@ from voxnode.config import Config
 from voxnode.config.audio import StreamConfig
 from voxnode.errors import VoxnodeError
 from voxnode.events import TranscriptEvent
+from voxnode.health.reporter import HealthReporter
 from voxnode.heartbeat import Heartbeat
 from voxnode.lifecycle import TICK_S, Component, Hook, start_all, stop_all
+from voxnode.mqtt.topics import node_id_for
 from voxnode.service.reload import ReloadResult, plan_reload
 from voxnode.sinks import Sink
 from voxnode.stream.recognition import Recognition
@@ -46,17 +49,6 @@ class RunOptions:
     levels: bool = False  # emit per-second sound levels (a microphone check; demos)
 
 
-class _LatencyTap:
-    """Remembers the latency of the last transcript, for STATUS= lines and health reports."""
-
-    def __init__(self) -> None:
-        self.last_latency_ms: float | None = None
-
-    def emit(self, event: dict) -> None:
-        if event.get("type") == "final" and "latency_ms" in event:
-            self.last_latency_ms = float(event["latency_ms"])
-
-
 class Daemon:
     def __init__(
         self,
@@ -66,13 +58,13 @@ class Daemon:
         hooks: Sequence[Hook] = (),
         reloader: Callable[[], Config] | None = None,
         recognizers: Sequence[Recognizer] = (),
-        components: Sequence[Component] = (),
     ):
         self.config = config
-        self._latency = _LatencyTap()
-        self.sinks: list[Sink] = [*sinks, self._latency]
         self.options = options
-        self.hooks = list(hooks)
+        # The one health report, read by MQTT, Prometheus and STATUS=; it hears finals for latency.
+        self.reporter = HealthReporter(config.health, node_id_for(config.mqtt), self)
+        self.sinks: list[Sink] = [*sinks, self.reporter]
+        self.hooks: list[Hook] = list(hooks)
         self.reloader = reloader  # re-reads and validates the config on SIGHUP / request_reload()
         self.started_mono = time.monotonic()
         self._stop = threading.Event()
@@ -85,9 +77,29 @@ class Daemon:
         # `recognizers` empty: the recognition component loads [asr] engine when it starts.
         self.recognition = Recognition(config, self._emit_transcript, recognizers)
         self.streams = Streams(self._make_stream, config.effective_streams())
-        # Started in this order, stopped in reverse: the outputs are up before the first
-        # transcript and still up for the last one.
-        self.components: list[Component] = [*components, self.recognition, self.streams]
+        self._outputs: list[Component] = []
+
+    # ---- assembly (before run) ---------------------------------------------------------------
+
+    def add_component(self, component: Component) -> None:
+        """An output with threads or servers (MQTT, Prometheus): started before recognition and the
+        streams, in the order added, and stopped after them."""
+        self._outputs.append(component)
+
+    def add_sink(self, sink: Sink) -> None:
+        self.sinks.insert(len(self.sinks) - 1, sink)
+
+    def add_hook(self, hook: Hook) -> None:
+        self.hooks.append(hook)
+
+    @property
+    def components(self) -> list[Component]:
+        """Started in this order, stopped in reverse: the outputs are up before the first transcript
+        and still up for the last one."""
+        return [*self._outputs, self.recognition, self.streams]
+
+    def _hooks(self) -> list[Hook]:
+        return [*self.hooks, self.reporter]  # the reporter last: it sees what the others just did
 
     def request_stop(self) -> None:
         """Stop from any thread."""
@@ -108,7 +120,8 @@ class Daemon:
         """The longest wait that still gives every hook the tick resolution it needs."""
         if self.options.file:
             return TICK_S  # a played file's end is noticed promptly (the run ends with it)
-        return min((h.tick_interval_s for h in self.hooks), default=IDLE_TICK_S)
+        wanted = min((h.tick_interval_s for h in self.hooks), default=IDLE_TICK_S)
+        return min(wanted, self.reporter.tick_interval_s)
 
     def heartbeats(self) -> list[Heartbeat]:
         return [rt.worker.heartbeat for rt in self.streams] + self.recognition.heartbeats() + self.extra_heartbeats
@@ -149,10 +162,11 @@ class Daemon:
 
     def run(self) -> int:
         self.install_signal_handlers()
+        hooks = self._hooks()
         start_all(self.components)
         names = self.streams.names()
         log.info("voxnode running: %d stream(s): %s", len(names), ", ".join(names))
-        for hook in self.hooks:
+        for hook in hooks:
             hook.on_ready(self)
         deadline = None if self.options.duration_s is None else time.monotonic() + self.options.duration_s
         exit_code = 0
@@ -177,14 +191,14 @@ class Daemon:
                         log.error("every stream worker has ended; exiting with status 1")
                         exit_code = 1
                     break  # every source finished (files) and its worker drained it
-                for hook in self.hooks:
+                for hook in hooks:
                     hook.tick(self, now)
                 wait = self._tick_interval()
                 if deadline is not None:
                     wait = min(wait, max(0.0, deadline - time.monotonic()))
                 woken_by = self._wait_request(wait)
         finally:
-            for hook in self.hooks:
+            for hook in hooks:
                 hook.on_stopping(self)
             self.shutdown()
         return exit_code
@@ -213,7 +227,8 @@ class Daemon:
     # ---- reload ------------------------------------------------------------------------------
 
     def _reload_requested(self) -> None:
-        for hook in self.hooks:
+        hooks = self._hooks()
+        for hook in hooks:
             hook.on_reloading(self)
         if self.reloader is None:
             result = ReloadResult(ok=False, error="this run has no config file to re-read")
@@ -231,7 +246,7 @@ class Daemon:
             log.info("config %s", result.summary())
         else:
             log.error("config %s", result.summary())
-        for hook in self.hooks:
+        for hook in hooks:
             hook.on_reloaded(self, result)
 
     def reload(self, new_config: Config) -> ReloadResult:
@@ -266,7 +281,6 @@ class Daemon:
         speech = self.recognition.stats() if self.recognition.started else None
         return {
             "uptime_s": round(time.monotonic() - self.started_mono, 1),
-            "last_latency_ms": self._latency.last_latency_ms,
             "streams": {rt.name: rt.snapshot() for rt in self.streams},
             # Engine back-pressure: queue depth, waits, skipped partials, dropped finals.
             "speech": speech,

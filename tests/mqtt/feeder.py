@@ -1,11 +1,9 @@
-"""Test-only event source: the real daemon (`Daemon` + the CLI's MQTT wiring) fed synthetic finals.
+"""Test-only event source: the real daemon (`Daemon` + the CLI's outputs) fed synthetic finals.
 
-Until the stream pipeline (branch `stream`) lands, nothing in `voxnode run`
-produces finals without the Whisper engine, so this process plays a silent
-file through the real FileSource/Daemon and a Hook emits one final
-every --interval seconds through the daemon's sinks, exactly as the pipeline
-will. Everything from the sink on (spool, paho, reconnects, shutdown) is the
-production code. Prints `accepted <n> <id>` for each final handed to the sinks.
+The MQTT tests need finals at a rate and count they choose, which speech through the engine
+cannot give, so this process plays a silent file through the real FileSource/Daemon and a
+Hook emits one final every --interval seconds through the daemon's sinks, as the pipeline
+does. Everything from the sink on (spool, paho, reconnects, shutdown) is the production code. Prints `accepted <n> <id>` for each final handed to the sinks.
 
     python -m tests.mqtt.feeder --config C --count N --interval S --tag T [--linger S]
 """
@@ -21,8 +19,8 @@ from pathlib import Path
 from voxnode.config import load_config
 from voxnode.daemon import Daemon, RunOptions
 from voxnode.events import TranscriptEvent
-from voxnode.integrations import build_integrations
 from voxnode.lifecycle import Hook
+from voxnode.outputs import add_outputs
 from voxnode.logs import setup_logging
 
 
@@ -64,7 +62,6 @@ def main() -> int:
     silence = Path(tempfile.mkdtemp(prefix="voxnode-feeder-")) / "silence.raw"
     with open(silence, "wb") as f:
         f.truncate(int(seconds * 16000) * 2)  # sparse zeros: S16_LE 16 kHz mono
-    extra = build_integrations(config)
     source = FinalsSource(args.count, args.interval, args.tag, config.effective_streams()[0].name, time.monotonic())
     if args.partials:
         inner = source.tick
@@ -79,8 +76,8 @@ def main() -> int:
         source.tick = tick
     from voxnode.service.reload import config_loader
 
-    daemon = Daemon(config, list(extra.sinks), RunOptions(file=str(silence)), hooks=[source, *extra.hooks],
-                    reloader=config_loader(args.config), components=extra.components)
+    daemon = Daemon(config, [], RunOptions(file=str(silence)), hooks=[source], reloader=config_loader(args.config))
+    add_outputs(daemon)
     try:
         return daemon.run()
     finally:

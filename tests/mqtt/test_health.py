@@ -131,10 +131,10 @@ def test_prometheus_endpoint_serves_the_health_metrics():
               "thermal": {"soc_temp_c": 50.5, "throttled": None}, "model": {"name": "whisper-tiny.en", "loaded": True},
               "streams": {"mic": {"state": "running", "muted": False, "xruns": 2, "latency_p95_ms": 410.0}},
               "mqtt": {"connected": True, "backlog": 3}}
-    exp = PrometheusExporter(HealthConfig(prometheus=True, prometheus_port=port), lambda d, n: report)
+    exp = PrometheusExporter(HealthConfig(prometheus=True, prometheus_port=port))
     exp.start()
     try:
-        exp.tick(None, 0.0)
+        exp.update(report)
         text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     finally:
         exp.stop(0.0)
@@ -143,10 +143,10 @@ def test_prometheus_endpoint_serves_the_health_metrics():
     assert 'voxnode_stream_latency_p95_ms{stream="mic"} 410.0' in text
     assert "voxnode_mqtt_backlog 3.0" in text and "voxnode_soc_temperature_celsius 50.5" in text
     with pytest.raises(PrometheusError, match="health.prometheus_port"):
-        busy = PrometheusExporter(HealthConfig(prometheus=True, prometheus_port=port), lambda d, n: report)
+        busy = PrometheusExporter(HealthConfig(prometheus=True, prometheus_port=port))
         busy.start()
         try:
-            PrometheusExporter(HealthConfig(prometheus=True, prometheus_port=port), lambda d, n: report).start()
+            PrometheusExporter(HealthConfig(prometheus=True, prometheus_port=port)).start()
         finally:
             busy.stop(0.0)
 
@@ -199,22 +199,35 @@ def test_cpu_meter_measures_a_busy_loop():
 
 
 def test_prometheus_without_mqtt_through_voxnode_run(tmp_path, voxnode_cmd):
-    """`voxnode run` with [mqtt] off and Prometheus on: the housekeeping hook builds the reports."""
+    """`voxnode run` with [mqtt] off and Prometheus on: the health reporter builds the reports, with the
+    same per-stream mute and latency figures as MQTT's (they were missing without MQTT)."""
     pytest.importorskip("prometheus_client")
     import time
+    import wave
 
+    import numpy as np
+
+    from voxnode.audio.wavfile import float_to_s16, read_audio
     from voxnode.demo import bundled_clip
 
+    clip = float_to_s16(read_audio(bundled_clip()))
+    gap = np.zeros(32000, dtype=np.int16)  # 2 s: the first utterance ends and gets its final mid-run
+    wav = tmp_path / "twice.wav"
+    with wave.open(str(wav), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(np.concatenate([clip, gap, clip, gap]).tobytes())
     port = free_port()
     cfg = tmp_path / "c.toml"
     cfg.write_text(f"[health]\ninterval_s = 1.0\nprometheus = true\nprometheus_port = {port}\n")
-    p = subprocess.Popen([*voxnode_cmd, "run", "--config", str(cfg), "--file", str(bundled_clip()), "--duration", "6"],
+    p = subprocess.Popen([*voxnode_cmd, "run", "--config", str(cfg), "--file", str(wav), "--duration", "20"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env={**os.environ, "PYTHONMALLOC": "malloc"})
     text = ""
     try:
-        end = time.monotonic() + 20
-        while "voxnode_process_rss_bytes" not in text and time.monotonic() < end:
+        end = time.monotonic() + 30
+        while "voxnode_stream_latency_p95_ms" not in text and time.monotonic() < end and p.poll() is None:
             try:
                 text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1).read().decode()
             except OSError:
@@ -224,5 +237,8 @@ def test_prometheus_without_mqtt_through_voxnode_run(tmp_path, voxnode_cmd):
         out, err = p.communicate(timeout=30)
     assert "voxnode_process_rss_bytes" in text, err
     assert 'voxnode_stream_frames{stream="mic"}' in text
+    assert 'voxnode_stream_muted{stream="mic"} 0.0' in text
+    assert 'voxnode_stream_latency_p95_ms{stream="mic"}' in text, text
+    assert 'voxnode_model_loaded{model="whisper-tiny.en"} 1.0' in text
     assert "voxnode_mqtt_" not in text  # MQTT is off
     assert p.returncode == 0 and "Traceback" not in err

@@ -1,18 +1,17 @@
 """Optional Prometheus endpoint: the health report as gauges (`pip install 'voxnode[prometheus]'`).
 
-Scrapes read the latest report (built by the daemon's main thread every
+Scrapes read the latest report (built by the health reporter on the daemon's main thread every
 health.interval_s); a scrape never touches the daemon itself.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from voxnode.config.health import HealthConfig
 from voxnode.errors import VoxnodeError
-from voxnode.lifecycle import Component, Hook
+from voxnode.lifecycle import Component
 
 log = logging.getLogger(__name__)
 
@@ -64,13 +63,14 @@ def _families(report: dict):
             yield g(f"mqtt_{key}", f"MQTT {key}.", value)
 
 
-class PrometheusExporter(Component, Hook):
-    """Keeps the latest report for scrapes; serves it on health.prometheus_host:port from start() to stop()."""
+class PrometheusExporter(Component):
+    """Serves the health reporter's latest report on health.prometheus_host:port, from start() to stop().
 
-    def __init__(self, config: HealthConfig, report: Callable[[Any, float], dict | None]):
+    Subscribe `update` to the HealthReporter; a scrape reads the report it was last given.
+    """
+
+    def __init__(self, config: HealthConfig):
         self.config = config
-        self._report = report
-        self._next = 0.0
         self.latest: dict | None = None
         self._server: Any = None
         try:
@@ -79,6 +79,9 @@ class PrometheusExporter(Component, Hook):
             raise PrometheusError(
                 "health.prometheus = true needs prometheus-client: pip install 'voxnode[prometheus]'"
             ) from None
+
+    def update(self, report: dict) -> None:
+        self.latest = report
 
     def start(self) -> None:
         from prometheus_client import CollectorRegistry, start_http_server
@@ -105,15 +108,3 @@ class PrometheusExporter(Component, Hook):
             self._server.shutdown()
             self._server.server_close()  # shutdown() only stops serving; the port stays bound without this
             self._server = None
-
-    @property
-    def tick_interval_s(self) -> float:
-        return max(0.1, min(1.0, self.config.interval_s))  # it reports every interval_s
-
-    def on_ready(self, daemon) -> None:
-        self._next = 0.0
-
-    def tick(self, daemon, now: float) -> None:
-        if now >= self._next:
-            self._next = now + self.config.interval_s
-            self.latest = self._report(daemon, now)

@@ -1,9 +1,10 @@
-"""Ties the MQTT publisher to the daemon: health reports, commands, discovery.
+"""Ties the MQTT publisher to the daemon: transcripts, health reports, commands, discovery.
 
 `MqttService` is a Component (it owns the publisher thread, paho's network thread and the
-memory-snapshot thread) and a Hook: the daemon calls `tick` from its main thread every 0.1 s,
-and everything that touches the daemon (snapshot, mute, reload) happens there. paho's thread
-only queues commands for it.
+memory-snapshot thread), a sink (finals to the durable spool, partials to a small lossy queue;
+never blocks) and a Hook: the daemon calls `tick` from its main thread every 0.1 s, and everything
+that touches the daemon (mute, reload) happens there. paho's thread only queues commands for it.
+Health reports come from the daemon's HealthReporter, which hands each one to `publish_health`.
 """
 
 from __future__ import annotations
@@ -12,22 +13,19 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
 
-from voxnode.asr.recognizer import EngineInfo
 from voxnode.config import Config
 from voxnode.control import DaemonControl
 from voxnode.events import iso8601
 from voxnode.health.memory import TraceSnapshots
-from voxnode.health.report import HealthMonitor
+from voxnode.health.reporter import HealthReporter
 from voxnode.lifecycle import Component, Hook
 from voxnode.mqtt.client import MqttPublisher, dumps
 from voxnode.mqtt.commands import CommandError, error_reply, parse_command
 from voxnode.mqtt.discovery import discovery_payload
-from voxnode.mqtt.sink import MqttSink
 from voxnode.mqtt.spool import Spool, default_spool_path
 from voxnode.mqtt.topics import Topics
+from voxnode.service.reload import ReloadResult
 
 log = logging.getLogger("voxnode.mqtt")
 
@@ -35,38 +33,28 @@ COMMAND_QUEUE = 32  # commands are rare; a flood beyond this is refused with an 
 
 
 class MqttService(Component, Hook):
-    def __init__(
-        self,
-        config: Config,
-        *,
-        engine_info: Callable[[Any], EngineInfo | None] = lambda daemon: None,
-        thermal_root: str = "/",
-        health: HealthMonitor | None = None,
-    ):
+    def __init__(self, config: Config, reporter: HealthReporter):
         self.config = config
+        self.reporter = reporter
         self.topics = Topics.from_config(config.mqtt)
         self.streams = [s.name for s in config.effective_streams()]
-        self._engine_info = engine_info
-        self._last_engine: EngineInfo | None = None
-        self.health = health or HealthMonitor(config.health, self.topics.node, thermal_root=thermal_root)
         spool_path = config.mqtt.spool_path or default_spool_path()
         self.spool = Spool(spool_path, config.mqtt.spool_max_messages)
         self._commands: queue.Queue[bytes] = queue.Queue(COMMAND_QUEUE)
-        self._health_now = threading.Event()
-        self._next_health = 0.0
         self._traces = TraceSnapshots()
         self._memory_busy = threading.Lock()
         self._memory_thread: threading.Thread | None = None
-        self.last_health: dict | None = None
-        self._last_health_error = ""
         self.publisher = MqttPublisher(
             config.mqtt, self.topics, self.spool,
             model_name=self._model_name,
             on_command=self._queue_command,
-            on_connected=self._health_now.set,
+            on_connected=reporter.request,
             announcements=self._announcements,
         )
-        self.sink = MqttSink(self.publisher)
+        reporter.add_section("mqtt", self.mqtt_stats)
+        reporter.subscribe(self.publish_health)
+
+    # ---- Component -----------------------------------------------------------------------------
 
     def start(self) -> None:
         self.publisher.start()
@@ -80,29 +68,26 @@ class MqttService(Component, Hook):
             memory.join(max(0.0, deadline - time.monotonic()))
         self.publisher.close()
 
+    # ---- sink ----------------------------------------------------------------------------------
+
+    def emit(self, event: dict) -> None:
+        kind = event.get("type")
+        if kind == "final":
+            self.publisher.submit_final(event)
+        elif kind == "partial":
+            self.publisher.submit_partial(event)
+        # level reports and other diagnostics stay local (stdout/log)
+
     # ---- Hook ----------------------------------------------------------------------------------
 
-    def on_ready(self, daemon) -> None:
-        self._last_engine = self._engine_info(daemon)  # loaded before the streams start: finals name it
-        self._health_now.set()
-
-    def tick(self, daemon, now: float) -> None:
+    def tick(self, daemon: DaemonControl, now: float) -> None:
         # Runs on the daemon's main thread: an exception here would stop the daemon, so none gets out.
         try:
             self._run_commands(daemon)
         except Exception:  # noqa: BLE001
             log.exception("MQTT: a command failed")
-        if self._health_now.is_set() or now >= self._next_health:
-            self._health_now.clear()
-            self._next_health = now + self.config.health.interval_s
-            try:
-                self.publish_health(daemon, now)
-            except Exception as e:  # noqa: BLE001
-                if type(e).__name__ != self._last_health_error:
-                    log.exception("health report failed (further failures of this kind are logged at debug)")
-                self._last_health_error = type(e).__name__
 
-    def on_reloaded(self, daemon, result) -> None:
+    def on_reloaded(self, daemon: DaemonControl, result: ReloadResult) -> None:
         # Streams can come and go on a reload: Home Assistant must see the new entity list.
         # [mqtt] and [health] themselves apply after a restart (the reload summary says so).
         names = list(daemon.stream_names())
@@ -110,31 +95,12 @@ class MqttService(Component, Hook):
             self.streams = names
             for topic, payload in self._announcements():
                 self.publisher.publish_now(topic, payload, qos=1, retain=True)
-            self._health_now.set()
+            self.reporter.request()
 
     # ---- health --------------------------------------------------------------------------------
 
-    def collect_health(self, daemon, now: float) -> dict:
-        self.health.housekeeping(now)
-        try:
-            engine = self._engine_info(daemon)
-        except Exception as e:  # noqa: BLE001 - a broken provider must not stop health reports
-            log.debug("engine info provider failed: %s", e)
-            engine = None
-        self._last_engine = engine
-        snapshot = daemon.snapshot()
-        for name, st in (snapshot.get("streams") or {}).items():
-            st.setdefault("muted", daemon.is_muted(name))
-            for key, value in self.sink.latency.report(name).items():
-                st.setdefault(key, value)  # the pipeline's own figures win when it reports them
-        report = self.health.collect(snapshot, engine, self.mqtt_stats())
-        self.last_health = report
-        return report
-
-    def publish_health(self, daemon, now: float) -> dict:
-        report = self.collect_health(daemon, now)
+    def publish_health(self, report: dict) -> None:
         self.publisher.publish_now(self.topics.health, dumps(report), qos=0, retain=True)
-        return report
 
     def mqtt_stats(self) -> dict:
         st = self.publisher.stats
@@ -155,8 +121,9 @@ class MqttService(Component, Hook):
             "last_error": st.last_error,
         }
 
-    def _model_name(self) -> str:
-        return self._last_engine.model if self._last_engine is not None else ""
+    def _model_name(self) -> str:  # the publisher thread, for each transcript
+        info = self.reporter.engine_info()
+        return info.model if info is not None else ""
 
     def _announcements(self) -> list[tuple[str, bytes]]:
         if not self.config.mqtt.discovery:
@@ -186,12 +153,13 @@ class MqttService(Component, Hook):
                 continue
             log.info("MQTT command: %s%s", cmd.name, f" {cmd.stream}" if cmd.stream else "")
             if cmd.name in ("mute", "unmute"):
+                assert cmd.stream is not None  # parse_command requires it for these
                 daemon.set_muted(cmd.stream, cmd.name == "mute")
-                self._health_now.set()  # the HA switch reads its state from health
+                self.reporter.request()  # the HA switch reads its state from health
             elif cmd.name == "reload":
                 daemon.request_reload()
             elif cmd.name == "health":
-                self._health_now.set()
+                self.reporter.request()
             elif cmd.name == "memory":
                 self._memory_snapshot(cmd.id)
 
@@ -215,11 +183,3 @@ class MqttService(Component, Hook):
 
     def _reply_error(self, err: CommandError, payload: bytes) -> None:
         self.publisher.publish_now(self.topics.error, dumps(error_reply(err, payload, iso8601(time.time()))), qos=1)
-
-
-def build_mqtt(config: Config) -> MqttService | None:
-    """The CLI's entry point: None when [mqtt] is off. Raises VoxnodeError subclasses on bad settings.
-    The daemon starts it (a Component) before the first transcript."""
-    if not config.mqtt.enabled:
-        return None
-    return MqttService(config, engine_info=lambda daemon: daemon.engine_info())

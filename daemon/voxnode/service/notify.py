@@ -54,16 +54,16 @@ def monotonic_usec() -> int:
 def status_line(daemon: "Daemon", now: float, note: str = "") -> str:
     """One line: stream states, last latency, and anything wrong. No counters, so it only changes
     when something a person would want to see changes."""
-    snap = daemon.snapshot()
+    reporter = daemon.reporter
     parts = []
-    for name, st in snap["streams"].items():
+    for name, st in reporter.streams().items():
         if st["state"] == "backoff":
             parts.append(f"{name} backoff ({st['last_error'][:60]})")
         else:
             parts.append(f"{name} {st['state']}")
     line = f"{len(parts)} stream{'s' if len(parts) != 1 else ''}: " + ", ".join(parts)
-    if snap.get("last_latency_ms") is not None:
-        line += f"; last latency {snap['last_latency_ms']:.0f} ms"
+    if reporter.last_latency_ms is not None:
+        line += f"; last latency {reporter.last_latency_ms:.0f} ms"
     alive = liveness(daemon, now)
     if not alive.ok:
         line += f"; STALLED: {alive.reason}"
