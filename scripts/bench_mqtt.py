@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What MQTT health publishing and the durable spool cost in CPU (target: < 1 % of one core).
 
-Runs the production MqttService (publisher thread, paho thread, SQLite spool) and
+Runs the production MqttBridge (publisher thread, paho thread, SQLite spool) and
 HealthReporter against a local Mosquitto, driven like the daemon drives them (tick
 every 0.1 s from the main thread). A stand-in daemon supplies snapshot()/mute so
 that audio capture and ASR do not pollute the figure.
@@ -35,7 +35,7 @@ from voxnode.config import Config  # noqa: E402
 from voxnode.events import TranscriptEvent  # noqa: E402
 from voxnode.health.reporter import HealthReporter  # noqa: E402
 from voxnode.mqtt.localbroker import LocalBroker  # noqa: E402
-from voxnode.mqtt.service import MqttService  # noqa: E402
+from voxnode.mqtt.bridge import MqttBridge  # noqa: E402
 
 SECTION = "MQTT and health"
 
@@ -113,7 +113,7 @@ def main() -> int:
                                  spool_path=str(work / "spool.sqlite")),
     )
     daemon = StandInDaemon()
-    service = MqttService(config, HealthReporter(config.health, "bench", daemon))
+    service = MqttBridge(config, HealthReporter(config.health, "bench", daemon))
     service.start()
     try:
         end = time.monotonic() + 5
@@ -162,7 +162,7 @@ def main() -> int:
         "",
         f"`scripts/bench_mqtt.py` ({time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, allocator {os.environ.get('PYTHONMALLOC', 'pymalloc')}; "
-        "production MqttService and HealthReporter against a local Mosquitto, a stand-in daemon supplies snapshots; "
+        "production MqttBridge and HealthReporter against a local Mosquitto, a stand-in daemon supplies snapshots; "
         "CPU = user+system time of the whole process, % of one core).",
         "",
         "| measurement | result |",
@@ -207,7 +207,7 @@ def spool_memory(base: Config, work: Path) -> dict:
     heap = Heap()
     heap.trim(rss_bytes(), rss_bytes)
     before = rss_bytes()
-    service = MqttService(cfg, HealthReporter(cfg.health, "bench-mem", StandInDaemon()))
+    service = MqttBridge(cfg, HealthReporter(cfg.health, "bench-mem", StandInDaemon()))
     service.start()
     peak = [before]
     stop = threading.Event()

@@ -11,6 +11,7 @@ either side, like pre-roll and tail) is transcribed by the Whisper engine.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -19,15 +20,17 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import audio_corpus as ac  # noqa: E402
-from bench_stream import normalize_text, wer_counts  # noqa: E402
 
-from voxnode.frontend.chain import FrontEnd, FrontEndParams  # noqa: E402
+from voxnode.asr.wer import word_errors  # noqa: E402
+from voxnode.config import Config  # noqa: E402
+from voxnode.frontend.chain import FrontEnd  # noqa: E402
+from voxnode.stream.params import frontend_params  # noqa: E402
 
 LEAD_S, TRAIL_S, MARGIN_S = 1.5, 0.5, 0.3
 
 
 def through_frontend(x: np.ndarray, denoise: bool) -> tuple[np.ndarray, float]:
-    fe = FrontEnd(FrontEndParams(denoise=denoise))
+    fe = FrontEnd(dataclasses.replace(frontend_params(Config()), denoise=denoise))
     n = len(x) // ac.FRAME
     out = []
     t0 = time.process_time()
@@ -75,7 +78,7 @@ def main() -> None:
                 a0 = int((LEAD_S - MARGIN_S) * ac.RATE)
                 a1 = len(y) - int((TRAIL_S - MARGIN_S) * ac.RATE)
                 r = engine.transcribe(y[a0:a1])
-                e, w = wer_counts(normalize_text(c.text), normalize_text(r.text))
+                e, w = word_errors(c.text, r.text)
                 errs += e
                 words += w
             res[denoise] = errs / max(1, words)

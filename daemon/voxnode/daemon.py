@@ -28,7 +28,7 @@ from voxnode.health.reporter import HealthReporter
 from voxnode.heartbeat import Heartbeat
 from voxnode.lifecycle import TICK_S, Component, Hook, start_all, stop_all
 from voxnode.mqtt.topics import node_id_for
-from voxnode.service.reload import ReloadResult, plan_reload
+from voxnode.reload import ReloadResult, plan_reload
 from voxnode.sinks import Sink
 from voxnode.stream.recognition import Recognition
 from voxnode.stream.runtime import StreamRuntime, Streams

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from voxnode.daemon import Daemon
-    from voxnode.service.reload import ReloadResult
+    from voxnode.reload import ReloadResult
 
 log = logging.getLogger(__name__)
 

@@ -13,9 +13,9 @@ def add_outputs(daemon: Daemon) -> None:
     """Raises VoxnodeError subclasses on settings that cannot work (before anything starts)."""
     config = daemon.config
     if config.mqtt.enabled:
-        from voxnode.mqtt.service import MqttService
+        from voxnode.mqtt.bridge import MqttBridge
 
-        mqtt = MqttService(config, daemon.reporter)
+        mqtt = MqttBridge(config, daemon.reporter)
         daemon.add_component(mqtt)
         daemon.add_sink(mqtt)
         daemon.add_hook(mqtt)

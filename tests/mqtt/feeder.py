@@ -74,7 +74,7 @@ def main() -> int:
             inner(daemon, now)
 
         source.tick = tick
-    from voxnode.service.reload import config_loader
+    from voxnode.reload import config_loader
 
     daemon = Daemon(config, [], RunOptions(file=str(silence)), hooks=[source], reloader=config_loader(args.config))
     add_outputs(daemon)

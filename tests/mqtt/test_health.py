@@ -190,12 +190,15 @@ def test_cpu_meter_measures_a_busy_loop():
     m = CpuMeter()
     assert m.percent() == 0.0  # too soon: no figure from a few milliseconds
     t0, c0 = time.monotonic(), time.process_time()
-    while time.monotonic() - t0 < 1.2:
+    # The machine is shared: a spinning thread may get half a core, or a fifth under load. Spin until
+    # the process has had 0.5 s of CPU (and the meter's 1 s window has passed), then compare the
+    # meter with what the process got, whatever share that was.
+    while (time.process_time() - c0 < 0.5 or time.monotonic() - t0 < 1.2) and time.monotonic() - t0 < 30:
         pass
-    # The machine is shared (a spinning thread may get half a core): compare with what the process got.
     got = 100 * (time.process_time() - c0) / (time.monotonic() - t0)
     value = m.percent()
-    assert value > 20.0 and abs(value - got) < 10.0, (value, got)
+    assert got > 1.5  # 0.5 s of CPU within at most 30 s
+    assert value > 0.0 and abs(value - got) <= 0.2 * got + 1.0, (value, got)
 
 
 def test_prometheus_without_mqtt_through_voxnode_run(tmp_path, voxnode_cmd):

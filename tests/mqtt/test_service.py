@@ -1,4 +1,4 @@
-"""MqttService in-process against a real Mosquitto: spool bound, bad events, health reports.
+"""MqttBridge in-process against a real Mosquitto: spool bound, bad events, health reports.
 
 A stand-in daemon supplies snapshot()/mute/engine_info to the health reporter here (no audio
 needed for these); the subprocess tests (test_payloads, test_outages, and the decode_workers
@@ -18,7 +18,7 @@ from voxnode.asr.whisper_litert import LiteRtEngineInfo
 from voxnode.config import Config
 from voxnode.events import TranscriptEvent
 from voxnode.health.reporter import HealthReporter
-from voxnode.mqtt.service import MqttService
+from voxnode.mqtt.bridge import MqttBridge
 
 BASE = "voxnode/testnode"
 
@@ -47,12 +47,12 @@ class StandInDaemon:
         return None
 
 
-def make_service(tmp_path, broker: Broker, daemon=None, **mqtt) -> MqttService:
+def make_service(tmp_path, broker: Broker, daemon=None, **mqtt) -> MqttBridge:
     base = Config()
     cfg = dataclasses.replace(base, mqtt=dataclasses.replace(
         base.mqtt, enabled=True, host="127.0.0.1", port=broker.port, node_id="testnode", reconnect_min_s=0.2,
         reconnect_max_s=1.0, spool_path=str(tmp_path / "spool.sqlite"), **mqtt))
-    return MqttService(cfg, HealthReporter(cfg.health, "testnode", daemon or StandInDaemon()))
+    return MqttBridge(cfg, HealthReporter(cfg.health, "testnode", daemon or StandInDaemon()))
 
 
 def final(i: int) -> dict:

@@ -21,7 +21,7 @@ from voxnode.daemon import Daemon, RunOptions
 from voxnode.asr.wer import wer  # noqa: F401  (other stream tests import it from here)
 from voxnode.stream.partials import norm
 
-from tests.foundation.helpers import FifoWriter
+from tests.helpers import FifoWriter
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import audio_corpus as ac  # noqa: E402

@@ -1,4 +1,6 @@
 """Segmenter / endpointing: frame-exact behaviour on scripted VAD decisions."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -97,7 +99,7 @@ def test_flush_finishes_open_utterance():
 
 def test_invalid_params_rejected():
     with pytest.raises(ValueError):
-        SegmenterParams(tail_frames=30, hangover_frames=10)
+        dataclasses.replace(P, tail_frames=30, hangover_frames=10)
 
 
 def test_max_length_cut_never_leaves_an_empty_continuation():

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-SAMPLE_RATE = 16000
-FRAME = 320  # 20 ms energy frames
+from voxnode.audio.format import PERIOD_FRAMES, SAMPLE_RATE
+
+FRAME = PERIOD_FRAMES  # energy frames
 SMOOTH_FRAMES = 10  # 200 ms: a pause, not the gap between two phonemes
 MAX_WINDOW_S = 28.0  # below the engine's 30 s, so its end-of-speech padding still fits
 SEARCH_S = 10.0  # look for the pause in the last 10 s before the limit

@@ -10,7 +10,7 @@ import alsaaudio
 import numpy as np
 
 from voxnode.audio.alsa_open import OpenedPcm, open_capture
-from voxnode.audio.format import PERIOD_FRAMES, PERIOD_S
+from voxnode.audio.format import PERIOD_FRAMES, PERIOD_S, SAMPLE_RATE
 from voxnode.audio.frames import Frame
 from voxnode.audio.ring import FrameRing
 from voxnode.audio.source import AudioSource
@@ -87,7 +87,7 @@ class AlsaCapture(AudioSource):
                 continue
             pending = np.concatenate((pending, samples)) if pending.size else samples
             # Cut whatever period size ALSA granted into our fixed 20 ms frames.
-            backlog_s = pending.size / 16000.0
+            backlog_s = pending.size / SAMPLE_RATE
             while pending.size >= PERIOD_FRAMES:
                 chunk = np.ascontiguousarray(pending[:PERIOD_FRAMES])
                 pending = pending[PERIOD_FRAMES:]

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from voxnode.audio.format import PERIOD_S
 from voxnode.audio.frames import Frame
 
-FRAMES_PER_REPORT = 50  # one second of 20 ms frames
+FRAMES_PER_REPORT = round(1.0 / PERIOD_S)  # one report per second
 _LOUD_DBFS = -45.0  # frames above this count as "active" (a crude speech hint, not a VAD)
 
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from voxnode.audio.format import PERIOD_FRAMES
+
 from .errors import FrontendError
 
 
 class StftAnalyzer:
     """Turns consecutive hop-sized frames into complex spectra of the last window."""
 
-    def __init__(self, hop: int = 320):
+    def __init__(self, hop: int = PERIOD_FRAMES):
         self.hop = hop
         self.win_len = 2 * hop
         self.window = np.sqrt(np.hanning(self.win_len + 1)[:-1]).astype(np.float32)
@@ -28,9 +30,6 @@ class StftAnalyzer:
         self._buf[: self.hop] = self._buf[self.hop:]
         self._buf[self.hop:] = frame
         return np.fft.rfft(self._buf * self.window)
-
-    def reset(self) -> None:
-        self._buf[:] = 0
 
 
 class StftSynthesizer:

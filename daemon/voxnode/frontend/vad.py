@@ -17,6 +17,8 @@ from typing import Protocol
 
 import numpy as np
 
+from voxnode.audio.format import PERIOD_FRAMES, SAMPLE_RATE
+
 from .errors import FrontendError
 from .spectrum import NoiseTracker
 
@@ -36,8 +38,8 @@ class SpectralVad:
     colour, and grows quickly with speech: a level-free threshold.
     """
 
-    def __init__(self, rate: int = 16000, bins: int = 321, threshold: float = 1.0,
-                 band_hz: tuple[float, float] = (200.0, 4000.0), min_level_dbfs: float = -62.0):
+    def __init__(self, *, threshold: float, min_level_dbfs: float, bins: int = PERIOD_FRAMES + 1,
+                 rate: int = SAMPLE_RATE, band_hz: tuple[float, float] = (200.0, 4000.0)):
         hz_per_bin = rate / 2 / (bins - 1)
         self._lo = int(band_hz[0] / hz_per_bin)
         self._hi = int(band_hz[1] / hz_per_bin) + 1
@@ -63,7 +65,7 @@ class SpectralVad:
 class WebRtcVad:
     """Adapter for the WebRTC VAD; aggressiveness 0 (lenient) .. 3 (strict)."""
 
-    def __init__(self, aggressiveness: int = 2, rate: int = 16000):
+    def __init__(self, aggressiveness: int, rate: int = SAMPLE_RATE):
         try:
             import webrtcvad  # optional dependency: pip install webrtcvad-wheels
         except ImportError as exc:  # pragma: no cover - depends on install

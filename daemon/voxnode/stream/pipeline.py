@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from voxnode.asr.recognizer import TranscriptResult
-from voxnode.audio.format import SAMPLE_RATE
+from voxnode.audio.format import PERIOD_S, SAMPLE_RATE
 from voxnode.events import TranscriptEvent
 from voxnode.frontend.chain import FrontEnd, FrontEndParams
 
@@ -31,20 +31,21 @@ from .segmenter import (
 
 log = logging.getLogger(__name__)
 
-FRAME_S = 0.02
 PARTIAL_QUIET_FRAMES = 3
 _NON_SPEECH = re.compile(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|♪")
 
 
 @dataclass(frozen=True)
 class PipelineParams:
-    frontend: FrontEndParams = field(default_factory=FrontEndParams)
-    segmenter: SegmenterParams = field(default_factory=SegmenterParams)
-    partials: bool = True
-    partial_interval_s: float = 0.5
-    partial_min_audio_s: float = 0.8
-    no_speech_threshold: float = 0.6
-    min_confidence: float = -1.5  # mean token log-prob; below: treated as noise
+    """Built from [frontend], [vad] and [stream] (stream/params.py), which hold the defaults."""
+
+    frontend: FrontEndParams
+    segmenter: SegmenterParams
+    partials: bool
+    partial_interval_s: float
+    partial_min_audio_s: float
+    no_speech_threshold: float
+    min_confidence: float  # mean token log-prob; below: treated as noise
 
 
 @dataclass
@@ -197,7 +198,7 @@ class StreamPipeline:
                 return  # in a pause the speculative final is the better use of the engine
             if now - st.last_partial_t < self.params.partial_interval_s:
                 return
-            if len(utt.chunks) * FRAME_S < self.params.partial_min_audio_s:
+            if len(utt.chunks) * PERIOD_S < self.params.partial_min_audio_s:
                 return
             st.last_partial_t = now
             st.partial_job = self._job(JobKind.PARTIAL, utt.audio(), (utt.uid, -2, len(utt.chunks)))
@@ -250,8 +251,8 @@ class StreamPipeline:
         last_speech = next((c for c in reversed(st.utt.chunks[:n]) if c.speech), covered)
         self.stats.partials += 1
         # end = end of the speech this partial has heard; latency from the end of its audio.
-        self._emit(self._event("partial", st, grown, last_speech.t_wall + FRAME_S,
-                               (self._clock() - covered.t_mono - FRAME_S) * 1e3, result.confidence))
+        self._emit(self._event("partial", st, grown, last_speech.t_wall + PERIOD_S,
+                               (self._clock() - covered.t_mono - PERIOD_S) * 1e3, result.confidence))
 
     def _publish_final(self, st: _UttState, result: TranscriptResult) -> None:
         st.done = True

@@ -70,9 +70,11 @@ class DecodeJob:
 
 @dataclass(frozen=True)
 class SchedulerParams:
-    workers: int = 1
-    max_pending_finals: int = 64
-    partial_max_wait_s: float = 1.0
+    """Built from [stream] (stream/params.py), which holds the defaults."""
+
+    workers: int
+    max_pending_finals: int
+    partial_max_wait_s: float
 
 
 @dataclass

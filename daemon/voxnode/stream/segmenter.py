@@ -23,19 +23,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from voxnode.audio.format import SAMPLE_RATE
+
 
 @dataclass(frozen=True)
 class SegmenterParams:
-    """Everything in frames (20 ms each); built from the [vad]/[stream] config."""
+    """Everything in frames (audio/format.py); built from [vad] and [stream] (stream/params.py),
+    which hold the defaults."""
 
-    pre_roll_frames: int = 15
-    onset_frames: int = 3
-    onset_window_frames: int = 5
-    tail_frames: int = 10
-    hangover_frames: int = 25
-    min_speech_frames: int = 12
-    max_utterance_frames: int = 750
-    cut_search_frames: int = 100
+    pre_roll_frames: int
+    onset_frames: int
+    onset_window_frames: int
+    tail_frames: int
+    hangover_frames: int
+    min_speech_frames: int
+    max_utterance_frames: int
+    cut_search_frames: int
 
     def __post_init__(self) -> None:
         if self.onset_frames > self.onset_window_frames:
@@ -82,7 +85,7 @@ class Utterance:
     def speech_end(self) -> tuple[float, float]:
         """(wall, mono) time at the end of the last speech frame."""
         c = self.chunks[self.last_speech]
-        dur = len(c.samples) / 16000
+        dur = len(c.samples) / SAMPLE_RATE
         return c.t_wall + dur, c.t_mono + dur
 
 

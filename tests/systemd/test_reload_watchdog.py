@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from tests.service.helpers import PacedMic, has, start_daemon, stop
+from tests.systemd.helpers import PacedMic, has, start_daemon, stop
 
 STREAMS_A = """
 [service]

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.service.helpers import PacedMic, has, start_daemon, stop
+from tests.systemd.helpers import PacedMic, has, start_daemon, stop
 
 CONFIG = """
 [audio]

@@ -13,11 +13,11 @@ import time
 from typing import TYPE_CHECKING, Mapping
 
 from voxnode.lifecycle import Hook
-from voxnode.service.health import liveness, readiness
+from voxnode.systemd.liveness import liveness, readiness
 
 if TYPE_CHECKING:
     from voxnode.daemon import Daemon
-    from voxnode.service.reload import ReloadResult
+    from voxnode.reload import ReloadResult
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,6 @@ from voxnode.config import Config, load_config
 # Read live by whoever needs them on every use (log level is re-applied, [service] is read each tick).
 LIVE_SECTIONS = frozenset({"log", "service"})
 # Sections that shape every stream's capture or pipeline: a change restarts all streams.
-# Names of sections that other branches add are listed here already; absent ones are skipped.
 ALL_STREAMS_SECTIONS = ("audio", "frontend", "vad", "stream")
 # Handled stream by stream.
 PER_STREAM_FIELDS = frozenset({"streams"})
@@ -57,9 +56,7 @@ class ReloadResult:
 def plan_reload(old: Config, new: Config) -> ReloadPlan:
     old_streams = {s.name: s for s in old.effective_streams()}
     new_streams = {s.name: s for s in new.effective_streams()}
-    all_changed = any(
-        getattr(old, name, None) != getattr(new, name, None) for name in ALL_STREAMS_SECTIONS
-    )
+    all_changed = any(getattr(old, name) != getattr(new, name) for name in ALL_STREAMS_SECTIONS)
     keep, restart, start = [], [], []
     for name, stream in new_streams.items():
         if name not in old_streams:

@@ -8,7 +8,7 @@ from voxnode.audio.ring import FrameRing
 from voxnode.config.audio import AudioConfig, StreamConfig
 from voxnode.errors import AudioDeviceError
 
-from tests.foundation.helpers import FifoWriter, random_pcm, wait_until
+from tests.helpers import FifoWriter, random_pcm, wait_until
 
 
 def _capture(device, ring, channel=0, channels=0, audio=AudioConfig()):

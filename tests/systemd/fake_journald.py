@@ -3,7 +3,7 @@ namespace where a tmpfs hides the host's /run/systemd, bind the journal's native
 commands, and write every entry received as JSON.
 
     unshare -m --propagation private sh -c 'mount -t tmpfs tmpfs /run/systemd && \\
-        exec python -m tests.service.fake_journald OUT.json SECONDS -- CMD ... [--- CMD ...]'
+        exec python -m tests.systemd.fake_journald OUT.json SECONDS -- CMD ... [--- CMD ...]'
 
 Each command runs for at most SECONDS, then gets SIGTERM. Entries follow journald's native
 protocol: "KEY=VALUE\\n", or for values with newlines "KEY\\n" + 64-bit LE length + data + "\\n".

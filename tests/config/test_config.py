@@ -97,10 +97,3 @@ def test_streams_resolve_and_device_override():
     assert multi.effective_streams()[0].open_channels == 2
     with pytest.raises(ConfigError, match="--device"):
         multi.with_device("hw:2")
-
-
-def test_version(voxnode_cmd):
-    from voxnode import __version__
-
-    p = subprocess.run(voxnode_cmd + ["--version"], capture_output=True, text=True)
-    assert p.returncode == 0 and p.stdout.strip() == f"voxnode {__version__}"

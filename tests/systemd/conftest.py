@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.service.helpers import NotifySocket
+from tests.systemd.helpers import NotifySocket
 
 
 @pytest.fixture

@@ -49,7 +49,7 @@ def test_journald_gets_structured_fields(tmp_path):
     daemon = [sys.executable, "-m", "voxnode", "run", "--device", "vx_no_such_pcm"]
     cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c",
            'mount -t tmpfs tmpfs /run/systemd && exec "$@"', "sh",
-           sys.executable, "-m", "tests.service.fake_journald", str(out), "2.0", "--",
+           sys.executable, "-m", "tests.systemd.fake_journald", str(out), "2.0", "--",
            *env_daemon, *daemon, "---", *env_snippet, *snippet]
     env = {**os.environ, "PYTHONMALLOC": "malloc", "PYTHONPATH": f"{ROOT}:{ROOT / 'daemon'}"}
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=30, cwd=ROOT)

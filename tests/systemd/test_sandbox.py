@@ -78,7 +78,6 @@ def test_no_netlink_needed(tmp_path, alsa_dir):
 
 def test_no_writable_executable_memory_needed(alsa_dir):
     (alsa_dir / "in.raw").write_bytes(b"\0" * 64000)
-    # The model arrives with the asr branch; until then the LiteRT part is skipped.
     model = ROOT / "models" / "whisper-tiny.en" / "encoder.int8.tflite"
     p = subprocess.run([sys.executable, "-c", MDWE, str(model) if model.exists() else ""], env=_env(),
                        capture_output=True, text=True, timeout=60)

@@ -7,8 +7,8 @@ import time
 from voxnode.config import Config
 from voxnode.daemon import IDLE_TICK_S, Daemon, RunOptions
 from voxnode.lifecycle import TICK_S, Hook
-from voxnode.service.notify import NotifyHook
-from voxnode.service.watchdog import WatchdogHook
+from voxnode.systemd.notify import NotifyHook
+from voxnode.systemd.watchdog import WatchdogHook
 
 
 class _Notifier:

@@ -1,6 +1,6 @@
 """Ties the MQTT publisher to the daemon: transcripts, health reports, commands, discovery.
 
-`MqttService` is a Component (it owns the publisher thread, paho's network thread and the
+`MqttBridge` is a Component (it owns the publisher thread, paho's network thread and the
 memory-snapshot thread), a sink (finals to the durable spool, partials to a small lossy queue;
 never blocks) and a Hook: the daemon calls `tick` from its main thread every 0.1 s, and everything
 that touches the daemon (mute, reload) happens there. paho's thread only queues commands for it.
@@ -25,14 +25,14 @@ from voxnode.mqtt.commands import CommandError, error_reply, parse_command
 from voxnode.mqtt.discovery import discovery_payload
 from voxnode.mqtt.spool import Spool, default_spool_path
 from voxnode.mqtt.topics import Topics
-from voxnode.service.reload import ReloadResult
+from voxnode.reload import ReloadResult
 
 log = logging.getLogger("voxnode.mqtt")
 
 COMMAND_QUEUE = 32  # commands are rare; a flood beyond this is refused with an error reply
 
 
-class MqttService(Component, Hook):
+class MqttBridge(Component, Hook):
     def __init__(self, config: Config, reporter: HealthReporter):
         self.config = config
         self.reporter = reporter

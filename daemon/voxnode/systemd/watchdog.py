@@ -3,7 +3,7 @@
 systemd-python has no watchdog_enabled(), so WATCHDOG_USEC / WATCHDOG_PID are
 read here. Pings come from the main thread's tick, so a stuck main thread stops
 them as well; a stalled capture or a stuck worker stops them through
-`health.liveness`. Either way systemd kills and restarts the service after
+`systemd.liveness`. Either way systemd kills and restarts the service after
 WatchdogSec (Restart=on-failure covers watchdog timeouts).
 """
 
@@ -14,8 +14,8 @@ import os
 from typing import TYPE_CHECKING, Mapping
 
 from voxnode.lifecycle import Hook
-from voxnode.service.health import liveness, readiness
-from voxnode.service.notify import Notifier
+from voxnode.systemd.liveness import liveness, readiness
+from voxnode.systemd.notify import Notifier
 
 if TYPE_CHECKING:
     from voxnode.daemon import Daemon

@@ -6,8 +6,8 @@ import os
 from typing import Mapping
 
 from voxnode.lifecycle import Hook
-from voxnode.service.notify import Notifier, NotifyHook
-from voxnode.service.watchdog import WatchdogHook, watchdog_interval
+from voxnode.systemd.notify import Notifier, NotifyHook
+from voxnode.systemd.watchdog import WatchdogHook, watchdog_interval
 
 
 def systemd_hooks(environ: Mapping[str, str] = os.environ) -> list[Hook]:

@@ -8,11 +8,11 @@ from voxnode.config import Config, parse_config
 from voxnode.daemon import Daemon, RunOptions
 from voxnode.demo import bundled_clip
 from voxnode.heartbeat import Heartbeat
-from voxnode.service.health import liveness, readiness
-from voxnode.service.reload import plan_reload
-from voxnode.service.watchdog import WatchdogHook, watchdog_interval
+from voxnode.systemd.liveness import liveness, readiness
+from voxnode.reload import plan_reload
+from voxnode.systemd.watchdog import WatchdogHook, watchdog_interval
 
-from tests.foundation.helpers import wait_until
+from tests.helpers import wait_until
 
 
 class BlockingSink:
