@@ -8,6 +8,7 @@ either side, like pre-roll and tail) is transcribed by the Whisper engine.
 
     PYTHONPATH=daemon python scripts/eval_denoise.py [--clips 8] [--snrs 0,5,10,20]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,11 +36,11 @@ def through_frontend(x: np.ndarray, denoise: bool) -> tuple[np.ndarray, float]:
     out = []
     t0 = time.process_time()
     for i in range(n):
-        out.append(fe.process(x[i * ac.FRAME:(i + 1) * ac.FRAME]).samples)
+        out.append(fe.process(x[i * ac.FRAME : (i + 1) * ac.FRAME]).samples)
     ms = (time.process_time() - t0) / n * 1e3
     y = np.concatenate(out)
     if denoise:  # the denoiser's output is one hop late: realign for the cut below
-        y = np.concatenate([y[ac.FRAME:], np.zeros(ac.FRAME, np.float32)])
+        y = np.concatenate([y[ac.FRAME :], np.zeros(ac.FRAME, np.float32)])
     return fe.for_recognition(y), ms
 
 
@@ -88,10 +89,14 @@ def main() -> None:
     for kind, snr, off, on in rows:
         print(f"| {kind} | {snr} | {100 * off:.1f} | {100 * on:.1f} |")
     noisy = [r for r in rows if r[0] != "clean"]
-    print(f"\nmean over noisy conditions: off {100 * np.mean([r[2] for r in noisy]):.1f} %, "
-          f"denoise {100 * np.mean([r[3] for r in noisy]):.1f} %")
-    print(f"front-end CPU per 20 ms frame: off {np.mean(cost[False]):.3f} ms, denoise {np.mean(cost[True]):.3f} ms; "
-          "algorithmic latency added by the denoiser: 20 ms (one hop of overlap-add)")
+    print(
+        f"\nmean over noisy conditions: off {100 * np.mean([r[2] for r in noisy]):.1f} %, "
+        f"denoise {100 * np.mean([r[3] for r in noisy]):.1f} %"
+    )
+    print(
+        f"front-end CPU per 20 ms frame: off {np.mean(cost[False]):.3f} ms, denoise {np.mean(cost[True]):.3f} ms; "
+        "algorithmic latency added by the denoiser: 20 ms (one hop of overlap-add)"
+    )
 
 
 if __name__ == "__main__":

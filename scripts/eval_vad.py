@@ -9,6 +9,7 @@ settings); every utterance that survives onset + minimum-speech is a trigger.
 
     PYTHONPATH=daemon python scripts/eval_vad.py [--minutes 3] [--markdown]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,7 +66,7 @@ def run_frames(params: FrontEndParams, x: np.ndarray) -> tuple[np.ndarray, float
     out = np.zeros(n, dtype=bool)
     t0 = time.process_time()
     for i in range(n):
-        out[i] = fe.process(x[i * ac.FRAME:(i + 1) * ac.FRAME]).speech
+        out[i] = fe.process(x[i * ac.FRAME : (i + 1) * ac.FRAME]).speech
     return out, (time.process_time() - t0) / n * 1e3
 
 
@@ -74,7 +75,7 @@ def count_triggers(params: FrontEndParams, x: np.ndarray, seg: SegmenterParams) 
     s = Segmenter(seg)
     triggers = 0
     for i in range(len(x) // ac.FRAME):
-        o = fe.process(x[i * ac.FRAME:(i + 1) * ac.FRAME])
+        o = fe.process(x[i * ac.FRAME : (i + 1) * ac.FRAME])
         for ev in s.push(Chunk(o.samples, i, i * 0.02, i * 0.02, o.speech, o.level_db)):
             triggers += isinstance(ev, Ended)
     triggers += sum(isinstance(ev, Ended) for ev in s.flush())
@@ -125,8 +126,10 @@ def main() -> None:
         print(f"  {name}: {np.mean(f1s):.3f}   (CPU {cost[name]:.3f} ms/frame)")
     seg = segmenter_params(Config())
     n = int(args.minutes * 60 * ac.RATE)
-    print(f"\nFalse triggers per hour on noise only ({args.minutes:g} min per kind and level, "
-          "after 2 s of digital silence, then noise):")
+    print(
+        f"\nFalse triggers per hour on noise only ({args.minutes:g} min per kind and level, "
+        "after 2 s of digital silence, then noise):"
+    )
     print("| VAD | " + " | ".join(f"{k} {lv}" for k in kinds for lv in (-45, -30)) + " |")
     print("|---|" + "---|" * (2 * len(kinds)))
     for name, params in cands.items():

@@ -39,7 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--reference", action="store_true", help="print the documented default config instead")
 
     tr = with_config(sub.add_parser("transcribe", help="transcribe audio files (WAV, or raw with --raw)"))
-    tr.add_argument("files", nargs="+", metavar="FILE", help="WAV files of any rate/channels (files over 30 s are cut at pauses)")
+    tr.add_argument(
+        "files", nargs="+", metavar="FILE", help="WAV files of any rate/channels (files over 30 s are cut at pauses)"
+    )
     tr.add_argument("--raw", action="store_true", help="files are headerless S16_LE 16 kHz mono")
     tr.add_argument("--json", action="store_true", help="one JSON object per file instead of plain text")
 

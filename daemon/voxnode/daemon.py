@@ -154,8 +154,9 @@ class Daemon:
     def _make_stream(self, stream: StreamConfig) -> StreamRuntime:
         source = self._make_source(stream)
         pipeline = self.recognition.pipeline(stream.name, self.config)
-        worker = StreamWorker(stream.name, source.ring, pipeline, self.emit, levels=self.options.levels,
-                              is_muted=self.is_muted)
+        worker = StreamWorker(
+            stream.name, source.ring, pipeline, self.emit, levels=self.options.levels, is_muted=self.is_muted
+        )
         return StreamRuntime(stream, source, pipeline, worker)
 
     # ---- main loop ---------------------------------------------------------------------------

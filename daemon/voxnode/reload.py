@@ -34,9 +34,16 @@ class ReloadPlan:
     needs_restart: tuple[str, ...] = ()
 
     def summary(self) -> str:
-        parts = [f"{what} {', '.join(names)}" for what, names in (
-            ("restarted", self.restart), ("started", self.start), ("stopped", self.stop), ("kept", self.keep))
-            if names]
+        parts = [
+            f"{what} {', '.join(names)}"
+            for what, names in (
+                ("restarted", self.restart),
+                ("started", self.start),
+                ("stopped", self.stop),
+                ("kept", self.keep),
+            )
+            if names
+        ]
         if self.needs_restart:
             parts.append(f"changes to [{'], ['.join(self.needs_restart)}] take effect after a restart")
         return "; ".join(parts) or "nothing changed"
@@ -49,8 +56,11 @@ class ReloadResult:
     error: str = ""
 
     def summary(self) -> str:
-        return f"reload failed, previous config still running: {self.error}" if not self.ok else (
-            f"reloaded: {self.plan.summary()}")
+        return (
+            f"reload failed, previous config still running: {self.error}"
+            if not self.ok
+            else (f"reloaded: {self.plan.summary()}")
+        )
 
 
 def plan_reload(old: Config, new: Config) -> ReloadPlan:
@@ -68,11 +78,13 @@ def plan_reload(old: Config, new: Config) -> ReloadPlan:
     stop = [name for name in old_streams if name not in new_streams]
     handled = LIVE_SECTIONS | PER_STREAM_FIELDS | set(ALL_STREAMS_SECTIONS)
     needs_restart = [
-        f.name for f in dataclasses.fields(Config)
+        f.name
+        for f in dataclasses.fields(Config)
         if f.name not in handled and getattr(old, f.name) != getattr(new, f.name)
     ]
     needs_restart += [
-        f"{section}.{key}" for section, key in RESTART_ONLY_KEYS
+        f"{section}.{key}"
+        for section, key in RESTART_ONLY_KEYS
         if getattr(getattr(old, section), key) != getattr(getattr(new, section), key)
     ]
     return ReloadPlan(tuple(keep), tuple(restart), tuple(start), tuple(stop), tuple(needs_restart))

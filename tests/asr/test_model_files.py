@@ -91,7 +91,8 @@ def test_undelegated_ops_are_counted_and_warned(model_dir, monkeypatch, caplog):
 
     def no_delegate(**kwargs):
         return lite.Interpreter(
-            experimental_op_resolver_type=lite.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, **kwargs)
+            experimental_op_resolver_type=lite.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, **kwargs
+        )
 
     monkeypatch.setattr(engine_mod, "load_runtime", lambda: Runtime("ai-edge-litert", "test", no_delegate))
     with caplog.at_level(logging.WARNING, logger="voxnode.asr.whisper_litert"):

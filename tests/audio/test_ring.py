@@ -1,4 +1,5 @@
 """FrameRing.get_batch: the idle stream worker's one wake-up for several frames."""
+
 import threading
 import time
 

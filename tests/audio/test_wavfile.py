@@ -21,8 +21,9 @@ def _dominant_hz(x, rate=16000):
 def test_sox_written_44k_stereo_24bit_becomes_16k_mono(tmp_path):
     src = tmp_path / "t.wav"
     # sox writes what real recorders write (24-bit, stereo, 44.1 kHz, WAVE_FORMAT_EXTENSIBLE).
-    subprocess.run(["sox", "-n", "-r", "44100", "-c", "2", "-b", "24", str(src), "synth", "1.0", "sine", "1000"],
-                   check=True)
+    subprocess.run(
+        ["sox", "-n", "-r", "44100", "-c", "2", "-b", "24", str(src), "synth", "1.0", "sine", "1000"], check=True
+    )
     x = read_audio(src)
     assert x.dtype == np.float32 and abs(x.size - 16000) <= 2
     assert abs(_dominant_hz(x) - 1000) < 5
@@ -31,12 +32,31 @@ def test_sox_written_44k_stereo_24bit_becomes_16k_mono(tmp_path):
 
 def test_float_wav_and_8bit(tmp_path):
     f32 = tmp_path / "f.wav"
-    subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", "-e", "floating-point", "-b", "32", str(f32),
-                    "synth", "0.5", "sine", "300"], check=True)
+    subprocess.run(
+        [
+            "sox",
+            "-n",
+            "-r",
+            "16000",
+            "-c",
+            "1",
+            "-e",
+            "floating-point",
+            "-b",
+            "32",
+            str(f32),
+            "synth",
+            "0.5",
+            "sine",
+            "300",
+        ],
+        check=True,
+    )
     assert abs(_dominant_hz(read_audio(f32)) - 300) < 5
     u8 = tmp_path / "u8.wav"
-    subprocess.run(["sox", "-n", "-r", "8000", "-c", "1", "-b", "8", str(u8), "synth", "0.5", "sine", "300"],
-                   check=True)
+    subprocess.run(
+        ["sox", "-n", "-r", "8000", "-c", "1", "-b", "8", str(u8), "synth", "0.5", "sine", "300"], check=True
+    )
     x = read_audio(u8)
     assert abs(x.size - 8000) <= 2 and abs(_dominant_hz(x) - 300) < 5
 

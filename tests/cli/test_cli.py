@@ -6,10 +6,13 @@ import subprocess
 
 def test_run_on_a_file_prints_level_json(tmp_path, voxnode_cmd):
     wav = tmp_path / "tone.wav"
-    subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", "-b", "16", str(wav), "synth", "2.0", "sine", "440",
-                    "vol", "0.5"], check=True)
-    p = subprocess.run(voxnode_cmd + ["run", "--file", str(wav), "--stdout", "--levels"], capture_output=True,
-                       text=True, timeout=30)
+    subprocess.run(
+        ["sox", "-n", "-r", "16000", "-c", "1", "-b", "16", str(wav), "synth", "2.0", "sine", "440", "vol", "0.5"],
+        check=True,
+    )
+    p = subprocess.run(
+        voxnode_cmd + ["run", "--file", str(wav), "--stdout", "--levels"], capture_output=True, text=True, timeout=30
+    )
     assert p.returncode == 0, p.stderr
     events = [json.loads(line) for line in p.stdout.splitlines()]
     levels = [e for e in events if e["type"] == "level"]
@@ -18,8 +21,12 @@ def test_run_on_a_file_prints_level_json(tmp_path, voxnode_cmd):
 
 
 def test_run_with_missing_device_reports_it(voxnode_cmd):
-    p = subprocess.run(voxnode_cmd + ["run", "--device", "no_such_pcm", "--duration", "1.5"], capture_output=True,
-                       text=True, timeout=30)
+    p = subprocess.run(
+        voxnode_cmd + ["run", "--device", "no_such_pcm", "--duration", "1.5"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert p.returncode == 0
     assert "cannot open ALSA capture device 'no_such_pcm'" in p.stderr and "retrying in" in p.stderr
     assert "Traceback" not in p.stderr

@@ -10,16 +10,19 @@ from voxnode.errors import ConfigError
 from tests.alsa_env import ROOT
 
 BAD_CONFIGS = {
-    "unknown key": ("[audio]\ndevise = \"hw:1\"\n", "audio.devise", "did you mean 'device'"),
-    "wrong type": ("[audio]\nring_seconds = \"ten\"\n", "audio.ring_seconds", "expected a number"),
+    "unknown key": ('[audio]\ndevise = "hw:1"\n', "audio.devise", "did you mean 'device'"),
+    "wrong type": ('[audio]\nring_seconds = "ten"\n', "audio.ring_seconds", "expected a number"),
     "out of range": ("[audio]\nbuffer_periods = 1000\n", "audio.buffer_periods", "between 2 and 64"),
     "TOML syntax": ("[audio\ndevice = 1\n", "TOML syntax error", "line 1"),
-    "bad choice": ("[log]\nlevel = \"loud\"\n", "log.level", '"debug", "info", "warning", "error"'),
+    "bad choice": ('[log]\nlevel = "loud"\n', "log.level", '"debug", "info", "warning", "error"'),
     "unknown section": ("[audoi]\n", "'audoi'", "did you mean 'audio'"),
-    "stream without device": ("[[streams]]\nname = \"k\"\n", "streams[0].device", "required"),
-    "duplicate stream": ("[[streams]]\nname = \"k\"\ndevice = \"a\"\n[[streams]]\nname = \"k\"\ndevice = \"b\"\n",
-                         "streams", "more than once"),
-    "bad stream name": ("[[streams]]\nname = \"kit chen\"\ndevice = \"a\"\n", "streams[0].name", "must match"),
+    "stream without device": ('[[streams]]\nname = "k"\n', "streams[0].device", "required"),
+    "duplicate stream": (
+        '[[streams]]\nname = "k"\ndevice = "a"\n[[streams]]\nname = "k"\ndevice = "b"\n',
+        "streams",
+        "more than once",
+    ),
+    "bad stream name": ('[[streams]]\nname = "kit chen"\ndevice = "a"\n', "streams[0].name", "must match"),
 }
 
 
@@ -39,7 +42,7 @@ def test_check_config_rejects_with_one_line_naming_the_key(case, tmp_path, voxno
 
 def test_check_config_prints_effective_config(tmp_path, voxnode_cmd):
     f = tmp_path / "ok.toml"
-    f.write_text("[audio]\ndevice = \"plughw:1,0\"\nring_seconds = 5\n")
+    f.write_text('[audio]\ndevice = "plughw:1,0"\nring_seconds = 5\n')
     p = subprocess.run(voxnode_cmd + ["check-config", "--config", str(f)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     # The printed config is itself valid and equal to what was loaded.
@@ -49,8 +52,9 @@ def test_check_config_prints_effective_config(tmp_path, voxnode_cmd):
 
 
 def test_missing_explicit_config_is_an_error(tmp_path, voxnode_cmd):
-    p = subprocess.run(voxnode_cmd + ["check-config", "--config", str(tmp_path / "nope.toml")],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        voxnode_cmd + ["check-config", "--config", str(tmp_path / "nope.toml")], capture_output=True, text=True
+    )
     assert p.returncode == 1
     assert "nope.toml does not exist" in p.stderr and "Traceback" not in p.stderr
 
@@ -93,7 +97,7 @@ def test_streams_resolve_and_device_override():
     (s,) = c.effective_streams()
     assert (s.name, s.device) == ("mic", "default")
     assert c.with_device("hw:2").effective_streams()[0].device == "hw:2"
-    multi = parse_config("[[streams]]\nname = \"a\"\ndevice = \"x\"\nchannel = 1\n")
+    multi = parse_config('[[streams]]\nname = "a"\ndevice = "x"\nchannel = 1\n')
     assert multi.effective_streams()[0].open_channels == 2
     with pytest.raises(ConfigError, match="--device"):
         multi.with_device("hw:2")

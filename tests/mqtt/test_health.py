@@ -47,8 +47,13 @@ def test_malloc_trim_returns_freed_heap_under_pythonmalloc_malloc():
 
 def test_allocator_is_reported_as_pymalloc_without_the_env():
     env = {k: v for k, v in os.environ.items() if k != "PYTHONMALLOC"}
-    out = subprocess.run([sys.executable, "-c", "from voxnode.health.memory import python_allocator as a; print(a())"],
-                         capture_output=True, text=True, env=env, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", "from voxnode.health.memory import python_allocator as a; print(a())"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     assert out.stdout.strip() == "pymalloc"
 
 
@@ -106,9 +111,14 @@ def test_command_parsing():
     s = ["mic", "hall"]
     assert parse_command(b'{"cmd":"mute","stream":"hall","id":"x"}', max_bytes=100, streams=s).stream == "hall"
     assert parse_command(b'{"cmd":"memory"}', max_bytes=100, streams=s).name == "memory"
-    for payload, code in [(b"", "malformed"), (b"null", "malformed"), (b'{"cmd": 3}', "malformed"),
-                          (b'{"cmd":"mute","stream":5}', "bad_argument"), (b'{"cmd":"x","id":7}', "bad_argument"),
-                          (b"x" * 101, "too_large")]:
+    for payload, code in [
+        (b"", "malformed"),
+        (b"null", "malformed"),
+        (b'{"cmd": 3}', "malformed"),
+        (b'{"cmd":"mute","stream":5}', "bad_argument"),
+        (b'{"cmd":"x","id":7}', "bad_argument"),
+        (b"x" * 101, "too_large"),
+    ]:
         with pytest.raises(CommandError) as e:
             parse_command(payload, max_bytes=100, streams=s)
         assert e.value.code == code, payload
@@ -126,11 +136,15 @@ def test_prometheus_endpoint_serves_the_health_metrics():
     from voxnode.health.prometheus import PrometheusExporter, PrometheusError
 
     port = free_port()
-    report = {"uptime_s": 5.0, "process": {"cpu_percent": 1.5, "rss_bytes": rss_bytes()},
-              "memory": {"heap": Heap().info(), "trim": {"returned_bytes_total": 0}, "leak": {"suspected": False}},
-              "thermal": {"soc_temp_c": 50.5, "throttled": None}, "model": {"name": "whisper-tiny.en", "loaded": True},
-              "streams": {"mic": {"state": "running", "muted": False, "xruns": 2, "latency_p95_ms": 410.0}},
-              "mqtt": {"connected": True, "backlog": 3}}
+    report = {
+        "uptime_s": 5.0,
+        "process": {"cpu_percent": 1.5, "rss_bytes": rss_bytes()},
+        "memory": {"heap": Heap().info(), "trim": {"returned_bytes_total": 0}, "leak": {"suspected": False}},
+        "thermal": {"soc_temp_c": 50.5, "throttled": None},
+        "model": {"name": "whisper-tiny.en", "loaded": True},
+        "streams": {"mic": {"state": "running", "muted": False, "xruns": 2, "latency_p95_ms": 410.0}},
+        "mqtt": {"connected": True, "backlog": 3},
+    }
     exp = PrometheusExporter(HealthConfig(prometheus=True, prometheus_port=port))
     exp.start()
     try:
@@ -224,9 +238,13 @@ def test_prometheus_without_mqtt_through_voxnode_run(tmp_path, voxnode_cmd):
     port = free_port()
     cfg = tmp_path / "c.toml"
     cfg.write_text(f"[health]\ninterval_s = 1.0\nprometheus = true\nprometheus_port = {port}\n")
-    p = subprocess.Popen([*voxnode_cmd, "run", "--config", str(cfg), "--file", str(wav), "--duration", "20"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env={**os.environ, "PYTHONMALLOC": "malloc"})
+    p = subprocess.Popen(
+        [*voxnode_cmd, "run", "--config", str(cfg), "--file", str(wav), "--duration", "20"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONMALLOC": "malloc"},
+    )
     text = ""
     try:
         end = time.monotonic() + 30

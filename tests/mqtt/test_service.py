@@ -28,8 +28,12 @@ class StandInDaemon:
         self.muted = set()
 
     def snapshot(self):
-        return {"uptime_s": 1.0, "streams": {"mic": {"state": "running", "queue_depth": 0, "dropped_frames": 0,
-                                                      "xruns": 0, "device_errors": 0}}}
+        return {
+            "uptime_s": 1.0,
+            "streams": {
+                "mic": {"state": "running", "queue_depth": 0, "dropped_frames": 0, "xruns": 0, "device_errors": 0}
+            },
+        }
 
     def stream_names(self):
         return ["mic"]
@@ -49,9 +53,20 @@ class StandInDaemon:
 
 def make_service(tmp_path, broker: Broker, daemon=None, **mqtt) -> MqttBridge:
     base = Config()
-    cfg = dataclasses.replace(base, mqtt=dataclasses.replace(
-        base.mqtt, enabled=True, host="127.0.0.1", port=broker.port, node_id="testnode", reconnect_min_s=0.2,
-        reconnect_max_s=1.0, spool_path=str(tmp_path / "spool.sqlite"), **mqtt))
+    cfg = dataclasses.replace(
+        base,
+        mqtt=dataclasses.replace(
+            base.mqtt,
+            enabled=True,
+            host="127.0.0.1",
+            port=broker.port,
+            node_id="testnode",
+            reconnect_min_s=0.2,
+            reconnect_max_s=1.0,
+            spool_path=str(tmp_path / "spool.sqlite"),
+            **mqtt,
+        ),
+    )
     return MqttBridge(cfg, HealthReporter(cfg.health, "testnode", daemon or StandInDaemon()))
 
 
@@ -114,9 +129,18 @@ def test_a_bad_event_does_not_stop_later_finals(tmp_path, broker, monitor_for):
 
 def test_health_survives_a_failing_engine_provider_and_reports_the_engine(tmp_path, broker, monitor_for, validate):
     mon = monitor_for(broker)
-    info = LiteRtEngineInfo(engine="whisper-litert", model="whisper-tiny.en", runtime="litert", runtime_version="2.3",
-                            quantization="int8", num_threads=2, load_ms=900.0, xnnpack_applied=True, ops_total=120,
-                            ops_not_delegated=0)
+    info = LiteRtEngineInfo(
+        engine="whisper-litert",
+        model="whisper-tiny.en",
+        runtime="litert",
+        runtime_version="2.3",
+        quantization="int8",
+        num_threads=2,
+        load_ms=900.0,
+        xnnpack_applied=True,
+        ops_total=120,
+        ops_not_delegated=0,
+    )
 
     class EngineLoadingLate(StandInDaemon):
         calls = 0
@@ -141,8 +165,12 @@ def test_health_survives_a_failing_engine_provider_and_reports_the_engine(tmp_pa
         svc.reporter.tick(daemon, time.monotonic())
         second = svc.reporter.latest
         assert first["model"]["loaded"] is False
-        assert second["model"] == {"name": "whisper-tiny.en", "loaded": True, "xnnpack_all_ops": True,
-                                   "info": info.as_dict()}
+        assert second["model"] == {
+            "name": "whisper-tiny.en",
+            "loaded": True,
+            "xnnpack_all_ops": True,
+            "info": info.as_dict(),
+        }
         assert published == [first, second]
         validate("health", second)
         assert mon.wait_for(lambda: len(mon.on(f"{BASE}/health")) >= 2)

@@ -3,6 +3,7 @@ faster than the engine can decode (as on a Pi, which is several times slower
 than this machine).  The engine is the real Whisper engine plus a fixed delay
 per call; the delay is the only thing simulated.
 """
+
 import logging
 import sys
 import threading
@@ -52,13 +53,14 @@ def stream_audio(i):
 
 def feed_all(service, n_streams):
     """Each stream's frames as fast as its thread can push them (no pacing)."""
+
     def feed(i):
         p = service.pipelines[f"s{i}"]
         x = ac.to_pcm16(stream_audio(i))
         pcm = np.frombuffer(x, dtype="<i2")
         t0 = time.monotonic()
         for k in range(len(pcm) // 320):
-            p.feed(pcm[k * 320:(k + 1) * 320], k, t0 + k * 0.02, time.time() + k * 0.02)
+            p.feed(pcm[k * 320 : (k + 1) * 320], k, t0 + k * 0.02, time.time() + k * 0.02)
         p.flush()
 
     for i in range(n_streams):

@@ -1,5 +1,6 @@
 """Mute through the daemon's control interface (what the MQTT `cmd` topic and the HA switch call):
 a muted stream's audio never reaches the recogniser; unmuting brings transcripts back."""
+
 from __future__ import annotations
 
 import sys

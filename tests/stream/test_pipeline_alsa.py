@@ -4,6 +4,7 @@ VAD -> segmenter -> shared Whisper engine -> events.  No stand-ins.
 The `vx_fifo` PCM (tests/conftest.py) reads a FIFO the test writes one 20 ms
 period at a time, so the daemon sees audio exactly as from a microphone.
 """
+
 from __future__ import annotations
 
 import dataclasses

@@ -5,6 +5,7 @@ which the scheduler hands out work and what it counts when it cannot, which
 needs an engine whose timing the test controls.  The real Whisper engine runs
 in test_pipeline_alsa.py.
 """
+
 import dataclasses
 import logging
 import threading

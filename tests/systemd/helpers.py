@@ -129,8 +129,13 @@ class PacedMic:
         os.close(self.fd)
 
 
-def start_daemon(args: list[str], notify: NotifySocket | None, tmp: Path, watchdog_s: float | None = None,
-                 extra_env: dict | None = None) -> subprocess.Popen:
+def start_daemon(
+    args: list[str],
+    notify: NotifySocket | None,
+    tmp: Path,
+    watchdog_s: float | None = None,
+    extra_env: dict | None = None,
+) -> subprocess.Popen:
     env = {**os.environ, "PYTHONMALLOC": "malloc", "PYTHONPATH": str(ROOT / "daemon")}
     for k in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM", "INVOCATION_ID"):
         env.pop(k, None)
@@ -141,7 +146,10 @@ def start_daemon(args: list[str], notify: NotifySocket | None, tmp: Path, watchd
     env.update(extra_env or {})
     return subprocess.Popen(
         [sys.executable, "-m", "voxnode", "run", *args],
-        env=env, stdout=subprocess.DEVNULL, stderr=open(tmp / "stderr.log", "wb"), cwd=tmp,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp / "stderr.log", "wb"),
+        cwd=tmp,
     )
 
 

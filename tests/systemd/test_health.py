@@ -48,8 +48,7 @@ def test_stuck_worker_stops_watchdog_pings():
     sink = BlockingSink()
     notifier = RecordingNotifier()
     watchdog = WatchdogHook(notifier, interval_s=0.4)
-    daemon = Daemon(config, [sink], RunOptions(file=str(bundled_clip()), duration_s=8.0, levels=True),
-                    hooks=[watchdog])
+    daemon = Daemon(config, [sink], RunOptions(file=str(bundled_clip()), duration_s=8.0, levels=True), hooks=[watchdog])
     t = threading.Thread(target=daemon.run)
     t.start()
     try:
@@ -112,8 +111,9 @@ def test_reload_plan():
     assert plan.needs_restart == ()
 
     # Shared capture settings restart every stream; log and service apply live.
-    tweaked = dataclasses.replace(new, audio=dataclasses.replace(new.audio, buffer_periods=16),
-                                  log=dataclasses.replace(new.log, level="debug"))
+    tweaked = dataclasses.replace(
+        new, audio=dataclasses.replace(new.audio, buffer_periods=16), log=dataclasses.replace(new.log, level="debug")
+    )
     assert plan_reload(new, tweaked).restart == ("a", "b", "d")
     assert plan_reload(new, dataclasses.replace(new, log=tweaked.log)).restart == ()
 

@@ -38,8 +38,14 @@ def _can_unshare() -> str | None:
 @pytest.mark.skipif(_can_unshare() is not None, reason=str(_can_unshare()))
 def test_journald_gets_structured_fields(tmp_path):
     out = tmp_path / "journal.json"
-    env_daemon = ["env", "-u", "JOURNAL_STREAM", "-u", "NOTIFY_SOCKET",
-                  "INVOCATION_ID=0123456789abcdef0123456789abcdef"]
+    env_daemon = [
+        "env",
+        "-u",
+        "JOURNAL_STREAM",
+        "-u",
+        "NOTIFY_SOCKET",
+        "INVOCATION_ID=0123456789abcdef0123456789abcdef",
+    ]
     # The snippet's stderr is a file whose dev:ino goes in JOURNAL_STREAM, as systemd would set it.
     stderr_file = tmp_path / "snippet.err"
     stderr_file.touch()
@@ -47,10 +53,27 @@ def test_journald_gets_structured_fields(tmp_path):
     snippet = ["sh", "-c", f'exec "$0" -c "$1" 2>>{stderr_file}', sys.executable, SINK_SNIPPET]
     env_snippet = ["env", "-u", "INVOCATION_ID", f"JOURNAL_STREAM={st.st_dev}:{st.st_ino}"]
     daemon = [sys.executable, "-m", "voxnode", "run", "--device", "vx_no_such_pcm"]
-    cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c",
-           'mount -t tmpfs tmpfs /run/systemd && exec "$@"', "sh",
-           sys.executable, "-m", "tests.systemd.fake_journald", str(out), "2.0", "--",
-           *env_daemon, *daemon, "---", *env_snippet, *snippet]
+    cmd = [
+        "unshare",
+        "-m",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        'mount -t tmpfs tmpfs /run/systemd && exec "$@"',
+        "sh",
+        sys.executable,
+        "-m",
+        "tests.systemd.fake_journald",
+        str(out),
+        "2.0",
+        "--",
+        *env_daemon,
+        *daemon,
+        "---",
+        *env_snippet,
+        *snippet,
+    ]
     env = {**os.environ, "PYTHONMALLOC": "malloc", "PYTHONPATH": f"{ROOT}:{ROOT / 'daemon'}"}
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=30, cwd=ROOT)
     assert p.returncode == 0, p.stderr
@@ -78,8 +101,13 @@ def test_journald_gets_structured_fields(tmp_path):
 
 def test_stderr_outside_systemd(tmp_path, voxnode_cmd):
     env = {k: v for k, v in os.environ.items() if k not in ("INVOCATION_ID", "JOURNAL_STREAM")}
-    p = subprocess.run([sys.executable, "-c", SINK_SNIPPET], env={**env, "PYTHONPATH": str(ROOT / "daemon")},
-                       capture_output=True, text=True, timeout=20)
+    p = subprocess.run(
+        [sys.executable, "-c", SINK_SNIPPET],
+        env={**env, "PYTHONPATH": str(ROOT / "daemon")},
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
     assert p.returncode == 0, p.stderr
     assert "logging to stderr" in p.stderr and "[kitchen] final: turn on the light" in p.stderr
 

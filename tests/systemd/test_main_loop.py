@@ -1,4 +1,5 @@
 """The daemon's main loop: it ticks only as often as its hooks need, and requests wake it at once."""
+
 import os
 import signal
 import threading

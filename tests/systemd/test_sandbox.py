@@ -70,8 +70,9 @@ def test_no_netlink_needed(tmp_path, alsa_dir):
     helper = tmp_path / "nonetlink"
     subprocess.run(["gcc", "-O", "-o", str(helper), str(HERE / "native" / "nonetlink.c")], check=True, timeout=60)
     (alsa_dir / "in.raw").write_bytes(b"\0" * 6400)
-    p = subprocess.run([str(helper), sys.executable, "-c", NETWORK_AND_ALSA], env=_env(),
-                       capture_output=True, text=True, timeout=30)
+    p = subprocess.run(
+        [str(helper), sys.executable, "-c", NETWORK_AND_ALSA], env=_env(), capture_output=True, text=True, timeout=30
+    )
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["netlink", "refused", "97", "ok", "320"]  # 97 = EAFNOSUPPORT
 
@@ -79,8 +80,13 @@ def test_no_netlink_needed(tmp_path, alsa_dir):
 def test_no_writable_executable_memory_needed(alsa_dir):
     (alsa_dir / "in.raw").write_bytes(b"\0" * 64000)
     model = ROOT / "models" / "whisper-tiny.en" / "encoder.int8.tflite"
-    p = subprocess.run([sys.executable, "-c", MDWE, str(model) if model.exists() else ""], env=_env(),
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [sys.executable, "-c", MDWE, str(model) if model.exists() else ""],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if p.stdout.startswith("no MDWE"):
         pytest.skip("this kernel has no PR_SET_MDWE (Linux < 6.3)")
     assert p.returncode == 0, p.stderr[-3000:]

@@ -30,8 +30,9 @@ def _unit_for_verify(tmp_path, text=None):
 
 
 def _verify(path):
-    return subprocess.run(["systemd-analyze", "verify", str(path)], capture_output=True, text=True,
-                          cwd=path.parent, timeout=30)
+    return subprocess.run(
+        ["systemd-analyze", "verify", str(path)], capture_output=True, text=True, cwd=path.parent, timeout=30
+    )
 
 
 def test_verify_prints_nothing(tmp_path):
@@ -49,8 +50,12 @@ def test_verify_would_catch_a_mistake(tmp_path):
 
 def test_security_exposure_at_most_2_5():
     # --threshold is the score x 10 (0..100): exit status 1 when the exposure is above it.
-    p = subprocess.run(["systemd-analyze", "security", "--offline=true", "--threshold=25", str(UNIT)],
-                       capture_output=True, text=True, timeout=30)
+    p = subprocess.run(
+        ["systemd-analyze", "security", "--offline=true", "--threshold=25", str(UNIT)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     score = float(re.search(r"Overall exposure level for voxnode.service: (\d+\.\d)", p.stdout).group(1))
     assert p.returncode == 0 and score <= 2.5, p.stdout[-2000:]
 

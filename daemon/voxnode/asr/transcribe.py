@@ -44,8 +44,14 @@ def transcribe_audio(engine: Recognizer, audio: np.ndarray) -> dict:
     }
 
 
-def transcribe_files(engine: Recognizer, paths: list[str | Path], raw: bool = False, as_json: bool = False,
-                     out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def transcribe_files(
+    engine: Recognizer,
+    paths: list[str | Path],
+    raw: bool = False,
+    as_json: bool = False,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+) -> int:
     """Print one line per file (text, or a JSON object); errors go to `err`. Returns the exit status."""
     from voxnode.audio.wavfile import read_audio
 

@@ -66,8 +66,14 @@ class LiteRtEngineInfo(EngineInfo):
 
 
 class WhisperEngine(Recognizer):
-    def __init__(self, files: ModelFiles, encoder: EncoderRunner, decoder: DecoderRunner,
-                 tokenizer: Tokenizer, info: LiteRtEngineInfo) -> None:
+    def __init__(
+        self,
+        files: ModelFiles,
+        encoder: EncoderRunner,
+        decoder: DecoderRunner,
+        tokenizer: Tokenizer,
+        info: LiteRtEngineInfo,
+    ) -> None:
         self.files = files
         self._encoder = encoder
         self._decoder = decoder
@@ -128,7 +134,9 @@ class WhisperEngine(Recognizer):
             log.warning(
                 "XNNPACK did not take the whole model: %d of %d ops run on slow reference kernels (%s); "
                 "expect several times slower transcription",
-                len(left), info.ops_total, ", ".join(sorted(set(left))) or "no delegate applied",
+                len(left),
+                info.ops_total,
+                ", ".join(sorted(set(left))) or "no delegate applied",
             )
         log.info("speech model loaded: %s", info.as_dict())
         return cls(files, encoder, decoder, tokenizer, info)

@@ -42,8 +42,11 @@ class AlsaCapture(AudioSource):
                 log.info("stream %s: device %r is back", self.name, opened.device, extra=self._fields(opened.device))
             else:
                 log.info(
-                    "stream %s: capturing from %r (%s)", self.name, opened.device,
-                    ", ".join(f"{k}={v}" for k, v in opened.as_dict().items()), extra=self._fields(opened.device),
+                    "stream %s: capturing from %r (%s)",
+                    self.name,
+                    opened.device,
+                    ", ".join(f"{k}={v}" for k, v in opened.as_dict().items()),
+                    extra=self._fields(opened.device),
                 )
             self.stats.granted = opened.as_dict()
             self.stats.state = "running"
@@ -72,8 +75,12 @@ class AlsaCapture(AudioSource):
             if n == -errno.EPIPE:
                 # pyalsaaudio has already re-prepared the PCM; the lost audio is gone.
                 self.stats.xruns += 1
-                log.warning("stream %s: capture overrun (xrun %d); audio was lost", self.name, self.stats.xruns,
-                            extra=self._fields(opened.device))
+                log.warning(
+                    "stream %s: capture overrun (xrun %d); audio was lost",
+                    self.name,
+                    self.stats.xruns,
+                    extra=self._fields(opened.device),
+                )
                 continue
             if n <= 0:
                 continue
@@ -106,8 +113,9 @@ class AlsaCapture(AudioSource):
         self.stats.last_error = message
         self.stats.state = "backoff"
         self.stats.retry_in_s = delay
-        log.error("stream %s: %s; retrying in %.1f s", self.name, message, delay,
-                  extra=self._fields(self.stream.device))
+        log.error(
+            "stream %s: %s; retrying in %.1f s", self.name, message, delay, extra=self._fields(self.stream.device)
+        )
         self._stop.wait(delay)
 
     def _fields(self, device: str) -> dict:

@@ -12,7 +12,5 @@ class AsrConfig:
     engine: str = setting(
         "whisper-litert", "Recognition backend: Whisper tiny.en on LiteRT with XNNPACK (docs/asr.md).", choices=ENGINES
     )
-    model_dir: str = setting(
-        "", 'Folder of the converted model; "" = the bundled models/whisper-tiny.en.'
-    )
+    model_dir: str = setting("", 'Folder of the converted model; "" = the bundled models/whisper-tiny.en.')
     num_threads: int = setting(0, "Inference threads; 0 = half the CPU cores, at least 1.", min=0, max=64)

@@ -160,7 +160,14 @@ def _show(value: Any) -> str:
 
 
 def _type_name(value: Any) -> str:
-    names = {dict: "a table", list: "an array", str: "a string", bool: "a boolean", int: "an integer", float: "a number"}
+    names = {
+        dict: "a table",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+    }
     return names.get(type(value), type(value).__name__)
 
 

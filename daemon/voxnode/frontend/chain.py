@@ -7,6 +7,7 @@ kept the VAD on continuously without it.  With the denoiser on, the audio is
 one hop (20 ms) late relative to the VAD decision; the segmenter's pre-roll
 and tail absorb that.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,8 +50,10 @@ def make_vad(p: FrontEndParams, bins: int) -> FrameVad:
     if p.vad_engine == "webrtc":
         return WebRtcVad(p.vad_aggressiveness)
     if p.vad_engine == "both":
-        return BothVad(SpectralVad(threshold=p.vad_threshold, min_level_dbfs=p.vad_min_level_dbfs, bins=bins),
-                       WebRtcVad(p.vad_aggressiveness))
+        return BothVad(
+            SpectralVad(threshold=p.vad_threshold, min_level_dbfs=p.vad_min_level_dbfs, bins=bins),
+            WebRtcVad(p.vad_aggressiveness),
+        )
     raise FrontendError(f"unknown vad engine {p.vad_engine!r}")
 
 
@@ -69,7 +72,7 @@ class FrontEnd:
         x = self._hp.process(samples) if self._hp is not None else np.asarray(samples, dtype=np.float32)
         spec = self._analyzer.analyze(x) if self._need_spectrum else None
         speech = self.vad.is_speech(x, spec)
-        level = 10 * math.log10(float(np.dot(x, x)) / max(1, len(x)) / 32768.0 ** 2 + 1e-12)
+        level = 10 * math.log10(float(np.dot(x, x)) / max(1, len(x)) / 32768.0**2 + 1e-12)
         if self._denoiser is not None:
             x = self._denoiser.synth.synthesize(spec * self._denoiser.gain(spec))
         return FrontEndOutput(x, speech, level)

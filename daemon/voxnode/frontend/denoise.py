@@ -6,6 +6,7 @@ produces "musical noise" and smears consonants, which hurts a recogniser
 trained on natural noisy speech more than the residual noise does.
 Latency added: one hop (20 ms) of look-ahead from overlap-add.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,10 +32,10 @@ class SpectralDenoiser:
         return self.synth.synthesize(spec * self.gain(spec))
 
     def gain(self, spec: np.ndarray) -> np.ndarray:
-        power = spec.real ** 2 + spec.imag ** 2
+        power = spec.real**2 + spec.imag**2
         noise = self.tracker.update(power) + 1e-3
         post = power / noise
         prio = self._beta * self._prev_clean / noise + (1 - self._beta) * np.maximum(post - 1, 0)
         g = np.maximum(prio / (1 + prio), self._floor)
-        self._prev_clean = (g ** 2) * power
+        self._prev_clean = (g**2) * power
         return g

@@ -9,6 +9,7 @@ response is truncated (it decays below 1e-6 well inside the tap count) and
 applied as a streaming FIR with numpy's C convolution: same response, no
 added delay (it stays minimum-phase), ~0.1 ms per frame.
 """
+
 from __future__ import annotations
 
 import math
@@ -66,4 +67,3 @@ class HighPass:
         n = len(x)
         self._tail = y[n:].copy()
         return y[:n]
-

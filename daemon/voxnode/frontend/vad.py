@@ -11,6 +11,7 @@ Two implementations behind one interface, chosen by `vad.engine`:
 Both only say "this frame looks like speech"; onset confirmation, hangover
 and minimum lengths belong to the segmenter.
 """
+
 from __future__ import annotations
 
 from typing import Protocol
@@ -38,8 +39,15 @@ class SpectralVad:
     colour, and grows quickly with speech: a level-free threshold.
     """
 
-    def __init__(self, *, threshold: float, min_level_dbfs: float, bins: int = PERIOD_FRAMES + 1,
-                 rate: int = SAMPLE_RATE, band_hz: tuple[float, float] = (200.0, 4000.0)):
+    def __init__(
+        self,
+        *,
+        threshold: float,
+        min_level_dbfs: float,
+        bins: int = PERIOD_FRAMES + 1,
+        rate: int = SAMPLE_RATE,
+        band_hz: tuple[float, float] = (200.0, 4000.0),
+    ):
         hz_per_bin = rate / 2 / (bins - 1)
         self._lo = int(band_hz[0] / hz_per_bin)
         self._hi = int(band_hz[1] / hz_per_bin) + 1
@@ -47,14 +55,14 @@ class SpectralVad:
         self._threshold = threshold
         # Below this band level nothing is speech a recogniser could use, and
         # a digitally silent input must not trigger on the first dither.
-        full_scale = (32768.0 ** 2) * (bins - 1) / 2
+        full_scale = (32768.0**2) * (bins - 1) / 2
         self._min_power = full_scale * (self._hi - self._lo) * 10 ** (min_level_dbfs / 10)
         self.last_llr = 0.0
 
     def is_speech(self, frame: np.ndarray, spectrum: np.ndarray) -> bool:
-        power = spectrum.real ** 2 + spectrum.imag ** 2
-        noise = self.tracker.update(power)[self._lo:self._hi] + 1e-3
-        p = power[self._lo:self._hi]
+        power = spectrum.real**2 + spectrum.imag**2
+        noise = self.tracker.update(power)[self._lo : self._hi] + 1e-3
+        p = power[self._lo : self._hi]
         g = np.minimum(p / noise, 1e6) + 1e-9
         self.last_llr = float(np.mean(g - np.log(g) - 1))
         if not self.tracker.warmed_up:

@@ -43,9 +43,12 @@ class LeakWatch:
 
     def _set(self, flag: bool) -> bool:
         if flag and not self.suspected:
-            log.warning("possible memory leak: RSS grew %.1f MB over the last %.0f s and keeps growing "
-                        "(send {\"cmd\": \"memory\"} on the cmd topic for the top allocations)",
-                        self.growth_bytes / 1e6, self.window_s)
+            log.warning(
+                "possible memory leak: RSS grew %.1f MB over the last %.0f s and keeps growing "
+                '(send {"cmd": "memory"} on the cmd topic for the top allocations)',
+                self.growth_bytes / 1e6,
+                self.window_s,
+            )
         elif self.suspected and not flag:
             log.info("RSS growth back under the leak threshold")
         self.suspected = flag

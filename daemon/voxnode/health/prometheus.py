@@ -33,29 +33,43 @@ def _families(report: dict):
     mem = report.get("memory") or {}
     heap = mem.get("heap") or {}
     yield g("uptime_seconds", "Seconds since the daemon started.", report.get("uptime_s"))
-    yield g("process_cpu_percent", "Process CPU over the last health interval (100 = one core).", proc.get("cpu_percent"))
+    yield g(
+        "process_cpu_percent", "Process CPU over the last health interval (100 = one core).", proc.get("cpu_percent")
+    )
     yield g("process_rss_bytes", "Resident set size.", proc.get("rss_bytes"))
     yield g("heap_in_use_bytes", "glibc heap in use (mallinfo2).", heap.get("in_use_bytes"))
     yield g("heap_free_bytes", "glibc heap freed but not returned to the OS.", heap.get("free_bytes"))
-    yield g("malloc_trim_returned_bytes_total", "RSS returned by malloc_trim since start.",
-            (mem.get("trim") or {}).get("returned_bytes_total"))
-    yield g("leak_suspected", "1 when RSS grows steadily beyond health.leak_threshold_mb.",
-            (mem.get("leak") or {}).get("suspected"))
+    yield g(
+        "malloc_trim_returned_bytes_total",
+        "RSS returned by malloc_trim since start.",
+        (mem.get("trim") or {}).get("returned_bytes_total"),
+    )
+    yield g(
+        "leak_suspected",
+        "1 when RSS grows steadily beyond health.leak_threshold_mb.",
+        (mem.get("leak") or {}).get("suspected"),
+    )
     thermal = report.get("thermal") or {}
     yield g("soc_temperature_celsius", "Hottest thermal zone.", thermal.get("soc_temp_c"))
     throttled = thermal.get("throttled")
-    yield g("throttled", "1 when the SoC is throttled now (Raspberry Pi).",
-            None if throttled is None else throttled.get("throttled"))
+    yield g(
+        "throttled",
+        "1 when the SoC is throttled now (Raspberry Pi).",
+        None if throttled is None else throttled.get("throttled"),
+    )
     model = report.get("model") or {}
-    yield g("model_loaded", "1 when the speech model is loaded.", model.get("loaded"), {"model": str(model.get("name"))})
+    yield g(
+        "model_loaded", "1 when the speech model is loaded.", model.get("loaded"), {"model": str(model.get("name"))}
+    )
     stream_fams: dict[str, object] = {}
     for name, st in (report.get("streams") or {}).items():
         for key, value in st.items():
             if isinstance(value, (bool, int, float)):
                 fam = stream_fams.get(key)
                 if fam is None:
-                    fam = stream_fams[key] = GaugeMetricFamily(f"voxnode_stream_{key}", f"Per-stream {key}.",
-                                                               labels=["stream"])
+                    fam = stream_fams[key] = GaugeMetricFamily(
+                        f"voxnode_stream_{key}", f"Per-stream {key}.", labels=["stream"]
+                    )
                 fam.add_metric([name], float(value))
     yield from stream_fams.values()
     for key, value in (report.get("mqtt") or {}).items():
@@ -99,8 +113,10 @@ class PrometheusExporter(Component):
         try:
             self._server, _ = start_http_server(c.prometheus_port, c.prometheus_host, registry=self.registry)
         except OSError as e:
-            raise PrometheusError(f"Prometheus endpoint {c.prometheus_host}:{c.prometheus_port}: "
-                                  f"{e.strerror or e} (set health.prometheus_port)") from None
+            raise PrometheusError(
+                f"Prometheus endpoint {c.prometheus_host}:{c.prometheus_port}: "
+                f"{e.strerror or e} (set health.prometheus_port)"
+            ) from None
         log.info("Prometheus metrics on http://%s:%d/metrics", c.prometheus_host, c.prometheus_port)
 
     def stop(self, deadline: float) -> None:

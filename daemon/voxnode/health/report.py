@@ -23,8 +23,9 @@ TRIM_FREE_BYTES = 16 << 20  # malloc holding this much freed memory: a large fre
 
 
 class HealthMonitor:
-    def __init__(self, config: HealthConfig, node: str, *, thermal_root: str = "/",
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, config: HealthConfig, node: str, *, thermal_root: str = "/", clock: Callable[[], float] = time.monotonic
+    ):
         self.config = config
         self.node = node
         self._clock = clock
@@ -36,12 +37,15 @@ class HealthMonitor:
         self._next_trim = clock() + config.malloc_trim_interval_s
         if config.tracemalloc_frames and not tracemalloc.is_tracing():
             tracemalloc.start(config.tracemalloc_frames)
-            log.info("tracemalloc on (%d frame(s) per allocation): health reports traced memory",
-                     config.tracemalloc_frames)
+            log.info(
+                "tracemalloc on (%d frame(s) per allocation): health reports traced memory", config.tracemalloc_frames
+            )
         if self.allocator != "malloc":
-            log.warning("Python allocator is %r, not 'malloc': heap figures and malloc_trim cover only part of "
-                        "Python's memory. Run with PYTHONMALLOC=malloc (the unit and the Makefile set it)",
-                        self.allocator)
+            log.warning(
+                "Python allocator is %r, not 'malloc': heap figures and malloc_trim cover only part of "
+                "Python's memory. Run with PYTHONMALLOC=malloc (the unit and the Makefile set it)",
+                self.allocator,
+            )
 
     def housekeeping(self, now: float) -> None:
         """Trim the heap when due or after a large free; feed the leak watch. Cheap; called per report."""
@@ -65,13 +69,20 @@ class HealthMonitor:
             "version": __version__,
             "time": iso8601(time.time()),
             "uptime_s": daemon_snapshot.get("uptime_s", 0.0),
-            "process": {"pid": os.getpid(), "cpu_percent": self.cpu.percent(), "rss_bytes": rss,
-                        "threads": thread_count()},
+            "process": {
+                "pid": os.getpid(),
+                "cpu_percent": self.cpu.percent(),
+                "rss_bytes": rss,
+                "threads": thread_count(),
+            },
             "memory": {
                 "allocator": self.allocator,
                 "heap": self.heap.info(),
-                "trim": {"count": self.heap.trims, "last_returned_bytes": self.heap.last_trim_bytes,
-                         "returned_bytes_total": self.heap.trimmed_bytes_total},
+                "trim": {
+                    "count": self.heap.trims,
+                    "last_returned_bytes": self.heap.last_trim_bytes,
+                    "returned_bytes_total": self.heap.trimmed_bytes_total,
+                },
                 "tracemalloc": traced_memory(),
                 "leak": self.leak.report(),
             },
@@ -91,5 +102,4 @@ def model_state(engine: EngineInfo | None) -> dict:
     """The loaded engine (None: not loaded yet) as name/loaded/xnnpack_all_ops/info."""
     if engine is None:
         return {"name": None, "loaded": False, "xnnpack_all_ops": None, "info": None}
-    return {"name": engine.model, "loaded": True, "xnnpack_all_ops": engine.fully_accelerated,
-            "info": engine.as_dict()}
+    return {"name": engine.model, "loaded": True, "xnnpack_all_ops": engine.fully_accelerated, "info": engine.as_dict()}

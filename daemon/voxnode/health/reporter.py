@@ -39,8 +39,15 @@ class HealthSource(Protocol):
 
 
 class HealthReporter(Hook):
-    def __init__(self, config: HealthConfig, node: str, source: HealthSource, *,
-                 monitor: HealthMonitor | None = None, thermal_root: str = "/"):
+    def __init__(
+        self,
+        config: HealthConfig,
+        node: str,
+        source: HealthSource,
+        *,
+        monitor: HealthMonitor | None = None,
+        thermal_root: str = "/",
+    ):
         self.config = config
         self.source = source
         self.monitor = monitor or HealthMonitor(config, node, thermal_root=thermal_root)

@@ -45,7 +45,9 @@ class MqttBridge(Component, Hook):
         self._memory_busy = threading.Lock()
         self._memory_thread: threading.Thread | None = None
         self.publisher = MqttPublisher(
-            config.mqtt, self.topics, self.spool,
+            config.mqtt,
+            self.topics,
+            self.spool,
             model_name=self._model_name,
             on_command=self._queue_command,
             on_connected=reporter.request,
@@ -145,8 +147,9 @@ class MqttBridge(Component, Hook):
             except queue.Empty:
                 return
             try:
-                cmd = parse_command(payload, max_bytes=self.config.mqtt.max_command_bytes,
-                                    streams=list(daemon.stream_names()))
+                cmd = parse_command(
+                    payload, max_bytes=self.config.mqtt.max_command_bytes, streams=list(daemon.stream_names())
+                )
             except CommandError as e:
                 log.warning("MQTT command refused: %s", e.message)
                 self._reply_error(e, payload)

@@ -50,27 +50,47 @@ def discovery_payload(topics: Topics, streams: list[str]) -> dict:
             "icon": "mdi:microphone-off",
         }
     cmps["rss"] = {
-        "p": "sensor", "name": "Memory (RSS)", "unique_id": f"voxnode_{node}_rss",
-        "state_topic": topics.health, "value_template": "{{ (value_json.process.rss_bytes / 1048576) | round(1) }}",
-        "unit_of_measurement": "MiB", "device_class": "data_size", "state_class": "measurement",
+        "p": "sensor",
+        "name": "Memory (RSS)",
+        "unique_id": f"voxnode_{node}_rss",
+        "state_topic": topics.health,
+        "value_template": "{{ (value_json.process.rss_bytes / 1048576) | round(1) }}",
+        "unit_of_measurement": "MiB",
+        "device_class": "data_size",
+        "state_class": "measurement",
         "entity_category": "diagnostic",
     }
     cmps["cpu"] = {
-        "p": "sensor", "name": "CPU", "unique_id": f"voxnode_{node}_cpu",
-        "state_topic": topics.health, "value_template": "{{ value_json.process.cpu_percent }}",
-        "unit_of_measurement": "%", "state_class": "measurement", "entity_category": "diagnostic",
+        "p": "sensor",
+        "name": "CPU",
+        "unique_id": f"voxnode_{node}_cpu",
+        "state_topic": topics.health,
+        "value_template": "{{ value_json.process.cpu_percent }}",
+        "unit_of_measurement": "%",
+        "state_class": "measurement",
+        "entity_category": "diagnostic",
         "icon": "mdi:cpu-64-bit",
     }
     cmps["temperature"] = {
-        "p": "sensor", "name": "SoC temperature", "unique_id": f"voxnode_{node}_soc_temp",
-        "state_topic": topics.health, "value_template": "{{ value_json.thermal.soc_temp_c }}",
-        "unit_of_measurement": "°C", "device_class": "temperature", "state_class": "measurement",
+        "p": "sensor",
+        "name": "SoC temperature",
+        "unique_id": f"voxnode_{node}_soc_temp",
+        "state_topic": topics.health,
+        "value_template": "{{ value_json.thermal.soc_temp_c }}",
+        "unit_of_measurement": "°C",
+        "device_class": "temperature",
+        "state_class": "measurement",
         "entity_category": "diagnostic",
     }
     cmps["backlog"] = {
-        "p": "sensor", "name": "MQTT backlog", "unique_id": f"voxnode_{node}_mqtt_backlog",
-        "state_topic": topics.health, "value_template": "{{ value_json.mqtt.backlog }}",
-        "unit_of_measurement": "messages", "state_class": "measurement", "entity_category": "diagnostic",
+        "p": "sensor",
+        "name": "MQTT backlog",
+        "unique_id": f"voxnode_{node}_mqtt_backlog",
+        "state_topic": topics.health,
+        "value_template": "{{ value_json.mqtt.backlog }}",
+        "unit_of_measurement": "messages",
+        "state_class": "measurement",
+        "entity_category": "diagnostic",
     }
     return {
         "dev": {

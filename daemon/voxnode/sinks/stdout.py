@@ -34,9 +34,19 @@ class LogSink:
     def emit(self, event: dict) -> None:
         kind = event.get("type")
         if kind == "level":
-            self._log.info("[%s] level %5.1f dBFS  peak %5.1f dBFS  active %3.0f%%", event["stream"],
-                           event["rms_dbfs"], event["peak_dbfs"], 100 * event["active"])
+            self._log.info(
+                "[%s] level %5.1f dBFS  peak %5.1f dBFS  active %3.0f%%",
+                event["stream"],
+                event["rms_dbfs"],
+                event["peak_dbfs"],
+                100 * event["active"],
+            )
         elif kind in ("final", "partial"):
             # STREAM= and UTTERANCE_ID= become journal fields under systemd.
-            self._log.info("[%s] %s: %s", event["stream"], kind, event["text"],
-                           extra={"STREAM": event["stream"], "UTTERANCE_ID": event.get("id", "")})
+            self._log.info(
+                "[%s] %s: %s",
+                event["stream"],
+                kind,
+                event["text"],
+                extra={"STREAM": event["stream"], "UTTERANCE_ID": event.get("id", "")},
+            )

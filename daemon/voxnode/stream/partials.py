@@ -9,6 +9,7 @@ free to differ; it is decoded from the whole utterance).
 The last word of a hypothesis decoded while speech is still going on is
 often cut mid-word, so it is never considered (`drop_last`).
 """
+
 from __future__ import annotations
 
 import re

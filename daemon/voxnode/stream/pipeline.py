@@ -6,6 +6,7 @@ come back on a decode worker thread and are turned into events there (under
 the stream's lock), so a final is published as soon as the engine is done,
 not at the next frame.
 """
+
 from __future__ import annotations
 
 import logging
@@ -26,7 +27,16 @@ from voxnode.frontend.chain import FrontEnd, FrontEndParams
 from .partials import StablePrefix
 from .scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome, JobResult
 from .segmenter import (
-    Chunk, Discarded, Ended, Paused, Resumed, SegmentEvent, Segmenter, SegmenterParams, Started, Utterance,
+    Chunk,
+    Discarded,
+    Ended,
+    Paused,
+    Resumed,
+    SegmentEvent,
+    Segmenter,
+    SegmenterParams,
+    Started,
+    Utterance,
 )
 
 log = logging.getLogger(__name__)
@@ -89,8 +99,14 @@ class _UttState:
 
 
 class StreamPipeline:
-    def __init__(self, name: str, params: PipelineParams, scheduler: DecodeScheduler,
-                 emit: Callable[[TranscriptEvent], None], clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        name: str,
+        params: PipelineParams,
+        scheduler: DecodeScheduler,
+        emit: Callable[[TranscriptEvent], None],
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.name = name
         self.params = params
         self._sched = scheduler
@@ -132,8 +148,12 @@ class StreamPipeline:
         """Hold partials (all streams) from the first silent frames after enough speech
         until this stream's speculative final is queued or speech resumes."""
         silence = self.segmenter.silence_frames
-        hold = (active is not None and 0 < silence and active.voiced >= self.params.segmenter.min_speech_frames
-                and silence <= self.params.segmenter.tail_frames)
+        hold = (
+            active is not None
+            and 0 < silence
+            and active.voiced >= self.params.segmenter.min_speech_frames
+            and silence <= self.params.segmenter.tail_frames
+        )
         if hold != self._holding:
             self._holding = hold
             self._sched.hold_partials(self.name, hold)
@@ -251,19 +271,36 @@ class StreamPipeline:
         last_speech = next((c for c in reversed(st.utt.chunks[:n]) if c.speech), covered)
         self.stats.partials += 1
         # end = end of the speech this partial has heard; latency from the end of its audio.
-        self._emit(self._event("partial", st, grown, last_speech.t_wall + PERIOD_S,
-                               (self._clock() - covered.t_mono - PERIOD_S) * 1e3, result.confidence))
+        self._emit(
+            self._event(
+                "partial",
+                st,
+                grown,
+                last_speech.t_wall + PERIOD_S,
+                (self._clock() - covered.t_mono - PERIOD_S) * 1e3,
+                result.confidence,
+            )
+        )
 
     def _publish_final(self, st: _UttState, result: TranscriptResult) -> None:
         st.done = True
         self._utts.pop(st.utt.uid, None)
         text = clean_text(result.text)
         end_wall, end_mono = st.utt.speech_end()
-        if (not text or result.no_speech_prob > self.params.no_speech_threshold
-                or result.confidence < self.params.min_confidence):
+        if (
+            not text
+            or result.no_speech_prob > self.params.no_speech_threshold
+            or result.confidence < self.params.min_confidence
+        ):
             self.stats.suppressed += 1
-            log.debug("stream %s: utterance %d suppressed (text %r, no_speech %.2f, conf %.2f)", self.name,
-                      st.utt.uid, result.text, result.no_speech_prob, result.confidence)
+            log.debug(
+                "stream %s: utterance %d suppressed (text %r, no_speech %.2f, conf %.2f)",
+                self.name,
+                st.utt.uid,
+                result.text,
+                result.no_speech_prob,
+                result.confidence,
+            )
             return
         self.stats.finals += 1
         self._emit(self._event("final", st, text, end_wall, (self._clock() - end_mono) * 1e3, result.confidence))
@@ -272,12 +309,25 @@ class StreamPipeline:
         st.done = True
         self._utts.pop(st.utt.uid, None)
         self.stats.finals_lost += 1
-        log.error("stream %s: final for utterance %d lost (%s%s)", self.name, st.utt.uid, outcome.value,
-                  f": {result}" if result is not None else "")
+        log.error(
+            "stream %s: final for utterance %d lost (%s%s)",
+            self.name,
+            st.utt.uid,
+            outcome.value,
+            f": {result}" if result is not None else "",
+        )
 
-    def _event(self, kind: str, st: _UttState, text: str, end_wall: float, latency_ms: float,
-               confidence: float) -> TranscriptEvent:
+    def _event(
+        self, kind: str, st: _UttState, text: str, end_wall: float, latency_ms: float, confidence: float
+    ) -> TranscriptEvent:
         first = next((c for c in st.utt.chunks if c.speech), st.utt.chunks[0])
-        return TranscriptEvent(type=kind, stream=self.name, id=f"{self._id_prefix}-{st.utt.uid}", text=text,
-                               start=first.t_wall, end=end_wall, latency_ms=latency_ms,
-                               confidence=float(confidence))
+        return TranscriptEvent(
+            type=kind,
+            stream=self.name,
+            id=f"{self._id_prefix}-{st.utt.uid}",
+            text=text,
+            start=first.t_wall,
+            end=end_wall,
+            latency_ms=latency_ms,
+            confidence=float(confidence),
+        )

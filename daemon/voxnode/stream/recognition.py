@@ -26,8 +26,13 @@ log = logging.getLogger(__name__)
 
 
 class Recognition(Component):
-    def __init__(self, config: Config, emit: Callable[[TranscriptEvent], None],
-                 recognizers: Sequence[Recognizer] = (), clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        config: Config,
+        emit: Callable[[TranscriptEvent], None],
+        recognizers: Sequence[Recognizer] = (),
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self._config = config
         self._emit = emit
         self._clock = clock
@@ -92,4 +97,7 @@ class Recognition(Component):
 
     def stats(self) -> dict[str, Any]:
         """Scheduler back-pressure counters and each pipeline's; call once started."""
-        return {"scheduler": self.scheduler.stats(), "streams": {n: p.stats.as_dict() for n, p in self.pipelines.items()}}
+        return {
+            "scheduler": self.scheduler.stats(),
+            "streams": {n: p.stats.as_dict() for n, p in self.pipelines.items()},
+        }

@@ -37,8 +37,11 @@ class StreamRuntime:
 
     def snapshot(self) -> dict:
         """Capture state and counters, ring depth and drops, and the recognition real-time factor."""
-        snap = {**self.source.stats.snapshot(), "queue_depth": self.source.ring.depth,
-                "dropped_frames": self.source.ring.dropped}
+        snap = {
+            **self.source.stats.snapshot(),
+            "queue_depth": self.source.ring.depth,
+            "dropped_frames": self.source.ring.dropped,
+        }
         rtf = self.pipeline.stats.rtf
         if rtf is not None:  # known once the stream has had something decoded
             snap["rtf"] = rtf
@@ -60,8 +63,11 @@ def stop_streams(runtimes: list[StreamRuntime], deadline: float) -> None:
         rt.source.ring.close()  # a capture stuck in a read never closes its ring itself
     for rt in runtimes:
         if not rt.worker.wait(deadline):
-            log.warning("stream %s: worker did not finish in time; an utterance it held is lost",
-                        rt.name, extra={"STREAM": rt.name})
+            log.warning(
+                "stream %s: worker did not finish in time; an utterance it held is lost",
+                rt.name,
+                extra={"STREAM": rt.name},
+            )
 
 
 class Streams(Component):
@@ -109,5 +115,11 @@ class Streams(Component):
         stop_streams(runtimes, deadline)
         for rt in runtimes:
             st = rt.source.stats
-            log.info("stream %s stopped: %d frames, %d dropped, %d xruns, %d device errors",
-                     rt.name, st.frames, rt.source.ring.dropped, st.xruns, st.device_errors)
+            log.info(
+                "stream %s stopped: %d frames, %d dropped, %d xruns, %d device errors",
+                rt.name,
+                st.frames,
+                rt.source.ring.dropped,
+                st.xruns,
+                st.device_errors,
+            )

@@ -16,6 +16,7 @@ Rules, in order:
    than `max_pending_finals` are queued is the oldest one dropped, and that
    is counted, logged and reported to its owner.
 """
+
 from __future__ import annotations
 
 import enum
@@ -91,8 +92,9 @@ class SchedulerStats:
 
 
 class DecodeScheduler:
-    def __init__(self, recognizers: Sequence[Recognizer], params: SchedulerParams,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, recognizers: Sequence[Recognizer], params: SchedulerParams, clock: Callable[[], float] = time.monotonic
+    ):
         # Worker i uses engine i % len: one engine instance serialises its calls, so
         # parallel decoding needs as many engines as workers (see docs/benchmarks.md).
         if not recognizers:
@@ -190,19 +192,29 @@ class DecodeScheduler:
             oldest = min((d[0].submitted for qs in self._queues.values() for d in qs.values() if d), default=now)
             s = self._stats
             return {
-                "queue_depth": s.queue_depth, "max_queue_depth": s.max_queue_depth,
-                "finals_pending": self._pending_finals(), "oldest_wait_ms": round((now - oldest) * 1e3, 1),
-                "submitted": dict(s.submitted), "completed": dict(s.completed),
-                "partials_skipped": s.partials_skipped, "finals_dropped": s.finals_dropped,
-                "failed": s.failed, "cancelled": s.cancelled, "busy_s": round(s.busy_s, 3),
+                "queue_depth": s.queue_depth,
+                "max_queue_depth": s.max_queue_depth,
+                "finals_pending": self._pending_finals(),
+                "oldest_wait_ms": round((now - oldest) * 1e3, 1),
+                "submitted": dict(s.submitted),
+                "completed": dict(s.completed),
+                "partials_skipped": s.partials_skipped,
+                "finals_dropped": s.finals_dropped,
+                "failed": s.failed,
+                "cancelled": s.cancelled,
+                "busy_s": round(s.busy_s, 3),
                 "timings_ms": {k.name: _percentiles(self._timings[k]) for k in JobKind if self._timings[k]},
             }
 
     # ---- lifecycle --------------------------------------------------------------
     def start(self) -> None:
         for i in range(self.params.workers):
-            t = threading.Thread(target=self._work, args=(self.heartbeats[i], self._recs[i % len(self._recs)]),
-                                 name=f"decode-{i}", daemon=True)
+            t = threading.Thread(
+                target=self._work,
+                args=(self.heartbeats[i], self._recs[i % len(self._recs)]),
+                name=f"decode-{i}",
+                daemon=True,
+            )
             t.start()
             self._threads.append(t)
 
@@ -298,8 +310,11 @@ class DecodeScheduler:
                 s.partials_skipped += 1
             elif outcome == JobOutcome.DROPPED:
                 s.finals_dropped += 1
-                log.warning("final for stream %s dropped: engine too far behind (%d finals pending)",
-                            job.stream, self._pending_finals())
+                log.warning(
+                    "final for stream %s dropped: engine too far behind (%d finals pending)",
+                    job.stream,
+                    self._pending_finals(),
+                )
             elif outcome == JobOutcome.FAILED:
                 s.failed += 1
             elif outcome == JobOutcome.CANCELLED:
@@ -317,5 +332,9 @@ class DecodeScheduler:
 def _percentiles(samples: deque[tuple[float, float]]) -> dict[str, float]:
     waits = np.array([w for w, _ in samples]) * 1e3
     runs = np.array([r for _, r in samples]) * 1e3
-    return {"wait_p50": round(float(np.percentile(waits, 50)), 1), "wait_p95": round(float(np.percentile(waits, 95)), 1),
-            "run_p50": round(float(np.percentile(runs, 50)), 1), "run_p95": round(float(np.percentile(runs, 95)), 1)}
+    return {
+        "wait_p50": round(float(np.percentile(waits, 50)), 1),
+        "wait_p95": round(float(np.percentile(waits, 95)), 1),
+        "run_p50": round(float(np.percentile(runs, 50)), 1),
+        "run_p95": round(float(np.percentile(runs, 95)), 1),
+    }

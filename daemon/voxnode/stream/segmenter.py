@@ -16,6 +16,7 @@ come out, so it is unit-testable frame by frame.
   and continue with the rest as a new utterance;
 * minimum speech: utterances with fewer voiced frames are discarded.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -157,7 +158,7 @@ class Segmenter:
 
     def _idle(self, chunk: Chunk) -> list[SegmentEvent]:
         self._history.append(chunk)
-        window = list(self._history)[-self.p.onset_window_frames:]
+        window = list(self._history)[-self.p.onset_window_frames :]
         if sum(c.speech for c in window) < self.p.onset_frames:
             return []
         utt = Utterance(uid=self._next_uid, chunks=list(self._history))
@@ -217,7 +218,7 @@ class Segmenter:
         n = len(utt.chunks)
         lo = n - self.p.cut_search_frames
         # Not after the newest frame: the continuation must hold at least one frame.
-        levels = np.array([c.level_db for c in utt.chunks[lo:n - 1]])
+        levels = np.array([c.level_db for c in utt.chunks[lo : n - 1]])
         cut = lo + int(np.argmin(levels)) + 1
         head = Utterance(uid=utt.uid, chunks=utt.chunks[:cut])
         rest = Utterance(uid=self._next_uid, chunks=utt.chunks[cut:])

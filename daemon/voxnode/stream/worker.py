@@ -24,8 +24,15 @@ MAX_BATCH = 50
 class StreamWorker:
     """Consumes one stream's ring until it is closed, then flushes the utterance in flight."""
 
-    def __init__(self, name: str, ring: FrameRing, pipeline: StreamPipeline, emit: Callable[[dict], None],
-                 levels: bool = False, is_muted: Callable[[str], bool] = lambda _name: False):
+    def __init__(
+        self,
+        name: str,
+        ring: FrameRing,
+        pipeline: StreamPipeline,
+        emit: Callable[[dict], None],
+        levels: bool = False,
+        is_muted: Callable[[str], bool] = lambda _name: False,
+    ):
         self.name = name
         self.ring = ring
         self.pipeline = pipeline

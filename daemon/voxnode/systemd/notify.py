@@ -118,8 +118,11 @@ class NotifyHook(Hook):
     def _send_status(self, daemon: "Daemon", now: float, prefix: tuple[str, ...], force: bool = False) -> None:
         if self.state == "reloading" and not prefix:
             return  # keep "reloading config" visible until READY=1
-        status = self._status(daemon, now) if self.state != "starting" else (
-            "starting: " + (readiness(daemon).reason or "ready"))
+        status = (
+            self._status(daemon, now)
+            if self.state != "starting"
+            else ("starting: " + (readiness(daemon).reason or "ready"))
+        )
         if force or status != self._last_status:
             self._last_status = status
             self.notifier.send(*prefix, f"STATUS={status}")

@@ -74,8 +74,11 @@ class WatchdogHook(Hook):
         verdict = liveness(daemon, now)
         if not verdict.ok:
             if verdict.reason != self._stalled_reason:
-                log.error("pipeline stalled (%s): withholding watchdog pings; systemd restarts voxnode "
-                          "if this lasts %.0f s", verdict.reason, self.interval_s)
+                log.error(
+                    "pipeline stalled (%s): withholding watchdog pings; systemd restarts voxnode if this lasts %.0f s",
+                    verdict.reason,
+                    self.interval_s,
+                )
                 self._stalled_reason = verdict.reason
             return
         if self._stalled_reason:
