@@ -14,7 +14,7 @@ APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl system
 
 export PYTHONMALLOC := malloc
 
-.PHONY: demo run test deps-run deps-test venv venv-test check-config config-reference clean \
+.PHONY: demo run test lint deps-run deps-test venv venv-test check-config config-reference clean \
         bench-mqtt bench-stream bench-asr convert-model install uninstall purge
 
 demo: venv
@@ -23,8 +23,14 @@ demo: venv
 run: venv
 	$(BIN)/voxnode run
 
-test: deps-test venv-test
+test: deps-test venv-test lint
 	$(BIN)/python -m pytest -q tests
+
+# Lint and format check (ruff); `make test` runs it first, so CI fails on it. Settings: pyproject.toml.
+LINTED := daemon tests scripts
+lint: venv-test
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
 
 deps-run:
 	@scripts/apt-ensure $(APT_RUN)

@@ -177,7 +177,7 @@ def music(n: int, rng: np.random.Generator) -> np.ndarray:
     """Notes with harmonics and decay, 2-3 voices: steady tonal, not speech."""
     out = np.zeros(n, dtype=np.float32)
     t_note = int(0.25 * RATE)
-    for voice in range(3):
+    for _voice in range(3):
         pos = int(rng.integers(0, t_note))
         while pos < n:
             dur = int(t_note * rng.choice([1, 2, 4]))

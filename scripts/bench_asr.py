@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -209,7 +209,10 @@ def machine() -> str:
                 model = line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return f"{model}, {os.cpu_count()} logical CPUs, {platform.machine()}, Linux {platform.release()}, Python {platform.python_version()}"
+    return (
+        f"{model}, {os.cpu_count()} logical CPUs, {platform.machine()}, Linux {platform.release()}, "
+        f"Python {platform.python_version()}"
+    )
 
 
 def summarise(results: dict, clips: list[dict]) -> dict:
@@ -249,7 +252,7 @@ def write_report(
     lines = [
         SECTION,
         "",
-        f"Measured {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} on {machine()}; "
+        f"Measured {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} on {machine()}; "
         f"{threads} inference thread(s) for every engine; median of {repeat} runs after one warm-up run. "
         "The machine is shared with other jobs, so timings are noisy; ARM boards will be several times slower.",
         "",
@@ -425,8 +428,7 @@ def main() -> int:
 
         cli = None
         if Path(args.cli_python).exists():
-            from voxnode.audio.wavfile import write_wav
-            from voxnode.audio.wavfile import read_audio
+            from voxnode.audio.wavfile import read_audio, write_wav
 
             clip5 = Path(tmp) / "clip5s.wav"
             write_wav(clip5, read_audio(POCKETSPHINX / "librivox" / "sense_and_sensibility_01_austen_64kb-0890.wav"))

@@ -18,8 +18,8 @@ The estimate at defaults = idle + per-final x finals/s + per-report / interval.
 from __future__ import annotations
 
 import argparse
-import json
 import dataclasses
+import json
 import os
 import platform
 import re
@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "daemon"))
 from voxnode.config import Config  # noqa: E402
 from voxnode.events import TranscriptEvent  # noqa: E402
 from voxnode.health.reporter import HealthReporter  # noqa: E402
-from voxnode.mqtt.localbroker import LocalBroker  # noqa: E402
 from voxnode.mqtt.bridge import MqttBridge  # noqa: E402
+from voxnode.mqtt.localbroker import LocalBroker  # noqa: E402
 
 SECTION = "MQTT and health"
 
@@ -113,7 +113,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--finals", type=int, default=300, help="finals for the per-op measurement")
-    ap.add_argument("--write", metavar="MD", help="write the result into this benchmarks file (section '%s')" % SECTION)
+    ap.add_argument("--write", metavar="MD", help=f"write the result into this benchmarks file (section '{SECTION}')")
     args = ap.parse_args()
 
     broker = LocalBroker().start()
@@ -195,12 +195,13 @@ def main() -> int:
         f"| {busy:.3f} % |",
         f"| **estimate at defaults, 1 final every 5 s** | **{est[0.2]:.3f} %** |",
         f"| estimate at defaults, 1 final/s (continuous speech) | {est[1.0]:.3f} % |",
-        f"| memory, broker unreachable, bursts of {mem['burst']} finals (queue full) | RSS +{mem['peak_mb']:.1f} MB at peak |",
+        f"| memory, broker unreachable, bursts of {mem['burst']} finals (queue full) | "
+        f"RSS +{mem['peak_mb']:.1f} MB at peak |",
         f"| memory, 10k / 20k / 30k finals spooled ({mem['spool_mb']:.1f} MB on disk at 30k), after malloc_trim | "
         f"RSS +{' / +'.join(f'{m:.1f}' for m in mem['after_mb'])} MB |",
         "",
-        "Target: < 1 % of one core. The idle figure includes the 10 Hz tick loop, paho's network loop and the publisher "
-        "thread's 0.5 s wake-ups; fsync cost depends on the storage (SD cards are slower in wall time, "
+        "Target: < 1 % of one core. The idle figure includes the 10 Hz tick loop, paho's network loop and the "
+        "publisher thread's 0.5 s wake-ups; fsync cost depends on the storage (SD cards are slower in wall time, "
         "not in CPU). Measured on a shared 2-core x86 build machine, not a Pi: rerun on the board with "
         "`PYTHONMALLOC=malloc .venv/bin/python scripts/bench_mqtt.py --write docs/benchmarks.md`.",
         "",

@@ -244,7 +244,8 @@ def batching(engine) -> None:
             enc.run(m)
             ts.append(time.perf_counter() - t)
         print(
-            f"encoder {secs:2d} s window: median {1e3 * np.median(ts):6.1f} ms  ({1e3 * np.median(ts) / secs:5.1f} ms per s)"
+            f"encoder {secs:2d} s window: median {1e3 * np.median(ts):6.1f} ms  "
+            f"({1e3 * np.median(ts) / secs:5.1f} ms per s)"
         )
 
 
@@ -280,7 +281,8 @@ def main() -> None:
     os.environ["VOXNODE_BENCH_DIR"] = str(work)
     (work / "alsa").mkdir()
     conf = "".join(
-        f'pcm.bench{i} {{\n type file\n slave.pcm "null"\n file "/dev/null"\n infile "{work}/s{i}.fifo"\n format "raw"\n}}\n'
+        f'pcm.bench{i} {{\n type file\n slave.pcm "null"\n file "/dev/null"\n'
+        f' infile "{work}/s{i}.fifo"\n format "raw"\n}}\n'
         for i in range(max(counts))
     )
     (work / "alsa" / "asoundrc").write_text(conf)

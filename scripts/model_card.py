@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 
@@ -24,7 +24,7 @@ def write(out: Path, command: str, source: str) -> None:
         "- Converted by `scripts/convert_model.py` (reads model.bin with a small struct/numpy reader,",
         "  rebuilds the network in TensorFlow, converts with the TFLite converter; TF and ctranslate2",
         "  are build-time only).",
-        f"- Converted on {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}.",
+        f"- Converted on {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}.",
         "",
         "## How it was made",
         "```",
@@ -83,13 +83,15 @@ def write(out: Path, command: str, source: str) -> None:
             f"{len(next(iter(report['variants'].values()))['clips'])} clips "
             "(pocketsphinx-testdata librivox + cards, 3 espeak-ng sentences).",
             "",
-            "| variant | encoder rel. L2 (median / max) | decoder alone: log-prob max abs diff | end to end: log-prob max abs diff (all tokens / chosen token) | greedy tokens identical |",
+            "| variant | encoder rel. L2 (median / max) | decoder alone: log-prob max abs diff | "
+            "end to end: log-prob max abs diff (all tokens / chosen token) | greedy tokens identical |",
             "|---|---|---|---|---|",
         ]
         for v, r in report["variants"].items():
             lines.append(
                 f"| {v} | {r['encoder_rel_l2_median']:.2e} / {r['encoder_rel_l2_max']:.2e} | "
-                f"{r['decoder_only_max_abs_logprob_diff_max']:.2e} | {r['decoder_max_abs_logprob_diff_max']:.2e} / {r['decoder_chosen_token_logprob_diff_max']:.2e} | "
+                f"{r['decoder_only_max_abs_logprob_diff_max']:.2e} | {r['decoder_max_abs_logprob_diff_max']:.2e} / "
+                f"{r['decoder_chosen_token_logprob_diff_max']:.2e} | "
                 f"{r['greedy_identical']}"
                 + (
                     f" (+{r['greedy_loop_cut']} where ctranslate2 loops and our repetition guard keeps one copy)"

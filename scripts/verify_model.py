@@ -54,10 +54,9 @@ def sample_clips(workdir: Path) -> list[tuple[str, np.ndarray]]:
 def verify(ct2_dir: Path, targets: list[tuple[Path, str]]) -> dict:
     """targets: (model dir, variant) pairs to check."""
     import ctranslate2
+    from ct2_reader import read_model
 
     from voxnode.asr import whisper_litert as engine_mod
-
-    from ct2_reader import read_model
 
     weights = read_model(ct2_dir / "model.bin")
     reference = ctranslate2.models.Whisper(str(ct2_dir), device="cpu", compute_type="float32")
@@ -124,10 +123,12 @@ def verify(ct2_dir: Path, targets: list[tuple[Path, str]]) -> dict:
                     "ctranslate2": eng._tokenizer.decode(ref_tokens),
                 }
             )
+            last = rows[-1]
+            greedy = "same" if last["greedy_identical"] else "loop cut" if last["greedy_loop_cut"] else "DIFFERENT"
             print(
                 f"  {variant} {name}: rel L2 {rel_l2:.2e}, logprob diff {max(diffs):.2e} "
                 f"(decoder only {max(dec_only):.2e}), "
-                f"greedy {'same' if rows[-1]['greedy_identical'] else 'loop cut' if rows[-1]['greedy_loop_cut'] else 'DIFFERENT'}: {result.text!r}",
+                f"greedy {greedy}: {result.text!r}",
                 flush=True,
             )
         report["variants"][variant] = {
@@ -174,7 +175,7 @@ def _compare_steps(dec, cross, forced, ref_logits):
     mask = np.full((1, cache_len), -1e9, np.float32)
     ours_steps = [dec._step(tok, pos, cache, mask).astype(np.float64) for pos, tok in enumerate(forced)][1:]
     diffs, tok_diffs = [], []
-    for a, b in zip(ours_steps, ref_logits):
+    for a, b in zip(ours_steps, ref_logits, strict=False):
         allowed = ~dec.suppress & (b > -1e30)
         la, lb = log_softmax(a[allowed]), log_softmax(b[allowed])
         diffs.append(float(np.max(np.abs(la - lb))))

@@ -98,8 +98,8 @@ def _sinks(stdout: bool):
 def cmd_run(args: argparse.Namespace) -> int:
     from voxnode.daemon import Daemon, RunOptions
     from voxnode.outputs import add_outputs
-    from voxnode.systemd.hooks import systemd_hooks
     from voxnode.reload import config_loader
+    from voxnode.systemd.hooks import systemd_hooks
 
     config = _load(args)
     if args.device:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Mapping
+from collections.abc import Mapping
 
 from voxnode.config.log import LogConfig
 

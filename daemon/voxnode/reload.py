@@ -7,9 +7,9 @@ threads or devices; `Daemon.reload` carries the plan out.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from voxnode.config import Config, load_config
 

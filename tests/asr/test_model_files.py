@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from voxnode.asr import default_model_dir
-from voxnode.asr.whisper_litert import WhisperEngine
 from voxnode.asr.locate import candidate_dirs
 from voxnode.asr.model_files import open_model_dir, sha256_of
+from voxnode.asr.whisper_litert import WhisperEngine
 from voxnode.errors import ModelError
 
 

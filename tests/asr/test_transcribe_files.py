@@ -77,7 +77,7 @@ def test_all_good_exits_zero_and_json_has_the_fields(engine, good_wav, tmp_path)
     rc, out, err = run(engine, [wav, path], as_json=True)
     assert rc == 0 and err == []
     objs = [json.loads(line) for line in out]
-    for obj, name in zip(objs, [wav, path]):
+    for obj, name in zip(objs, [wav, path], strict=True):
         assert set(obj) == {"file", "text", "duration_s", "encode_ms", "decode_ms", "tokens", "confidence"}
         assert obj["file"] == str(name)
         assert wer(ref, obj["text"]) < 0.2

@@ -3,15 +3,16 @@
 import numpy as np
 import pytest
 
+from tests.helpers import FifoWriter, random_pcm, wait_until
 from voxnode.audio.alsa_capture import AlsaCapture
 from voxnode.audio.ring import FrameRing
 from voxnode.config.audio import AudioConfig, StreamConfig
 from voxnode.errors import AudioDeviceError
 
-from tests.helpers import FifoWriter, random_pcm, wait_until
+DEFAULT_AUDIO = AudioConfig()
 
 
-def _capture(device, ring, channel=0, channels=0, audio=AudioConfig()):
+def _capture(device, ring, channel=0, channels=0, audio=DEFAULT_AUDIO):
     cap = AlsaCapture(StreamConfig(name="t", device=device, channel=channel, channels=channels), audio, ring)
     cap.start()
     return cap

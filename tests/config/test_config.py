@@ -1,13 +1,12 @@
+import dataclasses
 import subprocess
-import sys
 
 import pytest
 
+from tests.alsa_env import ROOT
 from voxnode.config import Config, load_config, parse_config, render_reference
 from voxnode.config.root import Config as RootConfig
 from voxnode.errors import ConfigError
-
-from tests.alsa_env import ROOT
 
 BAD_CONFIGS = {
     "unknown key": ('[audio]\ndevise = "hw:1"\n', "audio.devise", "did you mean 'device'"),
@@ -68,7 +67,7 @@ def test_default_path_missing_means_defaults(monkeypatch, tmp_path):
 
 def test_config_is_immutable():
     c = Config()
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         c.audio.device = "x"  # type: ignore[misc]
 
 

@@ -78,7 +78,7 @@ class Feeder:
         if partials:
             args.append("--partials")
         env = {**os.environ, "PYTHONMALLOC": "malloc"}
-        self._err = open(self.stderr_path, "wb")
+        self._err = open(self.stderr_path, "wb")  # noqa: SIM115 (the child writes to it until stop() closes it)
         self.proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=self._err, env=env, text=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()

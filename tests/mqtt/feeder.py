@@ -3,7 +3,8 @@
 The MQTT tests need finals at a rate and count they choose, which speech through the engine
 cannot give, so this process plays a silent file through the real FileSource/Daemon and a
 Hook emits one final every --interval seconds through the daemon's sinks, as the pipeline
-does. Everything from the sink on (spool, paho, reconnects, shutdown) is the production code. Prints `accepted <n> <id>` for each final handed to the sinks.
+does. Everything from the sink on (spool, paho, reconnects, shutdown) is the production code.
+Prints `accepted <n> <id>` for each final handed to the sinks.
 
     python -m tests.mqtt.feeder --config C --count N --interval S --tag T [--linger S]
 """
@@ -20,8 +21,8 @@ from voxnode.config import load_config
 from voxnode.daemon import Daemon, RunOptions
 from voxnode.events import TranscriptEvent
 from voxnode.lifecycle import Hook
-from voxnode.outputs import add_outputs
 from voxnode.logs import setup_logging
+from voxnode.outputs import add_outputs
 
 
 class FinalsSource(Hook):

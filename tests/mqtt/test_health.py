@@ -133,7 +133,7 @@ def test_node_id_is_sanitised():
 
 def test_prometheus_endpoint_serves_the_health_metrics():
     pytest.importorskip("prometheus_client")
-    from voxnode.health.prometheus import PrometheusExporter, PrometheusError
+    from voxnode.health.prometheus import PrometheusError, PrometheusExporter
 
     port = free_port()
     report = {

@@ -13,10 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.stream.test_pipeline_alsa import wer
 from voxnode.config import Config
 from voxnode.stream.recognition import Recognition
-
-from tests.stream.test_pipeline_alsa import wer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import audio_corpus as ac  # noqa: E402
@@ -34,14 +33,6 @@ class SlowedEngine:
     def transcribe(self, audio):
         time.sleep(self.extra_s)
         return self.engine.transcribe(audio)
-
-
-@pytest.fixture(scope="module")
-def engine():
-    from voxnode.asr import default_model_dir
-    from voxnode.asr.whisper_litert import WhisperEngine
-
-    return WhisperEngine.load(default_model_dir(), 2)
 
 
 def stream_audio(i):

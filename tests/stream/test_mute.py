@@ -11,10 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.stream.test_pipeline_alsa import ListSink, wer
 from voxnode.config import Config
 from voxnode.daemon import Daemon, RunOptions
-
-from tests.stream.test_pipeline_alsa import ListSink, engine, wer  # noqa: F401  (engine is a fixture)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import audio_corpus as ac  # noqa: E402

@@ -61,7 +61,7 @@ def main(argv: list[str]) -> int:
         while not done.is_set():
             try:
                 entries.append(parse(sock.recv(1 << 20)))
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 continue
 
     t = threading.Thread(target=receive, daemon=True)

@@ -44,7 +44,7 @@ class NotifySocket:
         while not self._closed:
             try:
                 data, anc, _, _ = self.sock.recvmsg(4096, socket.CMSG_SPACE(12))
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 continue
             except OSError:
                 return

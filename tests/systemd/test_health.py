@@ -4,15 +4,14 @@ import dataclasses
 import threading
 import time
 
+from tests.helpers import wait_until
 from voxnode.config import Config, parse_config
 from voxnode.daemon import Daemon, RunOptions
 from voxnode.demo import bundled_clip
 from voxnode.heartbeat import Heartbeat
-from voxnode.systemd.liveness import liveness, readiness
 from voxnode.reload import plan_reload
+from voxnode.systemd.liveness import liveness, readiness
 from voxnode.systemd.watchdog import WatchdogHook, watchdog_interval
-
-from tests.helpers import wait_until
 
 
 class BlockingSink:

@@ -8,9 +8,8 @@ import sys
 
 import pytest
 
-from voxnode.config import Config
-
 from tests.alsa_env import ROOT
+from voxnode.config import Config
 
 UNIT = ROOT / "systemd" / "voxnode.service"
 INSTALLED_EXEC = "/opt/voxnode/venv/bin/voxnode"

@@ -34,7 +34,7 @@ class Tokenizer:
         self._to_byte = _printable_to_byte()
 
     @classmethod
-    def from_file(cls, path: Path, eot: int) -> "Tokenizer":
+    def from_file(cls, path: Path, eot: int) -> Tokenizer:
         tokens = Path(path).read_text(encoding="utf-8").split("\n")
         if tokens and tokens[-1] == "":
             tokens.pop()

@@ -87,7 +87,7 @@ class WhisperEngine(Recognizer):
         return cls.load(default_model_dir(config.model_dir), config.num_threads or None)
 
     @classmethod
-    def load(cls, model_dir: Path, num_threads: int | None = None, variant: str | None = None) -> "WhisperEngine":
+    def load(cls, model_dir: Path, num_threads: int | None = None, variant: str | None = None) -> WhisperEngine:
         """Check and load the model; raises ModelError saying what is wrong."""
         t0 = time.perf_counter()
         files = open_model_dir(Path(model_dir), variant)

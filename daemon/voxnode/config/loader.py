@@ -117,9 +117,8 @@ def _check_scalar(hint: Any, meta: Any, value: Any, key: str, source: str) -> An
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise fail("expected a number")
         value = float(value)
-    elif hint is str:
-        if not isinstance(value, str):
-            raise fail("expected a string")
+    elif hint is str and not isinstance(value, str):
+        raise fail("expected a string")
     lo, hi = meta.get("min"), meta.get("max")
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         raise fail(f"must be between {_show(lo)} and {_show(hi)}")

@@ -34,10 +34,11 @@ class LeakWatch:
         ys = [r for _, r in self._samples]
         mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
         var = sum((x - mx) ** 2 for x in xs)
-        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / var if var else 0.0
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var if var else 0.0
         self.growth_bytes = slope * self.window_s
-        ups = sum(1 for a, b in zip(ys, ys[1:]) if b > a)
-        downs = sum(1 for a, b in zip(ys, ys[1:]) if b < a)
+        steps = list(zip(ys, ys[1:], strict=False))  # consecutive pairs
+        ups = sum(1 for a, b in steps if b > a)
+        downs = sum(1 for a, b in steps if b < a)
         steady = ups >= 2 * max(1, downs)
         return self._set(self.growth_bytes > self.threshold_bytes and steady)
 

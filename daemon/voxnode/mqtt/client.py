@@ -21,14 +21,15 @@ import ssl
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode
 
 from voxnode.config.mqtt import MqttConfig
 from voxnode.errors import MqttConfigError, SpoolError
+from voxnode.mqtt.credentials import read_password
 from voxnode.mqtt.mailbox import Mailbox
 from voxnode.mqtt.spool import Spool
 from voxnode.mqtt.topics import Topics
@@ -42,29 +43,6 @@ CLOSE_ACK_WAIT_S = 3.0
 
 def dumps(obj: dict) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-CREDENTIAL_NAME = "mqtt-password"
-
-
-def read_password(c: MqttConfig, environ=os.environ) -> str | None:
-    """mqtt.password_file (first line), else mqtt.password, else the systemd credential `mqtt-password`.
-
-    Under DynamicUser no file can be private to the service, so the unit passes the password
-    with LoadCredential=mqtt-password:/etc/voxnode/mqtt-password ($CREDENTIALS_DIRECTORY).
-    """
-    path, key = c.password_file, "mqtt.password_file"
-    if not path and not c.password and environ.get("CREDENTIALS_DIRECTORY"):
-        candidate = os.path.join(environ["CREDENTIALS_DIRECTORY"], CREDENTIAL_NAME)
-        if os.path.exists(candidate):
-            path, key = candidate, f"systemd credential {CREDENTIAL_NAME}"
-    if path:
-        try:
-            with open(path, encoding="utf-8") as f:
-                return f.readline().rstrip("\r\n")
-        except OSError as e:
-            raise MqttConfigError(f"{key} = {path!r}: {e.strerror or e}") from None
-    return c.password or None
 
 
 @dataclass

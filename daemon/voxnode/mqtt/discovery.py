@@ -32,7 +32,7 @@ def discovery_payload(topics: Topics, streams: list[str]) -> dict:
             "name": f"{s} latency p95",
             "unique_id": f"voxnode_{node}_{s}_latency_p95",
             "state_topic": topics.health,
-            "value_template": "{{ value_json.streams['%s'].latency_p95_ms | default(None) }}" % s,
+            "value_template": "{{ value_json.streams['%s'].latency_p95_ms | default(None) }}" % s,  # noqa: UP031 (Jinja and JSON braces)
             "unit_of_measurement": "ms",
             "device_class": "duration",
             "state_class": "measurement",
@@ -43,10 +43,10 @@ def discovery_payload(topics: Topics, streams: list[str]) -> dict:
             "name": f"{s} mute",
             "unique_id": f"voxnode_{node}_{s}_mute",
             "command_topic": topics.cmd,
-            "payload_on": '{"cmd":"mute","stream":"%s"}' % s,
-            "payload_off": '{"cmd":"unmute","stream":"%s"}' % s,
+            "payload_on": '{"cmd":"mute","stream":"%s"}' % s,  # noqa: UP031 (Jinja and JSON braces)
+            "payload_off": '{"cmd":"unmute","stream":"%s"}' % s,  # noqa: UP031 (Jinja and JSON braces)
             "state_topic": topics.health,
-            "value_template": "{{ 'ON' if value_json.streams['%s'].muted else 'OFF' }}" % s,
+            "value_template": "{{ 'ON' if value_json.streams['%s'].muted else 'OFF' }}" % s,  # noqa: UP031 (Jinja and JSON braces)
             "icon": "mdi:microphone-off",
         }
     cmps["rss"] = {

@@ -13,8 +13,8 @@ import logging
 import re
 import threading
 import time
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,9 +32,9 @@ from .segmenter import (
     Ended,
     Paused,
     Resumed,
-    SegmentEvent,
     Segmenter,
     SegmenterParams,
+    SegmentEvent,
     Started,
     Utterance,
 )
@@ -150,7 +150,7 @@ class StreamPipeline:
         silence = self.segmenter.silence_frames
         hold = (
             active is not None
-            and 0 < silence
+            and silence > 0
             and active.voiced >= self.params.segmenter.min_speech_frames
             and silence <= self.params.segmenter.tail_frames
         )

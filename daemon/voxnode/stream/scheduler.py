@@ -25,8 +25,8 @@ import logging
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 from voxnode.lifecycle import Hook
 from voxnode.systemd.notify import Notifier, NotifyHook

@@ -20,7 +20,7 @@ class Verdict:
     reason: str = ""  # why not, for logs and STATUS=
 
 
-def readiness(daemon: "Daemon") -> Verdict:
+def readiness(daemon: Daemon) -> Verdict:
     """Ready when every stream's source produced a frame or reported a device error after its first
     open attempt (a missing microphone is a state to report, not a reason to block start-up forever),
     and every registered readiness check (e.g. the model is loaded) passes."""
@@ -33,7 +33,7 @@ def readiness(daemon: "Daemon") -> Verdict:
     return Verdict(True)
 
 
-def liveness(daemon: "Daemon", now: float) -> Verdict:
+def liveness(daemon: Daemon, now: float) -> Verdict:
     """Alive when every capture delivers audio (or is in a reported backoff) and no worker is stuck."""
     svc = daemon.config.service
     problems = []

@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from voxnode.lifecycle import Hook
 from voxnode.systemd.liveness import liveness, readiness
@@ -51,7 +52,7 @@ def monotonic_usec() -> int:
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
 
 
-def status_line(daemon: "Daemon", now: float, note: str = "") -> str:
+def status_line(daemon: Daemon, now: float, note: str = "") -> str:
     """One line: stream states, last latency, and anything wrong. No counters, so it only changes
     when something a person would want to see changes."""
     reporter = daemon.reporter
@@ -84,14 +85,14 @@ class NotifyHook(Hook):
         # READY=1 promptly once audio arrives; afterwards STATUS= (for people) once a second is plenty.
         return 0.1 if self.state in ("starting", "reloading") else 1.0
 
-    def _status(self, daemon: "Daemon", now: float) -> str:
+    def _status(self, daemon: Daemon, now: float) -> str:
         return status_line(daemon, now, self._note)
 
-    def on_ready(self, daemon: "Daemon") -> None:
+    def on_ready(self, daemon: Daemon) -> None:
         # The daemon has started its threads; readiness is decided in tick() once audio arrives.
         self._send_status(daemon, time.monotonic(), prefix=())
 
-    def tick(self, daemon: "Daemon", now: float) -> None:
+    def tick(self, daemon: Daemon, now: float) -> None:
         if self.state in ("starting", "reloading"):
             verdict = readiness(daemon)
             if verdict.ok:
@@ -101,21 +102,21 @@ class NotifyHook(Hook):
                 return
         self._send_status(daemon, now, prefix=())
 
-    def on_reloading(self, daemon: "Daemon") -> None:
+    def on_reloading(self, daemon: Daemon) -> None:
         self.state = "reloading"
         self.notifier.send("RELOADING=1", f"MONOTONIC_USEC={monotonic_usec()}", "STATUS=reloading config")
         self._last_status = "reloading config"
 
-    def on_reloaded(self, daemon: "Daemon", result: "ReloadResult") -> None:
+    def on_reloaded(self, daemon: Daemon, result: ReloadResult) -> None:
         self._note = "" if result.ok else result.summary()
         # READY=1 follows from tick() once the (re)started streams deliver audio; a rejected config
         # leaves the old streams running, which are ready at once.
 
-    def on_stopping(self, daemon: "Daemon") -> None:
+    def on_stopping(self, daemon: Daemon) -> None:
         self.state = "stopping"
         self.notifier.send("STOPPING=1", "STATUS=stopping: finishing utterances in flight")
 
-    def _send_status(self, daemon: "Daemon", now: float, prefix: tuple[str, ...], force: bool = False) -> None:
+    def _send_status(self, daemon: Daemon, now: float, prefix: tuple[str, ...], force: bool = False) -> None:
         if self.state == "reloading" and not prefix:
             return  # keep "reloading config" visible until READY=1
         status = (

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from voxnode.lifecycle import Hook
 from voxnode.systemd.liveness import liveness, readiness
@@ -60,11 +61,11 @@ class WatchdogHook(Hook):
     def enabled(self) -> bool:
         return self.interval_s is not None and self.notifier.enabled
 
-    def on_ready(self, daemon: "Daemon") -> None:
+    def on_ready(self, daemon: Daemon) -> None:
         if self.enabled:
             log.info("watchdog: pinging every %.1f s while the pipeline is alive", self.interval_s / 2)
 
-    def tick(self, daemon: "Daemon", now: float) -> None:
+    def tick(self, daemon: Daemon, now: float) -> None:
         if not self.enabled:
             return
         if not self._armed:
