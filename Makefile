@@ -26,11 +26,13 @@ run: venv
 test: deps-test venv-test lint
 	$(BIN)/python -m pytest -q tests
 
-# Lint and format check (ruff); `make test` runs it first, so CI fails on it. Settings: pyproject.toml.
+# Lint, format check (ruff) and type check (mypy); `make test` runs them first, so CI fails on them.
+# Settings: pyproject.toml.
 LINTED := daemon tests scripts
 lint: venv-test
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/mypy
 
 deps-run:
 	@scripts/apt-ensure $(APT_RUN)

@@ -85,7 +85,7 @@ class DecoderRunner:
         self.suppress[self.sot :] = True
         self.suppress[np.asarray(config["suppress_ids"], dtype=np.int64)] = True
         self.suppress_begin = np.asarray(config["suppress_ids_begin"], dtype=np.int64)
-        self._shape = None
+        self._shape: tuple[int, int] | None = None
 
     def _prepare(self, cross: dict[str, np.ndarray], cache_len: int) -> None:
         shape = (cross["cross_k_0"].shape[1], cache_len)

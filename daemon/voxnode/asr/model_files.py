@@ -80,7 +80,7 @@ def open_model_dir(root: Path, variant: str | None = None) -> ModelFiles:
     manifest = read_manifest(root)
     variants = manifest["variants"]
     if variant is None:
-        variant = "int8" if "int8" in variants else next(iter(variants), None)
+        variant = "int8" if "int8" in variants else next(iter(variants), "")
     if variant not in variants:
         raise ModelError(f"{root / MANIFEST}: no {variant!r} model variant (has: {', '.join(variants) or 'none'})")
     wanted = list(SHARED_FILES) + [variants[variant]["encoder"], variants[variant]["decoder"]]

@@ -53,7 +53,7 @@ def physical_cores() -> int:
         cpus = os.sched_getaffinity(0)
     except AttributeError:
         cpus = set(range(os.cpu_count() or 1))
-    cores = set()
+    cores: set[tuple[str, str | int]] = set()
     for cpu in cpus:
         try:
             with open(f"/sys/devices/system/cpu/cpu{cpu}/topology/core_id") as f:

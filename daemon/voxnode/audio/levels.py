@@ -39,6 +39,9 @@ def dbfs(x: float) -> float:
 class LevelMeter:
     def __init__(self, stream: str):
         self.stream = stream
+        self._reset()
+
+    def _reset(self) -> None:
         self._sq = 0.0
         self._n = 0
         self._peak = 0
@@ -65,5 +68,5 @@ class LevelMeter:
             dbfs(self._peak / 32768.0),
             self._active / self._frames,
         )
-        self.__init__(self.stream)
+        self._reset()
         return report

@@ -74,6 +74,7 @@ class FrontEnd:
         speech = self.vad.is_speech(x, spec)
         level = 10 * math.log10(float(np.dot(x, x)) / max(1, len(x)) / 32768.0**2 + 1e-12)
         if self._denoiser is not None:
+            assert spec is not None  # the denoiser needs the spectrum, so it was computed
             x = self._denoiser.synth.synthesize(spec * self._denoiser.gain(spec))
         return FrontEndOutput(x, speech, level)
 

@@ -59,7 +59,9 @@ class SpectralVad:
         self._min_power = full_scale * (self._hi - self._lo) * 10 ** (min_level_dbfs / 10)
         self.last_llr = 0.0
 
-    def is_speech(self, frame: np.ndarray, spectrum: np.ndarray) -> bool:
+    def is_speech(self, frame: np.ndarray, spectrum: np.ndarray | None) -> bool:
+        if spectrum is None:
+            raise FrontendError("the spectral VAD needs the frame's spectrum")
         power = spectrum.real**2 + spectrum.imag**2
         noise = self.tracker.update(power)[self._lo : self._hi] + 1e-3
         p = power[self._lo : self._hi]
@@ -94,7 +96,7 @@ class BothVad:
     def __init__(self, first: FrameVad, second: FrameVad):
         self._a, self._b = first, second
 
-    def is_speech(self, frame: np.ndarray, spectrum: np.ndarray) -> bool:
+    def is_speech(self, frame: np.ndarray, spectrum: np.ndarray | None) -> bool:
         a = self._a.is_speech(frame, spectrum)  # both always run: the spectral one tracks noise every frame
         b = self._b.is_speech(frame, spectrum)
         return a and b

@@ -61,7 +61,7 @@ def _families(report: dict):
     yield g(
         "model_loaded", "1 when the speech model is loaded.", model.get("loaded"), {"model": str(model.get("name"))}
     )
-    stream_fams: dict[str, object] = {}
+    stream_fams: dict[str, GaugeMetricFamily] = {}
     for name, st in (report.get("streams") or {}).items():
         for key, value in st.items():
             if isinstance(value, (bool, int, float)):

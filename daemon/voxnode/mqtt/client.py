@@ -114,7 +114,8 @@ class MqttPublisher:
             client.tls_insecure_set(c.tls_insecure)
         # Broker restarts fire the will too, so on_connect republishes "online" every time.
         client.will_set(self.topics.status, "offline", qos=1, retain=True)
-        client.reconnect_delay_set(min_delay=c.reconnect_min_s, max_delay=c.reconnect_max_s)
+        # paho's annotations say int; it computes with the floats the config allows (0.1 s and up).
+        client.reconnect_delay_set(min_delay=c.reconnect_min_s, max_delay=c.reconnect_max_s)  # type: ignore[arg-type]
         client.max_inflight_messages_set(min(c.inflight_window, 65535))
         client.on_connect = self._on_connect
         client.on_connect_fail = self._on_connect_fail

@@ -52,21 +52,28 @@ class WatchdogHook(Hook):
         # slow start (model load, first audio) into a watchdog kill; TimeoutStartSec covers starting.
         self._armed = False
 
+    def _watchdog_s(self) -> float | None:
+        """WatchdogSec, when systemd expects pings and can be told; else None."""
+        return self.interval_s if self.notifier.enabled else None
+
     @property
     def tick_interval_s(self) -> float:
         """Four looks per ping interval (a stall is seen well before systemd's deadline), at most 1 s apart."""
-        return 1.0 if not self.enabled else max(0.1, min(1.0, self.interval_s / 8))
+        interval = self._watchdog_s()
+        return 1.0 if interval is None else max(0.1, min(1.0, interval / 8))
 
     @property
     def enabled(self) -> bool:
-        return self.interval_s is not None and self.notifier.enabled
+        return self._watchdog_s() is not None
 
     def on_ready(self, daemon: Daemon) -> None:
-        if self.enabled:
-            log.info("watchdog: pinging every %.1f s while the pipeline is alive", self.interval_s / 2)
+        interval = self._watchdog_s()
+        if interval is not None:
+            log.info("watchdog: pinging every %.1f s while the pipeline is alive", interval / 2)
 
     def tick(self, daemon: Daemon, now: float) -> None:
-        if not self.enabled:
+        interval = self._watchdog_s()
+        if interval is None:
             return
         if not self._armed:
             if not readiness(daemon).ok:
@@ -78,14 +85,14 @@ class WatchdogHook(Hook):
                 log.error(
                     "pipeline stalled (%s): withholding watchdog pings; systemd restarts voxnode if this lasts %.0f s",
                     verdict.reason,
-                    self.interval_s,
+                    interval,
                 )
                 self._stalled_reason = verdict.reason
             return
         if self._stalled_reason:
             log.warning("pipeline alive again; watchdog pings resume")
             self._stalled_reason = ""
-        if now - self._last_ping >= self.interval_s / 2:
+        if now - self._last_ping >= interval / 2:
             self.notifier.send("WATCHDOG=1")
             self._last_ping = now
             self.pings += 1
