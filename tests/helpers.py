@@ -37,10 +37,14 @@ class FifoWriter:
     def _run(self) -> None:
         fd = os.open(self.path, os.O_WRONLY)
         try:
+            next_t = time.monotonic()
             for i in range(0, len(self.data), self.period_bytes):
                 os.write(fd, self.data[i : i + self.period_bytes])
                 if self.pace_s:
-                    time.sleep(self.pace_s)
+                    # On a schedule, not a sleep per period: a loaded machine's late wake-ups must not
+                    # add up and stretch the audio (tests check its real-time span).
+                    next_t += self.pace_s
+                    time.sleep(max(0.0, next_t - time.monotonic()))
             self.done.set()
             self._release.wait(30)
         finally:

@@ -43,11 +43,11 @@ def test_signal_wakes_the_main_loop_wait_at_once():
         threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGHUP)).start()
         t0 = time.monotonic()
         assert d._wait_request(5.0) == "reload"
-        assert time.monotonic() - t0 < 1.0
+        assert time.monotonic() - t0 < 2.5  # woken by the request, well before the 5 s timeout
         threading.Timer(0.1, d.request_stop).start()
         t0 = time.monotonic()
         assert d._wait_request(5.0) == "stop"
-        assert time.monotonic() - t0 < 1.0
+        assert time.monotonic() - t0 < 2.5
         assert d._wait_request(0.05) is None
     finally:
         for s, h in old.items():
