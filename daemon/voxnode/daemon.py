@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import FrameType
+from typing import TYPE_CHECKING
 
-from voxnode.asr.recognizer import EngineInfo, Recognizer
 from voxnode.audio.alsa_capture import AlsaCapture
 from voxnode.audio.file_source import FileSource
 from voxnode.audio.format import PERIOD_S
@@ -22,17 +22,20 @@ from voxnode.audio.source import AudioSource
 from voxnode.audio.wavfile import read_audio
 from voxnode.config import Config
 from voxnode.config.audio import StreamConfig
+from voxnode.config.mqtt import node_id_for
 from voxnode.errors import VoxnodeError
-from voxnode.events import TranscriptEvent
 from voxnode.health.reporter import HealthReporter
-from voxnode.heartbeat import Heartbeat
 from voxnode.lifecycle import TICK_S, Component, Hook, start_all, stop_all
-from voxnode.mqtt.topics import node_id_for
 from voxnode.reload import ReloadResult, plan_reload
-from voxnode.sinks import Sink
 from voxnode.stream.recognition import Recognition
 from voxnode.stream.runtime import StreamRuntime, Streams
 from voxnode.stream.worker import StreamWorker
+
+if TYPE_CHECKING:
+    from voxnode.asr.recognizer import EngineInfo, Recognizer
+    from voxnode.events import TranscriptEvent
+    from voxnode.heartbeat import Heartbeat
+    from voxnode.sinks import Sink
 
 log = logging.getLogger(__name__)
 

@@ -10,13 +10,13 @@ import urllib.request
 import pytest
 
 from voxnode.config.health import HealthConfig
+from voxnode.config.mqtt import sanitize_node_id
 from voxnode.health.leakwatch import LeakWatch
 from voxnode.health.memory import Heap, TraceSnapshots
 from voxnode.health.process import rss_bytes
 from voxnode.health.thermal import Thermal
 from voxnode.mqtt.commands import CommandError, parse_command
 from voxnode.mqtt.localbroker import free_port
-from voxnode.mqtt.topics import sanitize_node_id
 
 TRIM_CHILD = r"""
 import json

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import importlib
 import logging
+from typing import TYPE_CHECKING
 
 from voxnode.asr.recognizer import Recognizer
-from voxnode.config.asr import AsrConfig
 from voxnode.errors import ConfigError
+
+if TYPE_CHECKING:
+    from voxnode.config.asr import AsrConfig
 
 log = logging.getLogger(__name__)
 

@@ -7,15 +7,18 @@ import os
 import time
 import tracemalloc
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from voxnode import __version__
-from voxnode.asr.recognizer import EngineInfo
 from voxnode.config.health import HealthConfig
 from voxnode.events import iso8601
 from voxnode.health.leakwatch import LeakWatch
 from voxnode.health.memory import Heap, python_allocator, traced_memory
 from voxnode.health.process import CpuMeter, rss_bytes, thread_count
 from voxnode.health.thermal import Thermal
+
+if TYPE_CHECKING:
+    from voxnode.asr.recognizer import EngineInfo
 
 log = logging.getLogger(__name__)
 

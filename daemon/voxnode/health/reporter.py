@@ -15,13 +15,13 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from voxnode.asr.recognizer import EngineInfo
 from voxnode.config.health import HealthConfig
 from voxnode.health.latency import LatencyWindows
 from voxnode.health.report import HealthMonitor
 from voxnode.lifecycle import Hook
 
 if TYPE_CHECKING:
+    from voxnode.asr.recognizer import EngineInfo
     from voxnode.daemon import Daemon
 
 log = logging.getLogger(__name__)

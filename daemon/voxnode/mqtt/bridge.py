@@ -13,6 +13,7 @@ import logging
 import queue
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from voxnode.config import Config
 from voxnode.control import DaemonControl
@@ -25,7 +26,9 @@ from voxnode.mqtt.commands import CommandError, error_reply, parse_command
 from voxnode.mqtt.discovery import discovery_payload
 from voxnode.mqtt.spool import Spool, default_spool_path
 from voxnode.mqtt.topics import Topics
-from voxnode.reload import ReloadResult
+
+if TYPE_CHECKING:
+    from voxnode.reload import ReloadResult
 
 log = logging.getLogger("voxnode.mqtt")
 
