@@ -1,0 +1,387 @@
+#!/usr/bin/env python3
+"""`make test-arm64`: `voxnode transcribe` on real clips under qemu-user, as a Raspberry Pi 4
+(Cortex-A72) and a Raspberry Pi 5 (Cortex-A76), compared with the same run on this x86 machine.
+
+What it checks: the aarch64 wheels of our runtime dependencies load and run, XNNPACK takes the
+whole model on ARM, and the ARM kernels (NEON on the A72, NEON dot-product on the A76) give
+transcripts whose WER is within WER_MARGIN of the x86 run. Tokens are not compared: every correct
+ARM int8 path differs from x86 by 2-3 % in encoder output (docs/arm64.md).
+
+What it fetches, into build/arm64/ (ignored by git; a second run downloads nothing):
+- the arm64 Debian 12 packages of Python 3.11 and the C libraries it needs, with apt-get run on
+  a private state folder (the host's dpkg and apt lists are not touched), unpacked with dpkg -x;
+- the aarch64 wheels of ai-edge-litert, numpy and soxr at the versions installed in .venv.
+
+Prints one table row per CPU and a last line that says PASS, or FAIL and why; exits 1 on failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "daemon"))
+
+from voxnode.asr.wer import corpus_wer  # noqa: E402
+
+BUILD = REPO / "build" / "arm64"
+PY = "3.11"  # Debian 12's python3.11; the wheels are fetched for the same version
+DEBS = ("python3.11-minimal libpython3.11-minimal libpython3.11-stdlib libc6 libgcc-s1 libstdc++6 "
+        "libexpat1 zlib1g libssl3 libffi8 libbz2-1.0 liblzma5 libcrypt1 libuuid1").split()
+WHEELS = ("ai-edge-litert", "numpy", "soxr")  # all `voxnode transcribe` imports besides the stdlib
+# pip does not widen an explicit manylinux_2_X platform to older glibcs: list every one the
+# sysroot's glibc (2.36) can load. ai-edge-litert ships manylinux_2_27 only.
+PLATFORMS = ["manylinux2014_aarch64"] + [f"manylinux_2_{v}_aarch64" for v in range(17, 37)]
+
+POCKETSPHINX = Path("/usr/share/pocketsphinx/test/data")
+# Six short real recordings (about 22 s in all, 67 reference words): four read sentences and two
+# lists of cards. Each clip costs 15-20 s of emulated time per CPU model.
+CLIPS = ("librivox/sense_and_sensibility_01_austen_64kb-0870", "librivox/sense_and_sensibility_01_austen_64kb-0890",
+         "librivox/sense_and_sensibility_01_austen_64kb-0920", "librivox/sense_and_sensibility_01_austen_64kb-0930",
+         "cards/002", "cards/005")
+
+# WER may be this much worse (absolute, over all clips) on ARM than on x86. On these clips both
+# CPU models measured the same WER as x86; one word in 67 is 1.5 %, so 5 % allows three words.
+WER_MARGIN = 0.05
+# The x86 side is the yardstick; if it is this bad the model or the clips are broken, not ARM.
+X86_WER_MAX = 0.15
+RUN_TIMEOUT_S = 900  # one CPU model, six clips: 80-120 s measured on 2 busy cores
+
+
+@dataclass(frozen=True)
+class CpuModel:
+    name: str  # qemu -cpu
+    board: str
+    part: str  # MIDR part number in /proc/cpuinfo
+    features: str  # the board's /proc/cpuinfo Features line
+
+
+CPU_MODELS = {m.name: m for m in (
+    CpuModel("cortex-a72", "Raspberry Pi 4", "0xd08", "fp asimd evtstrm crc32 cpuid"),
+    CpuModel("cortex-a76", "Raspberry Pi 5", "0xd0b",
+             "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp"),
+    CpuModel("neoverse-n1", "Graviton2", "0xd0c",
+             "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp"),
+    # No board has it. qemu 7.2's `max` offers SME, XNNPACK then takes its KleidiAI SME kernels and
+    # qemu 7.2 emulates them wrongly: garbage text (qemu 10 is right). Kept to show that failure.
+    CpuModel("max", "qemu's max", "0xd0c", "fp asimd cpuid"),
+)}
+DEFAULT_CPUS = ("cortex-a72", "cortex-a76")  # Pi 4 and Pi 5, what voxnode's users run
+
+HWCAP_ASIMDDP = 1 << 20  # arch/arm64/include/uapi/asm/hwcap.h
+HWCAP2_I8MM = 1 << 13
+HWCAP2_SME = 1 << 23
+
+
+class Failure(Exception):
+    """One line saying what went wrong."""
+
+
+def run(cmd: list[str], what: str, **kw) -> subprocess.CompletedProcess:
+    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        tail = (p.stderr.strip() or p.stdout.strip()).splitlines()[-1:] or ["no output"]
+        raise Failure(f"{what} failed (exit {p.returncode}): {tail[0]}")
+    return p
+
+
+# ---------------------------------------------------------------- the sysroot (cached)
+
+def apt_options(state: Path) -> list[str]:
+    """apt-get on a private state folder with arm64 as its only architecture: the host's sources
+    and keyrings are used, its package lists and dpkg database are neither read nor written."""
+    return ["-o", f"Dir::State::Lists={state / 'lists'}", "-o", f"Dir::State::status={state / 'status'}",
+            "-o", f"Dir::Cache={state / 'cache'}", "-o", "APT::Architecture=arm64",
+            "-o", "APT::Architectures::=arm64", "-o", "Debug::NoLocking=1", "-o", "APT::Sandbox::User=root",
+            "-qq"]
+
+
+def fetch_debs(debs_dir: Path) -> list[Path]:
+    state = BUILD / "apt"
+    for d in (state / "lists" / "partial", state / "cache" / "archives" / "partial"):
+        d.mkdir(parents=True, exist_ok=True)
+    (state / "status").touch()
+    opts = apt_options(state)
+    run(["apt-get", *opts, "update"], "apt-get update (arm64 package lists)")
+    if debs_dir.exists():
+        shutil.rmtree(debs_dir)
+    debs_dir.mkdir(parents=True)
+    run(["apt-get", *opts, "download", *DEBS], "apt-get download of the arm64 packages", cwd=debs_dir)
+    return sorted(debs_dir.glob("*.deb"))
+
+
+def host_pins() -> list[str]:
+    """name==version of everything in this interpreter's environment, used as pip constraints so
+    the arm64 side runs the versions the x86 side runs."""
+    out = run([sys.executable, "-m", "pip", "freeze", "--exclude-editable"], "pip freeze").stdout
+    return sorted(line for line in out.splitlines() if "==" in line and not line.startswith("#"))
+
+
+def build_sysroot(pins: list[str]) -> Path:
+    """Debian's arm64 python3.11 and libraries, and the aarch64 wheels in its dist-packages."""
+    sysroot = BUILD / "sysroot"
+    wanted = hashlib.sha256("\n".join(DEBS + ["--"] + pins + ["--"] + PLATFORMS).encode()).hexdigest()
+    stamp = sysroot / ".stamp"
+    if stamp.is_file() and stamp.read_text() == wanted:
+        return sysroot
+    print("test-arm64: fetching the arm64 Python, libraries and wheels into build/arm64/ (once)", flush=True)
+    fresh = BUILD / "sysroot.new"
+    if fresh.exists():
+        shutil.rmtree(fresh)
+    fresh.mkdir(parents=True)
+    for deb in fetch_debs(BUILD / "debs"):
+        run(["dpkg-deb", "-x", str(deb), str(fresh)], f"dpkg-deb -x {deb.name}")
+
+    wheels = BUILD / "wheels"
+    wheels.mkdir(exist_ok=True)
+    constraints = BUILD / "constraints.txt"
+    constraints.write_text("\n".join(pins) + "\n")
+    target = fresh / "usr" / "local" / "lib" / f"python{PY}" / "dist-packages"
+    platform = [a for p in PLATFORMS for a in ("--platform", p)]
+    common = ["--only-binary=:all:", "--python-version", PY, "--implementation", "cp", *platform,
+              "-c", str(constraints), *WHEELS]
+    run([sys.executable, "-m", "pip", "download", "-q", "-d", str(wheels), *common], "pip download of aarch64 wheels")
+    run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheels), "--no-compile",
+         "--target", str(target), *common], "pip install --target of the aarch64 wheels")
+    if sys.version_info[:2] == tuple(int(x) for x in PY.split(".")):
+        # Byte-code is the same on every CPU: compiling here saves the emulated CPU 20-30 s a run.
+        subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0", str(fresh / "usr" / "lib" / f"python{PY}"),
+                        str(target)], capture_output=True)
+    if sysroot.exists():
+        shutil.rmtree(sysroot)
+    fresh.rename(sysroot)
+    stamp.write_text(wanted)
+    return sysroot
+
+
+def cpu_root(sysroot: Path, cpu: CpuModel) -> Path:
+    """A root for `qemu-aarch64 -L`: the shared sysroot plus a /proc/cpuinfo of this CPU.
+
+    qemu-user 7.2 shows the guest the host's x86 /proc/cpuinfo, and the CPU detection inside
+    LiteRT segfaults on it when the Interpreter is created. With -L, qemu looks absolute paths up
+    in the root first, so root/proc/cpuinfo is what the guest reads.
+    """
+    root = BUILD / f"root-{cpu.name}"
+    (root / "proc").mkdir(parents=True, exist_ok=True)
+    for entry in sysroot.iterdir():
+        if entry.name.startswith("."):
+            continue
+        link = root / entry.name
+        if not link.is_symlink():
+            link.symlink_to(Path("..") / sysroot.name / entry.name)
+    blocks = [f"processor\t: {i}\nBogoMIPS\t: 108.00\nFeatures\t: {cpu.features}\nCPU implementer\t: 0x41\n"
+              f"CPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: {cpu.part}\nCPU revision\t: 1\n"
+              for i in range(possible_cpus())]
+    (root / "proc" / "cpuinfo").write_text("\n".join(blocks))
+    return root
+
+
+def possible_cpus() -> int:
+    # The guest reads /sys/devices/system/cpu/possible from the host: cpuinfo must list as many.
+    try:
+        text = Path("/sys/devices/system/cpu/possible").read_text().strip()
+        return max(int(part.split("-")[-1]) for part in text.split(",")) + 1
+    except (OSError, ValueError):
+        return os.cpu_count() or 1
+
+
+# ---------------------------------------------------------------- the runs
+
+@dataclass
+class Side:
+    label: str
+    board: str
+    texts: dict[str, str]
+    engine: dict
+    seconds: float
+    hwcap: str = "-"
+
+
+def clips() -> list[tuple[Path, str]]:
+    """(wav, reference transcript) of CLIPS, from pocketsphinx-testdata's transcription files."""
+    refs = {}
+    for listing in ("librivox/transcription", "cards/cards.transcription"):
+        path = POCKETSPHINX / listing
+        if not path.is_file():
+            raise Failure(f"{path} is missing: install pocketsphinx-testdata (make deps-test does)")
+        for line in path.read_text().splitlines():
+            m = re.match(r"<s>(.*)</s>\s*\((.+)\)", line.strip())
+            if m:
+                refs[f"{path.parent.name}/{m.group(2).strip()}"] = m.group(1).strip()
+    return [(POCKETSPHINX / f"{c}.wav", refs[c]) for c in CLIPS]
+
+
+def write_config() -> Path:
+    # One interpreter thread on both sides: the two CPU models run side by side on CI's 2 cores,
+    # and two threads on the A72 gave the same tokens as one. The model is the checkout's own.
+    config = BUILD / "transcribe.toml"
+    config.write_text(f'[asr]\nmodel_dir = "{REPO / "models" / "whisper-tiny.en"}"\nnum_threads = 1\n\n'
+                      '[log]\nlevel = "info"\n')
+    return config
+
+
+def transcribe_cmd(config: Path, wavs: list[Path]) -> list[str]:
+    return ["-m", "voxnode", "transcribe", "--config", str(config), "--json", *map(str, wavs)]
+
+
+def guest_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTHON", "VIRTUAL_ENV", "LD_")) and k not in ("INVOCATION_ID", "JOURNAL_STREAM")}
+    return {**env, "PYTHONPATH": str(REPO / "daemon"), "PYTHONMALLOC": "malloc"}
+
+
+def parse(label: str, board: str, p: subprocess.CompletedProcess | None, wavs: list[Path], seconds: float) -> Side:
+    if p is None:
+        raise Failure(f"{label}: voxnode transcribe did not finish in {RUN_TIMEOUT_S} s")
+    if p.returncode != 0:
+        tail = p.stderr.strip().splitlines()[-1:] or [f"no output (signal {-p.returncode})" if p.returncode < 0 else "no output"]
+        raise Failure(f"{label}: voxnode transcribe exited {p.returncode}: {tail[0]}")
+    texts = {}
+    for line in p.stdout.splitlines():
+        obj = json.loads(line)
+        texts[obj["file"]] = obj["text"]
+    missing = [w.name for w in wavs if str(w) not in texts]
+    if missing:
+        raise Failure(f"{label}: no transcript for {', '.join(missing)}")
+    # The engine logs its info once loaded: "speech model loaded: {...}" (voxnode/asr/engine.py).
+    m = re.search(r"speech model loaded: (\{.*\})", p.stderr)
+    if not m:
+        raise Failure(f"{label}: no 'speech model loaded' line on stderr, cannot tell whether XNNPACK was applied")
+    return Side(label, board, texts, ast.literal_eval(m.group(1)), seconds)
+
+
+def hwcaps(qemu: str, root: Path, cpu: CpuModel) -> str:
+    """The dot-product / i8mm / SME bits the emulated CPU offers: XNNPACK picks its kernels from them."""
+    p = subprocess.run([qemu, "-L", str(root), "-cpu", cpu.name, str(root / "usr" / "bin" / f"python{PY}"),
+                        "-S", "-c", "pass"], env={**guest_env(), "LD_SHOW_AUXV": "1"},
+                       capture_output=True, text=True, timeout=60)
+    caps = dict(re.findall(r"^(AT_HWCAP2?):\s+([0-9a-fx]+)", p.stdout, re.M))
+    if "AT_HWCAP" not in caps:
+        return "?"
+    hw, hw2 = int(caps["AT_HWCAP"], 16), int(caps.get("AT_HWCAP2", "0"), 16)
+    names = [n for n, on in (("dotprod", hw & HWCAP_ASIMDDP), ("i8mm", hw2 & HWCAP2_I8MM),
+                             ("SME", hw2 & HWCAP2_SME)) if on]
+    return "+".join(names) or "NEON only"
+
+
+def run_all(qemu: str, sysroot: Path, cpus: list[CpuModel]) -> tuple[Side, list[Side], list[tuple[Path, str]]]:
+    pairs = clips()
+    wavs = [w for w, _ in pairs]
+    config = write_config()
+    env = guest_env()
+    roots = {cpu.name: cpu_root(sysroot, cpu) for cpu in cpus}
+    caps = {cpu.name: hwcaps(qemu, roots[cpu.name], cpu) for cpu in cpus}
+
+    # The CPU models run side by side (one core each); x86 runs first, alone, in seconds.
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, *transcribe_cmd(config, wavs)], capture_output=True, text=True,
+                       env=env, timeout=RUN_TIMEOUT_S)
+    x86 = parse("x86_64", "this machine", p, wavs, time.monotonic() - t0)
+
+    procs = {}
+    with tempfile.TemporaryDirectory(prefix="voxnode-arm64-") as tmp:
+        for cpu in cpus:
+            root = roots[cpu.name]
+            out, err = open(Path(tmp) / f"{cpu.name}.out", "w+"), open(Path(tmp) / f"{cpu.name}.err", "w+")
+            cmd = [qemu, "-L", str(root), "-cpu", cpu.name, str(root / "usr" / "bin" / f"python{PY}"),
+                   *transcribe_cmd(config, wavs)]
+            procs[cpu.name] = (subprocess.Popen(cmd, stdout=out, stderr=err, env=env, text=True), out, err,
+                               time.monotonic())
+        arm = []
+        for cpu in cpus:
+            proc, out, err, started = procs[cpu.name]
+            try:
+                proc.wait(timeout=max(1.0, started + RUN_TIMEOUT_S - time.monotonic()))
+                out.seek(0)
+                err.seek(0)
+                done = subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                done = None
+            side = parse(cpu.name, cpu.board, done, wavs, time.monotonic() - started)
+            side.hwcap = caps[cpu.name]
+            arm.append(side)
+    return x86, arm, pairs
+
+
+# ---------------------------------------------------------------- report
+
+def xnnpack(engine: dict) -> str:
+    total, left = engine.get("ops_total"), engine.get("ops_not_delegated")
+    if not engine.get("xnnpack_applied"):
+        return "not applied"
+    return f"all {total} ops" if left == 0 else f"{left} of {total} ops left"
+
+
+def report(x86: Side, arm: list[Side], pairs: list[tuple[Path, str]], qemu_version: str) -> list[str]:
+    """Prints the table; returns the reasons for failure (empty when all is well)."""
+    refs = dict((str(w), ref) for w, ref in pairs)
+    words = sum(len(r.split()) for r in refs.values())
+    wer_x86 = corpus_wer([(refs[f], x86.texts[f]) for f in refs])
+    print(f"\n{qemu_version}; {len(pairs)} clips of pocketsphinx-testdata, {words} reference words; "
+          f"WER against the reference transcripts")
+    row = "{:<11} {:<15} {:<10} {:<15} {:>6} {:>10} {:>8}"
+    print(row.format("cpu", "board", "kernels", "XNNPACK", "WER", "vs x86", "time"))
+    print(row.format(x86.label, x86.board, "-", xnnpack(x86.engine), f"{wer_x86:.1%}", "-", f"{x86.seconds:.0f} s"))
+    failures = []
+    if wer_x86 > X86_WER_MAX:
+        failures.append(f"x86 WER {wer_x86:.1%} is over {X86_WER_MAX:.0%}: the model or the clips are broken, "
+                        "not the ARM build")
+    for side in arm:
+        wer_arm = corpus_wer([(refs[f], side.texts[f]) for f in refs])
+        vs_x86 = corpus_wer([(x86.texts[f], side.texts[f]) for f in refs])
+        print(row.format(side.label, side.board, side.hwcap, xnnpack(side.engine), f"{wer_arm:.1%}",
+                         f"{vs_x86:.1%}", f"{side.seconds:.0f} s"))
+        if not side.engine.get("xnnpack_applied") or side.engine.get("ops_not_delegated"):
+            failures.append(f"{side.label}: XNNPACK did not take the whole model ({xnnpack(side.engine)})")
+        if wer_arm > wer_x86 + WER_MARGIN:
+            worst = max(refs, key=lambda f: corpus_wer([(x86.texts[f], side.texts[f])]))
+            failures.append(f"{side.label}: WER {wer_arm:.1%} is more than {WER_MARGIN:.0%} over x86's {wer_x86:.1%}; "
+                            f"e.g. {Path(worst).name}: {side.texts[worst]!r} vs x86 {x86.texts[worst]!r}")
+    print("kernels: the dot-product/i8mm/SME bits the emulated CPU offers (XNNPACK picks its int8 kernels by them);"
+          "\nvs x86: word differences from the x86 transcripts; time: emulated, says nothing about speed on a board")
+    return failures
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cpu", action="append", choices=list(CPU_MODELS), metavar="MODEL",
+                    help=f"qemu CPU model to run (repeatable; default {' and '.join(DEFAULT_CPUS)}; "
+                         f"also {', '.join(c for c in CPU_MODELS if c not in DEFAULT_CPUS)})")
+    args = ap.parse_args()
+    cpus = [CPU_MODELS[c] for c in (args.cpu or DEFAULT_CPUS)]
+    try:
+        qemu = shutil.which("qemu-aarch64")
+        if qemu is None:
+            raise Failure("qemu-aarch64 not found: install Debian's qemu-user (make test-arm64 does)")
+        qemu_version = run([qemu, "--version"], "qemu-aarch64 --version").stdout.splitlines()[0]
+        sysroot = build_sysroot(host_pins())
+        x86, arm, pairs = run_all(qemu, sysroot, cpus)
+        failures = report(x86, arm, pairs, qemu_version)
+    except Failure as e:
+        failures = [str(e)]
+    except subprocess.TimeoutExpired as e:
+        failures = [f"{' '.join(map(str, e.cmd[:3]))} ... did not finish in {e.timeout:.0f} s"]
+    if failures:
+        for f in failures:
+            print(f"test-arm64: FAIL: {f}")
+        return 1
+    print(f"test-arm64: PASS: {' and '.join(c.name for c in cpus)} transcribe within the WER margin of x86, XNNPACK on every op")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
