@@ -333,7 +333,7 @@ def report(x86: Side, arm: list[Side], pairs: list[tuple[Path, str]], qemu_versi
     wer_x86 = corpus_wer([(refs[f], x86.texts[f]) for f in refs])
     print(f"\n{qemu_version}; {len(pairs)} clips of pocketsphinx-testdata, {words} reference words; "
           f"WER against the reference transcripts")
-    row = "{:<11} {:<15} {:<10} {:<15} {:>6} {:>10} {:>8}"
+    row = "{:<11} {:<15} {:<10} {:<18} {:>6} {:>7} {:>7}"
     print(row.format("cpu", "board", "kernels", "XNNPACK", "WER", "vs x86", "time"))
     print(row.format(x86.label, x86.board, "-", xnnpack(x86.engine), f"{wer_x86:.1%}", "-", f"{x86.seconds:.0f} s"))
     failures = []
