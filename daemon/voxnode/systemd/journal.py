@@ -4,6 +4,9 @@ Any `extra={...}` key that is a valid journal field name (STREAM, DEVICE,
 UTTERANCE_ID, ...) becomes a journal field, so `journalctl -u voxnode STREAM=kitchen`
 works. Used only when journald is really there: JournalHandler drops messages
 silently when its socket is missing, which would lose every log line.
+
+systemd-python is imported only when a handler is built, so commands that log to
+stderr (`voxnode transcribe`, `check-config`, `devices`) run without it.
 """
 
 from __future__ import annotations
@@ -13,8 +16,6 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-
-from systemd import journal
 
 JOURNAL_SOCKET = Path("/run/systemd/journal/socket")
 _FIELD_NAME = re.compile(r"[A-Z0-9][A-Z0-9_]{0,63}\Z")  # journald's rule; leading "_" is reserved
@@ -42,15 +43,20 @@ def journald_wanted(environ: Mapping[str, str] = os.environ, stderr_fd: int = 2)
     return bool(environ.get("INVOCATION_ID"))
 
 
-class StructuredJournalHandler(journal.JournalHandler):
-    """JournalHandler that forwards only journal-worthy `extra` keys.
+class StructuredJournalHandler(logging.Handler):
+    """Like systemd's JournalHandler, but forwards only journal-worthy `extra` keys.
 
     The stock handler sends every LogRecord attribute (msg, args, levelname, ...);
     journald discards the lower-case ones, but they still cost a send each time.
     """
 
-    def __init__(self, identifier: str = "voxnode", **kwargs):
-        super().__init__(SYSLOG_IDENTIFIER=identifier, **kwargs)
+    def __init__(self, identifier: str = "voxnode"):
+        super().__init__()
+        from systemd import journal
+
+        self.send = journal.send
+        self.map_priority = journal.JournalHandler.map_priority
+        self._extra = {"SYSLOG_IDENTIFIER": identifier}
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
