@@ -18,7 +18,7 @@ APT_CORPUS := pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds
 export PYTHONMALLOC := malloc
 
 .PHONY: demo run test deps-run deps-test deps-corpus venv venv-test check-config config-reference clean \
-        bench-mqtt bench-stream bench-asr convert-model install uninstall purge
+        bench-mqtt bench-stream bench-asr convert-model convert-silero eval-vad install uninstall purge
 
 demo: venv
 	$(BIN)/voxnode demo
@@ -80,6 +80,10 @@ bench-stream: deps-test venv-test
 convert-model: deps-run .venv-convert/.installed
 	.venv-convert/bin/python scripts/convert_model.py
 	.venv-convert/bin/python scripts/convert_model.py --fp32 --no-int8 --no-verify --out build/whisper-tiny.en-fp32
+
+# Rebuild the Silero VAD v6 TFLite model (package data of the front-end), checked against onnxruntime.
+convert-silero: deps-corpus .venv-convert/.installed
+	.venv-convert/bin/python scripts/convert_silero.py
 
 bench-asr: deps-corpus .venv-bench/.installed
 	@test -d build/whisper-tiny.en-fp32 || { echo "run 'make convert-model' first for the fp32 side"; exit 1; }
