@@ -25,6 +25,7 @@ def pipeline_params(config: Config) -> PipelineParams:
         frontend=FrontEndParams(
             highpass_hz=f.highpass_hz, denoise=f.denoise, denoise_floor_db=f.denoise_floor_db,
             vad_engine=v.engine, vad_threshold=v.threshold, vad_aggressiveness=v.aggressiveness,
+            vad_silero_threshold=v.silero_threshold,
             vad_min_level_dbfs=v.min_level_dbfs,
         ),
         segmenter=SegmenterParams(
