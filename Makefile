@@ -85,6 +85,10 @@ convert-model: deps-run .venv-convert/.installed
 convert-silero: deps-corpus .venv-convert/.installed
 	.venv-convert/bin/python scripts/convert_silero.py
 
+# Frame VAD accuracy in noise on real speech, false triggers, CPU and memory (docs/vad_eval.md, ~30 min).
+eval-vad: deps-corpus .venv-bench/.installed
+	PYTHONMALLOC=malloc .venv-bench/bin/python scripts/eval_vad.py --rss --write docs/vad_eval.md
+
 bench-asr: deps-corpus .venv-bench/.installed
 	@test -d build/whisper-tiny.en-fp32 || { echo "run 'make convert-model' first for the fp32 side"; exit 1; }
 	.venv-bench/bin/python scripts/bench_asr.py --fp32-dir build/whisper-tiny.en-fp32

