@@ -1,7 +1,7 @@
 """Silero VAD v6 (a small neural VAD) on the LiteRT interpreter the engine already loads.
 
 The model (`silero_vad_v6/silero_vad.tflite`, 1.2 MB, converted from Silero's own ONNX file by
-scripts/convert_silero.py, matching it within 2.2e-5) scores 512-sample windows (32 ms at 16 kHz),
+scripts/convert_silero.py, matching it within 1.3e-5) scores 512-sample windows (32 ms at 16 kHz),
 each preceded by 64 samples of left context, with an LSTM state carried from window to window.
 Our frames are 320 samples (20 ms), so samples are buffered: when a frame completes a window
 (5 windows per 8 frames) the window is scored, and every frame is judged by the latest
@@ -31,7 +31,6 @@ Recurrent state and the sample buffer belong to one stream; the model file's byt
 from __future__ import annotations
 
 import hashlib
-import logging
 import threading
 from pathlib import Path
 
@@ -39,10 +38,8 @@ import numpy as np
 
 from .errors import FrontendError
 
-log = logging.getLogger(__name__)
-
 WINDOW = 512  # samples per model call (32 ms): the only size the 16 kHz model takes
-CONTEXT = 64  # samples of the previous window the model sees before the new ones
+CONTEXT = 64  # samples of left context the model sees before the new ones
 STATE_SHAPE = (2, 128)  # LSTM h and c
 MODEL_DIR = Path(__file__).resolve().parent / "silero_vad_v6"
 MODEL_FILE = "silero_vad.tflite"
