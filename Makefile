@@ -19,7 +19,7 @@ APT_CORPUS := pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds
 export PYTHONMALLOC := malloc
 
 .PHONY: demo run test lint deps-run deps-test deps-corpus venv venv-test check-config config-reference clean \
-        bench-mqtt bench-stream bench-asr convert-model install uninstall purge test-arm64
+        bench-mqtt bench-stream bench-asr convert-model convert-silero eval-vad install uninstall purge test-arm64
 
 demo: venv
 	$(BIN)/voxnode demo
@@ -94,6 +94,14 @@ bench-stream: deps-test venv-test
 convert-model: deps-run .venv-convert/.installed
 	.venv-convert/bin/python scripts/convert_model.py
 	.venv-convert/bin/python scripts/convert_model.py --fp32 --no-int8 --no-verify --out build/whisper-tiny.en-fp32
+
+# Rebuild the Silero VAD v6 TFLite model (package data of the front-end), checked against onnxruntime.
+convert-silero: deps-corpus .venv-convert/.installed
+	.venv-convert/bin/python scripts/convert_silero.py
+
+# Frame VAD accuracy in noise on real speech, false triggers, CPU and memory (docs/vad_eval.md, ~30 min).
+eval-vad: deps-corpus .venv-bench/.installed
+	PYTHONMALLOC=malloc .venv-bench/bin/python scripts/eval_vad.py --rss --write docs/vad_eval.md
 
 bench-asr: deps-corpus .venv-bench/.installed
 	@test -d build/whisper-tiny.en-fp32 || { echo "run 'make convert-model' first for the fp32 side"; exit 1; }

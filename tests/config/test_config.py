@@ -14,6 +14,8 @@ BAD_CONFIGS = {
     "out of range": ("[audio]\nbuffer_periods = 1000\n", "audio.buffer_periods", "between 2 and 64"),
     "TOML syntax": ("[audio\ndevice = 1\n", "TOML syntax error", "line 1"),
     "bad choice": ('[log]\nlevel = "loud"\n', "log.level", '"debug", "info", "warning", "error"'),
+    "bad vad engine": ('[vad]\nengine = "neural"\n', "vad.engine", '"webrtc", "spectral", "both", "silero"'),
+    "silero threshold": ("[vad]\nsilero_threshold = 1.5\n", "vad.silero_threshold", "between 0.2 and 0.9"),
     "unknown section": ("[audoi]\n", "'audoi'", "did you mean 'audio'"),
     "stream without device": ('[[streams]]\nname = "k"\n', "streams[0].device", "required"),
     "duplicate stream": (

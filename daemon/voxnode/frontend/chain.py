@@ -20,6 +20,7 @@ from voxnode.audio.format import PERIOD_FRAMES
 from .denoise import SpectralDenoiser
 from .errors import FrontendError
 from .highpass import HighPass
+from .silero_vad import SileroVad
 from .spectrum import StftAnalyzer
 from .vad import BothVad, FrameVad, SpectralVad, WebRtcVad
 
@@ -31,9 +32,10 @@ class FrontEndParams:
     highpass_hz: float  # 0 disables
     denoise: bool
     denoise_floor_db: float
-    vad_engine: str  # "webrtc" | "spectral" | "both"
+    vad_engine: str  # "webrtc" | "spectral" | "both" | "silero"
     vad_threshold: float  # spectral: band-mean log-likelihood ratio (noise: 0.58)
     vad_aggressiveness: int  # webrtc: 0..3
+    vad_silero_threshold: float  # silero: speech probability that starts speech
     vad_min_level_dbfs: float
 
 
@@ -49,6 +51,8 @@ def make_vad(p: FrontEndParams, bins: int) -> FrameVad:
         return SpectralVad(threshold=p.vad_threshold, min_level_dbfs=p.vad_min_level_dbfs, bins=bins)
     if p.vad_engine == "webrtc":
         return WebRtcVad(p.vad_aggressiveness)
+    if p.vad_engine == "silero":
+        return SileroVad(p.vad_silero_threshold)
     if p.vad_engine == "both":
         return BothVad(
             SpectralVad(threshold=p.vad_threshold, min_level_dbfs=p.vad_min_level_dbfs, bins=bins),
@@ -64,8 +68,8 @@ class FrontEnd:
         self._analyzer = self._denoiser.analyzer if self._denoiser else StftAnalyzer(hop)
         self.vad = make_vad(params, self._analyzer.bins)
         self.latency_s = self._denoiser.latency_s if self._denoiser else 0.0
-        # The WebRTC VAD works on samples: skip the STFT when nothing else needs it.
-        self._need_spectrum = self._denoiser is not None or params.vad_engine != "webrtc"
+        # The WebRTC and Silero VADs work on samples: skip the STFT when nothing else needs it.
+        self._need_spectrum = self._denoiser is not None or params.vad_engine not in ("webrtc", "silero")
         self._hp = HighPass(params.highpass_hz) if params.highpass_hz > 0 else None
 
     def process(self, samples: np.ndarray) -> FrontEndOutput:

@@ -30,6 +30,7 @@ def frontend_params(config: Config) -> FrontEndParams:
         vad_engine=v.engine,
         vad_threshold=v.threshold,
         vad_aggressiveness=v.aggressiveness,
+        vad_silero_threshold=v.silero_threshold,
         vad_min_level_dbfs=v.min_level_dbfs,
     )
 
