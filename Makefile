@@ -18,7 +18,7 @@ APT_CORPUS := pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds
 export PYTHONMALLOC := malloc
 
 .PHONY: demo run test deps-run deps-test deps-corpus venv venv-test check-config config-reference clean \
-        bench-mqtt bench-stream bench-asr convert-model install uninstall purge
+        bench-mqtt bench-stream bench-asr bench-live-noise convert-model install uninstall purge
 
 demo: venv
 	$(BIN)/voxnode demo
@@ -64,6 +64,12 @@ bench-mqtt: venv-test
 
 bench-stream: deps-test venv-test
 	$(BIN)/python scripts/bench_stream.py --streams 1,4,10 --speak-s 60 --idle-s 12
+
+# Live recognition in continuous noise (issue 9; ~90 min real time: every condition + 10 min of each
+# noise alone). LIVE_ARGS adds options, e.g. LIVE_ARGS='--label spectral --set vad.engine="spectral"'.
+LIVE_ARGS ?= --label default
+bench-live-noise: deps-corpus venv .venv-bench/.installed
+	.venv-bench/bin/python scripts/bench_live_noise.py --noise-alone --write docs/benchmarks.md $(LIVE_ARGS)
 
 # Build-time tools live in their own venvs: tensorflow and faster-whisper never enter the runtime.
 .venv-convert/.installed: scripts/requirements-convert.txt
