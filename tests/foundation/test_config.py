@@ -19,6 +19,7 @@ BAD_CONFIGS = {
     "stream without device": ("[[streams]]\nname = \"k\"\n", "streams[0].device", "required"),
     "duplicate stream": ("[[streams]]\nname = \"k\"\ndevice = \"a\"\n[[streams]]\nname = \"k\"\ndevice = \"b\"\n",
                          "streams", "more than once"),
+    "bad denoise mode": ("[frontend]\ndenoise = \"loud\"\n", "frontend.denoise", '"off", "vad", "all"'),
     "bad stream name": ("[[streams]]\nname = \"kit chen\"\ndevice = \"a\"\n", "streams[0].name", "must match"),
 }
 
@@ -35,6 +36,12 @@ def test_check_config_rejects_with_one_line_naming_the_key(case, tmp_path, voxno
     assert "Traceback" not in p.stderr
     assert str(f) in lines[0] and key in lines[0] and detail in lines[0], lines[0]
     assert p.stdout == ""
+
+
+@pytest.mark.parametrize("value, mode", [("true", "all"), ("false", "off"), ('"vad"', "vad"), ('"all"', "all")])
+def test_denoise_accepts_the_old_booleans(value, mode):
+    # frontend.denoise was a boolean (true = denoise what recognition hears); configs written then still load.
+    assert parse_config(f"[frontend]\ndenoise = {value}\n").frontend.denoise == mode
 
 
 def test_check_config_prints_effective_config(tmp_path, voxnode_cmd):
