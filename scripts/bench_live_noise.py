@@ -269,7 +269,7 @@ def score_condition(track: la.Track, live: dict, transcribed: list[str]) -> dict
     live_score = scoring.score(" ".join(refs), " ".join(e["text"] for _, e in finals))
     tr_score = scoring.corpus_score(refs, transcribed)
     per_utt = [[j for j, sp in enumerate(spans) if k in sp[2]] for k in range(len(track.utts))]
-    lat_true, lat_daemon = [], []
+    lat_true, lat_daemon, end_offset = [], [], []
     for k, u in enumerate(track.utts):
         if not per_utt[k]:
             continue
@@ -278,6 +278,9 @@ def score_condition(track: la.Track, live: dict, transcribed: list[str]) -> dict
         t_end = wt[min(len(wt) - 1, (u.speech_end - 1) // la.FRAME)]
         lat_true.append(1e3 * (t_read - t_end))
         lat_daemon.append(float(e["latency_ms"]))
+        # Where the daemon put the speech end (the final's "end") vs the true end, in audio time:
+        # what segmentation adds to the latency whatever the machine's load (+ = hangs on).
+        end_offset.append(1e3 * (spans[j][1] - u.speech_end) / la.RATE)
     speech_finals = [sp for sp in spans if sp[2]]
     n = len(track.utts)
     split_utts = [k for k in range(n) if len(per_utt[k]) > 1]
@@ -299,6 +302,8 @@ def score_condition(track: la.Track, live: dict, transcribed: list[str]) -> dict
         "latency_daemon_p50_ms": pct(lat_daemon, 50),
         "latency_daemon_p95_ms": pct(lat_daemon, 95),
         "latency_n": len(lat_true),
+        "end_offset_p50_ms": pct(end_offset, 50),
+        "end_offset_p95_ms": pct(end_offset, 95),
         "frames": live["frames"],
         "dropped_frames": live["dropped_frames"],
         "finals_lost": live["finals_lost"],
@@ -309,6 +314,8 @@ def score_condition(track: la.Track, live: dict, transcribed: list[str]) -> dict
             "live": [e["text"] for _, e in finals],
             "live_utts": [sp[2] for sp in spans],
             "latency_true_ms": [round(x) for x in lat_true],
+            "latency_daemon_ms": [round(x) for x in lat_daemon],
+            "end_offset_ms": [round(x) for x in end_offset],
         },
     }
     if track.condition.pauses:

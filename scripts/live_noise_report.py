@@ -33,8 +33,9 @@ def one_line(r: dict) -> str:
 
 def results_table(run: dict) -> str:
     rows = ["| condition | noise dBFS | transcribe WER | live WER (S/D/I) | finals / utt | false | merged | "
-            "missed | end of speech -> final p50 / p95 (max) | daemon latency_ms p50 / p95 | dropped | load 1 min |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "missed | end of speech -> final p50 / p95 (max) | daemon latency_ms p50 / p95 | detected - true end p50 / p95 | "
+            "dropped | load 1 min |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     alone = []
     for name, r in run["conditions"].items():
         if "false_finals_per_hour" in r:
@@ -46,7 +47,8 @@ def results_table(run: dict) -> str:
             f"{r['finals_per_utt']:.2f} | {r['false_finals']} | {r['merged_finals']} | {r['missed_utts']} | "
             f"{_f(r['latency_true_p50_ms'], '{:.0f}')} / {_f(r['latency_true_p95_ms'], '{:.0f}')} "
             f"({_f(r['latency_true_max_ms'], '{:.0f}')}) ms | {_f(r['latency_daemon_p50_ms'], '{:.0f}')} / "
-            f"{_f(r['latency_daemon_p95_ms'], '{:.0f}')} ms | {r['dropped_frames']} | "
+            f"{_f(r['latency_daemon_p95_ms'], '{:.0f}')} ms | {_f(r.get('end_offset_p50_ms'), '{:+.0f}')} / "
+            f"{_f(r.get('end_offset_p95_ms'), '{:+.0f}')} ms | {r['dropped_frames']} | "
             f"{r['loadavg_before'][0]:.1f}-{r['loadavg_after'][0]:.1f} |")
     out = "\n".join(rows)
     if alone:
@@ -79,7 +81,6 @@ def check_targets(run: dict) -> list[tuple[str, str, str, str, str]]:
         for n in names:
             r = c.get(n)
             if r is None:
-                rows.append((what, n, "not run", "", "–"))
                 continue
             limit = a * r["transcribe_wer"] + b
             rows.append((what, n, f"{r['live_wer']:.1f} %", f"{limit:.1f} %", verdict(r["live_wer"] <= limit)))
@@ -173,7 +174,10 @@ of silence inserted at a word boundary in the middle of every sentence of 4+ wor
 - end of speech -> final: from when the pacer wrote the period holding the utterance's last
   speech sample into the FIFO to when the final's JSON line was read from the daemon's stdout
   (for the final holding the utterance's end); beside it the daemon's own `latency_ms`, which
-  counts from the speech end its VAD detected (too late when the VAD hangs on in noise).
+  counts from the speech end its VAD detected (too late when the VAD hangs on in noise), and
+  where the daemon put the end (the final's `end`) minus the true end, in audio time: the
+  part of the latency that segmentation adds whatever the load (+ = the VAD hung on; the
+  endpoint comes `vad.hangover_ms` after it).
 - noise alone: 10 minutes per kind at -35 dBFS (shorter runs are marked), faster than real time
   only with 0 dropped frames (segmentation counts frames; finals decode the same audio).
 - the machine is a shared 2-core x86 box with other developers' jobs: the 1-minute load average
@@ -186,10 +190,11 @@ def write_markdown(path: Path, saved: dict) -> None:
     parts += ["### All runs side by side", "", comparison_table(saved), ""]
     for label, run in saved["runs"].items():
         loads = [x for r in run["conditions"].values() for x in (r["loadavg_before"][0], r["loadavg_after"][0])]
+        jobs = sorted({r.get("jobs", 1) for r in run["conditions"].values()})
         settings = run.get("settings") or {}
         parts += [f"### Run `{label}`", "",
                   f"{run['started']} - {run['finished']}, commit {run['commit']}, {run['utterances']} utterances per "
-                  f"condition, seed {run['seed']}, {run['jobs']} condition(s) at a time, {run['machine']}; "
+                  f"condition, seed {run['seed']}, {' or '.join(map(str, jobs))} condition(s) at a time, {run['machine']}; "
                   f"load average (1 min) {min(loads):.1f}-{max(loads):.1f}. Settings: "
                   f"{settings if settings else 'defaults'}.", "",
                   "```", *run.get("commands", [run.get("command", "")]), "```", "",
