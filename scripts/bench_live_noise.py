@@ -361,6 +361,8 @@ def main() -> None:
     ap.add_argument("--snr", default=",".join(str(s) for s in la.SNRS), help="SNRs (dB) for 'all'")
     ap.add_argument("--utterances", type=int, default=25)
     ap.add_argument("--seed", type=int, default=9)
+    ap.add_argument("--speech-dbfs", type=float, default=la.SPEECH_DBFS,
+                    help="active speech level of every utterance (a far or quiet talker: -38)")
     ap.add_argument("--noise-alone", action="store_true", help="also noise-KIND for every --kinds")
     ap.add_argument("--noise-minutes", type=float, default=10.0)
     ap.add_argument("--noise-speed", type=float, default=1.0, help="noise alone: play this many times real time")
@@ -403,7 +405,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="voxnode-livebench-"))
     alsa_conf(work, max(1, args.jobs))
     print(f"building audio for {len(conds)} condition(s) (cached after the first run) ...", flush=True)
-    tracks = {c.name: la.cached_track(c, n_utts, args.seed, args.noise_minutes * 60) for c in conds}
+    tracks = {c.name: la.cached_track(c, n_utts, args.seed, args.noise_minutes * 60, args.speech_dbfs) for c in conds}
     print("transcribe reference (voxnode transcribe on each utterance cut from the same mix) ...", flush=True)
     speech_tracks = [t for t in tracks.values() if not t.condition.noise_alone]
     tr = transcribe_cuts(speech_tracks, work, ac.cache_dir() / "live-noise-transcribe.json")
@@ -457,6 +459,7 @@ def main() -> None:
         "settings": {**sets, **({"config_extra": extra_text} if extra_text else {})},
         "utterances": n_utts,
         "seed": args.seed,
+        "speech_dbfs": args.speech_dbfs,
         "jobs": args.jobs,
         "machine": f"{os.cpu_count()} CPUs, {os.uname().machine}, shared",
         "conditions": {c.name: results[c.name] for c in conds if c.name in results},
@@ -465,7 +468,8 @@ def main() -> None:
         path = Path(args.json)
         saved = json.loads(path.read_text()) if path.exists() else {"runs": {}}
         old = saved["runs"].get(label)
-        if old and old.get("utterances") == n_utts and old.get("seed") == args.seed:
+        if (old and old.get("utterances") == n_utts and old.get("seed") == args.seed
+                and old.get("speech_dbfs", la.SPEECH_DBFS) == args.speech_dbfs):
             # Same label: new conditions replace old ones, the others are kept (with their own loads).
             old["conditions"].update(run["conditions"])
             run["conditions"] = old["conditions"]

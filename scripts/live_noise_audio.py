@@ -253,7 +253,8 @@ def scaled(x: np.ndarray, dbfs: float) -> np.ndarray:
 
 # ---- tracks --------------------------------------------------------------------------
 
-def build_track(cond: Condition, n_utts: int, seed: int, noise_alone_s: float = 600.0) -> Track:
+def build_track(cond: Condition, n_utts: int, seed: int, noise_alone_s: float = 600.0,
+                speech_dbfs: float = SPEECH_DBFS) -> Track:
     speech = test_utterances(n_utts)
     exclude = {u.name for u in speech}
     rng_seed = seed * 1000 + (int(hashlib.sha1(cond.kind.encode()).hexdigest()[:6], 16) % 997)
@@ -267,7 +268,7 @@ def build_track(cond: Condition, n_utts: int, seed: int, noise_alone_s: float = 
     pos = len(parts[0])
     k = 0
     for u in speech:
-        x = at_speech_dbfs(u.audio, SPEECH_DBFS)
+        x = at_speech_dbfs(u.audio, speech_dbfs)
         pause_ms = 0
         if cond.pauses:
             p = INNER_PAUSES_MS[k % len(INNER_PAUSES_MS)]
@@ -285,7 +286,7 @@ def build_track(cond: Condition, n_utts: int, seed: int, noise_alone_s: float = 
     audio = clean + scaled(ac.noise("pink", n, seed=seed + 7), ROOM_DBFS)
     noise_dbfs = None
     if cond.kind != "clean":
-        noise_dbfs = SPEECH_DBFS - cond.snr
+        noise_dbfs = speech_dbfs - cond.snr
         audio = audio + scaled(make_noise(cond.kind, n, rng_seed, exclude), noise_dbfs)
     return Track(cond, np.clip(audio, -32768, 32767).astype(np.float32), utts, noise_dbfs)
 
@@ -293,17 +294,18 @@ def build_track(cond: Condition, n_utts: int, seed: int, noise_alone_s: float = 
 NOISE_ALONE_DBFS = -35.0  # noise-alone level: a loud room (speech at -26 dBFS would be 9 dB above it)
 
 
-def cached_track(cond: Condition, n_utts: int, seed: int, noise_alone_s: float) -> Track:
+def cached_track(cond: Condition, n_utts: int, seed: int, noise_alone_s: float,
+                 speech_dbfs: float = SPEECH_DBFS) -> Track:
     """build_track, cached on disk (babble and the G.722 prompts take a while to make)."""
     key = hashlib.sha1(json.dumps([AUDIO_VERSION, cond.name, n_utts, seed, noise_alone_s,
-                                   SPEECH_DBFS, NOISE_ALONE_DBFS]).encode()).hexdigest()[:16]
+                                   speech_dbfs, NOISE_ALONE_DBFS]).encode()).hexdigest()[:16]
     base = ac.cache_dir() / f"live-noise-{key}"
     pcm, meta = base.with_suffix(".raw"), base.with_suffix(".json")
     if pcm.exists() and meta.exists():
         m = json.loads(meta.read_text())
         audio = np.frombuffer(pcm.read_bytes(), dtype="<i2").astype(np.float32)
         return Track(cond, audio, [Utt(**u) for u in m["utts"]], m["noise_dbfs"])
-    t = build_track(cond, n_utts, seed, noise_alone_s)
+    t = build_track(cond, n_utts, seed, noise_alone_s, speech_dbfs)
     tmp = pcm.with_suffix(".tmp")
     tmp.write_bytes(ac.to_pcm16(t.audio))
     tmp.replace(pcm)

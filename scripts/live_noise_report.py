@@ -194,7 +194,7 @@ def write_markdown(path: Path, saved: dict) -> None:
         settings = run.get("settings") or {}
         parts += [f"### Run `{label}`", "",
                   f"{run['started']} - {run['finished']}, commit {run['commit']}, {run['utterances']} utterances per "
-                  f"condition, seed {run['seed']}, {' or '.join(map(str, jobs))} condition(s) at a time, {run['machine']}; "
+                  f"condition at {run.get('speech_dbfs', -26.0):g} dBFS active speech level, seed {run['seed']}, {' or '.join(map(str, jobs))} condition(s) at a time, {run['machine']}; "
                   f"load average (1 min) {min(loads):.1f}-{max(loads):.1f}. Settings: "
                   f"{settings if settings else 'defaults'}.", "",
                   "```", *run.get("commands", [run.get("command", "")]), "```", "",
