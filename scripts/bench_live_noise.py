@@ -37,6 +37,7 @@ import datetime as dt
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -445,9 +446,12 @@ def main() -> None:
                 c = queue.pop(0)
             run_one(lane, c)
 
-    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        for f in [pool.submit(lane_loop, i) for i in range(max(1, args.jobs))]:
-            f.result()
+    try:
+        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            for f in [pool.submit(lane_loop, i) for i in range(max(1, args.jobs))]:
+                f.result()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
     git = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     run = {
