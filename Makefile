@@ -19,7 +19,8 @@ APT_CORPUS := pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds
 export PYTHONMALLOC := malloc
 
 .PHONY: demo run test lint deps-run deps-test deps-corpus venv venv-test check-config config-reference clean \
-        bench-mqtt bench-stream bench-asr convert-model convert-silero eval-vad install uninstall purge test-arm64
+        bench-mqtt bench-stream bench-asr bench-live-noise convert-model convert-silero eval-vad install uninstall purge \
+        test-arm64
 
 demo: venv
 	$(BIN)/voxnode demo
@@ -78,6 +79,14 @@ bench-mqtt: venv-test
 
 bench-stream: deps-test venv-test
 	$(BIN)/python scripts/bench_stream.py --streams 1,4,10 --speak-s 60 --idle-s 12
+
+# Live recognition in continuous noise (issue 9): 30 conditions x ~2.7 min in real time + 10 min of
+# each of 7 noises alone, ~2.5 h on a quiet machine (LIVE_ARGS='--label default --noise-speed 3'
+# plays the noise-alone part 3x faster, checked by the dropped-frame counter). LIVE_ARGS adds
+# options, e.g. LIVE_ARGS='--label spectral --set vad.engine="spectral"'.
+LIVE_ARGS ?= --label default
+bench-live-noise: deps-corpus venv .venv-bench/.installed
+	.venv-bench/bin/python scripts/bench_live_noise.py --noise-alone --write docs/benchmarks.md $(LIVE_ARGS)
 
 # Build-time tools live in their own venvs: tensorflow and faster-whisper never enter the runtime.
 .venv-convert/.installed: scripts/requirements-convert.txt

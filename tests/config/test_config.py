@@ -24,6 +24,7 @@ BAD_CONFIGS = {
         "more than once",
     ),
     "bad stream name": ('[[streams]]\nname = "kit chen"\ndevice = "a"\n', "streams[0].name", "must match"),
+    "bad denoise mode": ('[frontend]\ndenoise = "loud"\n', "frontend.denoise", '"off", "vad", "all"'),
 }
 
 
@@ -39,6 +40,12 @@ def test_check_config_rejects_with_one_line_naming_the_key(case, tmp_path, voxno
     assert "Traceback" not in p.stderr
     assert str(f) in lines[0] and key in lines[0] and detail in lines[0], lines[0]
     assert p.stdout == ""
+
+
+@pytest.mark.parametrize("value, mode", [("true", "all"), ("false", "off"), ('"vad"', "vad"), ('"all"', "all")])
+def test_denoise_accepts_the_old_booleans(value, mode):
+    # frontend.denoise was a boolean (true = denoise what recognition hears); configs written then still load.
+    assert parse_config(f"[frontend]\ndenoise = {value}\n").frontend.denoise == mode
 
 
 def test_check_config_prints_effective_config(tmp_path, voxnode_cmd):

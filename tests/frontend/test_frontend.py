@@ -210,7 +210,7 @@ def test_chain_with_each_vad_engine_finds_the_speech_in_the_clip(engine, speech)
 
 def test_chain_with_the_denoiser_cleans_what_recognition_gets_one_hop_late(speech):
     plain = FrontEnd(DEFAULTS)
-    fe = FrontEnd(dataclasses.replace(DEFAULTS, denoise=True))
+    fe = FrontEnd(dataclasses.replace(DEFAULTS, denoise="all"))
     assert fe.latency_s == PERIOD_S
     x = noise_then_speech(speech, 3.0, -45)
     out = np.concatenate([fe.process(f).samples for f in frames_of(x)])

@@ -20,9 +20,21 @@ def setting(
     choices: tuple[Any, ...] | None = None,
     pattern: str | None = None,
     secret: bool = False,
+    aliases: tuple[tuple[Any, Any], ...] = (),
 ) -> Any:
-    """A scalar setting. `doc` is the one-line comment shown in the reference file."""
-    meta = {"doc": doc, "min": min, "max": max, "choices": choices, "pattern": pattern, "secret": secret}
+    """A scalar setting. `doc` is the one-line comment shown in the reference file.
+
+    `aliases`: (old value, value) pairs still accepted from older configs, e.g. ((True, "all"),).
+    """
+    meta = {
+        "doc": doc,
+        "min": min,
+        "max": max,
+        "choices": choices,
+        "pattern": pattern,
+        "secret": secret,
+        "aliases": aliases,
+    }
     if isinstance(default, (list, dict, set)):
         raise TypeError("use tuples for list defaults: config objects are immutable")
     return field(default=default, metadata=meta)

@@ -13,8 +13,13 @@ class FrontendConfig:
         min=0.0,
         max=400.0,
     )
-    denoise: bool = setting(
-        False, "Spectral noise suppression of the audio sent to recognition (adds 20 ms; see docs/frontend.md)."
+    denoise: str = setting(
+        "off",
+        'Spectral noise suppression: "off", "vad" (the VAD hears denoised audio, recognition the original) '
+        'or "all" (both denoised); adds 20 ms. true/false from older configs mean "all"/"off". See '
+        "docs/frontend.md for the measurements.",
+        choices=("off", "vad", "all"),
+        aliases=((True, "all"), (False, "off")),
     )
     denoise_floor_db: float = setting(
         -12.0, "Most the denoiser attenuates a frequency bin; deeper causes musical noise.", min=-40.0, max=-3.0

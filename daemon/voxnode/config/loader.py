@@ -98,6 +98,10 @@ def _check_scalar(hint: Any, meta: Any, value: Any, key: str, source: str) -> An
     def fail(why: str) -> ConfigError:
         return ConfigError(f"{source}: {key} = {_show(given)}: {why}")
 
+    for old, new in meta.get("aliases") or ():
+        if type(value) is type(old) and value == old:
+            value = new  # a value older configs used (e.g. frontend.denoise = true)
+            break
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
         hint = next(a for a in typing.get_args(hint) if a is not type(None))

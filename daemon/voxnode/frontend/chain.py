@@ -1,11 +1,15 @@
-"""The per-stream front-end: high-pass -> STFT -> VAD (+ optional denoiser).
+"""The per-stream front-end: high-pass -> STFT -> (optional denoiser) -> VAD.
 
 The high-pass runs before the VAD's STFT on purpose: strong rumble and mains
 hum below 100 Hz leak through the analysis window's sidelobes into the speech
 band and, because they beat, look non-stationary there; measured, HVAC noise
-kept the VAD on continuously without it.  With the denoiser on, the audio is
-one hop (20 ms) late relative to the VAD decision; the segmenter's pre-roll
-and tail absorb that.
+kept the VAD on continuously without it.
+
+`denoise`: "off"; "vad": the VAD hears the denoised audio, recognition gets
+the original (high-passed) audio; "all": both get the denoised audio. The
+denoised audio is one hop (20 ms) late (overlap-add): with "vad" the VAD's
+decisions are 20 ms late relative to the recognition audio, with "all" the
+audio is; the segmenter's pre-roll and tail absorb either.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ class FrontEndParams:
     """Built from [frontend] and [vad] (stream/params.py), which hold the defaults."""
 
     highpass_hz: float  # 0 disables
-    denoise: bool
+    denoise: str  # DENOISE_MODES
     denoise_floor_db: float
     vad_engine: str  # "webrtc" | "spectral" | "both" | "silero"
     vad_threshold: float  # spectral: band-mean log-likelihood ratio (noise: 0.58)
@@ -39,9 +43,12 @@ class FrontEndParams:
     vad_min_level_dbfs: float
 
 
+DENOISE_MODES = ("off", "vad", "all")
+
+
 @dataclass(frozen=True)
 class FrontEndOutput:
-    samples: np.ndarray  # float32 in int16 scale, high-passed (and denoised if on)
+    samples: np.ndarray  # float32 in int16 scale, for recognition: high-passed (and denoised with "all")
     speech: bool
     level_db: float  # dBFS of the high-passed frame
 
@@ -64,10 +71,14 @@ def make_vad(p: FrontEndParams, bins: int) -> FrameVad:
 class FrontEnd:
     def __init__(self, params: FrontEndParams, hop: int = PERIOD_FRAMES):
         self.params = params
-        self._denoiser = SpectralDenoiser(params.denoise_floor_db, hop) if params.denoise else None
+        if params.denoise not in DENOISE_MODES:
+            raise FrontendError(f"unknown denoise mode {params.denoise!r}")
+        on = params.denoise != "off"
+        self._denoiser = SpectralDenoiser(params.denoise_floor_db, hop) if on else None
+        self._denoise_recognition = params.denoise == "all"
         self._analyzer = self._denoiser.analyzer if self._denoiser else StftAnalyzer(hop)
         self.vad = make_vad(params, self._analyzer.bins)
-        self.latency_s = self._denoiser.latency_s if self._denoiser else 0.0
+        self.latency_s = self._denoiser.latency_s if self._denoiser and self._denoise_recognition else 0.0
         # The WebRTC and Silero VADs work on samples: skip the STFT when nothing else needs it.
         self._need_spectrum = self._denoiser is not None or params.vad_engine not in ("webrtc", "silero")
         self._hp = HighPass(params.highpass_hz) if params.highpass_hz > 0 else None
@@ -75,12 +86,14 @@ class FrontEnd:
     def process(self, samples: np.ndarray) -> FrontEndOutput:
         x = self._hp.process(samples) if self._hp is not None else np.asarray(samples, dtype=np.float32)
         spec = self._analyzer.analyze(x) if self._need_spectrum else None
-        speech = self.vad.is_speech(x, spec)
         level = 10 * math.log10(float(np.dot(x, x)) / max(1, len(x)) / 32768.0**2 + 1e-12)
-        if self._denoiser is not None:
-            assert spec is not None  # the denoiser needs the spectrum, so it was computed
-            x = self._denoiser.synth.synthesize(spec * self._denoiser.gain(spec))
-        return FrontEndOutput(x, speech, level)
+        if self._denoiser is None:
+            return FrontEndOutput(x, self.vad.is_speech(x, spec), level)
+        assert spec is not None  # the denoiser needs the spectrum, so it was computed
+        clean_spec = spec * self._denoiser.gain(spec)
+        clean = self._denoiser.synth.synthesize(clean_spec)
+        speech = self.vad.is_speech(clean, clean_spec)
+        return FrontEndOutput(clean if self._denoise_recognition else x, speech, level)
 
     def for_recognition(self, audio: np.ndarray) -> np.ndarray:
         """Utterance audio (int16 scale) -> float32 [-1, 1] for the engine."""

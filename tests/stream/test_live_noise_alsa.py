@@ -1,0 +1,112 @@
+"""Continuous background noise, end to end through real ALSA (issue 9).
+
+Three real recordings (pocketsphinx-testdata's LibriVox reader) with 2 s pauses, noise at
+10 dB SNR running all the time (3 s before the first sentence, through the pauses and after),
+played in real time into the `vx_fifo` PCM, through the daemon with the real Whisper engine.
+The same engine on each sentence cut from the same noisy audio is the yardstick: live
+segmentation must not lose many more words than perfect segmentation does (issue 9's targets:
+live WER <= 1.15 x that + 1 point for pink noise, <= 1.3 x + 2 points for babble).
+Pink noise passes today. Babble (6 espeak-ng voices saying other sentences) does not: the
+WebRTC VAD hears the babble as speech, so utterances do not end at the pauses; those
+assertions are strict xfails that flip when segmentation copes (issue 9 items 2-4).
+The full measurement over many noises and levels is scripts/bench_live_noise.py.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.stream.test_pipeline_alsa import engine, run_daemon  # noqa: F401  (engine: a fixture)
+from voxnode.asr.wer import word_errors
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import audio_corpus as ac  # noqa: E402
+
+CLIPS = (
+    "librivox-sense_and_sensibility_01_austen_64kb-0880",
+    "librivox-sense_and_sensibility_01_austen_64kb-0930",
+    "librivox-sense_and_sensibility_01_austen_64kb-0890",
+)
+SPEECH_DBFS, SNR_DB, PAUSE_S, LEAD_S, TAIL_S = -26.0, 10.0, 2.0, 3.0, 2.5
+# Issue 9's targets: live WER <= A x transcribe WER + B.
+TARGETS = {"pink": (1.15, 0.01), "babble": (1.3, 0.02)}
+# Measured on main at 683a7ad (webrtc VAD): 3 sentences, 30 words; babble at 10 dB gave 2 finals
+# (the first two sentences and half the third in one), 11 word errors live vs 6 on the cuts.
+BABBLE_FAILS = pytest.mark.xfail(
+    strict=True,
+    reason="issue 9: WebRTC VAD takes babble for speech, utterances "
+    "merge across 2 s pauses (measured: 2 finals for 3 sentences, 11 vs 6 word errors)",
+)
+
+
+def speech_level_dbfs(x: np.ndarray) -> float:
+    lab = ac.label_speech(x)
+    f = x[: len(lab) * ac.FRAME].reshape(len(lab), ac.FRAME).astype(np.float64)
+    return 10 * np.log10(np.mean(f[lab] ** 2) / 32768.0**2)
+
+
+def noisy_session(kind: str = "pink"):
+    by_name = {c.name: c for c in ac.recorded_clips()}
+    if not all(n in by_name for n in CLIPS):
+        pytest.skip("needs pocketsphinx-testdata (make deps-test)")
+    parts, spans, refs = [ac.silence(LEAD_S)], [], []
+    pos = len(parts[0])
+    for name in CLIPS:
+        x = by_name[name].audio
+        x = (x * 10 ** ((SPEECH_DBFS - speech_level_dbfs(x)) / 20)).astype(np.float32)
+        parts += [x, ac.silence(PAUSE_S)]
+        spans.append((pos, pos + len(x)))
+        refs.append(by_name[name].text)
+        pos += len(x) + int(PAUSE_S * ac.RATE)
+    parts.append(ac.silence(TAIL_S))
+    clean = np.concatenate(parts)
+    noise = ac.at_dbfs(ac.noise(kind, len(clean), seed=11), SPEECH_DBFS - SNR_DB)
+    return np.clip(clean + noise, -32768, 32767).astype(np.float32), spans, refs
+
+
+_sessions: dict = {}
+
+
+def session(kind, alsa_dir, engine):  # noqa: F811
+    """One real-time run per noise kind, shared by that kind's tests."""
+    if kind not in _sessions:
+        if kind == "babble" and not ac.have_espeak():
+            pytest.skip("babble needs espeak-ng and sox (make deps-test)")
+        audio, spans, refs = noisy_session(kind)
+        events, _, daemon = run_daemon(alsa_dir, audio, engine, settle_s=2.0)
+        cuts = [engine.transcribe(audio[max(0, a - 4000) : b + 4000] / 32768.0).text for a, b in spans]
+        _sessions[kind] = (refs, [e for e in events if e["type"] == "final"], cuts, daemon)
+    return _sessions[kind]
+
+
+@pytest.fixture(scope="module")
+def alsa_dir():
+    from tests.alsa_env import ALSA_DIR
+
+    return ALSA_DIR
+
+
+@pytest.mark.parametrize("kind", ["pink", "babble"])
+def test_no_frame_lost_in_continuous_noise(kind, alsa_dir, engine):  # noqa: F811
+    _, _, _, daemon = session(kind, alsa_dir, engine)
+    assert daemon.streams["mic"].source.ring.dropped == 0
+
+
+@pytest.mark.parametrize("kind", ["pink", pytest.param("babble", marks=BABBLE_FAILS)])
+def test_live_words_close_to_perfect_segmentation(kind, alsa_dir, engine):  # noqa: F811
+    refs, finals, cuts, _ = session(kind, alsa_dir, engine)
+    live_err, words = word_errors(" ".join(refs), " ".join(f["text"] for f in finals))
+    cut_err, _ = word_errors(" ".join(refs), " ".join(cuts))
+    a, b = TARGETS[kind]
+    # With 30 words one word is 3.3 points: the margin is the issue's target plus one word.
+    assert live_err / words <= a * cut_err / words + b + 1 / words, ([f["text"] for f in finals], cuts)
+
+
+@pytest.mark.parametrize("kind", ["pink", pytest.param("babble", marks=BABBLE_FAILS)])
+def test_one_final_per_sentence_in_continuous_noise(kind, alsa_dir, engine):  # noqa: F811
+    refs, finals, _, _ = session(kind, alsa_dir, engine)
+    assert len(finals) == len(refs), [f["text"] for f in finals]
