@@ -54,7 +54,7 @@ def run(mode: str, engine: str = "webrtc"):
     spy = Recording(fe.vad)
     fe.vad = spy
     outs = [fe.process(f) for f in signal()]
-    hp, den = HighPass(150.0), SpectralDenoiser(HOP, -12.0)
+    hp, den = HighPass(150.0), SpectralDenoiser(-12.0, HOP)
     original = [hp.process(f) for f in signal()]
     denoised = [den.process(x) for x in original]
     return outs, spy.frames, original, denoised

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.stream.test_pipeline_alsa import engine, run_daemon  # noqa: F401  (engine: a fixture)
+from tests.stream.test_pipeline_alsa import run_daemon
 from voxnode.asr.wer import word_errors
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
@@ -71,7 +71,7 @@ def noisy_session(kind: str = "pink"):
 _sessions: dict = {}
 
 
-def session(kind, alsa_dir, engine):  # noqa: F811
+def session(kind, alsa_dir, engine):
     """One real-time run per noise kind, shared by that kind's tests."""
     if kind not in _sessions:
         if kind == "babble" and not ac.have_espeak():
@@ -91,13 +91,13 @@ def alsa_dir():
 
 
 @pytest.mark.parametrize("kind", ["pink", "babble"])
-def test_no_frame_lost_in_continuous_noise(kind, alsa_dir, engine):  # noqa: F811
+def test_no_frame_lost_in_continuous_noise(kind, alsa_dir, engine):
     _, _, _, daemon = session(kind, alsa_dir, engine)
     assert daemon.streams["mic"].source.ring.dropped == 0
 
 
 @pytest.mark.parametrize("kind", ["pink", pytest.param("babble", marks=BABBLE_FAILS)])
-def test_live_words_close_to_perfect_segmentation(kind, alsa_dir, engine):  # noqa: F811
+def test_live_words_close_to_perfect_segmentation(kind, alsa_dir, engine):
     refs, finals, cuts, _ = session(kind, alsa_dir, engine)
     live_err, words = word_errors(" ".join(refs), " ".join(f["text"] for f in finals))
     cut_err, _ = word_errors(" ".join(refs), " ".join(cuts))
@@ -107,6 +107,6 @@ def test_live_words_close_to_perfect_segmentation(kind, alsa_dir, engine):  # no
 
 
 @pytest.mark.parametrize("kind", ["pink", pytest.param("babble", marks=BABBLE_FAILS)])
-def test_one_final_per_sentence_in_continuous_noise(kind, alsa_dir, engine):  # noqa: F811
+def test_one_final_per_sentence_in_continuous_noise(kind, alsa_dir, engine):
     refs, finals, _, _ = session(kind, alsa_dir, engine)
     assert len(finals) == len(refs), [f["text"] for f in finals]
