@@ -49,8 +49,9 @@ from voxnode.stream.segmenter import Chunk, Ended, Segmenter, SegmenterParams  #
 
 
 def fe(**changes) -> FrontEndParams:
-    """The shipped front-end settings ([frontend], [vad] defaults) with `changes`."""
-    return dataclasses.replace(frontend_params(Config()), **changes)
+    """The shipped front-end settings ([frontend], [vad] defaults) with `changes`; the noise gate
+    off unless asked for, since this scores the frame VADs themselves."""
+    return dataclasses.replace(frontend_params(Config()), **{"noise_gate": False, **changes})
 
 
 class PySileroVad:

@@ -22,8 +22,9 @@ from voxnode.stream.params import pipeline_params
 from voxnode.stream.pipeline import StreamPipeline
 from voxnode.stream.scheduler import DecodeJob, JobKind, JobOutcome
 
-# Defaults in frames: onset 3 of 5, tail 10, hangover 25, minimum speech 12, pre-roll 15.
-TAIL, HANGOVER = 10, 25
+# Defaults in frames: onset 3 of 5, tail 10, hangover 25, minimum speech 12, pre-roll 15;
+# sentence-aware endpoints: 10 after a finished sentence, 35 after an open one.
+TAIL, HANGOVER, SENTENCE_END, OPEN = 10, 25, 10, 35
 
 
 class ScriptedVad:
@@ -62,14 +63,16 @@ class FakeScheduler:
         job.on_done(job, outcome, result)
 
 
-def result(text, no_speech_prob=0.01, confidence=-0.2) -> TranscriptResult:
-    return TranscriptResult(text, [], confidence, no_speech_prob, 10.0, 20.0, 1.0)
+def result(text, no_speech_prob=0.01, confidence=-0.2, stop_reason="eot") -> TranscriptResult:
+    return TranscriptResult(text, [], confidence, no_speech_prob, 10.0, 20.0, 1.0, stop_reason)
 
 
 class Rig:
     def __init__(self, **stream):
         cfg = Config()
         cfg = dataclasses.replace(cfg, stream=dataclasses.replace(cfg.stream, **{"partials": False, **stream}))
+        # The scripted VAD decides alone: the noise gate (tested in tests/frontend) would veto it.
+        cfg = dataclasses.replace(cfg, vad=dataclasses.replace(cfg.vad, noise_gate=False))
         self.sched = FakeScheduler()
         self.events = []
         self.now = 0.0
@@ -123,15 +126,54 @@ def test_too_little_speech_is_discarded_without_a_decode():
     assert r.pipeline.stats.discarded == 1 and r.pipeline.idle
 
 
-def test_a_speculative_result_ready_before_the_endpoint_is_published_at_the_endpoint():
+def test_a_finished_sentence_is_published_as_soon_as_its_decode_is_back():
     r = Rig()
     r.feed("0" * 20 + "1" * 30 + "0" * TAIL)
     (spec,) = r.jobs(JobKind.SPECULATIVE)
-    r.sched.finish(spec, result("open the garage door"))
-    assert r.finals() == []  # not before the hangover confirms the endpoint
+    r.now += 0.15  # the decode took 150 ms
+    r.sched.finish(spec, result("Open the garage door."))
+    # Silence has already lasted the sentence-end hangover: the final goes out with the result,
+    # not at the ordinary hangover (500 ms).
+    (final,) = r.finals()
+    assert final.text == "Open the garage door." and r.pipeline.idle
+    assert final.latency_ms == pytest.approx((TAIL * PERIOD_S + 0.15) * 1e3)
+    assert r.pipeline.stats.endpoints_sentence_end == 1 and len(r.sched.submitted) == 1  # no second decode
+
+
+def test_an_open_sentence_waits_the_long_hangover_and_keeps_the_pause_inside_one_final():
+    r = Rig()
+    r.feed("0" * 20 + "1" * 30 + "0" * TAIL)
+    (spec,) = r.jobs(JobKind.SPECULATIVE)
+    r.sched.finish(spec, result("Set a timer for"))  # more is coming
     r.feed("0" * (HANGOVER - TAIL))
+    assert r.finals() == [] and not r.pipeline.idle  # the ordinary hangover no longer ends it
+    r.feed("0" * 5 + "1" * 20 + "0" * TAIL)  # a 600 ms pause, then the rest of the sentence
+    (spec2,) = [j for j in r.jobs(JobKind.SPECULATIVE) if j is not spec]
+    r.sched.finish(spec2, result("Set a timer for ten minutes."))
+    assert [e.text for e in r.finals()] == ["Set a timer for ten minutes."]
+    assert r.pipeline.stats.endpoints_open == 1 and r.pipeline.stats.endpoints_sentence_end == 1
+
+
+def test_an_open_sentence_still_ends_after_the_long_hangover():
+    r = Rig()
+    r.feed("0" * 20 + "1" * 30 + "0" * TAIL)
+    (spec,) = r.jobs(JobKind.SPECULATIVE)
+    r.sched.finish(spec, result("open the garage door"))  # no closing punctuation: open
+    r.feed("0" * (OPEN - TAIL - 1))
+    assert r.finals() == []
+    r.feed("0")
     assert [e.text for e in r.finals()] == ["open the garage door"]
-    assert r.sched.promoted == [] and len(r.sched.submitted) == 1  # no second decode
+    assert r.sched.promoted == [] and len(r.sched.submitted) == 1  # the speculation is the final
+
+
+def test_a_decode_that_did_not_end_cleanly_keeps_the_ordinary_hangover():
+    r = Rig()
+    r.feed("0" * 20 + "1" * 30 + "0" * TAIL)
+    (spec,) = r.jobs(JobKind.SPECULATIVE)
+    r.sched.finish(spec, result("Turn on the lights.", stop_reason="token_cap"))
+    assert r.finals() == []
+    r.feed("0" * (HANGOVER - TAIL))
+    assert [e.text for e in r.finals()] == ["Turn on the lights."]
 
 
 def test_a_failed_speculation_gets_a_fresh_final_at_the_endpoint():

@@ -33,6 +33,32 @@ class VadConfig:
     min_level_dbfs: float = setting(
         -62.0, "Frames quieter than this (speech band) are never speech.", min=-100.0, max=-10.0
     )
+    noise_gate: bool = setting(
+        True,
+        "Speech must also stand above the room's noise floor (tracked per stream, reported in health): an "
+        "utterance ends when the level falls back to the floor even if the VAD still hears voices (TV, other "
+        "talkers), and loud steady noise never starts one. See docs/frontend.md.",
+    )
+    floor_margin_db: float = setting(
+        2.0,
+        "noise_gate: how far (dB) the last 200 ms must stand above the floor, plus floor_spread_factor times "
+        "the room's own fluctuation.",
+        min=0.0,
+        max=30.0,
+    )
+    floor_spread_factor: float = setting(
+        1.6,
+        "noise_gate: extra margin per dB of the room's fluctuation (20th minus 5th percentile of its level): "
+        "steady fan noise needs a voice a little above it, babble one clearly above its peaks.",
+        min=0.0,
+        max=10.0,
+    )
+    floor_window_ms: int = setting(
+        10000,
+        "noise_gate: how far back the floor looks (the 20th percentile of the level over this window).",
+        min=2000,
+        max=60000,
+    )
     pre_roll_ms: int = setting(
         300, "Audio kept before the detected onset, so first syllables are not clipped.", min=0, max=2000
     )
@@ -40,6 +66,20 @@ class VadConfig:
     onset_window_ms: int = setting(100, "Window for onset_ms.", min=20, max=2000)
     hangover_ms: int = setting(
         500, "Silence after the last speech that ends an utterance (endpoint).", min=100, max=5000
+    )
+    sentence_end_hangover_ms: int = setting(
+        200,
+        "Sentence-aware endpoint: once the speculative decode at tail_ms ends a sentence (closing punctuation, "
+        "decoder finished on its own), the pause ends after this much silence instead of hangover_ms.",
+        min=20,
+        max=5000,
+    )
+    open_hangover_ms: int = setting(
+        700,
+        "Sentence-aware endpoint: when the speculative decode ends mid-sentence (a comma, 'and', 'for', no "
+        "closing punctuation), the pause must last this long: a speaker thinking mid-sentence gets one final.",
+        min=100,
+        max=10000,
     )
     tail_ms: int = setting(
         200,
@@ -57,3 +97,5 @@ class VadConfig:
             raise InvalidValue("onset_ms", f"must not exceed onset_window_ms ({self.onset_window_ms})")
         if self.tail_ms > self.hangover_ms:
             raise InvalidValue("tail_ms", f"must not exceed hangover_ms ({self.hangover_ms})")
+        if self.open_hangover_ms < self.hangover_ms:
+            raise InvalidValue("open_hangover_ms", f"must not be shorter than hangover_ms ({self.hangover_ms})")

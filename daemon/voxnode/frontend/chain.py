@@ -24,6 +24,7 @@ from voxnode.audio.format import PERIOD_FRAMES
 from .denoise import SpectralDenoiser
 from .errors import FrontendError
 from .highpass import HighPass
+from .noise_floor import FloorReading, NoiseFloor
 from .silero_vad import SileroVad
 from .spectrum import StftAnalyzer
 from .vad import BothVad, FrameVad, SpectralVad, WebRtcVad
@@ -41,6 +42,10 @@ class FrontEndParams:
     vad_aggressiveness: int  # webrtc: 0..3
     vad_silero_threshold: float  # silero: speech probability that starts speech
     vad_min_level_dbfs: float
+    noise_gate: bool  # speech must also stand above the room's noise floor (noise_floor.py)
+    floor_margin_db: float
+    floor_spread_factor: float
+    floor_window_s: float
 
 
 DENOISE_MODES = ("off", "vad", "all")
@@ -49,8 +54,9 @@ DENOISE_MODES = ("off", "vad", "all")
 @dataclass(frozen=True)
 class FrontEndOutput:
     samples: np.ndarray  # float32 in int16 scale, for recognition: high-passed (and denoised with "all")
-    speech: bool
+    speech: bool  # the VAD hears a voice and (with the noise gate) the frame stands above the room
     level_db: float  # dBFS of the high-passed frame
+    floor: FloorReading | None = None  # None with the noise gate off
 
 
 def make_vad(p: FrontEndParams, bins: int) -> FrameVad:
@@ -79,21 +85,44 @@ class FrontEnd:
         self._analyzer = self._denoiser.analyzer if self._denoiser else StftAnalyzer(hop)
         self.vad = make_vad(params, self._analyzer.bins)
         self.latency_s = self._denoiser.latency_s if self._denoiser and self._denoise_recognition else 0.0
+        self.noise_floor = (
+            NoiseFloor(
+                self._analyzer.bins,
+                margin_db=params.floor_margin_db,
+                spread_factor=params.floor_spread_factor,
+                window_s=params.floor_window_s,
+            )
+            if params.noise_gate
+            else None
+        )
         # The WebRTC and Silero VADs work on samples: skip the STFT when nothing else needs it.
-        self._need_spectrum = self._denoiser is not None or params.vad_engine not in ("webrtc", "silero")
+        self._need_spectrum = (
+            self._denoiser is not None or self.noise_floor is not None or params.vad_engine not in ("webrtc", "silero")
+        )
         self._hp = HighPass(params.highpass_hz) if params.highpass_hz > 0 else None
 
     def process(self, samples: np.ndarray) -> FrontEndOutput:
         x = self._hp.process(samples) if self._hp is not None else np.asarray(samples, dtype=np.float32)
         spec = self._analyzer.analyze(x) if self._need_spectrum else None
         level = 10 * math.log10(float(np.dot(x, x)) / max(1, len(x)) / 32768.0**2 + 1e-12)
+        floor = None
+        if self.noise_floor is not None:
+            assert spec is not None  # the floor needs the spectrum, so it was computed
+            floor = self.noise_floor.update(spec.real**2 + spec.imag**2)  # the room as it is, not denoised
+        out = x
         if self._denoiser is None:
-            return FrontEndOutput(x, self.vad.is_speech(x, spec), level)
-        assert spec is not None  # the denoiser needs the spectrum, so it was computed
-        clean_spec = spec * self._denoiser.gain(spec)
-        clean = self._denoiser.synth.synthesize(clean_spec)
-        speech = self.vad.is_speech(clean, clean_spec)
-        return FrontEndOutput(clean if self._denoise_recognition else x, speech, level)
+            speech = self.vad.is_speech(x, spec)
+        else:
+            assert spec is not None  # the denoiser needs the spectrum, so it was computed
+            clean_spec = spec * self._denoiser.gain(spec)
+            clean = self._denoiser.synth.synthesize(clean_spec)
+            speech = self.vad.is_speech(clean, clean_spec)
+            if self._denoise_recognition:
+                out = clean
+        # The VAD runs on every frame (its state must follow the audio); the gate only vetoes.
+        if floor is not None:
+            speech = speech and floor.above
+        return FrontEndOutput(out, speech, level, floor)
 
     def for_recognition(self, audio: np.ndarray) -> np.ndarray:
         """Utterance audio (int16 scale) -> float32 [-1, 1] for the engine."""

@@ -32,6 +32,10 @@ def frontend_params(config: Config) -> FrontEndParams:
         vad_aggressiveness=v.aggressiveness,
         vad_silero_threshold=v.silero_threshold,
         vad_min_level_dbfs=v.min_level_dbfs,
+        noise_gate=v.noise_gate,
+        floor_margin_db=v.floor_margin_db,
+        floor_spread_factor=v.floor_spread_factor,
+        floor_window_s=v.floor_window_ms / 1000,
     )
 
 
@@ -59,6 +63,8 @@ def pipeline_params(config: Config) -> PipelineParams:
         partial_min_audio_s=s.partial_min_audio_ms / 1000,
         no_speech_threshold=s.no_speech_threshold,
         min_confidence=s.min_confidence,
+        sentence_end_hangover_frames=frames(config.vad.sentence_end_hangover_ms),
+        open_hangover_frames=frames(config.vad.open_hangover_ms),
     )
 
 

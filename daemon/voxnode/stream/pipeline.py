@@ -24,6 +24,7 @@ from voxnode.audio.format import PERIOD_S, SAMPLE_RATE
 from voxnode.events import TranscriptEvent
 from voxnode.frontend.chain import FrontEnd, FrontEndParams
 
+from .endpoint import Completion, judge
 from .partials import StablePrefix
 from .scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome, JobResult
 from .segmenter import (
@@ -56,6 +57,10 @@ class PipelineParams:
     partial_min_audio_s: float
     no_speech_threshold: float
     min_confidence: float  # mean token log-prob; below: treated as noise
+    # Sentence-aware endpoints (stream/endpoint.py): the pause's hangover, in frames of silence after
+    # the last speech, once the speculative decode says the sentence ended / is still open.
+    sentence_end_hangover_frames: int
+    open_hangover_frames: int
 
 
 @dataclass
@@ -68,6 +73,8 @@ class PipelineStats:
     suppressed: int = 0  # decoded, but no speech in it (noise, music, hallucination)
     finals_lost: int = 0  # dropped by the scheduler or failed in the engine
     speculative_hits: int = 0
+    endpoints_sentence_end: int = 0  # pauses the speculative decode judged a finished sentence
+    endpoints_open: int = 0  # ... an unfinished one (waited the long hangover)
     decode_s: float = 0.0  # engine time spent on this stream's decodes (partials included)
     audio_s: float = 0.0  # audio those decodes covered
 
@@ -130,14 +137,24 @@ class StreamPipeline:
         fe = self.frontend.process(samples)
         self.stats.frames += 1
         chunk = Chunk(fe.samples, seq, t_mono, t_wall, fe.speech, fe.level_db)
-        for ev in self.segmenter.push(chunk):
-            self._on_segment(ev)
-        active = self.segmenter.active
-        self._update_hold(active)
-        # Once the speaker pauses, a partial would only repeat itself and
-        # delay the speculative final behind it on the engine.
-        if active is not None and self.params.partials and self.segmenter.silence_frames < PARTIAL_QUIET_FRAMES:
+        # Decode results drive the segmenter too (sentence-aware endpoints): always under the lock.
+        with self._lock:
+            for ev in self.segmenter.push(chunk):
+                self._on_segment(ev)
+            active = self.segmenter.active
+            self._update_hold(active)
+            # Once the speaker pauses, a partial would only repeat itself and
+            # delay the speculative final behind it on the engine.
+            partial = self.params.partials and self.segmenter.silence_frames < PARTIAL_QUIET_FRAMES
+        if active is not None and partial:
             self._maybe_partial(active, t_mono)
+
+    def room(self) -> dict:
+        """The stream's noise floor (speech band, dBFS) and its octave spectrum, for health reports."""
+        nf = self.frontend.noise_floor
+        if nf is None or nf.frames == 0:
+            return {}
+        return {"noise_floor_dbfs": round(nf.floor_dbfs, 1), "noise_spectrum_dbfs": nf.spectrum_dbfs()}
 
     @property
     def idle(self) -> bool:
@@ -159,8 +176,9 @@ class StreamPipeline:
             self._sched.hold_partials(self.name, hold)
 
     def flush(self) -> None:
-        for ev in self.segmenter.flush():
-            self._on_segment(ev)
+        with self._lock:
+            for ev in self.segmenter.flush():
+                self._on_segment(ev)
 
     # ---- segment events ---------------------------------------------------------
     def _on_segment(self, ev: SegmentEvent) -> None:
@@ -252,12 +270,27 @@ class StreamPipeline:
                 if not st.ended:
                     # Decoded at a pause, so its last word is complete: also a partial hypothesis.
                     self._publish_partial(st, job, done, drop_last=False)
+                    self._apply_endpoint_verdict(job, done)
             elif job is st.spec_job:
                 st.spec_job = None  # the endpoint will submit a fresh final
             elif not st.ended and isinstance(result, TranscriptResult):
                 # A partial, or a speculation voided because speech resumed: either way a
                 # hypothesis of the utterance so far.
                 self._publish_partial(st, job, result, drop_last=job.kind == JobKind.PARTIAL)
+
+    def _apply_endpoint_verdict(self, job: DecodeJob, result: TranscriptResult) -> None:
+        """The pause's text sets its hangover; a finished sentence may end the utterance now."""
+        verdict = judge(clean_text(result.text), result.stop_reason == "eot")
+        if verdict == Completion.SENTENCE_END:
+            frames = self.params.sentence_end_hangover_frames
+            self.stats.endpoints_sentence_end += 1
+        elif verdict == Completion.OPEN:
+            frames = self.params.open_hangover_frames
+            self.stats.endpoints_open += 1
+        else:
+            return
+        for ev in self.segmenter.set_hangover(job.tag[1], frames):
+            self._on_segment(ev)
 
     def _publish_partial(self, st: _UttState, job: DecodeJob, result: TranscriptResult, drop_last: bool) -> None:
         text = clean_text(result.text)

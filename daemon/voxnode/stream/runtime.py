@@ -45,6 +45,7 @@ class StreamRuntime:
         rtf = self.pipeline.stats.rtf
         if rtf is not None:  # known once the stream has had something decoded
             snap["rtf"] = rtf
+        snap.update(self.pipeline.room())  # the noise floor, once the stream has had audio
         return snap
 
 

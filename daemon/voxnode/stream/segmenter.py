@@ -11,9 +11,13 @@ come out, so it is unit-testable frame by frame.
   speech frame plus that tail is final-ready; a `Paused` event lets the
   pipeline decode it speculatively, so the final is ready when the hangover
   confirms the endpoint instead of starting then;
-* endpoint: `hangover_frames` of silence after the last speech frame;
-* maximum length: cut at the quietest frame of the last `cut_search_frames`
-  and continue with the rest as a new utterance;
+* endpoint: `hangover_frames` of silence after the last speech frame, or the
+  hangover the owner sets for the current pause (`set_hangover`: sentence-aware
+  endpoints, stream/endpoint.py);
+* maximum length: cut in the longest pause of the last `cut_search_frames`
+  (the quietest frame if there is none) and continue with the rest as a new
+  utterance, so no audio is lost or doubled and no word is cut while a pause
+  is at hand;
 * minimum speech: utterances with fewer voiced frames are discarded.
 """
 
@@ -135,6 +139,7 @@ class Segmenter:
         self._silence = 0
         self._pause_id = -1
         self._pauses = 0
+        self._hangover = params.hangover_frames
 
     @property
     def active(self) -> Utterance | None:
@@ -144,6 +149,16 @@ class Segmenter:
     def silence_frames(self) -> int:
         """Non-speech frames since the last speech frame of the open utterance."""
         return self._silence
+
+    def set_hangover(self, pause_id: int, frames: int) -> list[SegmentEvent]:
+        """The silence that ends the current pause, if it is still pause `pause_id` (speech has not
+        resumed); if that much silence has already passed, the utterance ends now."""
+        if self._utt is None or pause_id < 0 or pause_id != self._pause_id:
+            return []
+        self._hangover = frames
+        if self._silence >= frames:
+            return self._finish("endpoint")
+        return []
 
     def push(self, chunk: Chunk) -> list[SegmentEvent]:
         if self._utt is None:
@@ -185,13 +200,14 @@ class Segmenter:
                 events.append(Resumed(utt))
                 self._pause_id = -1
             self._silence = 0
+            self._hangover = self.p.hangover_frames
         else:
             self._silence += 1
             if self._silence == self.p.tail_frames and utt.voiced >= self.p.min_speech_frames:
                 self._pause_id = self._pauses
                 self._pauses += 1
                 events.append(Paused(utt, self._final_audio(utt), self._pause_id))
-            if self._silence >= self.p.hangover_frames:
+            if self._silence >= self._hangover:
                 events.extend(self._finish("endpoint"))
                 return events
         if len(utt.chunks) >= self.p.max_utterance_frames:
@@ -206,20 +222,20 @@ class Segmenter:
         assert utt is not None
         self._utt = None
         self._silence = 0
+        self._hangover = self.p.hangover_frames
         pause_id, self._pause_id = self._pause_id, -1
         if utt.voiced < self.p.min_speech_frames:
             return [Discarded(utt, "too_short")]
         return [Ended(utt, self._final_audio(utt), reason, pause_id)]
 
     def _cut(self) -> list[SegmentEvent]:
-        """Max length reached: split at the quietest recent frame, keep talking."""
+        """Max length reached: split in the longest recent pause (else the quietest frame), keep talking."""
         utt = self._utt
         assert utt is not None
         n = len(utt.chunks)
         lo = n - self.p.cut_search_frames
         # Not after the newest frame: the continuation must hold at least one frame.
-        levels = np.array([c.level_db for c in utt.chunks[lo : n - 1]])
-        cut = lo + int(np.argmin(levels)) + 1
+        cut = lo + _cut_point(utt.chunks[lo : n - 1]) + 1
         head = Utterance(uid=utt.uid, chunks=utt.chunks[:cut])
         rest = Utterance(uid=self._next_uid, chunks=utt.chunks[cut:])
         self._next_uid += 1
@@ -244,3 +260,20 @@ class Segmenter:
         self._silence = len(rest.chunks) - 1 - rest.last_speech
         events.append(Started(rest))
         return events
+
+
+def _cut_point(chunks: list[Chunk]) -> int:
+    """Where to split a long utterance: the middle of the longest run of non-speech frames (a
+    breath, a pause between phrases: no word is cut there), else the quietest frame."""
+    best, best_len, run_start = -1, 0, -1
+    for i in range(len(chunks) + 1):
+        if i < len(chunks) and not chunks[i].speech:
+            if run_start < 0:
+                run_start = i
+            continue
+        if run_start >= 0 and i - run_start > best_len:
+            best, best_len = (run_start + i - 1) // 2, i - run_start
+        run_start = -1
+    if best >= 0:
+        return best
+    return int(np.argmin([c.level_db for c in chunks]))
