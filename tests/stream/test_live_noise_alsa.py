@@ -34,13 +34,8 @@ CLIPS = (
 SPEECH_DBFS, SNR_DB, PAUSE_S, LEAD_S, TAIL_S = -26.0, 10.0, 2.0, 3.0, 2.5
 # Issue 9's targets: live WER <= A x transcribe WER + B.
 TARGETS = {"pink": (1.15, 0.01), "babble": (1.3, 0.02)}
-# Measured on main at 683a7ad (webrtc VAD): 3 sentences, 30 words; babble at 10 dB gave 2 finals
-# (the first two sentences and half the third in one), 11 word errors live vs 6 on the cuts.
-BABBLE_FAILS = pytest.mark.xfail(
-    strict=True,
-    reason="issue 9: WebRTC VAD takes babble for speech, utterances "
-    "merge across 2 s pauses (measured: 2 finals for 3 sentences, 11 vs 6 word errors)",
-)
+# Before the noise gate (main at 683a7ad, webrtc VAD): 3 sentences, 30 words; babble at 10 dB gave
+# 2 finals (the first two sentences and half the third in one), 11 word errors live vs 6 on the cuts.
 
 
 def speech_level_dbfs(x: np.ndarray) -> float:
@@ -96,7 +91,7 @@ def test_no_frame_lost_in_continuous_noise(kind, alsa_dir, engine):
     assert daemon.streams["mic"].source.ring.dropped == 0
 
 
-@pytest.mark.parametrize("kind", ["pink", pytest.param("babble", marks=BABBLE_FAILS)])
+@pytest.mark.parametrize("kind", ["pink", "babble"])
 def test_live_words_close_to_perfect_segmentation(kind, alsa_dir, engine):
     refs, finals, cuts, _ = session(kind, alsa_dir, engine)
     live_err, words = word_errors(" ".join(refs), " ".join(f["text"] for f in finals))
@@ -106,7 +101,7 @@ def test_live_words_close_to_perfect_segmentation(kind, alsa_dir, engine):
     assert live_err / words <= a * cut_err / words + b + 1 / words, ([f["text"] for f in finals], cuts)
 
 
-@pytest.mark.parametrize("kind", ["pink", pytest.param("babble", marks=BABBLE_FAILS)])
+@pytest.mark.parametrize("kind", ["pink", "babble"])
 def test_one_final_per_sentence_in_continuous_noise(kind, alsa_dir, engine):
     refs, finals, _, _ = session(kind, alsa_dir, engine)
     assert len(finals) == len(refs), [f["text"] for f in finals]
