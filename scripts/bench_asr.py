@@ -17,9 +17,12 @@ Each engine runs in its own subprocess (its peak RSS is its own), one thread, ov
 condition; each utterance is transcribed once after a warm-up. Compute is the worker's CPU
 time (user + system) per utterance, which a shared machine inflates less than wall time.
 
-Engine specs: "voxnode [key=value ...]" with keys beam_size, min_window_s, variant,
-model_dir, prompt, hotwords (comma-separated), label; "faster-whisper [beam_size=N] [prompt=...]
-[hotwords=...] [label=...]" (int8, its default temperature fallback, no timestamps, no VAD).
+Engine specs: "voxnode [key=value ...]" with keys beam_size, min_window_s, fallback (none, or
+temperatures as 0.2/0.4/...), variant,
+model_dir, prompt, hotwords (comma-separated), context (none, prompt, hotwords or both: the
+domain corpus's per-clip context), label; "faster-whisper [beam_size=N] [prompt=...] [hotwords=...]
+[context=...] [label=...]" (int8, its default temperature fallback, no timestamps, no VAD).
+`--corpus domain` uses scripts/domain_corpus.py instead (prompts and hotwords).
 
 Writes the section into docs/benchmarks.md and the raw results to docs/asr_bench_<section>.json.
 """
@@ -57,6 +60,7 @@ DEFAULT_ENGINES = ("voxnode beam_size=1 label=voxnode_greedy", "voxnode", "faste
                    "faster-whisper beam_size=5")
 TITLES = {
     "engine": "ASR engine",
+    "prompt": "ASR prompt and hotwords",
     "windows": "ASR window policy",
     "beams": "ASR beam size",
     "int8": "ASR int8 error",
@@ -66,19 +70,29 @@ FIVE_S_CLIP = Path("/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibi
 
 # ----------------------------------------------------------------------------- corpus
 
-def build_corpus(workdir: Path, n_asterisk: int, conditions: list[str]) -> list[dict]:
-    """Write each (condition, clip) as a float32 [-1, 1] .npy; returns the clip table."""
+def build_corpus(workdir: Path, n_asterisk: int, conditions: list[str], corpus: str = "general") -> list[dict]:
+    """Write each (condition, clip) as a float32 [-1, 1] .npy; returns the clip table.
+
+    general: speech_corpus.real_speech(); domain: domain_corpus.domain_speech(), each clip with
+    its domain's prompt and hotwords, grouped into real recordings and the synthetic supplement."""
     import audio_corpus
     import speech_corpus
 
     missing = speech_corpus.missing_packages()
     if missing:
         raise SystemExit(f"missing Debian packages for the corpus: {' '.join(missing)} (make deps-corpus)")
-    utterances = speech_corpus.real_speech(n_asterisk=n_asterisk)
+    if corpus == "domain":
+        import domain_corpus
+
+        items = [(d.utterance, {"domain": d.domain, "prompt": d.prompt, "hotwords": list(d.hotwords),
+                                "group": "synthetic" if d.utterance.source == "espeak-ng" else "real"})
+                 for d in domain_corpus.domain_speech()]
+    else:
+        items = [(u, {"group": "real"}) for u in speech_corpus.real_speech(n_asterisk=n_asterisk)]
     clips = []
     for cond in conditions:
         spec = CONDITIONS[cond]
-        for k, u in enumerate(utterances):
+        for k, (u, extra) in enumerate(items):
             audio = u.audio
             if spec is not None:
                 kind, snr = spec
@@ -86,7 +100,7 @@ def build_corpus(workdir: Path, n_asterisk: int, conditions: list[str]) -> list[
             path = workdir / f"{len(clips):04d}.npy"
             np.save(path, (audio / 32768.0).astype(np.float32))
             clips.append({"condition": cond, "name": u.name, "speaker": u.speaker, "reference": u.text,
-                          "seconds": round(u.duration_s, 3), "path": str(path)})
+                          "seconds": round(u.duration_s, 3), "path": str(path), **extra})
     return clips
 
 
@@ -127,25 +141,44 @@ def _hotwords(opts: dict) -> list[str]:
     return [h.strip() for h in opts.get("hotwords", "").split(",") if h.strip()]
 
 
-def voxnode_runner(opts: dict, threads: int):
-    from voxnode.asr import WhisperEngine
+def _clip_context(opts: dict, clip: dict) -> dict:
+    """context=prompt|hotwords|both: the clip's domain context (domain corpus)."""
+    ctx = opts.get("context", "none")
+    out = {}
+    if ctx in ("prompt", "both"):
+        out["prompt"] = clip["prompt"]
+    if ctx in ("hotwords", "both"):
+        out["hotwords"] = list(clip["hotwords"])
+    return out
 
-    load_kw = {}
-    if "min_window_s" in opts:
-        load_kw["min_window_s"] = float(opts["min_window_s"])
-    model_dir = Path(opts.get("model_dir") or REPO / "models" / "whisper-tiny.en")
-    engine = WhisperEngine.load(model_dir, num_threads=threads, variant=opts.get("variant"), **load_kw)
-    call_kw = {}
+
+def voxnode_runner(opts: dict, threads: int):
+    import dataclasses
+
+    from voxnode.asr.engine import WhisperEngine, default_options
+
+    over = {}
     if "beam_size" in opts:
-        call_kw["beam_size"] = int(opts["beam_size"])
+        over["beam_size"] = int(opts["beam_size"])
+    if "min_window_s" in opts:
+        over["min_window_s"] = float(opts["min_window_s"])
+    if "fallback" in opts:  # "none", or temperatures separated by "/"
+        over["temperatures"] = () if opts["fallback"] == "none" else tuple(
+            float(t) for t in opts["fallback"].split("/"))
+    options = dataclasses.replace(default_options(), **over)
+    model_dir = Path(opts.get("model_dir") or REPO / "models" / "whisper-tiny.en")
+    engine = WhisperEngine.load(model_dir, num_threads=threads, variant=opts.get("variant"), options=options)
+    call_kw = {}
     if opts.get("prompt"):
         call_kw["prompt"] = opts["prompt"]
     if _hotwords(opts):
         call_kw["hotwords"] = _hotwords(opts)
 
-    def run(audio):
-        r = engine.transcribe(audio, **call_kw)
-        return r.text, {"encode_ms": r.encode_ms, "decode_ms": r.decode_ms, "stop": r.stop_reason}
+    def run(audio, clip):
+        kw = {**call_kw, **_clip_context(opts, clip)}
+        r = engine.transcribe(audio, **kw)
+        return r.text, {"encode_ms": r.encode_ms, "decode_ms": r.decode_ms, "stop": r.stop_reason,
+                        "temperature": r.temperature, "window_s": r.window_s}
 
     return run, engine.info.as_dict()
 
@@ -164,8 +197,14 @@ def faster_whisper_runner(opts: dict, threads: int):
     if _hotwords(opts):
         kw["hotwords"] = ", ".join(_hotwords(opts))
 
-    def run(audio):
-        segments, _ = model.transcribe(audio, **kw)
+    def run(audio, clip):
+        ctx = _clip_context(opts, clip)
+        extra = {}
+        if "prompt" in ctx:
+            extra["initial_prompt"] = ctx["prompt"]
+        if "hotwords" in ctx:
+            extra["hotwords"] = ", ".join(ctx["hotwords"])
+        segments, _ = model.transcribe(audio, **{**kw, **extra})
         return " ".join(s.text.strip() for s in segments), {}  # the generator does the work
 
     return run, {"runtime": "faster-whisper (ctranslate2)", "quantization": "int8", "num_threads": threads}
@@ -184,11 +223,11 @@ def worker(spec_text: str, clips_json: str, threads: int) -> dict:
         # Warm-up once per whole-second length: the first call at a new window size allocates.
         key = int(np.ceil(clip["seconds"]))
         if key not in warmed:
-            run(audio)
+            run(audio, clip)
             warmed.add(key)
         c0, t0 = cpu_s(), time.perf_counter()
-        text, extra = run(audio)
-        rows.append({"condition": clip["condition"], "name": clip["name"], "text": text,
+        text, extra = run(audio, clip)
+        rows.append({"condition": clip["condition"], "name": clip["name"], "group": clip["group"], "text": text,
                      "cpu_ms": (cpu_s() - c0) * 1000, "wall_ms": (time.perf_counter() - t0) * 1000, **extra})
     return {"label": spec.label, "spec": spec_text, "info": info, "rss_after_load_mb": rss_loaded,
             "peak_rss_mb": peak_rss_mb(), "rows": rows}
@@ -229,16 +268,24 @@ def machine() -> str:
             f"Python {platform.python_version()}")
 
 
+def columns(clips: list[dict], conditions: list[str]) -> list[tuple[str, str, str]]:
+    """(label, condition, group) of each WER column: one per condition, per group when there are several."""
+    groups = sorted({c["group"] for c in clips})
+    if groups == ["real"]:
+        return [(cond, cond, "real") for cond in conditions]
+    return [(f"{cond}, {g}", cond, g) for g in groups for cond in conditions]
+
+
 def summarise(result: dict, clips: list[dict], conditions: list[str]) -> dict:
     from scoring import corpus_score
 
     ref = {(c["condition"], c["name"]): c for c in clips}
     out = {"wer": {}, "errors": {}}
-    for cond in conditions:
-        rows = [r for r in result["rows"] if r["condition"] == cond]
+    for label, cond, group in columns(clips, conditions):
+        rows = [r for r in result["rows"] if r["condition"] == cond and ref[(cond, r["name"])]["group"] == group]
         s = corpus_score([ref[(cond, r["name"])]["reference"] for r in rows], [r["text"] for r in rows])
-        out["wer"][cond] = s.wer
-        out["errors"][cond] = [s.errors, s.words]
+        out["wer"][label] = s.wer
+        out["errors"][label] = [s.errors, s.words]
     short = [r for r in result["rows"] if ref[(r["condition"], r["name"])]["seconds"] < SHORT_S]
     cpu = np.array([r["cpu_ms"] for r in short])
     wall = np.array([r["wall_ms"] for r in short])
@@ -256,22 +303,27 @@ def markdown(section: str, results: list[dict], summaries: list[dict], clips: li
              command: str, threads: int, cli_rss: float | None, notes: list[str]) -> str:
     n_utt = len({c["name"] for c in clips})
     speakers = sorted({c["speaker"] for c in clips})
-    words = summaries[0]["errors"][conditions[0]][1]
+    cols = [label for label, _, _ in columns(clips, conditions)]
+    words = ", ".join(f"{summaries[0]['errors'][label][1]} ({label})" for label in cols
+                      if label.startswith(conditions[0]))
     lines = [f"## {TITLES.get(section, section)}", "",
              f"Measured {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} on {machine()}; "
              f"{threads} inference thread per engine. The machine is shared with other jobs: wall times are "
              "noisy, CPU times less so; ARM boards will be several times slower.", "",
              "```", command, "```", "",
-             f"Corpus: {n_utt} real recorded utterances ({words} reference words; speakers: {', '.join(speakers)}), "
-             "`scripts/speech_corpus.py`; noise from `scripts/audio_corpus.py` mixed at the speech-frame SNR. "
+             f"Corpus: {n_utt} utterances ({words} reference words; speakers: {', '.join(speakers)}), "
+             + ("`scripts/domain_corpus.py` (real recordings, and espeak-ng as a separate synthetic group), each "
+                "with its domain's prompt and hotwords where the engine uses them"
+                if any("domain" in c for c in clips) else "real recordings, `scripts/speech_corpus.py`")
+             + "; noise from `scripts/audio_corpus.py` mixed at the speech-frame SNR. "
              "WER: jiwer over Whisper's English normaliser (`scripts/scoring.py`), all errors / all words. "
              f"Compute: CPU time per utterance shorter than {SHORT_S:.0f} s, every condition (whole "
              "`transcribe()`: log-mel, encoder, decoder; faster-whisper pads every window to 30 s).", "",
-             "| engine | " + " | ".join(f"WER {c}" for c in conditions)
+             "| engine | " + " | ".join(f"WER {c}" for c in cols)
              + f" | CPU ms / utt. < {SHORT_S:.0f} s | wall ms mean / p95 | peak RSS MB |",
-             "|---|" + "---|" * (len(conditions) + 3)]
+             "|---|" + "---|" * (len(cols) + 3)]
     for res, s in zip(results, summaries):
-        lines.append(f"| {res['label']} | " + " | ".join(f"{s['wer'][c]:.1f} %" for c in conditions)
+        lines.append(f"| {res['label']} | " + " | ".join(f"{s['wer'][c]:.1f} %" for c in cols)
                      + f" | {s['cpu_ms_mean']:.0f} | {s['wall_ms_mean']:.0f} / {s['wall_ms_p95']:.0f} "
                      f"| {s['peak_rss_mb']:.0f} |")
     lines.append("")
@@ -336,6 +388,8 @@ def main() -> int:
     p.add_argument("--section", default="engine", help="section of docs/benchmarks.md to write (engine, windows, ...)")
     p.add_argument("--engines", nargs="+", default=list(DEFAULT_ENGINES), help="engine specs (see above)")
     p.add_argument("--conditions", nargs="+", default=list(CONDITIONS), choices=list(CONDITIONS))
+    p.add_argument("--corpus", default="general", choices=("general", "domain"),
+                   help="general speech, or the domain set with prompts and hotwords (scripts/domain_corpus.py)")
     p.add_argument("--asterisk", type=int, default=90, help="Asterisk prompts in the corpus (besides the 10 "
                                                              "pocketsphinx clips)")
     p.add_argument("--threads", type=int, default=1)
@@ -350,7 +404,7 @@ def main() -> int:
         return 0
 
     with tempfile.TemporaryDirectory() as tmp:
-        clips = build_corpus(Path(tmp), args.asterisk, args.conditions)
+        clips = build_corpus(Path(tmp), args.asterisk, args.conditions, args.corpus)
         clips_json = Path(tmp) / "clips.json"
         clips_json.write_text(json.dumps(clips))
         results = []

@@ -114,6 +114,16 @@ def model_config(ct2_dir: Path, ct2) -> dict:
     }
 
 
+def write_merges(tokenizer_json: Path, out: Path) -> None:
+    """The BPE merges of the source tokenizer, in GPT-2's merges.txt layout (rank = line order):
+    what the runtime needs to encode prompts and hotwords, without the 2 MB JSON."""
+    model = json.loads(tokenizer_json.read_text(encoding="utf-8"))["model"]
+    if model.get("type") != "BPE":
+        raise SystemExit(f"{tokenizer_json}: expected a BPE tokenizer, got {model.get('type')}")
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
+    out.write_text("#version: 0.2\n" + "\n".join(merges) + "\n", encoding="utf-8")
+
+
 def write_manifest(out: Path, variants: dict[str, dict[str, str]]) -> dict:
     files = sorted(p.name for p in out.iterdir()
                    if p.is_file() and p.name not in ("manifest.json", "SHA256SUMS", "MODEL.md"))
@@ -153,6 +163,7 @@ def convert(ct2_dir: Path, out: Path, variants: list[str]) -> None:
     np.save(out / "encoder_positions.npy", ct2.get("encoder/position_encodings/encodings").astype(np.float16))
     np.save(out / "decoder_positions.npy", ct2.get("decoder/position_encodings/encodings").astype(np.float16))
     shutil.copyfile(ct2_dir / "vocabulary.txt", out / "vocabulary.txt")
+    write_merges(ct2_dir / "tokenizer.json", out / "merges.txt")
     (out / "model_config.json").write_text(json.dumps(model_config(ct2_dir, ct2), indent=2) + "\n")
     (out / "LICENSE").write_text(WHISPER_LICENSE)
     write_manifest(out, table)

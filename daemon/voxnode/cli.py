@@ -42,6 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("files", nargs="+", metavar="FILE", help="WAV files of any rate/channels (files over 30 s are cut at pauses)")
     tr.add_argument("--raw", action="store_true", help="files are headerless S16_LE 16 kHz mono")
     tr.add_argument("--json", action="store_true", help="one JSON object per file instead of plain text")
+    tr.add_argument("--prompt", metavar="TEXT", help="text the model reads as if said just before "
+                    "(names, spelling); replaces [asr] prompt")
+    tr.add_argument("--hotwords", metavar="WORDS", help="comma-separated words or phrases made more likely; "
+                    "replaces [asr] hotwords")
+    tr.add_argument("--beam-size", type=int, metavar="N", help="beam width (1 = greedy); replaces [asr] beam_size")
 
     demo = with_config(sub.add_parser("demo", help="run on a bundled speech clip through a real ALSA PCM"))
     demo.add_argument("--stdout", action="store_true", help="write every event as one JSON line on stdout")
@@ -144,8 +149,22 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
     from voxnode.asr import WhisperEngine, default_model_dir
     from voxnode.asr.transcribe import transcribe_files
 
+    from voxnode.asr.options import DecodeOptions
+
     config = _load(args)
-    engine = WhisperEngine.load(default_model_dir(config.asr.model_dir), num_threads=config.asr.num_threads or None)
+    overrides = {}
+    if args.prompt is not None:
+        overrides["prompt"] = args.prompt
+    if args.hotwords is not None:
+        overrides["hotwords"] = tuple(w.strip() for w in args.hotwords.split(",") if w.strip())
+    if args.beam_size is not None:
+        if not 1 <= args.beam_size <= 8:
+            print(f"voxnode: --beam-size {args.beam_size}: must be between 1 and 8", file=sys.stderr)
+            return 2
+        overrides["beam_size"] = args.beam_size
+    options = dataclasses.replace(DecodeOptions.from_config(config.asr), **overrides)
+    engine = WhisperEngine.load(default_model_dir(config.asr.model_dir), num_threads=config.asr.num_threads or None,
+                                options=options)
     return transcribe_files(engine, args.files, raw=args.raw, as_json=args.json)
 
 

@@ -272,10 +272,12 @@ class Daemon:
         """One engine and one decode scheduler shared by every stream."""
         if self.recognizer is None:
             from voxnode.asr import WhisperEngine, default_model_dir
+            from voxnode.asr.options import DecodeOptions
 
             model_dir = default_model_dir(self.config.asr.model_dir)
+            options = DecodeOptions.from_config(self.config.asr)
             # One engine per decode worker: an engine serves one call at a time.
-            engines = [WhisperEngine.load(model_dir, self.config.asr.num_threads)
+            engines = [WhisperEngine.load(model_dir, self.config.asr.num_threads, options=options)
                        for _ in range(self.config.stream.decode_workers)]
             self.recognizer = engines[0] if len(engines) == 1 else engines
         self.speech = SpeechService(self.config, self.recognizer, self._emit_transcript)

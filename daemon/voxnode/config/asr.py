@@ -1,8 +1,8 @@
-"""[asr]: the speech model."""
+"""[asr]: the speech model and how it decodes."""
 
 from dataclasses import dataclass
 
-from voxnode.config.fields import setting
+from voxnode.config.fields import InvalidValue, setting
 
 
 @dataclass(frozen=True)
@@ -11,3 +11,24 @@ class AsrConfig:
         "", 'Folder of the converted model; "" = the bundled models/whisper-tiny.en.'
     )
     num_threads: int = setting(0, "Inference threads; 0 = half the CPU cores, at least 1.", min=0, max=64)
+    beam_size: int = setting(5, "Beam width for finals (1 = greedy); partials are always greedy.", min=1, max=8)
+    min_window_s: float = setting(
+        10.0, "Shortest encoder window for finals, seconds (audio is zero-padded up to it); partials use 6.",
+        min=6.0, max=30.0,
+    )
+    fallback_temperatures: tuple[float, ...] = setting(
+        (0.2, 0.4, 0.6, 0.8, 1.0),
+        "Finals that loop or are unsure are decoded again by sampling at these temperatures; [] = never.",
+        min=0.01, max=2.0,
+    )
+    prompt: str = setting(
+        "", "Text the model reads as if said just before each utterance: names, spelling, style. Per stream: "
+        "[[streams]] prompt.",
+    )
+    hotwords: tuple[str, ...] = setting(
+        (), 'Words or phrases made more likely, e.g. ["Kitchen", "Living room"]. Per stream: [[streams]] hotwords.'
+    )
+
+    def check(self) -> None:
+        if list(self.fallback_temperatures) != sorted(self.fallback_temperatures):
+            raise InvalidValue("fallback_temperatures", "must be in increasing order")

@@ -37,8 +37,9 @@ log = logging.getLogger(__name__)
 class Recognizer(Protocol):
     """What the scheduler needs from the engine (voxnode.asr.WhisperEngine)."""
 
-    def transcribe(self, audio: np.ndarray) -> Any:
-        """float32 mono 16 kHz in [-1, 1] -> result with .text, .confidence, .no_speech_prob."""
+    def transcribe(self, audio: np.ndarray, *, role: str = "final") -> Any:
+        """float32 mono 16 kHz in [-1, 1] -> result with .text, .confidence, .no_speech_prob.
+        role "partial" asks for a quick decode (greedy, short window), "final" for the best one."""
 
 
 class JobKind(enum.IntEnum):
@@ -270,7 +271,8 @@ class DecodeScheduler:
         job.started = self._clock()
         outcome, result = JobOutcome.DONE, None
         try:
-            result = rec.transcribe(job.audio)
+            # A speculative final becomes the final: it gets the full decode.
+            result = rec.transcribe(job.audio, role="partial" if job.kind == JobKind.PARTIAL else "final")
         except Exception as exc:  # engine errors must not kill the worker
             log.exception("decode failed for stream %s (%s)", job.stream, job.kind.name)
             outcome, result = JobOutcome.FAILED, exc
