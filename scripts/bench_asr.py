@@ -18,7 +18,7 @@ condition; each utterance is transcribed once after a warm-up. Compute is the wo
 time (user + system) per utterance, which a shared machine inflates less than wall time.
 
 Engine specs: "voxnode [key=value ...]" with keys beam_size, min_window_s, fallback (none, or
-temperatures as 0.2/0.4/...), variant,
+temperatures as 0.2/0.4/...), hotword_boost, variant,
 model_dir, prompt, hotwords (comma-separated), context (none, prompt, hotwords or both: the
 domain corpus's per-clip context), label; "faster-whisper [beam_size=N] [prompt=...] [hotwords=...]
 [context=...] [label=...]" (int8, its default temperature fallback, no timestamps, no VAD).
@@ -61,6 +61,7 @@ DEFAULT_ENGINES = ("voxnode beam_size=1 label=voxnode_greedy", "voxnode", "faste
 TITLES = {
     "engine": "ASR engine",
     "prompt": "ASR prompt and hotwords",
+    "prompt-general": "ASR hotwords on general speech",
     "windows": "ASR window policy",
     "beams": "ASR beam size",
     "int8": "ASR int8 error",
@@ -162,6 +163,8 @@ def voxnode_runner(opts: dict, threads: int):
         over["beam_size"] = int(opts["beam_size"])
     if "min_window_s" in opts:
         over["min_window_s"] = float(opts["min_window_s"])
+    if "hotword_boost" in opts:
+        over["hotword_boost"] = float(opts["hotword_boost"])
     if "fallback" in opts:  # "none", or temperatures separated by "/"
         over["temperatures"] = () if opts["fallback"] == "none" else tuple(
             float(t) for t in opts["fallback"].split("/"))

@@ -281,14 +281,6 @@ def main() -> None:
     # in this (the daemon's) process's memory.
     subprocess.run([sys.executable, __file__, "--prepare", str(work), str(max(counts)), str(args.speak_s),
                     str(args.idle_s)], check=True)
-    from voxnode.asr import WhisperEngine, default_model_dir
-
-    engine = WhisperEngine.load(default_model_dir(), args.threads)
-    if args.engines > 1:
-        engine = [engine] + [WhisperEngine.load(default_model_dir(), args.threads) for _ in range(args.engines - 1)]
-    if args.batching:
-        batching(engine)
-        return
     overrides: dict = {}
     for item in args.set:
         key, val = item.split("=", 1)
@@ -303,6 +295,19 @@ def main() -> None:
                 except ValueError:
                     pass
         overrides.setdefault(section, {})[name] = v
+    from voxnode.asr import WhisperEngine, default_model_dir
+    from voxnode.asr.options import DecodeOptions
+    from voxnode.config.asr import AsrConfig
+
+    # [asr] overrides (beam_size, min_window_s, ...) reach the engine, the others the daemon.
+    options = DecodeOptions.from_config(dataclasses.replace(AsrConfig(), **overrides.pop("asr", {})))
+    engine = WhisperEngine.load(default_model_dir(), args.threads, options=options)
+    if args.engines > 1:
+        engine = [engine] + [WhisperEngine.load(default_model_dir(), args.threads, options=options)
+                             for _ in range(args.engines - 1)]
+    if args.batching:
+        batching(engine)
+        return
     for n in counts:
         res = run(n, args.speak_s, args.idle_s, engine, overrides)
         res["settings"] = args.set

@@ -13,7 +13,7 @@ import pytest
 from voxnode.asr import search
 from voxnode.asr.decoder import EMPTY_SLOT, Hypotheses, Prefix
 from voxnode.asr.tokenizer import Tokenizer
-from voxnode.asr.wer import corpus_wer
+from voxnode.asr.wer import corpus_wer, normalise
 from voxnode.audio.wavfile import read_audio
 
 from .conftest import pocketsphinx_utterances
@@ -99,9 +99,9 @@ def test_partials_are_greedy_in_the_short_window(engine, monkeypatch):
     calls = []
     real = search.beam_search
 
-    def spy(dec, rules, prefix, max_new, beam_size):
+    def spy(dec, rules, prefix, max_new, beam_size, bias=None):
         calls.append(beam_size)
-        return real(dec, rules, prefix, max_new, beam_size)
+        return real(dec, rules, prefix, max_new, beam_size, bias)
 
     monkeypatch.setattr(search, "beam_search", spy)
     wav, _ = pocketsphinx_utterances()[4]
@@ -146,3 +146,33 @@ def test_hotwords_reach_the_start_sequence(engine):
     assert tok.decode(list(seq.tokens)) == "clubs, spades Kitchen lights."
     assert seq.tokens[seq.sot_index] == engine._sot and seq.tokens[-1] == engine._no_timestamps
     assert engine.start_sequence().tokens == (engine._sot, engine._no_timestamps)
+
+
+def test_hotword_tree_gives_back_the_bonus_of_a_broken_match():
+    from voxnode.asr.hotwords import ROOT, HotwordBias
+
+    bias = HotwordBias([[1, 2, 3], [7]], boost=2.0)
+    state, delta = bias.advance(ROOT, 1)
+    assert delta == 2.0 and state.pending == 2.0
+    state, delta = bias.advance(state, 2)
+    assert delta == 2.0 and state.pending == 4.0
+    broken, delta = bias.advance(state, 9)  # "1 2 9": the match breaks, its 4.0 is taken back
+    assert delta == -4.0 and broken == ROOT
+    done, delta = bias.advance(state, 3)  # "1 2 3": complete, the bonus stays
+    assert delta == 2.0 and done == ROOT
+    restart, delta = bias.advance(state, 7)  # broken by the first token of another hotword
+    assert delta == -4.0 + 2.0 and restart == ROOT
+    assert sorted(bias.candidates(ROOT)) == [1, 7]
+
+
+def test_hotwords_fix_a_word_the_prompt_alone_does_not(engine):
+    """cards/002 "four queen of clubs": with the suits in the prompt tiny.en still writes
+    "clothes" (" clubs" 1.8 nats behind); as hotwords, the beam search's bonus fixes it."""
+    wav = next(w for w, _ in pocketsphinx_utterances() if w.name == "002.wav" and "cards" in str(w))
+    audio = read_audio(wav)
+    suits = "Suits: clubs, diamonds, hearts, spades."
+    assert "clubs" not in engine.transcribe(audio, prompt=suits, hotwords=()).text.lower()
+    assert "clubs" in engine.transcribe(audio, prompt="", hotwords=["clubs", "diamonds", "hearts", "spades"]).text.lower()
+    # Irrelevant hotwords leave the words alone (the prompt they go into may change punctuation).
+    plain = engine.transcribe(audio, prompt="", hotwords=()).text
+    assert normalise(engine.transcribe(audio, prompt="", hotwords=["den", "Ring", "Hue"]).text) == normalise(plain)

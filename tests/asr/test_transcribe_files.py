@@ -126,6 +126,27 @@ def test_cli_subcommand(tmp_path, good_wav):
     assert "bad.wav" in p.stderr
 
 
+def test_cli_prompt_hotwords_and_beam_size(tmp_path):
+    """--prompt steers the spelling of a real recording (tiny.en hears "clubs" as "clothes"),
+    --hotwords is accepted, and a bad --beam-size is named."""
+    clip = POCKETSPHINX / "cards" / "002.wav"  # "four queen of clubs"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "daemon")}
+
+    def transcribe(*flags):
+        return subprocess.run([sys.executable, "-m", "voxnode", "transcribe", *flags, str(clip)],
+                              capture_output=True, text=True, env=env, timeout=120)
+
+    plain = transcribe("--prompt", "")
+    prompted = transcribe("--prompt", "Playing cards. Suits: clubs, diamonds, hearts, spades.")
+    hot = transcribe("--hotwords", "clubs, spades", "--beam-size", "3")
+    assert plain.returncode == prompted.returncode == hot.returncode == 0, (plain.stderr, hot.stderr)
+    assert "clubs" not in plain.stdout.lower()  # the mistake the prompt is for
+    assert "clubs" in prompted.stdout.lower(), prompted.stdout
+    assert hot.stdout.strip()
+    bad = transcribe("--beam-size", "0")
+    assert bad.returncode == 2 and "--beam-size 0" in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_cli_peak_rss_on_a_5_second_clip_is_under_150_mb(tmp_path):
     """The whole `voxnode transcribe` process, model load included, as the daemon runs it (glibc malloc)."""
     clip = POCKETSPHINX / "librivox" / "sense_and_sensibility_01_austen_64kb-0890.wav"  # 5.3 s

@@ -22,6 +22,7 @@ from voxnode.asr import guards, search
 from voxnode.asr.decoder import DecoderRunner
 from voxnode.asr.encoder import EncoderRunner
 from voxnode.asr.fifo_lock import FifoLock
+from voxnode.asr.hotwords import HotwordBias
 from voxnode.asr.mel import SAMPLE_RATE, LogMel
 from voxnode.asr.model_files import ModelFiles, open_model_dir
 from voxnode.asr.options import ROLES, DecodeOptions
@@ -110,6 +111,7 @@ class WhisperEngine:
         tok = files.config["tokens"]
         self._sot, self._no_timestamps = int(tok["sot"]), int(tok["no_timestamps"])
         self._sot_prev = tokenizer.special("<|startofprev|>")
+        self._biases: dict[tuple[str, ...], HotwordBias | None] = {}
 
     @classmethod
     def load(cls, model_dir: Path, num_threads: int | None = None, variant: str | None = None,
@@ -200,8 +202,9 @@ class WhisperEngine:
         opts = self.options
         final = role == "final"
         beam = max(1, int(beam_size or opts.beam_size)) if final else 1
-        start = self.start_sequence(opts.prompt if prompt is None else prompt,
-                                    opts.hotwords if hotwords is None else hotwords)
+        words = tuple(opts.hotwords if hotwords is None else hotwords)
+        start = self.start_sequence(opts.prompt if prompt is None else prompt, words)
+        bias = self._bias(words)
         min_window = opts.min_window_s if final else PARTIAL_WINDOW_SECONDS
         window = min(MAX_SECONDS, max(min_window, math.ceil(duration + PAD_SECONDS)))
         max_new = guards.max_new_tokens(duration)
@@ -210,7 +213,7 @@ class WhisperEngine:
             self._encode(audio, window)
             t1 = time.perf_counter()
             prefix = self._decoder.prefill(list(start.tokens), start.sot_index)
-            out = search.beam_search(self._decoder, self._rules, prefix, max_new, beam)
+            out = search.beam_search(self._decoder, self._rules, prefix, max_new, beam, bias)
             t2 = time.perf_counter()
             encode_ms, decode_ms = (t1 - t0) * 1000, (t2 - t1) * 1000
             text_window = window
@@ -223,7 +226,7 @@ class WhisperEngine:
                 self._encode(audio, window)
                 t1 = time.perf_counter()
                 prefix = self._decoder.prefill(list(start.tokens), start.sot_index)
-                retry = search.beam_search(self._decoder, self._rules, prefix, max_new, beam)
+                retry = search.beam_search(self._decoder, self._rules, prefix, max_new, beam, bias)
                 t2 = time.perf_counter()
                 encode_ms, decode_ms = encode_ms + (t1 - t0) * 1000, decode_ms + (t2 - t1) * 1000
                 if retry.stop_reason == "eot" or out.stop_reason != "eot":
@@ -262,6 +265,13 @@ class WhisperEngine:
         mel = self._mel(padded)
         self._decoder.set_audio({})  # drop the views of the previous run's outputs first
         self._decoder.set_audio(self._encoder.run(mel[: 2 * (len(mel) // 2)]))
+
+    def _bias(self, hotwords: tuple[str, ...]) -> HotwordBias | None:
+        if hotwords not in self._biases:
+            if len(self._biases) > 64:  # per-stream sets are few; a caller inventing new ones each time is not
+                self._biases.clear()
+            self._biases[hotwords] = HotwordBias.build(self._tokenizer, hotwords, self.options.hotword_boost)
+        return self._biases[hotwords]
 
     def _looped(self, out: Decoded) -> bool:
         return out.stop_reason != "eot" or guards.repeated_phrase(self._tokenizer.decode(out.tokens))

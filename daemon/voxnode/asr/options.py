@@ -18,10 +18,11 @@ class DecodeOptions:
     temperatures: tuple[float, ...]  # finals' fallback ladder after the beam search; () = none
     prompt: str  # Whisper's previous-text prompt, "" = none
     hotwords: tuple[str, ...]  # words or phrases made more likely, () = none
+    hotword_boost: float  # nats per hotword token in the beam search's ranking; 0 = prompt only
 
     @classmethod
     def from_config(cls, asr) -> "DecodeOptions":
         """From an [asr] section (voxnode.config.asr.AsrConfig)."""
         return cls(beam_size=asr.beam_size, min_window_s=float(asr.min_window_s),
                    temperatures=tuple(float(t) for t in asr.fallback_temperatures),
-                   prompt=asr.prompt, hotwords=tuple(asr.hotwords))
+                   prompt=asr.prompt, hotwords=tuple(asr.hotwords), hotword_boost=float(asr.hotword_boost))

@@ -18,6 +18,7 @@ import numpy as np
 
 from voxnode.asr.decoder import DecoderRunner, Prefix, log_softmax
 from voxnode.asr.guards import repeated_tail
+from voxnode.asr.hotwords import ROOT, BiasState, HotwordBias
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class Decoded:
     no_speech_prob: float
     stop_reason: str  # "eot", "token_cap" or "repetition"
     temperature: float = 0.0
+    bonus: float = 0.0  # hotword bonus earned (ranking only)
 
     @property
     def avg_logprob(self) -> float:
@@ -34,8 +36,8 @@ class Decoded:
 
     @property
     def score(self) -> float:
-        """Whisper's ranking: summed log-probability over the number of text tokens."""
-        return float(np.sum(self.logprobs)) / max(1, len(self.tokens))
+        """Whisper's ranking: summed log-probability (plus hotword bonus) over the number of text tokens."""
+        return (float(np.sum(self.logprobs)) + self.bonus) / max(1, len(self.tokens))
 
 
 class TokenRules:
@@ -75,11 +77,13 @@ class TokenRules:
 class _Hyp:
     tokens: list[int]
     logprobs: list[float]
-    total: float
+    total: float  # summed log-probability
+    bonus: float = 0.0  # hotword bonus
+    bias: BiasState = ROOT
 
 
 def _finish(h: _Hyp, stop: str, no_speech: float, temperature: float) -> Decoded:
-    return Decoded(list(h.tokens), list(h.logprobs), no_speech, stop, temperature)
+    return Decoded(list(h.tokens), list(h.logprobs), no_speech, stop, temperature, h.bonus - h.bias.pending)
 
 
 def _loop_cut(h: _Hyp, no_speech: float, temperature: float) -> Decoded | None:
@@ -96,7 +100,7 @@ def best(results: list[Decoded]) -> Decoded:
 
 
 def beam_search(dec: DecoderRunner, rules: TokenRules, prefix: Prefix, max_new_tokens: int,
-                beam_size: int) -> Decoded:
+                beam_size: int, bias: HotwordBias | None = None) -> Decoded:
     no_speech = rules.no_speech_prob(prefix)
     live = [_Hyp([], [], 0.0)]
     logits = prefix.first_logits[None].copy()  # logprobs() works in place; the prefix is reused
@@ -104,18 +108,26 @@ def beam_search(dec: DecoderRunner, rules: TokenRules, prefix: Prefix, max_new_t
     hyps = None
     while True:
         lp = rules.logprobs(logits, first=not live[0].tokens)
-        scored: dict[tuple[int, ...], tuple[float, int, int]] = {}
+        # seq -> (rank, parent, token, bias state, bonus change); rank = log-probability + bonus
+        scored: dict[tuple[int, ...], tuple[float, int, int, BiasState, float]] = {}
+        k = min(beam_size + 1, lp.shape[1])
+        top = np.argpartition(lp, -k, axis=1)[:, -k:]  # each hypothesis's k best tokens, unordered
         for i, h in enumerate(live):
-            k = min(beam_size + 1, lp.shape[1])
-            for t in np.argpartition(-lp[i], k - 1)[:k]:
-                t = int(t)
-                if np.isfinite(lp[i, t]):
-                    scored[(*h.tokens, t)] = (h.total + float(lp[i, t]), i, t)
+            tokens = top[i].tolist()
+            if bias is not None:
+                tokens += [t for t in bias.candidates(h.bias) if t not in tokens]
+            for t in tokens:
+                if not np.isfinite(lp[i, t]):
+                    continue
+                state, delta = bias.advance(h.bias, t) if bias is not None else (ROOT, 0.0)
+                scored[(*h.tokens, t)] = (h.total + h.bonus + delta + float(lp[i, t]), i, t, state, delta)
         nxt: list[_Hyp] = []
         parents: list[int] = []
         for seq in sorted(scored, key=lambda s: scored[s][0], reverse=True):
-            total, i, t = scored[seq]
-            h = _Hyp(list(seq), live[i].logprobs + [float(lp[i, t])], total)
+            _, i, t, state, delta = scored[seq]
+            parent = live[i]
+            h = _Hyp(list(seq), parent.logprobs + [float(lp[i, t])], parent.total + float(lp[i, t]),
+                     parent.bonus + delta, state)
             if t == rules.eot:
                 h.tokens.pop()
                 finished.append(_finish(h, "eot", no_speech, 0.0))

@@ -29,6 +29,11 @@ class AsrConfig:
         (), 'Words or phrases made more likely, e.g. ["Kitchen", "Living room"]. Per stream: [[streams]] hotwords.'
     )
 
+    hotword_boost: float = setting(
+        2.0, "Bonus per hotword token when ranking hypotheses, in nats (log-probability); 0 = hotwords only "
+        "go into the prompt.", min=0.0, max=10.0,
+    )
+
     def check(self) -> None:
         if list(self.fallback_temperatures) != sorted(self.fallback_temperatures):
             raise InvalidValue("fallback_temperatures", "must be in increasing order")
