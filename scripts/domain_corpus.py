@@ -1,15 +1,18 @@
 """Domain speech for measuring prompts and hotwords: each utterance with the context a user of
 that domain would configure ([asr] prompt / hotwords), written without looking at the errors.
 
-| domain | speech | utterances | context |
-|---|---|---|---|
-| cards | pocketsphinx-testdata cards/*.wav, real recordings | 5 | the card vocabulary (ranks, suits) |
-| telephony | Asterisk prompts that use the PBX's words (extension, conference, mailbox, pound, ...), real recordings, one professional speaker | all that match | the PBX's vocabulary and product name |
-| home | home-automation commands with room and device names, espeak-ng in 2 voices: a synthetic supplement, reported on its own, never the only speech in a figure | 20 | the house's room and device names |
+- cards: pocketsphinx-testdata cards/*.wav, 5 real recordings; context: the card vocabulary.
+- telephony: the Asterisk prompts that use a PBX's words (extension, conference, mailbox,
+  pound, ...), real recordings of one professional speaker; context: the PBX's vocabulary and
+  product name.
+- home: 10 home-automation commands with room and device names, espeak-ng in 2 voices; context:
+  the house's room and device names. A synthetic supplement, reported on its own, never the
+  only speech in a figure.
 
 The contexts name the domain's vocabulary (suits, "extension", room names); they are not the
 reference sentences.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,19 +26,45 @@ CONTEXT = {
     },
     "telephony": {
         "prompt": "Comedian Mail voicemail system. Enter your extension, mailbox number or conference "
-                  "number, then press the pound key.",
+        "number, then press the pound key.",
         "hotwords": ("extension", "conference", "mailbox", "voicemail", "pound key", "password", "Comedian Mail"),
     },
     "home": {
         "prompt": "Rooms: snug, conservatory, utility room, den, pantry, loft, porch, Ellie's room. Devices: Hue "
-                  "lights, Tado thermostat, Roomba, Sonos, Velux blinds, Ring doorbell, Yale lock, Dyson fan, "
-                  "Shelly plug.",
-        "hotwords": ("snug", "conservatory", "utility room", "den", "pantry", "loft", "porch", "Ellie",
-                     "Hue", "Tado", "Roomba", "Sonos", "Velux", "Ring", "Yale", "Dyson", "Shelly"),
+        "lights, Tado thermostat, Roomba, Sonos, Velux blinds, Ring doorbell, Yale lock, Dyson fan, "
+        "Shelly plug.",
+        "hotwords": (
+            "snug",
+            "conservatory",
+            "utility room",
+            "den",
+            "pantry",
+            "loft",
+            "porch",
+            "Ellie",
+            "Hue",
+            "Tado",
+            "Roomba",
+            "Sonos",
+            "Velux",
+            "Ring",
+            "Yale",
+            "Dyson",
+            "Shelly",
+        ),
     },
 }
-TELEPHONY_WORDS = ("extension", "conference", "voicemail", "voice mail", "mailbox", "mail box", "pound",
-                   "password", "comedian mail")
+TELEPHONY_WORDS = (
+    "extension",
+    "conference",
+    "voicemail",
+    "voice mail",
+    "mailbox",
+    "mail box",
+    "pound",
+    "password",
+    "comedian mail",
+)
 HOME_COMMANDS = (
     "Turn on the Hue lights in the snug.",
     "Set the Tado thermostat in the conservatory to nineteen degrees.",
@@ -67,16 +96,25 @@ class DomainUtterance:
 
 def domain_speech(with_synthetic: bool = True) -> list[DomainUtterance]:
     out = [DomainUtterance(u, "cards") for u in speech_corpus.pocketsphinx() if u.name.startswith("cards/")]
-    out += [DomainUtterance(u, "telephony") for u in speech_corpus.asterisk()
-            if any(w in u.text.lower() for w in TELEPHONY_WORDS)]
+    out += [
+        DomainUtterance(u, "telephony")
+        for u in speech_corpus.asterisk()
+        if any(w in u.text.lower() for w in TELEPHONY_WORDS)
+    ]
     if with_synthetic:
         import audio_corpus
 
-        for v, voice in enumerate(HOME_VOICES):
+        for voice in HOME_VOICES:
             for i, text in enumerate(HOME_COMMANDS):
                 audio = audio_corpus.tts(text, voice)
-                out.append(DomainUtterance(speech_corpus.Utterance(f"espeak-{voice}/home{i}", text, audio,
-                                                                   f"espeak-ng {voice}", "espeak-ng"), "home"))
+                out.append(
+                    DomainUtterance(
+                        speech_corpus.Utterance(
+                            f"espeak-{voice}/home{i}", text, audio, f"espeak-ng {voice}", "espeak-ng"
+                        ),
+                        "home",
+                    )
+                )
     return out
 
 

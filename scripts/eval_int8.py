@@ -13,6 +13,7 @@ TensorFlow's flatbuffer tools (.venv-convert):
 3. Writes the chosen candidates as model folders (build/int8-float-<n>/) for bench_asr.py to
    measure WER: `bench_asr.py --section int8 --engines "voxnode model_dir=build/int8-float-2" ...`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,6 @@ import os
 import resource
 import shutil
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -62,8 +62,8 @@ class Encoder:
 def mels(n_asterisk: int) -> list[np.ndarray]:
     import speech_corpus
 
-    from voxnode.asr.engine import MIN_WINDOW_SECONDS, PAD_SECONDS
     from voxnode.asr.mel import LogMel
+    from voxnode.asr.whisper_litert import MIN_WINDOW_SECONDS, PAD_SECONDS
 
     logmel = LogMel()
     out = []
@@ -77,7 +77,7 @@ def mels(n_asterisk: int) -> list[np.ndarray]:
 
 
 def rel_error(enc: Encoder, refs: list[np.ndarray], inputs: list[np.ndarray]) -> tuple[float, float]:
-    errs = [float(np.linalg.norm(enc(m) - r) / np.linalg.norm(r)) for m, r in zip(inputs, refs)]
+    errs = [float(np.linalg.norm(enc(m) - r) / np.linalg.norm(r)) for m, r in zip(inputs, refs, strict=True)]
     return float(np.median(errs)), float(np.max(errs))
 
 
@@ -105,8 +105,13 @@ def main() -> int:
     p.add_argument("--int8-dir", type=Path, default=REPO / "models" / "whisper-tiny.en")
     p.add_argument("--fp32-dir", type=Path, default=REPO / "build" / "whisper-tiny.en-fp32")
     p.add_argument("--asterisk", type=int, default=20, help="Asterisk prompts besides the 10 pocketsphinx clips")
-    p.add_argument("--candidates", type=int, nargs="*", default=[1, 2, 3, 4],
-                   help="write model folders with the n most sensitive groups in float")
+    p.add_argument(
+        "--candidates",
+        type=int,
+        nargs="*",
+        default=[1, 2, 3, 4],
+        help="write model folders with the n most sensitive groups in float",
+    )
     p.add_argument("--out", type=Path, default=REPO / "build")
     p.add_argument("--json", type=Path, default=REPO / "docs" / "asr_int8_sensitivity.json")
     args = p.parse_args()
@@ -136,16 +141,26 @@ def main() -> int:
         chosen.append(group)
         model = mixed_precision.keep_float(int8, fp32, {x for g in chosen for x in GROUPS[g]})
         enc = Encoder(model, positions)
-        row = {"groups": list(chosen), "error": rel_error(enc, refs, inputs), "bytes": len(model),
-               "encode_cpu_ms": encode_cpu_ms(enc, inputs)}
+        row = {
+            "groups": list(chosen),
+            "error": rel_error(enc, refs, inputs),
+            "bytes": len(model),
+            "encode_cpu_ms": encode_cpu_ms(enc, inputs),
+        }
         cumulative.append(row)
         print(f"  cumulative {n}: {row}", flush=True)
         if n in args.candidates:
             write_model_dir(args.int8_dir, args.out / f"int8-float-{n}", model)
-    timing = {"int8": encode_cpu_ms(Encoder(int8, positions), inputs),
-              "fp32": encode_cpu_ms(reference, inputs)}
-    report = {"clips": len(inputs), "int8": rows["int8 (all)"], "fp32_bytes": len(fp32), "sensitivity": sens,
-              "order": order, "cumulative": cumulative, "encode_cpu_ms": timing}
+    timing = {"int8": encode_cpu_ms(Encoder(int8, positions), inputs), "fp32": encode_cpu_ms(reference, inputs)}
+    report = {
+        "clips": len(inputs),
+        "int8": rows["int8 (all)"],
+        "fp32_bytes": len(fp32),
+        "sensitivity": sens,
+        "order": order,
+        "cumulative": cumulative,
+        "encode_cpu_ms": timing,
+    }
     args.json.write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(report, indent=1))
     return 0

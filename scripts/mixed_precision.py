@@ -10,6 +10,7 @@ Layer names follow the TensorFlow op names of scripts/whisper_tf.py's encoder: "
 "L<i>.<q|k|v|out|ff1|ff2>" for encoder layer i, "cross.<k|v><i>" for the decoder layer i's
 cross-attention projections computed in the encoder.
 """
+
 from __future__ import annotations
 
 import re
@@ -79,7 +80,7 @@ def keep_float(int8_bytes: bytes, fp32_bytes: bytes, layers: set[str]) -> bytes:
     if len(qg.operators) != len(fg.operators):
         raise ValueError("the int8 and float32 models do not have the same operators")
     done = set()
-    for qop, fop in zip(qg.operators, fg.operators):
+    for qop, fop in zip(qg.operators, fg.operators, strict=True):
         op = names[q.operatorCodes[qop.opcodeIndex].builtinCode]
         if op != names[f.operatorCodes[fop.opcodeIndex].builtinCode]:
             raise ValueError("the int8 and float32 models do not have the same operators")

@@ -131,8 +131,10 @@ def encoder_fn(w: Weights):
             out[f"cross_v_{i}"] = heads_first(dense(x, w.linear(p, slice(D_MODEL, 2 * D_MODEL))))
         return out
 
-    spec = [tf.TensorSpec([1, 1, None, 80], tf.float32, name="mel"),
-            tf.TensorSpec([None, D_MODEL], tf.float32, name="positions")]
+    spec = [
+        tf.TensorSpec([1, 1, None, 80], tf.float32, name="mel"),
+        tf.TensorSpec([None, D_MODEL], tf.float32, name="positions"),
+    ]
     return tf.function(encode, input_signature=spec)
 
 
@@ -141,8 +143,8 @@ def decoder_fn(w: Weights):
     embedding_t = _f32(w.ct2.get("decoder/embeddings/weight"))  # [vocab, 384], tied output projection
 
     def decode(x, mask, pick, *caches):
-        self_k, self_v = caches[0:n], caches[n:2 * n]
-        cross_k, cross_v = caches[2 * n:3 * n], caches[3 * n:4 * n]
+        self_k, self_v = caches[0:n], caches[n : 2 * n]
+        cross_k, cross_v = caches[2 * n : 3 * n], caches[3 * n : 4 * n]
         out = {}
         for i in range(n):
             p = f"decoder/layer_{i}/self_attention"
@@ -164,9 +166,11 @@ def decoder_fn(w: Weights):
         out["logits"] = tf.matmul(x, embedding_t, transpose_b=True)
         return out
 
-    spec = [tf.TensorSpec([None, D_MODEL], tf.float32, name="x"),
-            tf.TensorSpec([None, None], tf.float32, name="mask"),
-            tf.TensorSpec([None, None], tf.float32, name="pick")]
+    spec = [
+        tf.TensorSpec([None, D_MODEL], tf.float32, name="x"),
+        tf.TensorSpec([None, None], tf.float32, name="mask"),
+        tf.TensorSpec([None, None], tf.float32, name="pick"),
+    ]
     for kind in ("self_k", "self_v", "cross_k", "cross_v"):
         spec += [tf.TensorSpec([HEADS, None, HEAD_DIM], tf.float32, name=f"{kind}_{i}") for i in range(n)]
     return tf.function(decode, input_signature=spec)

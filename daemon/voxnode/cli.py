@@ -39,13 +39,19 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--reference", action="store_true", help="print the documented default config instead")
 
     tr = with_config(sub.add_parser("transcribe", help="transcribe audio files (WAV, or raw with --raw)"))
-    tr.add_argument("files", nargs="+", metavar="FILE", help="WAV files of any rate/channels (files over 30 s are cut at pauses)")
+    tr.add_argument(
+        "files", nargs="+", metavar="FILE", help="WAV files of any rate/channels (files over 30 s are cut at pauses)"
+    )
     tr.add_argument("--raw", action="store_true", help="files are headerless S16_LE 16 kHz mono")
     tr.add_argument("--json", action="store_true", help="one JSON object per file instead of plain text")
-    tr.add_argument("--prompt", metavar="TEXT", help="text the model reads as if said just before "
-                    "(names, spelling); replaces [asr] prompt")
-    tr.add_argument("--hotwords", metavar="WORDS", help="comma-separated words or phrases made more likely; "
-                    "replaces [asr] hotwords")
+    tr.add_argument(
+        "--prompt",
+        metavar="TEXT",
+        help="text the model reads as if said just before (names, spelling); replaces [asr] prompt",
+    )
+    tr.add_argument(
+        "--hotwords", metavar="WORDS", help="comma-separated words or phrases made more likely; replaces [asr] hotwords"
+    )
     tr.add_argument("--beam-size", type=int, metavar="N", help="beam width (1 = greedy); replaces [asr] beam_size")
 
     demo = with_config(sub.add_parser("demo", help="run on a bundled speech clip through a real ALSA PCM"))
@@ -100,8 +106,9 @@ def _sinks(stdout: bool):
 
 def cmd_run(args: argparse.Namespace) -> int:
     from voxnode.daemon import Daemon, RunOptions
-    from voxnode.service.hooks import systemd_hooks
-    from voxnode.service.reload import config_loader
+    from voxnode.outputs import add_outputs
+    from voxnode.reload import config_loader
+    from voxnode.systemd.hooks import systemd_hooks
 
     config = _load(args)
     if args.device:
@@ -109,20 +116,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     options = RunOptions(duration_s=args.duration, file=args.file, levels=args.levels)
     # SIGHUP re-reads the same file with the same overrides.
     reloader = config_loader(args.config, args.device)
-    extra = _integrations(config)
-    return Daemon(config, _sinks(args.stdout) + extra.sinks, options, hooks=systemd_hooks() + extra.hooks,
-                  reloader=reloader).run()
-
-
-def _integrations(config: Config):
-    from voxnode.integrations import build_integrations
-
-    return build_integrations(config)
+    daemon = Daemon(config, _sinks(args.stdout), options, hooks=systemd_hooks(), reloader=reloader)
+    add_outputs(daemon)
+    return daemon.run()
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from voxnode import demo
     from voxnode.daemon import Daemon, RunOptions
+    from voxnode.outputs import add_outputs
 
     config = _load(args)
     if config.streams:
@@ -135,8 +137,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     feeder.start()
     try:
         printer.start()
-        extra = _integrations(config)
-        return Daemon(config, _sinks(args.stdout) + extra.sinks, RunOptions(duration_s=seconds, levels=True), hooks=extra.hooks).run()
+        daemon = Daemon(config, _sinks(args.stdout), RunOptions(duration_s=seconds, levels=True))
+        add_outputs(daemon)
+        return daemon.run()
     finally:
         feeder.stop()
         printer.stop()
@@ -146,13 +149,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_transcribe(args: argparse.Namespace) -> int:
-    from voxnode.asr import WhisperEngine, default_model_dir
+    from voxnode.asr.backends import load_recognizer
     from voxnode.asr.transcribe import transcribe_files
 
-    from voxnode.asr.options import DecodeOptions
-
     config = _load(args)
-    overrides = {}
+    overrides: dict = {}
     if args.prompt is not None:
         overrides["prompt"] = args.prompt
     if args.hotwords is not None:
@@ -162,10 +163,8 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
             print(f"voxnode: --beam-size {args.beam_size}: must be between 1 and 8", file=sys.stderr)
             return 2
         overrides["beam_size"] = args.beam_size
-    options = dataclasses.replace(DecodeOptions.from_config(config.asr), **overrides)
-    engine = WhisperEngine.load(default_model_dir(config.asr.model_dir), num_threads=config.asr.num_threads or None,
-                                options=options)
-    return transcribe_files(engine, args.files, raw=args.raw, as_json=args.json)
+    asr = dataclasses.replace(config.asr, **overrides)
+    return transcribe_files(load_recognizer(asr), args.files, raw=args.raw, as_json=args.json)
 
 
 COMMANDS = {

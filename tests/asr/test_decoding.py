@@ -20,8 +20,25 @@ from .conftest import pocketsphinx_utterances
 
 # Ids from the reference tokenizer (HF `tokenizers` on the source tokenizer.json).
 ENCODED = {
-    " Turn on the living room lights, set the thermostat to 21°C.":
-        [6756, 319, 262, 2877, 2119, 7588, 11, 900, 262, 10811, 1712, 265, 284, 2310, 7200, 34, 13],
+    " Turn on the living room lights, set the thermostat to 21°C.": [
+        6756,
+        319,
+        262,
+        2877,
+        2119,
+        7588,
+        11,
+        900,
+        262,
+        10811,
+        1712,
+        265,
+        284,
+        2310,
+        7200,
+        34,
+        13,
+    ],
     " 10 of clubs, queen of hearts; don't stop!": [838, 286, 9784, 11, 16599, 286, 11954, 26, 836, 470, 2245, 0],
     " Zoë's café: 3,000 naïve__x  ": [31645, 26689, 338, 40304, 25, 513, 11, 830, 41492, 834, 87, 220, 220],
 }
@@ -133,8 +150,15 @@ def test_prompt_spells_the_domain_words(engine):
     suits fixes them, and the same clips without it still have the error."""
     cards = [(w, r) for w, r in pocketsphinx_utterances() if "cards" in str(w)]
     plain = [(r, engine.transcribe(read_audio(w), prompt="").text) for w, r in cards]
-    prompted = [(r, engine.transcribe(read_audio(w), prompt="Playing cards: ten of clubs, queen of clubs, "
-                                      "seven of hearts, eight of spades.").text) for w, r in cards]
+    prompted = [
+        (
+            r,
+            engine.transcribe(
+                read_audio(w), prompt="Playing cards: ten of clubs, queen of clubs, seven of hearts, eight of spades."
+            ).text,
+        )
+        for w, r in cards
+    ]
     assert corpus_wer(prompted) < corpus_wer(plain), (plain, prompted)
     assert not any("cloth" in h.lower() or "close" in h.lower() for _, h in prompted), prompted
 
@@ -172,7 +196,9 @@ def test_hotwords_fix_a_word_the_prompt_alone_does_not(engine):
     audio = read_audio(wav)
     suits = "Suits: clubs, diamonds, hearts, spades."
     assert "clubs" not in engine.transcribe(audio, prompt=suits, hotwords=()).text.lower()
-    assert "clubs" in engine.transcribe(audio, prompt="", hotwords=["clubs", "diamonds", "hearts", "spades"]).text.lower()
+    assert (
+        "clubs" in engine.transcribe(audio, prompt="", hotwords=["clubs", "diamonds", "hearts", "spades"]).text.lower()
+    )
     # Irrelevant hotwords leave the words alone (the prompt they go into may change punctuation).
     plain = engine.transcribe(audio, prompt="", hotwords=()).text
     assert normalise(engine.transcribe(audio, prompt="", hotwords=["den", "Ring", "Hue"]).text) == normalise(plain)

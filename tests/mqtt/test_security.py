@@ -39,8 +39,9 @@ def test_password_file_and_acl_allow_publishing(tmp_path, auth_broker, monitor_f
 
 
 def test_bad_password_is_one_clear_error_not_a_traceback(tmp_path, auth_broker, feeders):
-    cfg = write_config(tmp_path / "c.toml", auth_broker, username="edge", password="wrong", reconnect_min_s=0.2,
-                       reconnect_max_s=1.0)
+    cfg = write_config(
+        tmp_path / "c.toml", auth_broker, username="edge", password="wrong", reconnect_min_s=0.2, reconnect_max_s=1.0
+    )
     f = feeders(cfg, count=3, interval=0.05, tag="badpw")
     f.wait_accepted(3)
     time.sleep(2.5)  # several refused attempts
@@ -74,8 +75,12 @@ def test_missing_password_file_is_a_config_error(tmp_path, voxnode_cmd):
     import subprocess
 
     cfg = write_config(tmp_path / "c.toml", None, username="edge", password_file=str(tmp_path / "nope"))
-    p = subprocess.run([*voxnode_cmd, "run", "--config", str(cfg), "--file", "/dev/null", "--duration", "1"],
-                       capture_output=True, text=True, timeout=30)
+    p = subprocess.run(
+        [*voxnode_cmd, "run", "--config", str(cfg), "--file", "/dev/null", "--duration", "1"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert p.returncode == 1
     assert p.stderr.strip().splitlines()[-1].startswith("voxnode: error: mqtt.password_file =")
     assert "Traceback" not in p.stderr
@@ -135,7 +140,7 @@ def test_mqtt_3_1_1_is_selectable(tmp_path, broker, monitor_for, feeders):
 
 def test_password_from_a_systemd_credential(tmp_path):
     from voxnode.config.mqtt import MqttConfig
-    from voxnode.mqtt.client import read_password
+    from voxnode.mqtt.credentials import read_password
 
     creds = tmp_path / "creds"
     creds.mkdir()

@@ -5,6 +5,8 @@ which the scheduler hands out work and what it counts when it cannot, which
 needs an engine whose timing the test controls.  The real Whisper engine runs
 in test_pipeline_alsa.py.
 """
+
+import dataclasses
 import logging
 import threading
 import time
@@ -12,7 +14,11 @@ import time
 import numpy as np
 import pytest
 
-from voxnode.stream.scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome, SchedulerParams
+from voxnode.config import Config
+from voxnode.stream.params import scheduler_params
+from voxnode.stream.scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome
+
+DEFAULTS = scheduler_params(Config())
 
 
 class GateEngine:
@@ -23,10 +29,12 @@ class GateEngine:
         self.gate = threading.Semaphore(0)
         self.entered = threading.Semaphore(0)
         self.fail_on = set()
+        self.calls = []
 
-    def transcribe(self, audio, role="final"):
+    def transcribe(self, audio, role="final", prompt=None, hotwords=None):
         tag = float(audio[0])
         self.order.append(tag)
+        self.calls.append((tag, role, prompt, hotwords))
         self.entered.release()
         assert self.gate.acquire(timeout=5)
         if tag in self.fail_on:
@@ -59,9 +67,9 @@ def job(stream, kind, tag, rec):
 def sched():
     made = []
 
-    def make(params=SchedulerParams(), clock=time.monotonic):
+    def make(params=DEFAULTS, clock=time.monotonic):
         eng = GateEngine()
-        s = DecodeScheduler(eng, params, clock)
+        s = DecodeScheduler([eng], params, clock)
         made.append((s, eng))
         return s, eng
 
@@ -125,7 +133,7 @@ def test_newer_partial_replaces_queued_one_and_is_counted(sched):
 
 def test_stale_partial_is_skipped_when_engine_is_behind(sched):
     now = [0.0]
-    s, eng = sched(SchedulerParams(partial_max_wait_s=1.0), clock=lambda: now[0])
+    s, eng = sched(dataclasses.replace(DEFAULTS, partial_max_wait_s=1.0), clock=lambda: now[0])
     rec = Recorder()
     s.start()
     s.submit(job("x", JobKind.FINAL, 0, rec))
@@ -140,7 +148,7 @@ def test_stale_partial_is_skipped_when_engine_is_behind(sched):
 
 
 def test_final_overflow_drops_oldest_counted_and_logged(sched, caplog):
-    s, eng = sched(SchedulerParams(max_pending_finals=2))
+    s, eng = sched(dataclasses.replace(DEFAULTS, max_pending_finals=2))
     rec = Recorder()
     s.start()
     s.submit(job("x", JobKind.FINAL, 0, rec))
@@ -197,3 +205,39 @@ def test_no_partial_starts_while_a_stream_may_be_at_its_endpoint(sched):
     eng.gate.release()
     rec.wait(2)
     assert eng.order == [2, 1]
+
+
+def test_role_and_the_streams_prompt_reach_the_engine(sched):
+    """Partials ask for a quick decode, finals (and speculative finals) for the full one; a job
+    carries its stream's prompt and hotwords, None meaning the engine's own ([asr])."""
+    s, eng = sched()
+    rec = Recorder()
+    s.start()
+    s.submit(
+        DecodeJob(
+            "a", JobKind.FINAL, np.full(16, 1.0, np.float32), rec, 1.0, prompt="Rooms: snug.", hotwords=("Sonos",)
+        )
+    )
+    s.submit(DecodeJob("b", JobKind.PARTIAL, np.full(16, 2.0, np.float32), rec, 2.0))
+    s.submit(DecodeJob("c", JobKind.SPECULATIVE, np.full(16, 3.0, np.float32), rec, 3.0))
+    for _ in range(3):
+        eng.gate.release()
+    rec.wait(3)
+    assert sorted(eng.calls) == [
+        (1.0, "final", "Rooms: snug.", ("Sonos",)),
+        (2.0, "partial", None, None),
+        (3.0, "final", None, None),
+    ]
+
+
+def test_pipeline_params_take_the_streams_own_prompt():
+    from voxnode.config.loader import parse_config
+    from voxnode.stream.params import pipeline_params
+
+    cfg = parse_config(
+        '[asr]\nprompt = "global"\n[[streams]]\nname = "kitchen"\ndevice = "hw:1"\nprompt = "Kitchen: Hue lights."\n'
+        'hotwords = ["Hue"]\n[[streams]]\nname = "hall"\ndevice = "hw:2"\n'
+    )
+    kitchen, hall = pipeline_params(cfg, "kitchen"), pipeline_params(cfg, "hall")
+    assert (kitchen.prompt, kitchen.hotwords) == ("Kitchen: Hue lights.", ("Hue",))
+    assert (hall.prompt, hall.hotwords) == (None, None)  # the engine's [asr] prompt applies

@@ -53,8 +53,11 @@ class TokenEmbedding:
     """
 
     def __init__(self, interpreter, logits_index: int) -> None:
-        fc = [op for op in interpreter._get_ops_details()
-              if op["op_name"] == "FULLY_CONNECTED" and logits_index in op["outputs"]]
+        fc = [
+            op
+            for op in interpreter._get_ops_details()
+            if op["op_name"] == "FULLY_CONNECTED" and logits_index in op["outputs"]
+        ]
         if not fc:
             raise ModelError("decoder model: no output projection feeding the logits")
         self.index = int(fc[0]["inputs"][1])
@@ -90,8 +93,9 @@ class TokenEmbedding:
 class Prefix:
     """The prefill of one start sequence: its cache rows and the two logit rows it gave."""
 
-    def __init__(self, keys: dict[str, np.ndarray], length: int, no_speech_logits: np.ndarray,
-                 first_logits: np.ndarray) -> None:
+    def __init__(
+        self, keys: dict[str, np.ndarray], length: int, no_speech_logits: np.ndarray, first_logits: np.ndarray
+    ) -> None:
         self.keys = keys  # self_k_i / self_v_i: [heads, length, head_dim]
         self.length = length
         self.no_speech_logits = no_speech_logits
@@ -119,7 +123,7 @@ class Hypotheses:
     def own(self, name: str) -> np.ndarray:
         """View [heads, n, cap, head_dim] of the hypotheses' own rows."""
         buf = self.cache[name]
-        return buf[:, self.p:].reshape(buf.shape[0], self.n, self.cap, buf.shape[2])
+        return buf[:, self.p :].reshape(buf.shape[0], self.n, self.cap, buf.shape[2])
 
     def mask(self) -> np.ndarray:
         """[n, rows + n]: the prefix, the hypothesis's own filled rows, and its own new row."""
@@ -128,7 +132,7 @@ class Hypotheses:
         m[:, : self.p] = 0.0
         for i in range(self.n):
             start = self.p + i * self.cap
-            m[i, start: start + self.length] = 0.0
+            m[i, start : start + self.length] = 0.0
             m[i, rows + i] = 0.0
         return m
 
@@ -152,7 +156,7 @@ class Hypotheses:
                 buf = np.empty((buf.shape[0], self.p + n * self.cap, buf.shape[2]), np.float32)
                 buf[:, : self.p] = self.cache[name][:, : self.p]
                 self.cache[name] = buf
-            buf[:, self.p:] = own.reshape(buf.shape[0], n * self.cap, buf.shape[2])
+            buf[:, self.p :] = own.reshape(buf.shape[0], n * self.cap, buf.shape[2])
         self.n = n
 
 
@@ -217,11 +221,11 @@ class DecoderRunner:
         pick = np.zeros((2, n), np.float32)
         pick[0, sot_index] = 1.0
         pick[1, n - 1] = 1.0
-        self._invoke({"x": self._x(tokens, range(n)), "mask": mask, "pick": pick,
-                      **{name: empty for name in self.cache_names}})
+        self._invoke(
+            {"x": self._x(tokens, range(n)), "mask": mask, "pick": pick, **{name: empty for name in self.cache_names}}
+        )
         logits = self.it.get_tensor(self.outputs["logits"])
-        keys = {name: self.it.get_tensor(self.outputs["new_" + name[len("self_"):]])
-                for name in self.cache_names}
+        keys = {name: self.it.get_tensor(self.outputs["new_" + name[len("self_") :]]) for name in self.cache_names}
         return Prefix(keys, n, logits[0], logits[1])
 
     def forced_logits(self, tokens: list[int]) -> np.ndarray:
@@ -230,8 +234,14 @@ class DecoderRunner:
         empty = np.zeros((self.n_heads, 1, self.head_dim), np.float32)
         mask = np.full((n, 1 + n), EMPTY_SLOT, np.float32)
         mask[:, 1:][np.tril_indices(n)] = 0.0
-        self._invoke({"x": self._x(tokens, range(n)), "mask": mask, "pick": np.eye(n, dtype=np.float32),
-                      **{name: empty for name in self.cache_names}})
+        self._invoke(
+            {
+                "x": self._x(tokens, range(n)),
+                "mask": mask,
+                "pick": np.eye(n, dtype=np.float32),
+                **{name: empty for name in self.cache_names},
+            }
+        )
         return self.it.get_tensor(self.outputs["logits"])
 
     def hypotheses(self, prefix: Prefix, n: int, max_new_tokens: int) -> Hypotheses:
@@ -246,6 +256,7 @@ class DecoderRunner:
         x = self._x(tokens, [pos] * len(tokens))
         self._invoke({"x": x, "mask": hyps.mask(), "pick": np.eye(hyps.n, dtype=np.float32), **hyps.cache})
         logits = self.it.get_tensor(self.outputs["logits"])
-        hyps.append({name: self.it.get_tensor(self.outputs["new_" + name[len("self_"):]])
-                     for name in self.cache_names})
+        hyps.append(
+            {name: self.it.get_tensor(self.outputs["new_" + name[len("self_") :]]) for name in self.cache_names}
+        )
         return logits

@@ -40,7 +40,7 @@ def repeated_tail(tokens: list[int]) -> int:
     for n in range(1, len(tokens) // 3 + 1):
         gram = tokens[-n:]
         repeats = 1
-        while len(tokens) >= n * (repeats + 1) and tokens[-n * (repeats + 1):len(tokens) - n * repeats] == gram:
+        while len(tokens) >= n * (repeats + 1) and tokens[-n * (repeats + 1) : len(tokens) - n * repeats] == gram:
             repeats += 1
         if repeats >= 3 and n * repeats >= 12:
             return n * (repeats - 1)
@@ -60,7 +60,7 @@ def repeated_phrase(text: str) -> bool:
     for n in range(1, len(words) // 2 + 1):
         gram = words[-n:]
         repeats = 1
-        while len(words) >= n * (repeats + 1) and words[-n * (repeats + 1):len(words) - n * repeats] == gram:
+        while len(words) >= n * (repeats + 1) and words[-n * (repeats + 1) : len(words) - n * repeats] == gram:
             repeats += 1
         if (n >= 3 and repeats >= 2) or repeats >= 4:
             return True

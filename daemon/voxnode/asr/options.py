@@ -21,8 +21,13 @@ class DecodeOptions:
     hotword_boost: float  # nats per hotword token in the beam search's ranking; 0 = prompt only
 
     @classmethod
-    def from_config(cls, asr) -> "DecodeOptions":
+    def from_config(cls, asr) -> DecodeOptions:
         """From an [asr] section (voxnode.config.asr.AsrConfig)."""
-        return cls(beam_size=asr.beam_size, min_window_s=float(asr.min_window_s),
-                   temperatures=tuple(float(t) for t in asr.fallback_temperatures),
-                   prompt=asr.prompt, hotwords=tuple(asr.hotwords), hotword_boost=float(asr.hotword_boost))
+        return cls(
+            beam_size=asr.beam_size,
+            min_window_s=float(asr.min_window_s),
+            temperatures=tuple(float(t) for t in asr.fallback_temperatures),
+            prompt=asr.prompt,
+            hotwords=tuple(asr.hotwords),
+            hotword_boost=float(asr.hotword_boost),
+        )

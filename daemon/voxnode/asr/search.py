@@ -50,7 +50,7 @@ class TokenRules:
         self.no_speech = int(tok["no_speech"])
         vocab = int(config["vocab_size"])
         self.suppress = np.zeros(vocab, dtype=bool)
-        self.suppress[int(tok["sot"]):] = True  # every special and timestamp token
+        self.suppress[int(tok["sot"]) :] = True  # every special and timestamp token
         self.suppress[np.asarray(config["suppress_ids"], dtype=np.int64)] = True
         self.suppress_begin = np.asarray(config["suppress_ids_begin"], dtype=np.int64)
 
@@ -99,8 +99,14 @@ def best(results: list[Decoded]) -> Decoded:
     return max(ended or results, key=lambda r: r.score)
 
 
-def beam_search(dec: DecoderRunner, rules: TokenRules, prefix: Prefix, max_new_tokens: int,
-                beam_size: int, bias: HotwordBias | None = None) -> Decoded:
+def beam_search(
+    dec: DecoderRunner,
+    rules: TokenRules,
+    prefix: Prefix,
+    max_new_tokens: int,
+    beam_size: int,
+    bias: HotwordBias | None = None,
+) -> Decoded:
     no_speech = rules.no_speech_prob(prefix)
     live = [_Hyp([], [], 0.0)]
     logits = prefix.first_logits[None].copy()  # logprobs() works in place; the prefix is reused
@@ -126,8 +132,13 @@ def beam_search(dec: DecoderRunner, rules: TokenRules, prefix: Prefix, max_new_t
         for seq in sorted(scored, key=lambda s: scored[s][0], reverse=True):
             _, i, t, state, delta = scored[seq]
             parent = live[i]
-            h = _Hyp(list(seq), parent.logprobs + [float(lp[i, t])], parent.total + float(lp[i, t]),
-                     parent.bonus + delta, state)
+            h = _Hyp(
+                list(seq),
+                parent.logprobs + [float(lp[i, t])],
+                parent.total + float(lp[i, t]),
+                parent.bonus + delta,
+                state,
+            )
             if t == rules.eot:
                 h.tokens.pop()
                 finished.append(_finish(h, "eot", no_speech, 0.0))
@@ -154,8 +165,15 @@ def beam_search(dec: DecoderRunner, rules: TokenRules, prefix: Prefix, max_new_t
     return best(finished)
 
 
-def sample(dec: DecoderRunner, rules: TokenRules, prefix: Prefix, max_new_tokens: int, best_of: int,
-           temperature: float, rng: np.random.Generator) -> Decoded:
+def sample(
+    dec: DecoderRunner,
+    rules: TokenRules,
+    prefix: Prefix,
+    max_new_tokens: int,
+    best_of: int,
+    temperature: float,
+    rng: np.random.Generator,
+) -> Decoded:
     """`best_of` independent samples at `temperature`, run side by side; the best-ranked one."""
     no_speech = rules.no_speech_prob(prefix)
     live = [_Hyp([], [], 0.0) for _ in range(best_of)]

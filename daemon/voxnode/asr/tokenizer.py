@@ -26,8 +26,9 @@ from voxnode.errors import ModelError
 def _printable_to_byte() -> dict[str, int]:
     # GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for themselves,
     # the rest are shifted to code points 256 and up, in byte order.
-    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) \
-        + list(range(ord("®"), ord("ÿ") + 1))
+    keep = (
+        list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    )
     table = {chr(b): b for b in keep}
     shifted = 0
     for b in range(256):
@@ -58,7 +59,7 @@ class Tokenizer:
     PAIR = 1 << 20  # > vocabulary size: left * PAIR + right is a unique key
 
     @classmethod
-    def from_file(cls, path: Path, eot: int, merges: Path | None = None) -> "Tokenizer":
+    def from_file(cls, path: Path, eot: int, merges: Path | None = None) -> Tokenizer:
         tokens = Path(path).read_text(encoding="utf-8").split("\n")
         if tokens and tokens[-1] == "":
             tokens.pop()
@@ -82,7 +83,7 @@ class Tokenizer:
             raise ModelError(f"{self._merges_path}: unreadable ({e})") from None
         if table.ndim != 2 or table.shape[1] != 3 or table.size == 0 or int(table.max()) >= len(self.tokens):
             raise ModelError(f"{self._merges_path}: not a [merges, 3] table of token ids")
-        byte_ids = {}
+        byte_ids: dict[int, int] = {}
         for i, tok in enumerate(self.tokens[: self.eot]):
             if len(tok) == 1 and tok in self._to_byte:
                 byte_ids.setdefault(self._to_byte[tok], i)

@@ -13,11 +13,12 @@ from typing import TextIO
 
 import numpy as np
 
+from voxnode.asr.recognizer import Recognizer
 from voxnode.asr.windows import SAMPLE_RATE, split_at_pauses
 from voxnode.errors import AudioFileError
 
 
-def transcribe_audio(engine, audio: np.ndarray) -> dict:
+def transcribe_audio(engine: Recognizer, audio: np.ndarray) -> dict:
     """Any length of 16 kHz mono audio -> merged result of its windows."""
     texts, tokens = [], []
     encode_ms = decode_ms = 0.0
@@ -43,8 +44,14 @@ def transcribe_audio(engine, audio: np.ndarray) -> dict:
     }
 
 
-def transcribe_files(engine, paths: list[str | Path], raw: bool = False, as_json: bool = False,
-                     out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def transcribe_files(
+    engine: Recognizer,
+    paths: list[str | Path],
+    raw: bool = False,
+    as_json: bool = False,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+) -> int:
     """Print one line per file (text, or a JSON object); errors go to `err`. Returns the exit status."""
     from voxnode.audio.wavfile import read_audio
 

@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from voxnode.audio.format import PERIOD_FRAMES, PERIOD_S
+from voxnode.audio.format import PERIOD_FRAMES, PERIOD_S, SAMPLE_RATE
 from voxnode.audio.frames import Frame
 from voxnode.audio.ring import FrameRing
 from voxnode.audio.source import AudioSource
@@ -27,7 +27,7 @@ class FileSource(AudioSource):
         pad = (-pcm.size) % PERIOD_FRAMES
         self._pcm = np.concatenate((pcm, np.zeros(pad, dtype=np.int16))) if pad else pcm
         self.realtime = realtime
-        self.stats.granted = {"device": f"file:{name}", "rate": 16000, "channels": 1}
+        self.stats.granted = {"device": f"file:{name}", "rate": SAMPLE_RATE, "channels": 1}
 
     def _run(self) -> None:
         self.stats.state = "running"

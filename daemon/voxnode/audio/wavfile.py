@@ -75,12 +75,12 @@ def decode_wav(data: bytes, name: str) -> tuple[np.ndarray, int]:
         elif cid == b"data":
             if fmt is None:
                 raise AudioFileError(f"{name}: corrupt WAV: data chunk before fmt chunk")
-            if len(body) < size:
-                # Recorders killed mid-write leave the header's size too big; say so, keep what is there.
-                if size != 0xFFFFFFFF and size != 0:
-                    raise AudioFileError(
-                        f"{name}: truncated WAV: header promises {size} bytes of audio, file has {len(body)}"
-                    )
+            # Recorders killed mid-write leave the header's size too big; say so. A streaming
+            # recorder's placeholder size (0 or 0xFFFFFFFF) is no promise: keep what is there.
+            if len(body) < size and size not in (0xFFFFFFFF, 0):
+                raise AudioFileError(
+                    f"{name}: truncated WAV: header promises {size} bytes of audio, file has {len(body)}"
+                )
             return _samples(body, fmt, name), fmt.rate
         pos += 8 + size + (size & 1)
     if fmt is None:

@@ -117,9 +117,8 @@ def _check_scalar(hint: Any, meta: Any, value: Any, key: str, source: str) -> An
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise fail("expected a number")
         value = float(value)
-    elif hint is str:
-        if not isinstance(value, str):
-            raise fail("expected a string")
+    elif hint is str and not isinstance(value, str):
+        raise fail("expected a string")
     lo, hi = meta.get("min"), meta.get("max")
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         raise fail(f"must be between {_show(lo)} and {_show(hi)}")
@@ -160,7 +159,14 @@ def _show(value: Any) -> str:
 
 
 def _type_name(value: Any) -> str:
-    names = {dict: "a table", list: "an array", str: "a string", bool: "a boolean", int: "an integer", float: "a number"}
+    names = {
+        dict: "a table",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+    }
     return names.get(type(value), type(value).__name__)
 
 

@@ -21,14 +21,15 @@ import ssl
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode
 
 from voxnode.config.mqtt import MqttConfig
 from voxnode.errors import MqttConfigError, SpoolError
+from voxnode.mqtt.credentials import read_password
 from voxnode.mqtt.mailbox import Mailbox
 from voxnode.mqtt.spool import Spool
 from voxnode.mqtt.topics import Topics
@@ -42,29 +43,6 @@ CLOSE_ACK_WAIT_S = 3.0
 
 def dumps(obj: dict) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-CREDENTIAL_NAME = "mqtt-password"
-
-
-def read_password(c: MqttConfig, environ=os.environ) -> str | None:
-    """mqtt.password_file (first line), else mqtt.password, else the systemd credential `mqtt-password`.
-
-    Under DynamicUser no file can be private to the service, so the unit passes the password
-    with LoadCredential=mqtt-password:/etc/voxnode/mqtt-password ($CREDENTIALS_DIRECTORY).
-    """
-    path, key = c.password_file, "mqtt.password_file"
-    if not path and not c.password and environ.get("CREDENTIALS_DIRECTORY"):
-        candidate = os.path.join(environ["CREDENTIALS_DIRECTORY"], CREDENTIAL_NAME)
-        if os.path.exists(candidate):
-            path, key = candidate, f"systemd credential {CREDENTIAL_NAME}"
-    if path:
-        try:
-            with open(path, encoding="utf-8") as f:
-                return f.readline().rstrip("\r\n")
-        except OSError as e:
-            raise MqttConfigError(f"{key} = {path!r}: {e.strerror or e}") from None
-    return c.password or None
 
 
 @dataclass
@@ -125,14 +103,19 @@ class MqttPublisher:
                 if path and not os.access(path, os.R_OK):
                     raise MqttConfigError(f"mqtt.{key} = {path!r}: file does not exist or is not readable")
             try:
-                client.tls_set(ca_certs=c.tls_ca or None, certfile=c.tls_cert or None, keyfile=c.tls_key or None,
-                               cert_reqs=ssl.CERT_REQUIRED)
+                client.tls_set(
+                    ca_certs=c.tls_ca or None,
+                    certfile=c.tls_cert or None,
+                    keyfile=c.tls_key or None,
+                    cert_reqs=ssl.CERT_REQUIRED,
+                )
             except (ssl.SSLError, OSError, ValueError) as e:
                 raise MqttConfigError(f"mqtt TLS files (tls_ca/tls_cert/tls_key) cannot be loaded: {e}") from None
             client.tls_insecure_set(c.tls_insecure)
         # Broker restarts fire the will too, so on_connect republishes "online" every time.
         client.will_set(self.topics.status, "offline", qos=1, retain=True)
-        client.reconnect_delay_set(min_delay=c.reconnect_min_s, max_delay=c.reconnect_max_s)
+        # paho's annotations say int; it computes with the floats the config allows (0.1 s and up).
+        client.reconnect_delay_set(min_delay=c.reconnect_min_s, max_delay=c.reconnect_max_s)  # type: ignore[arg-type]
         client.max_inflight_messages_set(min(c.inflight_window, 65535))
         client.on_connect = self._on_connect
         client.on_connect_fail = self._on_connect_fail
@@ -145,9 +128,15 @@ class MqttPublisher:
         self._thread.start()
         self.client.connect_async(self.config.host, self.config.effective_port, keepalive=self.config.keepalive)
         self.client.loop_start()
-        log.info("MQTT: connecting to %s:%d as %s (topics %s/...), spool %s with %d unsent final(s)",
-                 self.config.host, self.config.effective_port, self.client._client_id.decode(), self.topics.base,
-                 self.spool.path, self.spool.count)
+        log.info(
+            "MQTT: connecting to %s:%d as %s (topics %s/...), spool %s with %d unsent final(s)",
+            self.config.host,
+            self.config.effective_port,
+            self.client._client_id.decode(),
+            self.topics.base,
+            self.spool.path,
+            self.spool.count,
+        )
 
     # ---- producer side (any thread, never blocks) ---------------------------------------------
 
@@ -155,8 +144,12 @@ class MqttPublisher:
         if self._mailbox.put("final", event):
             return True
         self.stats.finals_refused += 1
-        log.error("MQTT: publisher queue full (%d finals waiting); final %s of stream %s is NOT spooled",
-                  FINALS_QUEUE, event.get("id"), event.get("stream"))
+        log.error(
+            "MQTT: publisher queue full (%d finals waiting); final %s of stream %s is NOT spooled",
+            FINALS_QUEUE,
+            event.get("id"),
+            event.get("stream"),
+        )
         return False
 
     def submit_partial(self, event: dict) -> None:
@@ -190,8 +183,12 @@ class MqttPublisher:
         self.stats.connects += 1
         self.stats.last_connect_wall = time.time()
         self._last_logged_failure = ""
-        log.info("MQTT: connected to %s (session present: %s); %d final(s) waiting", where,
-                 flags.session_present, self.spool.count)
+        log.info(
+            "MQTT: connected to %s (session present: %s); %d final(s) waiting",
+            where,
+            flags.session_present,
+            self.spool.count,
+        )
         client.publish(self.topics.status, "online", qos=1, retain=True)
         client.subscribe([(self.topics.cmd, 1), (self.topics.ha_status, 1)])
         for topic, payload in self._announcements():
@@ -213,8 +210,9 @@ class MqttPublisher:
             why = err.strerror or str(err) or type(err).__name__
         else:
             why = "connection failed"
-        self._report_failure(f"MQTT: cannot connect to {where}: {why}; retrying with backoff "
-                             f"(up to {self.config.reconnect_max_s:.0f} s)")
+        self._report_failure(
+            f"MQTT: cannot connect to {where}: {why}; retrying with backoff (up to {self.config.reconnect_max_s:.0f} s)"
+        )
 
     def _report_failure(self, message: str) -> None:
         self.stats.last_error = message
@@ -232,8 +230,11 @@ class MqttPublisher:
             self.stats.disconnects += 1
             if not self._stopped.is_set():
                 self.stats.last_error = f"disconnected: {reason_code}"
-                log.warning("MQTT: lost the broker (%s); %d final(s) kept in the spool, reconnecting",
-                            reason_code, self.spool.count)
+                log.warning(
+                    "MQTT: lost the broker (%s); %d final(s) kept in the spool, reconnecting",
+                    reason_code,
+                    self.spool.count,
+                )
 
     def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
         self._mailbox.put("ack", (mid, reason_code))
@@ -295,9 +296,15 @@ class MqttPublisher:
             self.client.publish(self.topics.transcript(event["stream"]), dumps(payload), qos=self.config.qos)
             return
         if dropped:
-            log.error("MQTT spool full (%d finals): dropped the %d oldest unsent final(s), seq %d..%d "
-                      "(%d dropped in total); raise mqtt.spool_max_messages or fix the broker link",
-                      self.spool.max_messages, len(dropped), dropped[0], dropped[-1], self.spool.dropped_total)
+            log.error(
+                "MQTT spool full (%d finals): dropped the %d oldest unsent final(s), seq %d..%d "
+                "(%d dropped in total); raise mqtt.spool_max_messages or fix the broker link",
+                self.spool.max_messages,
+                len(dropped),
+                dropped[0],
+                dropped[-1],
+                self.spool.dropped_total,
+            )
 
     def _publish_partial(self, event: dict) -> None:
         if self.stats.connected:
@@ -313,9 +320,13 @@ class MqttPublisher:
             return None  # a status/discovery message, not a final
         if reason_code is not None and getattr(reason_code, "is_failure", False):
             self.stats.rejected += 1
-            log.error("MQTT: broker refused final seq %d on %s: %s (check the broker's ACL for this user); "
-                      "it stays in the spool and is retried after the next restart",
-                      seq, self.topics.base, reason_code)
+            log.error(
+                "MQTT: broker refused final seq %d on %s: %s (check the broker's ACL for this user); "
+                "it stays in the spool and is retried after the next restart",
+                seq,
+                self.topics.base,
+                reason_code,
+            )
             return None
         return seq
 
@@ -355,8 +366,11 @@ class MqttPublisher:
         self.client.loop_stop()
         self._drain_acks_after_stop()
         if self.spool.count:
-            log.warning("MQTT: %d final(s) not yet acknowledged stay in %s and are sent after the next start",
-                        self.spool.count, self.spool.path)
+            log.warning(
+                "MQTT: %d final(s) not yet acknowledged stay in %s and are sent after the next start",
+                self.spool.count,
+                self.spool.path,
+            )
         self.spool.close()
 
     def _drain_acks_after_stop(self) -> None:

@@ -42,7 +42,9 @@ def default_spool_path() -> Path:
     user = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "voxnode"
     log.warning(
         "no writable state directory (%s); the MQTT spool goes to %s. Set mqtt.spool_path or run under "
-        "systemd with StateDirectory=voxnode", ", ".join(map(str, candidates)), user,
+        "systemd with StateDirectory=voxnode",
+        ", ".join(map(str, candidates)),
+        user,
     )
     return user / SPOOL_FILE
 
@@ -81,7 +83,9 @@ class Spool:
                 "lost) or set mqtt.spool_path"
             ) from None
         except OSError as e:
-            raise SpoolError(f"MQTT spool {self.path}: {e.strerror or e}; set mqtt.spool_path to a writable file") from None
+            raise SpoolError(
+                f"MQTT spool {self.path}: {e.strerror or e}; set mqtt.spool_path to a writable file"
+            ) from None
         self.dropped_session = 0
 
     def _meta(self, key: str) -> int:
@@ -118,7 +122,8 @@ class Spool:
                     self._db.executemany("DELETE FROM spool WHERE seq=?", [(s,) for s in dropped])
                     self._db.execute(
                         "INSERT INTO meta (key, value) VALUES ('dropped', ?) "
-                        "ON CONFLICT(key) DO UPDATE SET value = value + excluded.value", (len(dropped),)
+                        "ON CONFLICT(key) DO UPDATE SET value = value + excluded.value",
+                        (len(dropped),),
                     )
         except sqlite3.Error as e:
             raise SpoolError(f"MQTT spool {self.path}: cannot store a transcript: {e}") from None
