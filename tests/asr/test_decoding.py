@@ -202,3 +202,14 @@ def test_hotwords_fix_a_word_the_prompt_alone_does_not(engine):
     # Irrelevant hotwords leave the words alone (the prompt they go into may change punctuation).
     plain = engine.transcribe(audio, prompt="", hotwords=()).text
     assert normalise(engine.transcribe(audio, prompt="", hotwords=["den", "Ring", "Hue"]).text) == normalise(plain)
+
+
+def test_hotword_phrase_keeps_the_bonus_of_each_whole_word():
+    from voxnode.asr.hotwords import ROOT, HotwordBias
+
+    # "pound key" = [5, 6]: a word ends after position 0. "or pound to cancel" keeps pound's bonus.
+    bias = HotwordBias([[5, 6]], boost=2.0, word_ends=[{0}])
+    state, delta = bias.advance(ROOT, 5)
+    assert delta == 2.0 and state.pending == 0.0  # banked at the end of the word
+    state, delta = bias.advance(state, 9)
+    assert delta == 0.0 and state == ROOT

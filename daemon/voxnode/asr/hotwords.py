@@ -17,6 +17,8 @@ from typing import Protocol
 
 
 class Encoder(Protocol):
+    tokens: list[str]  # the vocabulary, GPT-2's printable form ("Ġ" = a leading space)
+
     def encode(self, text: str) -> list[int]: ...
 
 
@@ -30,13 +32,16 @@ ROOT = BiasState()
 
 
 class HotwordBias:
-    def __init__(self, sequences: list[list[int]], boost: float) -> None:
+    def __init__(self, sequences: list[list[int]], boost: float, word_ends: list[set[int]] | None = None) -> None:
+        """sequences: token ids of each hotword; word_ends[i]: positions in sequences[i] after
+        which a word is complete (the bonus is kept there; default: only the last)."""
         self.boost = float(boost)
         self.children: list[dict[int, int]] = [{}]
         self.terminal: list[bool] = [False]
-        for seq in sequences:
+        for k, seq in enumerate(sequences):
+            ends = word_ends[k] if word_ends is not None else {len(seq) - 1}
             node = 0
-            for t in seq:
+            for i, t in enumerate(seq):
                 nxt = self.children[node].get(t)
                 if nxt is None:
                     nxt = len(self.children)
@@ -44,24 +49,31 @@ class HotwordBias:
                     self.children.append({})
                     self.terminal.append(False)
                 node = nxt
-            if node:
-                self.terminal[node] = True
+                if i in ends or i == len(seq) - 1:
+                    self.terminal[node] = True
 
     @classmethod
     def build(cls, tokenizer: Encoder, hotwords: tuple[str, ...] | list[str], boost: float) -> HotwordBias | None:
         """Each hotword as it is written, lower-case and capitalised, after a space (how words
-        are spelled in the middle of a transcript) and at the very start."""
+        are spelled in the middle of a transcript) and at the very start.
+
+        In a phrase the bonus is kept at the end of every word, not only of the phrase: with
+        "pound key" a hotword, "or pound to cancel" came out "or pound key cancel" when breaking
+        off after "pound" gave its bonus back. Within a word it is given back ("Roomba" is
+        " Room" + "ba": " Room" alone earns nothing)."""
         words = [w.strip() for w in hotwords if w and w.strip()]
         if not words or boost <= 0:
             return None
-        sequences = []
+        sequences: list[list[int]] = []
+        ends: list[set[int]] = []
         for w in words:
             for form in {w, w.lower(), w[0].upper() + w[1:]}:
                 for text in (" " + form, form):
                     seq = tokenizer.encode(text)
                     if seq and seq not in sequences:
                         sequences.append(seq)
-        return cls(sequences, boost)
+                        ends.append({i for i in range(len(seq) - 1) if tokenizer.tokens[seq[i + 1]].startswith("Ġ")})
+        return cls(sequences, boost, ends)
 
     def candidates(self, state: BiasState) -> list[int]:
         """Tokens that would earn a bonus from `state`: the match's next tokens and any hotword's first."""

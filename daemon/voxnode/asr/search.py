@@ -36,8 +36,8 @@ class Decoded:
 
     @property
     def score(self) -> float:
-        """Whisper's ranking: summed log-probability (plus hotword bonus) over the number of text tokens."""
-        return (float(np.sum(self.logprobs)) + self.bonus) / max(1, len(self.tokens))
+        """Whisper's ranking: summed log-probability over the number of text tokens."""
+        return float(np.sum(self.logprobs)) / max(1, len(self.tokens))
 
 
 class TokenRules:
@@ -94,9 +94,15 @@ def _loop_cut(h: _Hyp, no_speech: float, temperature: float) -> Decoded | None:
 
 
 def best(results: list[Decoded]) -> Decoded:
-    """The highest-ranked result, preferring those that reached end-of-text."""
-    ended = [r for r in results if r.stop_reason == "eot"]
-    return max(ended or results, key=lambda r: r.score)
+    """The highest-ranked result, preferring those that reached end-of-text.
+
+    Whisper's score plus the hotword bonus over the longest candidate's length: one scale for
+    every candidate. Divided by each candidate's own length, the bonus made stopping right after
+    a hotword pay ("Welcome to Comedian Mail." for the 17-token prompt that goes on after it).
+    """
+    pool = [r for r in results if r.stop_reason == "eot"] or results
+    longest = max(1, max(len(r.tokens) for r in pool))
+    return max(pool, key=lambda r: r.score + r.bonus / longest)
 
 
 def beam_search(
