@@ -469,6 +469,13 @@ def target_notes(results: list[dict], summaries: list[dict]) -> list[str]:
     return notes
 
 
+def _shell_quote(arg: str) -> str:
+    """Quote for a shell, readably: engine specs with 'label=...' go in double quotes."""
+    if "'" in arg and not any(c in arg for c in '"$`\\'):
+        return f'"{arg}"'
+    return shlex.quote(arg)
+
+
 def update_benchmarks_md(path: Path, title: str, section: str) -> None:
     head = f"## {title}"
     text = path.read_text() if path.exists() else "# Benchmarks\n\n"
@@ -526,7 +533,7 @@ def main() -> int:
         else None
     )
     summaries = [summarise(r, clips, args.conditions) for r in results]
-    command = ".venv-bench/bin/python scripts/bench_asr.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = ".venv-bench/bin/python scripts/bench_asr.py " + " ".join(_shell_quote(a) for a in sys.argv[1:])
     section = markdown(
         args.section,
         results,
