@@ -16,7 +16,7 @@ from voxnode.asr.tokenizer import Tokenizer
 from voxnode.asr.wer import corpus_wer, normalise
 from voxnode.audio.wavfile import read_audio
 
-from .conftest import pocketsphinx_utterances
+from .conftest import POCKETSPHINX, pocketsphinx_utterances
 
 # Ids from the reference tokenizer (HF `tokenizers` on the source tokenizer.json).
 ENCODED = {
@@ -213,3 +213,56 @@ def test_hotword_phrase_keeps_the_bonus_of_each_whole_word():
     assert delta == 2.0 and state.pending == 0.0  # banked at the end of the word
     state, delta = bias.advance(state, 9)
     assert delta == 0.0 and state == ROOT
+
+
+def test_closing_punctuation_token_of_a_text(engine):
+    """The token whose ".", "?" or "!" ends the text, closing quotes after it allowed (in the same
+    token, or in tokens of their own: U+201D is two byte tokens); an ellipsis trails off."""
+    tok: Tokenizer = engine._tokenizer
+
+    def mark(text):
+        ids = tok.encode(text)
+        i = tok.closing_punctuation(ids)
+        return None if i is None else tok.decode_bytes([ids[i]]).decode("utf-8")
+
+    assert mark(" He might even have been made amiable himself.") == "."
+    assert mark(" Is the Ring doorbell battery low?") == "?"
+    assert mark(' He said "stop!"') == '!"'
+    assert mark(" It is.\u201d") == "."
+    assert mark(" Hi. ") == "."
+    for text in (" five five", " Well...", " Mr. Smith", " 10 of clubs,", ' "', ""):
+        assert mark(text) is None, text
+
+
+def test_punctuation_prob_is_the_decoders_probability_of_the_closing_mark(engine, monkeypatch):
+    """A sentence ending in "." gets the probability the decoder gave that "." (checked by teacher
+    forcing), on the greedy, beam and fallback paths; a text without closing punctuation gets None."""
+    from voxnode.asr import guards
+
+    clip = POCKETSPHINX / "librivox" / "sense_and_sensibility_01_austen_64kb-0930.wav"
+    audio = read_audio(clip)  # "he might even have been made amiable himself"
+    for kw in ({"role": "partial"}, {"beam_size": 1}, {"beam_size": 5}):
+        r = engine.transcribe(audio, **kw)
+        assert r.text.endswith(".") and r.punctuation_prob is not None and 0 < r.punctuation_prob <= 1, (kw, r)
+    # Greedy: the same probability from the decoder fed the text one token at a time.
+    r = engine.transcribe(audio, role="partial")
+    engine._encode(audio, r.window_s)
+    start = list(engine.start_sequence("", ()).tokens)
+    forced = engine._decoder.forced_logits(start + r.tokens[:-1])[-1:]
+    lp = engine._rules.logprobs(forced, first=False)[0]
+    assert r.punctuation_prob == pytest.approx(float(np.exp(lp[r.tokens[-1]])), abs=0.02)
+
+    # Fallback: the first decode counts as unsure, the sample at 0.2 passes; its "." is scored.
+    monkeypatch.setattr(type(engine), "_needs_fallback", lambda self, out: out.temperature == 0.0)
+    r = engine.transcribe(audio, beam_size=2)
+    assert r.temperature == 0.2 and r.text.endswith(".") and 0 < r.punctuation_prob <= 1
+    monkeypatch.undo()
+
+    no_mark = POCKETSPHINX / "cards" / "004.wav"  # "five five": tiny.en writes "5 5" / "five five"
+    for kw in ({"role": "partial"}, {"beam_size": 5}):
+        r = engine.transcribe(read_audio(no_mark), **kw)
+        assert r.text and r.text[-1].isalnum() and r.punctuation_prob is None, (kw, r)
+    monkeypatch.setattr(guards, "NO_SPEECH_THRESHOLD", -1.0)  # everything is "no speech": text ""
+    monkeypatch.setattr(guards, "LOGPROB_THRESHOLD", 1.0)
+    r = engine.transcribe(audio)
+    assert r.text == "" and r.stop_reason == "no_speech" and r.punctuation_prob is None

@@ -43,6 +43,11 @@ def _printable_to_byte() -> dict[str, int]:
 # only for numeric characters that are not decimal digits ("²", "½"), which `re` counts as
 # letters; tests/asr check the encoder against the reference tokenizer on English text.
 PRETOKENIZE = re.compile(r"'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+|\s+(?!\S)|\s+")
+# What closes a sentence: ".", "?" or "!", possibly followed by closing quotes. The pre-tokenizer
+# never mixes punctuation with letters or digits, so such a mark is a token of its own ("." or
+# '."'); an ellipsis ("...", "…") trails off and does not count.
+SENTENCE_END = ".?!"
+CLOSING_QUOTES = "\"'\u201d\u2019\u00bb"
 
 
 class Tokenizer:
@@ -141,3 +146,18 @@ class Tokenizer:
 
     def decode(self, ids: list[int]) -> str:
         return self.decode_bytes(ids).decode("utf-8", errors="replace").strip()
+
+    def closing_punctuation(self, ids: list[int]) -> int | None:
+        """Index in `ids` of the token whose ".", "?" or "!" ends the decoded text (closing quotes
+        may follow, in that token or after it), or None when the text does not end that way."""
+        for i in range(len(ids) - 1, -1, -1):
+            head = self.decode_bytes([ids[i]])
+            if head and 0x80 <= head[0] < 0xC0:
+                continue  # inside a character that an earlier token starts (U+201D is 2 tokens)
+            tail = self.decode_bytes(ids[i:]).decode("utf-8", errors="replace").strip()
+            if not tail.strip(CLOSING_QUOTES):
+                continue  # whitespace or closing quotes: the mark, if any, comes before them
+            core = head.decode("utf-8", errors="replace").strip().rstrip(CLOSING_QUOTES)
+            closes = bool(core) and core[-1] in SENTENCE_END and not core.endswith("..")
+            return i if closes and not any(c.isalnum() for c in core) else None
+        return None

@@ -256,6 +256,9 @@ class WhisperEngine(Recognizer):
             text, tokens, stop = "", [], "no_speech"
         elif guards.is_too_repetitive(text):
             text, tokens, stop = "", [], "repetitive"
+        closing = self._tokenizer.closing_punctuation(tokens)
+        # out.logprobs[i] is the log-probability of out.tokens[i] (the end-of-text one follows).
+        punctuation_prob = None if closing is None else min(1.0, math.exp(out.logprobs[closing]))
         return TranscriptResult(
             text=text,
             tokens=tokens,
@@ -267,6 +270,7 @@ class WhisperEngine(Recognizer):
             stop_reason=stop,
             temperature=out.temperature,
             window_s=float(text_window),
+            punctuation_prob=punctuation_prob,
         )
 
     def _encode(self, audio: np.ndarray, window: float) -> None:
