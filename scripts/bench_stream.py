@@ -294,13 +294,6 @@ def main() -> None:
         [sys.executable, __file__, "--prepare", str(work), str(max(counts)), str(args.speak_s), str(args.idle_s)],
         check=True,
     )
-    from voxnode.asr import default_model_dir
-    from voxnode.asr.whisper_litert import WhisperEngine
-
-    engines = [WhisperEngine.load(default_model_dir(), args.threads) for _ in range(args.engines)]
-    if args.batching:
-        batching(engines[0])
-        return
     overrides: dict = {}
     for item in args.set:
         key, val = item.split("=", 1)
@@ -315,6 +308,17 @@ def main() -> None:
                 except ValueError:
                     pass
         overrides.setdefault(section, {})[name] = v
+    from voxnode.asr import default_model_dir
+    from voxnode.asr.options import DecodeOptions
+    from voxnode.asr.whisper_litert import WhisperEngine
+    from voxnode.config.asr import AsrConfig
+
+    # [asr] overrides (beam_size, min_window_s, ...) reach the engines, the others the daemon.
+    options = DecodeOptions.from_config(dataclasses.replace(AsrConfig(), **overrides.pop("asr", {})))
+    engines = [WhisperEngine.load(default_model_dir(), args.threads, options=options) for _ in range(args.engines)]
+    if args.batching:
+        batching(engines[0])
+        return
     for n in counts:
         res = run(n, args.speak_s, args.idle_s, engines, overrides)
         res["settings"] = args.set

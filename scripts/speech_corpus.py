@@ -12,8 +12,8 @@ Debian 12 / Raspberry Pi OS:
 The Asterisk prompts come in G.722 (16 kHz wideband, decoded with the `g722` package when it is
 installed: benchmark venv only) and 8 kHz WAV (resampled with soxr): the wideband version is used
 when it can be decoded. Prompts whose transcript is not plain speech (key names like '*' or '#',
-tones in brackets, fragments starting or ending with '...') are left out, and so are the ones with
-a note in parentheses: silence/1..10 are "(N seconds of silence)" and hold no speech at all.
+tones in brackets, stage directions in parentheses such as the silence/N prompts, fragments
+starting or ending with '...') are left out.
 
 Everything is 16 kHz mono float32 in int16 scale, like scripts/audio_corpus.py, whose noise
 generators and mixing work on these clips too.
@@ -46,6 +46,7 @@ APT_PACKAGES = (
 
 # Spelling slips in core-sounds-en.txt (the recording says the word right).
 _TEXT_FIXES = {"represenatives": "representatives"}
+# Parentheses mark stage directions: "silence/8: (8 seconds of silence)" is not speech.
 _NOT_SPEECH = re.compile(r"[\[\]()*#@/<>=]|^\.\.\.|\.\.\.$|www\.|\b[A-Z]{2,}\b")
 
 

@@ -56,6 +56,7 @@ def verify(ct2_dir: Path, targets: list[tuple[Path, str]]) -> dict:
     import ctranslate2
     from ct2_reader import read_model
 
+    from voxnode.asr import guards, search
     from voxnode.asr import whisper_litert as engine_mod
 
     weights = read_model(ct2_dir / "model.bin")
@@ -78,13 +79,15 @@ def verify(ct2_dir: Path, targets: list[tuple[Path, str]]) -> dict:
             padded[: len(audio)] = audio
             mel = eng._mel(padded)
             mel = mel[: 2 * (len(mel) // 2)]
-            cross = eng._encoder.run(mel)
+            dec.set_audio({})  # the encoder refuses to run while views of its last outputs are held
+            cross = {k: v.copy() for k, v in eng._encoder.run(mel).items()}
             ours = enc_it.get_tensor(enc_out)
             features = ctranslate2.StorageView.from_array(np.ascontiguousarray(mel.T[None]))
             ref = np.array(reference.encode(features, to_cpu=True))[0]
             rel_l2 = float(np.linalg.norm(ours - ref) / np.linalg.norm(ref))
 
-            prompt = [dec.sot, dec.no_timestamps]
+            start = eng.start_sequence()
+            prompt = list(start.tokens)
             gen = reference.generate(
                 features,
                 [prompt],
@@ -94,18 +97,21 @@ def verify(ct2_dir: Path, targets: list[tuple[Path, str]]) -> dict:
                 suppress_blank=True,
                 suppress_tokens=[-1],
             )[0]
-            ref_tokens = [t for t in gen.sequences_ids[0] if t < dec.eot]
+            ref_tokens = [t for t in gen.sequences_ids[0] if t < eng._rules.eot]
             ref_logits = [np.array(step, dtype=np.float64) for step in gen.logits[0]]
             # Teacher-force the reference tokens through our decoder and compare
             # each step's distribution, renormalised over the tokens both may emit.
             forced = prompt + ref_tokens
-            diffs, tok_diffs = _compare_steps(dec, cross, forced, ref_logits)
+            diffs, tok_diffs = _compare_steps(eng._rules, dec, cross, forced, ref_logits)
             # The decoder alone: cross K/V from ctranslate2's encoder output.
-            dec_only, _ = _compare_steps(dec, cross_kv(weights, ref), forced, ref_logits)
+            dec_only, _ = _compare_steps(eng._rules, dec, cross_kv(weights, ref), forced, ref_logits)
 
             # Same window as the reference, no retry: the raw greedy output of the graphs.
-            _, _, greedy = eng._run(audio, window, duration)
-            result = eng.transcribe(audio)
+            eng._encode(audio, window)
+            greedy = search.beam_search(
+                dec, eng._rules, dec.prefill(prompt, start.sot_index), guards.max_new_tokens(duration), 1
+            )
+            result = eng.transcribe(audio, beam_size=1)
             rows.append(
                 {
                     "clip": name,
@@ -123,12 +129,12 @@ def verify(ct2_dir: Path, targets: list[tuple[Path, str]]) -> dict:
                     "ctranslate2": eng._tokenizer.decode(ref_tokens),
                 }
             )
-            last = rows[-1]
-            greedy = "same" if last["greedy_identical"] else "loop cut" if last["greedy_loop_cut"] else "DIFFERENT"
+            verdict = (
+                "same" if rows[-1]["greedy_identical"] else "loop cut" if rows[-1]["greedy_loop_cut"] else "DIFFERENT"
+            )
             print(
                 f"  {variant} {name}: rel L2 {rel_l2:.2e}, logprob diff {max(diffs):.2e} "
-                f"(decoder only {max(dec_only):.2e}), "
-                f"greedy {greedy}: {result.text!r}",
+                f"(decoder only {max(dec_only):.2e}), greedy {verdict}: {result.text!r}",
                 flush=True,
             )
         report["variants"][variant] = {
@@ -160,23 +166,17 @@ def cross_kv(weights, encoder_output: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
-def _compare_steps(dec, cross, forced, ref_logits):
+def _compare_steps(rules, dec, cross, forced, ref_logits):
     """Teacher-force `forced` through our decoder; per step, max |log p_ours - log p_ref|
     over the tokens both may emit, and the same for the token ctranslate2 chose."""
     from voxnode.asr.decoder import log_softmax
 
-    cache_len = len(forced)
-    dec._prepare(cross, cache_len)
-    cache = {
-        f"{kind}_{i}": np.zeros((dec.n_heads, cache_len, dec.head_dim), np.float32)
-        for i in range(dec.n_layers)
-        for kind in ("self_k", "self_v")
-    }
-    mask = np.full((1, cache_len), -1e9, np.float32)
-    ours_steps = [dec._step(tok, pos, cache, mask).astype(np.float64) for pos, tok in enumerate(forced)][1:]
+    dec.set_audio(cross)
+    ours_steps = dec.forced_logits(forced).astype(np.float64)[1:]
+    suppress = rules.suppress
     diffs, tok_diffs = [], []
     for a, b in zip(ours_steps, ref_logits, strict=False):
-        allowed = ~dec.suppress & (b > -1e30)
+        allowed = ~suppress & (b > -1e30)
         la, lb = log_softmax(a[allowed]), log_softmax(b[allowed])
         diffs.append(float(np.max(np.abs(la - lb))))
         idx = int(np.argmax(lb))

@@ -8,10 +8,19 @@ fused-weight splits (fused Q/K/V weights are split here, in numpy).
 Encoder   inputs : mel [1, 1, T, 80] (time-major), positions [S, 384], S = T / 2
           outputs: cross_k_{i}, cross_v_{i} [heads, S, 64] for each decoder layer,
                    encoder_output [S, 384] (used by verification only)
-Decoder   inputs : x [1, 384] (token embedding + position row), mask [1, L]
-                   (0 for filled cache slots, -1e9 for empty ones),
-                   self_k_{i}, self_v_{i} [heads, L, 64], cross_k_{i}, cross_v_{i}
-          outputs: logits [1, vocab], new_k_{i}, new_v_{i} [heads, 1, 64]
+Decoder   inputs : x [N, 384] (N rows: token embedding + position row each),
+                   mask [N, M + N] (additive: 0 where a row may attend, -1e9 elsewhere;
+                   the first M columns are the cache rows, the last N the rows of x),
+                   pick [K, N] (one-hot: which rows' logits to compute),
+                   self_k_{i}, self_v_{i} [heads, M, 64], cross_k_{i}, cross_v_{i} [heads, S, 64]
+          outputs: logits [K, vocab], new_k_{i}, new_v_{i} [heads, N, 64]
+          One graph serves every use: the caller decides what the rows are and who may
+          see whom through the mask. Prefill: N prompt tokens of one sequence with a
+          causal mask. Beam search / sampling: N = beams, one new token each, the cache
+          holding every beam's rows and the mask letting each row see only its own beam's.
+          Attention to the other beams' rows is masked, not skipped: with M <= 5 x 224
+          rows that costs far less than the projections, and it keeps every shape a
+          plain [rows, features] matrix (no reshape that needs two dynamic sizes).
 """
 
 from __future__ import annotations
@@ -133,35 +142,35 @@ def decoder_fn(w: Weights):
     n = w.n_dec
     embedding_t = _f32(w.ct2.get("decoder/embeddings/weight"))  # [vocab, 384], tied output projection
 
-    def decode(x, mask, *caches):
+    def decode(x, mask, pick, *caches):
         self_k, self_v = caches[0:n], caches[n : 2 * n]
         cross_k, cross_v = caches[2 * n : 3 * n], caches[3 * n : 4 * n]
-        full_mask = tf.concat([mask, tf.zeros([1, 1], tf.float32)], axis=1)
         out = {}
         for i in range(n):
             p = f"decoder/layer_{i}/self_attention"
             h = layer_norm(x, w, p + "/layer_norm")
-            # One token: [1, 384] -> [heads, 1, 64] is a plain reshape.
-            q = tf.reshape(dense(h, w.linear(p + "/linear_0", slice(0, D_MODEL))), [HEADS, 1, HEAD_DIM])
-            k = tf.reshape(dense(h, w.linear(p + "/linear_0", slice(D_MODEL, 2 * D_MODEL))), [HEADS, 1, HEAD_DIM])
-            v = tf.reshape(dense(h, w.linear(p + "/linear_0", slice(2 * D_MODEL, 3 * D_MODEL))), [HEADS, 1, HEAD_DIM])
+            q = heads_first(dense(h, w.linear(p + "/linear_0", slice(0, D_MODEL))))
+            k = heads_first(dense(h, w.linear(p + "/linear_0", slice(D_MODEL, 2 * D_MODEL))))
+            v = heads_first(dense(h, w.linear(p + "/linear_0", slice(2 * D_MODEL, 3 * D_MODEL))))
             out[f"new_k_{i}"], out[f"new_v_{i}"] = k, v
             keys = tf.concat([self_k[i], k], axis=1)
             values = tf.concat([self_v[i], v], axis=1)
-            a = tf.reshape(attention(q, keys, values, full_mask), [1, D_MODEL])
-            x = x + dense(a, w.linear(p + "/linear_1"))
+            x = x + dense(heads_merged(attention(q, keys, values, mask)), w.linear(p + "/linear_1"))
 
             p = f"decoder/layer_{i}/attention"
             h = layer_norm(x, w, p + "/layer_norm")
-            q = tf.reshape(dense(h, w.linear(p + "/linear_0")), [HEADS, 1, HEAD_DIM])
-            a = tf.reshape(attention(q, cross_k[i], cross_v[i]), [1, D_MODEL])
-            x = x + dense(a, w.linear(p + "/linear_2"))
+            q = heads_first(dense(h, w.linear(p + "/linear_0")))
+            x = x + dense(heads_merged(attention(q, cross_k[i], cross_v[i])), w.linear(p + "/linear_2"))
             x = ffn(x, w, f"decoder/layer_{i}/ffn")
-        x = layer_norm(x, w, "decoder/layer_norm")
+        x = layer_norm(tf.matmul(pick, x), w, "decoder/layer_norm")
         out["logits"] = tf.matmul(x, embedding_t, transpose_b=True)
         return out
 
-    spec = [tf.TensorSpec([1, D_MODEL], tf.float32, name="x"), tf.TensorSpec([1, None], tf.float32, name="mask")]
+    spec = [
+        tf.TensorSpec([None, D_MODEL], tf.float32, name="x"),
+        tf.TensorSpec([None, None], tf.float32, name="mask"),
+        tf.TensorSpec([None, None], tf.float32, name="pick"),
+    ]
     for kind in ("self_k", "self_v", "cross_k", "cross_v"):
         spec += [tf.TensorSpec([HEADS, None, HEAD_DIM], tf.float32, name=f"{kind}_{i}") for i in range(n)]
     return tf.function(decode, input_signature=spec)

@@ -44,6 +44,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tr.add_argument("--raw", action="store_true", help="files are headerless S16_LE 16 kHz mono")
     tr.add_argument("--json", action="store_true", help="one JSON object per file instead of plain text")
+    tr.add_argument(
+        "--prompt",
+        metavar="TEXT",
+        help="text the model reads as if said just before (names, spelling); replaces [asr] prompt",
+    )
+    tr.add_argument(
+        "--hotwords", metavar="WORDS", help="comma-separated words or phrases made more likely; replaces [asr] hotwords"
+    )
+    tr.add_argument("--beam-size", type=int, metavar="N", help="beam width (1 = greedy); replaces [asr] beam_size")
 
     demo = with_config(sub.add_parser("demo", help="run on a bundled speech clip through a real ALSA PCM"))
     demo.add_argument("--stdout", action="store_true", help="write every event as one JSON line on stdout")
@@ -144,7 +153,18 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
     from voxnode.asr.transcribe import transcribe_files
 
     config = _load(args)
-    return transcribe_files(load_recognizer(config.asr), args.files, raw=args.raw, as_json=args.json)
+    overrides: dict = {}
+    if args.prompt is not None:
+        overrides["prompt"] = args.prompt
+    if args.hotwords is not None:
+        overrides["hotwords"] = tuple(w.strip() for w in args.hotwords.split(",") if w.strip())
+    if args.beam_size is not None:
+        if not 1 <= args.beam_size <= 8:
+            print(f"voxnode: --beam-size {args.beam_size}: must be between 1 and 8", file=sys.stderr)
+            return 2
+        overrides["beam_size"] = args.beam_size
+    asr = dataclasses.replace(config.asr, **overrides)
+    return transcribe_files(load_recognizer(asr), args.files, raw=args.raw, as_json=args.json)
 
 
 COMMANDS = {

@@ -105,8 +105,12 @@ def test_recorded_utterances_end_with_end_of_text(engine):
     assert set(reasons.values()) == {"eot"}, reasons
 
 
-def test_a_window_that_loops_is_retried_longer(engine, monkeypatch):
-    from voxnode.asr.decoder import Decoded
+@pytest.mark.parametrize("first_stop, first_text", [("repetition", None), ("eot", "twice")])
+def test_a_window_that_loops_is_retried_longer(engine, monkeypatch, first_stop, first_text):
+    """A decode that did not end, or that ends by saying a phrase again, is redone in a window
+    twice as long; the longer window's result is kept."""
+    from voxnode.asr import search
+    from voxnode.asr.search import Decoded
 
     frames = []
     real_run = engine._encoder.run
@@ -116,19 +120,32 @@ def test_a_window_that_loops_is_retried_longer(engine, monkeypatch):
         return real_run(mel)
 
     calls = []
-    real_greedy = engine._decoder.greedy
+    real_search = search.beam_search
 
-    def looping_first(cross, max_new):
-        out = real_greedy(cross, max_new)
+    def looping_first(dec, rules, prefix, max_new, beam_size, bias=None):
+        out = real_search(dec, rules, prefix, max_new, beam_size, bias)
         calls.append(out)
         if len(calls) == 1:  # pretend the first, short window looped
-            return Decoded(out.tokens, out.logprobs, out.no_speech_prob, "repetition")
+            tokens = out.tokens * 2 if first_text == "twice" else out.tokens
+            return Decoded(tokens, out.logprobs, out.no_speech_prob, first_stop)
         return out
 
     monkeypatch.setattr(engine._encoder, "run", spy_run)
-    monkeypatch.setattr(engine._decoder, "greedy", looping_first)
+    monkeypatch.setattr(search, "beam_search", looping_first)
     wav, ref = pocketsphinx_utterances()[4]  # 3.3 s
     r = engine.transcribe(read_audio(wav))
-    assert frames == [600, 1200]  # 6 s, then twice that
-    assert r.stop_reason == "eot" and wer(ref, r.text) < 0.2
+    window = engine.options.min_window_s
+    assert frames == [int(100 * window), int(200 * window)]  # then twice that
+    assert r.stop_reason == "eot" and wer(ref, r.text) < 0.2 and r.window_s == 2 * window
     assert r.encode_ms > 0
+
+
+def test_repeated_phrase_rule():
+    from voxnode.asr.guards import repeated_phrase
+
+    assert repeated_phrase("Press 6 to play the next message. Press 6 to play the next message.")
+    assert repeated_phrase("ten of clubs, ten of clubs.")
+    assert repeated_phrase("5 5 5 5")
+    assert not repeated_phrase("no, no, no")
+    assert not repeated_phrase("five five")
+    assert not repeated_phrase("Please enter your password followed by the pound key.")

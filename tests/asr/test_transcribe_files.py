@@ -132,6 +132,33 @@ def test_cli_subcommand(tmp_path, good_wav):
     assert "bad.wav" in p.stderr
 
 
+def test_cli_prompt_hotwords_and_beam_size(tmp_path):
+    """Real recordings where tiny.en hears "clubs" as "close"/"clothes": --prompt fixes the first,
+    --hotwords the second (the prompt alone does not); a bad --beam-size is named."""
+    ten, queen = POCKETSPHINX / "cards" / "001.wav", POCKETSPHINX / "cards" / "002.wav"  # "ten/four queen of clubs"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "daemon")}
+
+    def transcribe(*args):
+        p = subprocess.run(
+            [sys.executable, "-m", "voxnode", "transcribe", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        return p.returncode, p.stdout.lower().splitlines(), p.stderr
+
+    rc, plain, err = transcribe(str(ten), str(queen))
+    assert rc == 0, err
+    assert "clubs" not in plain[0] and "clubs" not in plain[1], plain  # the mistakes
+    rc, prompted, err = transcribe("--prompt", "Playing cards. Suits: clubs, diamonds, hearts, spades.", str(ten))
+    assert rc == 0 and "clubs" in prompted[0], (prompted, err)
+    rc, hot, err = transcribe("--hotwords", "clubs, spades", "--beam-size", "3", str(queen))
+    assert rc == 0 and "clubs" in hot[0], (hot, err)
+    rc, _, err = transcribe("--beam-size", "0", str(ten))
+    assert rc == 2 and "--beam-size 0" in err and "Traceback" not in err
+
+
 def test_cli_peak_rss_on_a_5_second_clip_is_under_150_mb(tmp_path):
     """The whole `voxnode transcribe` process, model load included, as the daemon runs it (glibc malloc)."""
     clip = POCKETSPHINX / "librivox" / "sense_and_sensibility_01_austen_64kb-0890.wav"  # 5.3 s

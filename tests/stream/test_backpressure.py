@@ -30,9 +30,9 @@ class SlowedEngine:
     def __init__(self, engine, extra_s):
         self.engine, self.extra_s = engine, extra_s
 
-    def transcribe(self, audio):
+    def transcribe(self, audio, role="final", prompt=None, hotwords=None):
         time.sleep(self.extra_s)
-        return self.engine.transcribe(audio)
+        return self.engine.transcribe(audio, role=role, prompt=prompt, hotwords=hotwords)
 
 
 def stream_audio(i):

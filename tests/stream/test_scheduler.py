@@ -29,10 +29,12 @@ class GateEngine:
         self.gate = threading.Semaphore(0)
         self.entered = threading.Semaphore(0)
         self.fail_on = set()
+        self.calls = []
 
-    def transcribe(self, audio):
+    def transcribe(self, audio, role="final", prompt=None, hotwords=None):
         tag = float(audio[0])
         self.order.append(tag)
+        self.calls.append((tag, role, prompt, hotwords))
         self.entered.release()
         assert self.gate.acquire(timeout=5)
         if tag in self.fail_on:
@@ -203,3 +205,39 @@ def test_no_partial_starts_while_a_stream_may_be_at_its_endpoint(sched):
     eng.gate.release()
     rec.wait(2)
     assert eng.order == [2, 1]
+
+
+def test_role_and_the_streams_prompt_reach_the_engine(sched):
+    """Partials ask for a quick decode, finals (and speculative finals) for the full one; a job
+    carries its stream's prompt and hotwords, None meaning the engine's own ([asr])."""
+    s, eng = sched()
+    rec = Recorder()
+    s.start()
+    s.submit(
+        DecodeJob(
+            "a", JobKind.FINAL, np.full(16, 1.0, np.float32), rec, 1.0, prompt="Rooms: snug.", hotwords=("Sonos",)
+        )
+    )
+    s.submit(DecodeJob("b", JobKind.PARTIAL, np.full(16, 2.0, np.float32), rec, 2.0))
+    s.submit(DecodeJob("c", JobKind.SPECULATIVE, np.full(16, 3.0, np.float32), rec, 3.0))
+    for _ in range(3):
+        eng.gate.release()
+    rec.wait(3)
+    assert sorted(eng.calls) == [
+        (1.0, "final", "Rooms: snug.", ("Sonos",)),
+        (2.0, "partial", None, None),
+        (3.0, "final", None, None),
+    ]
+
+
+def test_pipeline_params_take_the_streams_own_prompt():
+    from voxnode.config.loader import parse_config
+    from voxnode.stream.params import pipeline_params
+
+    cfg = parse_config(
+        '[asr]\nprompt = "global"\n[[streams]]\nname = "kitchen"\ndevice = "hw:1"\nprompt = "Kitchen: Hue lights."\n'
+        'hotwords = ["Hue"]\n[[streams]]\nname = "hall"\ndevice = "hw:2"\n'
+    )
+    kitchen, hall = pipeline_params(cfg, "kitchen"), pipeline_params(cfg, "hall")
+    assert (kitchen.prompt, kitchen.hotwords) == ("Kitchen: Hue lights.", ("Hue",))
+    assert (hall.prompt, hall.hotwords) == (None, None)  # the engine's [asr] prompt applies

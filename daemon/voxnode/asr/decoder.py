@@ -1,42 +1,56 @@
-"""Greedy decoding with the KV-cached decoder graph.
+"""The KV-cached decoder graph: rows of tokens in, logits and their keys/values out.
 
-The graph takes one token per call: its embedding (plus position row) as
-`x`, a self-attention cache per layer, and the encoder's cross-attention K/V.
-It returns logits and this step's K/V, which we write into the cache. The
-cache is sized once per utterance (prompt + token cap) and masked, so the
-interpreter is not reallocated at every step.
+One graph call takes N rows (token embedding + position row each), the cache
+rows M it may attend to, an additive mask [N, M + N] saying which row sees
+which, and a one-hot `pick` [K, N] of the rows whose logits are wanted. The
+same graph serves the three uses:
 
-The token embedding exists once, as the weight of the tied output
-projection inside the graph; input embeddings are read from that tensor.
+- prefill: the start sequence (and a prompt) of one hypothesis, N tokens with
+  a causal mask; logits at the <|startoftranscript|> row (no-speech
+  probability) and at the last row (first text token);
+- steps: N hypotheses (beams or samples), one new token each, over a cache
+  that holds the shared prefill rows and every hypothesis's own rows;
+- (verification) teacher forcing, one row at a time.
+
+The token embedding exists once, as the weight of the tied output projection
+inside the graph; input embeddings are read from that tensor.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
 
 import numpy as np
 
-from voxnode.asr.guards import repeated_tail
+from voxnode.asr.runtime import mapped_file_offset
 from voxnode.errors import ModelError
 
 EMPTY_SLOT = np.float32(-1e9)
-
-
-@dataclass(frozen=True)
-class Decoded:
-    tokens: list[int]
-    logprobs: list[float]  # one per token in `tokens`, plus the end-of-text token if reached
-    no_speech_prob: float
-    stop_reason: str  # "eot", "token_cap" or "repetition"
+# Cache capacities are rounded up to this many rows so that utterances of
+# similar length reuse the interpreter's shapes (a new, larger shape costs an
+# allocation of 15-30 ms; a shape within the arena already allocated ~1 ms).
+ROWS_BUCKET = 16
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
-    shifted = logits - logits.max()
-    return shifted - np.log(np.exp(shifted).sum())
+    """Along the last axis."""
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def bucket(rows: int) -> int:
+    return -(-rows // ROWS_BUCKET) * ROWS_BUCKET
 
 
 class TokenEmbedding:
-    """Rows of the output projection weight, dequantised on demand."""
+    """Rows of the output projection weight, dequantised on demand.
+
+    The rows are read from the model file with pread() at the weight's offset, not through
+    the interpreter's memory mapping: every row touched through the mapping stays in the
+    process's RSS, and the kernel maps whole page-cache folios around it (measured: +12 MB of
+    RSS during one beam-5 decode when the file's pages were in large folios, +0.2 MB with
+    pread). Falls back to the mapping when the weight is not file-backed.
+    """
 
     def __init__(self, interpreter, logits_index: int) -> None:
         fc = [
@@ -53,14 +67,97 @@ class TokenEmbedding:
         self.scales = quant["scales"].astype(np.float32) if len(quant["scales"]) else None
         if self.scales is not None and len(quant["zero_points"]) and np.any(quant["zero_points"]):
             raise ModelError("decoder model: asymmetric embedding quantisation is not supported")
+        weight = interpreter.tensor(self.index)()
+        self.dtype, self.width = weight.dtype, int(weight.shape[1])
+        located = mapped_file_offset(weight.__array_interface__["data"][0]) if weight.flags.c_contiguous else None
+        del weight  # a held view would stop the interpreter from running
+        self._file = open(located[0], "rb", buffering=0) if located else None  # noqa: SIM115 - lives with the engine
+        self._offset = located[1] if located else 0
 
-    def row(self, token: int) -> np.ndarray:
-        # A fresh view each time: constant data in the mapped model, no copy of the table.
-        weight = self.it.tensor(self.index)()
-        row = weight[token].astype(np.float32)
+    def rows(self, tokens) -> np.ndarray:
+        """[len(tokens), d_model] float32."""
+        tokens = np.asarray(tokens, dtype=np.int64)
+        if self._file is not None:
+            size = self.width * self.dtype.itemsize
+            fd = self._file.fileno()
+            raw = b"".join(os.pread(fd, size, self._offset + int(t) * size) for t in tokens)
+            out = np.frombuffer(raw, self.dtype).reshape(len(tokens), self.width).astype(np.float32)
+        else:
+            weight = self.it.tensor(self.index)()  # a fresh view each time, never held
+            out = weight[tokens].astype(np.float32)
         if self.scales is not None:
-            row *= self.scales[token] if len(self.scales) > 1 else self.scales[0]
-        return row
+            out *= (self.scales[tokens] if len(self.scales) > 1 else self.scales[0])[:, None]
+        return out
+
+
+class Prefix:
+    """The prefill of one start sequence: its cache rows and the two logit rows it gave."""
+
+    def __init__(
+        self, keys: dict[str, np.ndarray], length: int, no_speech_logits: np.ndarray, first_logits: np.ndarray
+    ) -> None:
+        self.keys = keys  # self_k_i / self_v_i: [heads, length, head_dim]
+        self.length = length
+        self.no_speech_logits = no_speech_logits
+        self.first_logits = first_logits
+
+
+class Hypotheses:
+    """The cache of B hypotheses that share a prefix: [heads, P + B * cap, head_dim] per input.
+
+    Rows 0..P-1 are the prefix (every hypothesis sees them); then `cap` rows per
+    hypothesis, filled one step at a time. `reorder` makes hypothesis i a copy
+    of hypothesis parents[i] (beam search keeps the best continuations).
+    """
+
+    def __init__(self, prefix: Prefix, n: int, cap: int, n_heads: int, head_dim: int) -> None:
+        self.n, self.cap, self.p = n, cap, prefix.length
+        self.length = 0  # generated rows filled per hypothesis
+        rows = self.p + n * cap
+        self.cache = {}
+        for name, arr in prefix.keys.items():
+            buf = np.zeros((n_heads, rows, head_dim), np.float32)
+            buf[:, : self.p] = arr
+            self.cache[name] = buf
+
+    def own(self, name: str) -> np.ndarray:
+        """View [heads, n, cap, head_dim] of the hypotheses' own rows."""
+        buf = self.cache[name]
+        return buf[:, self.p :].reshape(buf.shape[0], self.n, self.cap, buf.shape[2])
+
+    def mask(self) -> np.ndarray:
+        """[n, rows + n]: the prefix, the hypothesis's own filled rows, and its own new row."""
+        rows = self.p + self.n * self.cap
+        m = np.full((self.n, rows + self.n), EMPTY_SLOT, np.float32)
+        m[:, : self.p] = 0.0
+        for i in range(self.n):
+            start = self.p + i * self.cap
+            m[i, start : start + self.length] = 0.0
+            m[i, rows + i] = 0.0
+        return m
+
+    def append(self, new: dict[str, np.ndarray]) -> None:
+        """new: name -> [heads, n, head_dim], this step's keys/values of every hypothesis."""
+        if self.length >= self.cap:
+            raise ValueError("hypothesis cache is full")
+        for name, arr in new.items():
+            self.own(name)[:, :, self.length] = arr
+        self.length += 1
+
+    def reorder(self, parents: list[int]) -> None:
+        """Hypothesis i becomes a copy of hypothesis parents[i]; their number may change."""
+        if list(parents) == list(range(self.n)):
+            return
+        idx = np.asarray(parents, dtype=np.int64)
+        n = len(idx)
+        for name, buf in list(self.cache.items()):
+            own = self.own(name)[:, idx]
+            if n != self.n:
+                buf = np.empty((buf.shape[0], self.p + n * self.cap, buf.shape[2]), np.float32)
+                buf[:, : self.p] = self.cache[name][:, : self.p]
+                self.cache[name] = buf
+            buf[:, self.p :] = own.reshape(buf.shape[0], n * self.cap, buf.shape[2])
+        self.n = n
 
 
 class DecoderRunner:
@@ -70,90 +167,96 @@ class DecoderRunner:
         self.n_layers = int(config["n_decoder_layers"])
         self.n_heads = int(config["n_heads"])
         self.head_dim = int(config["d_model"]) // self.n_heads
-        tok = config["tokens"]
-        self.sot, self.eot = tok["sot"], tok["eot"]
-        self.no_speech, self.no_timestamps = tok["no_speech"], tok["no_timestamps"]
         sig = interpreter._get_full_signature_list().get("serving_default")
         if sig is None:
             raise ModelError("decoder model has no serving_default signature")
         self.inputs, self.outputs = sig["inputs"], sig["outputs"]
+        missing = [n for n in ("x", "mask", "pick") if n not in self.inputs]
+        if missing:
+            raise ModelError(f"decoder model lacks inputs {missing}: convert it again with scripts/convert_model.py")
         self.embedding = TokenEmbedding(interpreter, self.outputs["logits"])
-        vocab = int(config["vocab_size"])
-        # Text tokens only: every special and timestamp token is masked, and
-        # Whisper's list of non-speech symbols too.
-        self.suppress = np.zeros(vocab, dtype=bool)
-        self.suppress[self.sot :] = True
-        self.suppress[np.asarray(config["suppress_ids"], dtype=np.int64)] = True
-        self.suppress_begin = np.asarray(config["suppress_ids_begin"], dtype=np.int64)
-        self._shape: tuple[int, int] | None = None
+        self.cache_names = [f"{kind}_{i}" for i in range(self.n_layers) for kind in ("self_k", "self_v")]
+        self._shapes: dict[str, tuple[int, ...]] = {}
+        self._cross: dict[str, np.ndarray] = {}
+        self._cross_set = False
 
-    def _prepare(self, cross: dict[str, np.ndarray], cache_len: int) -> None:
-        shape = (cross["cross_k_0"].shape[1], cache_len)
-        if shape != self._shape:
-            for name, arr in cross.items():
-                self.it.resize_tensor_input(self.inputs[name], list(arr.shape))
-            for i in range(self.n_layers):
-                for kind in ("self_k", "self_v"):
-                    self.it.resize_tensor_input(self.inputs[f"{kind}_{i}"], [self.n_heads, cache_len, self.head_dim])
-            self.it.resize_tensor_input(self.inputs["mask"], [1, cache_len])
+    @property
+    def max_positions(self) -> int:
+        return len(self.positions)
+
+    def set_audio(self, cross: dict[str, np.ndarray]) -> None:
+        """The encoder's cross-attention K/V for the decodes that follow. They may be views of
+        the encoder's output buffers (no copy): they are copied into the decoder's inputs at
+        each (re)allocation, and held until the next set_audio ({} releases them, which the
+        encoder needs before it runs again)."""
+        self._cross = cross
+        self._cross_set = False
+
+    def _invoke(self, feeds: dict[str, np.ndarray]) -> None:
+        feeds = {**feeds, **self._cross}
+        changed = [name for name, arr in feeds.items() if self._shapes.get(name) != arr.shape]
+        if changed:
+            for name in changed:
+                self.it.resize_tensor_input(self.inputs[name], list(feeds[name].shape))
+                self._shapes[name] = feeds[name].shape
             self.it.allocate_tensors()
-            self._shape = shape
-        for name, arr in cross.items():
-            self.it.set_tensor(self.inputs[name], arr)
-
-    def _step(self, token: int, pos: int, cache: dict[str, np.ndarray], mask: np.ndarray) -> np.ndarray:
-        x = (self.embedding.row(token) + self.positions[pos])[None]
-        self.it.set_tensor(self.inputs["x"], x)
-        self.it.set_tensor(self.inputs["mask"], mask)
-        for name, arr in cache.items():
-            self.it.set_tensor(self.inputs[name], arr)
+            self._cross_set = False  # the arena may have moved: set every input again
+        for name, arr in feeds.items():
+            if not (self._cross_set and name.startswith("cross_")):  # the audio stays set between calls
+                self.it.set_tensor(self.inputs[name], arr)
+        self._cross_set = True
         self.it.invoke()
-        for i in range(self.n_layers):
-            cache[f"self_k_{i}"][:, pos] = self.it.get_tensor(self.outputs[f"new_k_{i}"])[:, 0]
-            cache[f"self_v_{i}"][:, pos] = self.it.get_tensor(self.outputs[f"new_v_{i}"])[:, 0]
-        mask[0, pos] = 0.0
-        return self.it.get_tensor(self.outputs["logits"])[0]
 
-    def greedy(self, cross: dict[str, np.ndarray], max_new_tokens: int) -> Decoded:
-        prompt = [self.sot, self.no_timestamps]
-        cache_len = min(len(self.positions), len(prompt) + max_new_tokens)
-        max_new_tokens = cache_len - len(prompt)
-        self._prepare(cross, cache_len)
-        cache = {
-            f"{kind}_{i}": np.zeros((self.n_heads, cache_len, self.head_dim), np.float32)
-            for i in range(self.n_layers)
-            for kind in ("self_k", "self_v")
-        }
-        mask = np.full((1, cache_len), EMPTY_SLOT, np.float32)
+    def _x(self, tokens, positions) -> np.ndarray:
+        return self.embedding.rows(tokens) + self.positions[np.asarray(positions)]
 
-        # Whisper reads "no speech" off the prediction right after <|startoftranscript|>.
-        first = self._step(self.sot, 0, cache, mask)
-        no_speech_prob = float(np.exp(log_softmax(first)[self.no_speech]))
-        logits = self._step(self.no_timestamps, 1, cache, mask)
+    def prefill(self, tokens: list[int], sot_index: int) -> Prefix:
+        """Run the start sequence (causal); logits at `sot_index` and at the last row."""
+        n = len(tokens)
+        if n > self.max_positions:
+            raise ValueError(f"start sequence of {n} tokens exceeds the decoder's {self.max_positions} positions")
+        empty = np.zeros((self.n_heads, 1, self.head_dim), np.float32)
+        mask = np.full((n, 1 + n), EMPTY_SLOT, np.float32)
+        mask[:, 1:][np.tril_indices(n)] = 0.0
+        pick = np.zeros((2, n), np.float32)
+        pick[0, sot_index] = 1.0
+        pick[1, n - 1] = 1.0
+        self._invoke(
+            {"x": self._x(tokens, range(n)), "mask": mask, "pick": pick, **{name: empty for name in self.cache_names}}
+        )
+        logits = self.it.get_tensor(self.outputs["logits"])
+        keys = {name: self.it.get_tensor(self.outputs["new_" + name[len("self_") :]]) for name in self.cache_names}
+        return Prefix(keys, n, logits[0], logits[1])
 
-        tokens: list[int] = []
-        logprobs: list[float] = []
-        stop = "token_cap"
-        pos = len(prompt)
-        while True:
-            logits = np.where(self.suppress, -np.inf, logits)
-            if not tokens:
-                logits[self.suppress_begin] = -np.inf  # no leading blank or empty transcript
-            lp = log_softmax(logits)
-            token = int(np.argmax(lp))
-            logprobs.append(float(lp[token]))
-            if token == self.eot:
-                stop = "eot"
-                break
-            tokens.append(token)
-            cut = repeated_tail(tokens)
-            if cut:
-                del tokens[-cut:]
-                del logprobs[-cut:]
-                stop = "repetition"
-                break
-            if len(tokens) >= max_new_tokens:
-                break
-            logits = self._step(token, pos, cache, mask)
-            pos += 1
-        return Decoded(tokens, logprobs, no_speech_prob, stop)
+    def forced_logits(self, tokens: list[int]) -> np.ndarray:
+        """Teacher forcing in one call: the logits [len(tokens), vocab] after each token (verification)."""
+        n = len(tokens)
+        empty = np.zeros((self.n_heads, 1, self.head_dim), np.float32)
+        mask = np.full((n, 1 + n), EMPTY_SLOT, np.float32)
+        mask[:, 1:][np.tril_indices(n)] = 0.0
+        self._invoke(
+            {
+                "x": self._x(tokens, range(n)),
+                "mask": mask,
+                "pick": np.eye(n, dtype=np.float32),
+                **{name: empty for name in self.cache_names},
+            }
+        )
+        return self.it.get_tensor(self.outputs["logits"])
+
+    def hypotheses(self, prefix: Prefix, n: int, max_new_tokens: int) -> Hypotheses:
+        cap = bucket(min(max_new_tokens, self.max_positions - prefix.length))
+        return Hypotheses(prefix, n, cap, self.n_heads, self.head_dim)
+
+    def step(self, hyps: Hypotheses, tokens: list[int]) -> np.ndarray:
+        """Feed each hypothesis its latest token; returns logits [n, vocab] and appends to the cache."""
+        pos = hyps.p + hyps.length
+        if pos >= self.max_positions:
+            raise ValueError("decoder positions exhausted")
+        x = self._x(tokens, [pos] * len(tokens))
+        self._invoke({"x": x, "mask": hyps.mask(), "pick": np.eye(hyps.n, dtype=np.float32), **hyps.cache})
+        logits = self.it.get_tensor(self.outputs["logits"])
+        hyps.append(
+            {name: self.it.get_tensor(self.outputs["new_" + name[len("self_") :]]) for name in self.cache_names}
+        )
+        return logits

@@ -7,6 +7,7 @@ phrase until its context is full. These checks bound and veto its output.
 from __future__ import annotations
 
 import math
+import re
 import zlib
 
 # Fast speech is about 4-5 BPE tokens per second; allow headroom plus a few
@@ -44,6 +45,26 @@ def repeated_tail(tokens: list[int]) -> int:
         if repeats >= 3 and n * repeats >= 12:
             return n * (repeats - 1)
     return 0
+
+
+def repeated_phrase(text: str) -> bool:
+    """The transcript ends with a phrase of 3+ words said twice, or a word 4+ times in a row
+    (words compared without case or punctuation).
+
+    In windows much longer than the speech, tiny.en often ends "Press 6 to play the next
+    message. Press 6 to play the next message." or "5 5 5 5 5 5" (measured on the Asterisk
+    prompts at a 6 s window: 4 of 100). Such text is worth a second look in a longer window,
+    which keeps a real repetition and drops a loop; it is not dropped on this rule alone.
+    """
+    words = re.findall(r"[\w']+", text.lower())
+    for n in range(1, len(words) // 2 + 1):
+        gram = words[-n:]
+        repeats = 1
+        while len(words) >= n * (repeats + 1) and words[-n * (repeats + 1) : len(words) - n * repeats] == gram:
+            repeats += 1
+        if (n >= 3 and repeats >= 2) or repeats >= 4:
+            return True
+    return False
 
 
 def compression_ratio(text: str) -> float:

@@ -15,7 +15,7 @@ from pathlib import Path
 from voxnode.errors import ModelError
 
 MANIFEST = "manifest.json"
-SHARED_FILES = ("model_config.json", "vocabulary.txt", "encoder_positions.npy", "decoder_positions.npy")
+SHARED_FILES = ("model_config.json", "vocabulary.txt", "merges.npy", "encoder_positions.npy", "decoder_positions.npy")
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,7 @@ class ModelFiles:
     encoder: Path
     decoder: Path
     vocabulary: Path
+    merges: Path
     encoder_positions: Path
     decoder_positions: Path
     config: dict
@@ -101,6 +102,7 @@ def open_model_dir(root: Path, variant: str | None = None) -> ModelFiles:
         encoder=paths[variants[variant]["encoder"]],
         decoder=paths[variants[variant]["decoder"]],
         vocabulary=paths["vocabulary.txt"],
+        merges=paths["merges.npy"],
         encoder_positions=paths["encoder_positions.npy"],
         decoder_positions=paths["decoder_positions.npy"],
         config=config,

@@ -29,6 +29,13 @@ class TranscriptResult:
     decode_ms: float
     duration_s: float
     stop_reason: str = "eot"  # eot, token_cap, repetition, silence, no_speech or repetitive
+    temperature: float = 0.0  # > 0: a sample replaced an unsure first decode (temperature fallback)
+    window_s: float = 0.0  # length of the window the text came from (audio plus zero padding)
+    # The probability the decoder gave the ".", "?" or "!" (closing quotes may follow) that ends
+    # `text`, in the hypothesis it chose; None when the text does not end with one. Endpointing
+    # reads it: Whisper punctuates fragments too, but less surely (measured 0.2-0.6 vs 0.8-0.95
+    # for whole sentences).
+    punctuation_prob: float | None = None
 
     @property
     def probability(self) -> float:
@@ -77,5 +84,17 @@ class Recognizer(ABC):
         """Load the model `[asr]` names; raises ModelError saying what is wrong."""
 
     @abstractmethod
-    def transcribe(self, audio: np.ndarray) -> TranscriptResult:
-        """float32 mono 16 kHz audio in [-1, 1], at most 30 s -> text, confidence and timings."""
+    def transcribe(
+        self,
+        audio: np.ndarray,
+        *,
+        role: str = "final",
+        prompt: str | None = None,
+        hotwords: tuple[str, ...] | list[str] | None = None,
+    ) -> TranscriptResult:
+        """float32 mono 16 kHz audio in [-1, 1], at most 30 s -> text, confidence and timings.
+
+        role "final" asks for the best transcript, "partial" for a quick one (it is replaced
+        soon). prompt (text said before) and hotwords (words made more likely) replace the
+        configured ones for this call; None keeps them, "" or () means none.
+        """

@@ -144,3 +144,19 @@ def release_file_pages(path) -> int:
         if libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(length), MADV_DONTNEED) == 0:
             released += length
     return released
+
+
+def mapped_file_offset(address: int) -> tuple[str, int] | None:
+    """(file, offset in it) of a file-backed mapping that holds `address`, else None."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                parts = line.split(maxsplit=5)
+                if len(parts) < 6 or not parts[5].strip().startswith("/"):
+                    continue
+                start, end = (int(x, 16) for x in parts[0].split("-"))
+                if start <= address < end:
+                    return parts[5].strip(), int(parts[2], 16) + address - start
+    except OSError:
+        pass
+    return None

@@ -21,15 +21,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from voxnode.asr import guards
+from voxnode.asr import guards, search
 from voxnode.asr.decoder import DecoderRunner
 from voxnode.asr.encoder import EncoderRunner
 from voxnode.asr.fifo_lock import FifoLock
+from voxnode.asr.hotwords import HotwordBias
 from voxnode.asr.locate import default_model_dir
 from voxnode.asr.mel import SAMPLE_RATE, LogMel
 from voxnode.asr.model_files import ModelFiles, open_model_dir
+from voxnode.asr.options import ROLES, DecodeOptions
 from voxnode.asr.recognizer import EngineInfo, Recognizer, TranscriptResult
 from voxnode.asr.runtime import default_num_threads, delegation, load_runtime, release_file_pages
+from voxnode.asr.search import Decoded
 from voxnode.asr.tokenizer import Tokenizer
 from voxnode.errors import ModelError
 
@@ -45,12 +48,18 @@ MAX_SECONDS = 30.0
 # the model hear the end of the last word. In short windows greedy decoding
 # sometimes misses the end-of-text token and loops ("10 of clubs 10 of clubs
 # ..."): below 6 s that happened often on pocketsphinx-testdata, at 10 s never.
-# So we encode at least 6 s and, only when decoding did not end, retry once
-# with a longer window. Windows are whole seconds so the interpreters are
-# resized for a handful of shapes only.
+# So we encode at least 6 s (finals: [asr] min_window_s) and, only when decoding
+# did not end, retry once with a longer window. Windows are whole seconds so the
+# interpreters are resized for a handful of shapes only.
 PAD_SECONDS = 1.0
 MIN_WINDOW_SECONDS = 6.0
+PARTIAL_WINDOW_SECONDS = MIN_WINDOW_SECONDS
 RETRY_WINDOW_SECONDS = 10.0
+# Whisper keeps at most n_text_ctx // 2 - 1 = 223 prompt tokens (the most recent ones).
+MAX_PROMPT_TOKENS = 223
+MAX_HOTWORD_TOKENS = 111
+# Sampling is seeded per call: the same audio gives the same transcript.
+SAMPLING_SEED = 0
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,12 @@ class LiteRtEngineInfo(EngineInfo):
         return self.xnnpack_applied and self.ops_not_delegated == 0
 
 
+@dataclass(frozen=True)
+class StartSequence:
+    tokens: tuple[int, ...]  # [<|startofprev|>, prompt..., ] <|startoftranscript|>, <|notimestamps|>
+    sot_index: int
+
+
 class WhisperEngine(Recognizer):
     def __init__(
         self,
@@ -73,21 +88,36 @@ class WhisperEngine(Recognizer):
         decoder: DecoderRunner,
         tokenizer: Tokenizer,
         info: LiteRtEngineInfo,
+        options: DecodeOptions | None = None,
     ) -> None:
         self.files = files
         self._encoder = encoder
         self._decoder = decoder
         self._tokenizer = tokenizer
+        self._rules = search.TokenRules(files.config)
         self._mel = LogMel(int(files.config["n_mels"]))
         self._lock = FifoLock()
         self.info = info
+        self.options = options or default_options()
+        tok = files.config["tokens"]
+        self._sot, self._no_timestamps = int(tok["sot"]), int(tok["no_timestamps"])
+        self._sot_prev = tokenizer.special("<|startofprev|>")
+        self._biases: dict[tuple[str, ...], HotwordBias | None] = {}
 
     @classmethod
     def from_config(cls, config: AsrConfig) -> WhisperEngine:
-        return cls.load(default_model_dir(config.model_dir), config.num_threads or None)
+        return cls.load(
+            default_model_dir(config.model_dir), config.num_threads or None, options=DecodeOptions.from_config(config)
+        )
 
     @classmethod
-    def load(cls, model_dir: Path, num_threads: int | None = None, variant: str | None = None) -> WhisperEngine:
+    def load(
+        cls,
+        model_dir: Path,
+        num_threads: int | None = None,
+        variant: str | None = None,
+        options: DecodeOptions | None = None,
+    ) -> WhisperEngine:
         """Check and load the model; raises ModelError saying what is wrong."""
         t0 = time.perf_counter()
         files = open_model_dir(Path(model_dir), variant)
@@ -113,7 +143,7 @@ class WhisperEngine(Recognizer):
             raise ModelError(f"{files.root}: positional tables unreadable: {e}") from None
         encoder = EncoderRunner(interpreters["encoder"], enc_pos, int(cfg["n_decoder_layers"]))
         decoder = DecoderRunner(interpreters["decoder"], dec_pos, cfg)
-        tokenizer = Tokenizer.from_file(files.vocabulary, int(cfg["tokens"]["eot"]))
+        tokenizer = Tokenizer.from_file(files.vocabulary, int(cfg["tokens"]["eot"]), files.merges)
 
         reports = [delegation(it) for it in interpreters.values()]
         left = tuple(op for r in reports for op in r.not_delegated)
@@ -139,10 +169,39 @@ class WhisperEngine(Recognizer):
                 ", ".join(sorted(set(left))) or "no delegate applied",
             )
         log.info("speech model loaded: %s", info.as_dict())
-        return cls(files, encoder, decoder, tokenizer, info)
+        return cls(files, encoder, decoder, tokenizer, info, options)
 
-    def transcribe(self, audio: np.ndarray) -> TranscriptResult:
-        """float32 mono 16 kHz audio in [-1, 1], at most 30 s -> text and timings."""
+    def start_sequence(self, prompt: str = "", hotwords: tuple[str, ...] | list[str] = ()) -> StartSequence:
+        """The decoder's start tokens for a prompt and hotwords (faster-whisper's layout:
+        <|startofprev|>, hotwords, prompt, then the usual start)."""
+        ids: list[int] = []
+        words = [w.strip() for w in hotwords if w and w.strip()]
+        if words:
+            ids += self._tokenizer.encode(" " + ", ".join(words))[:MAX_HOTWORD_TOKENS]
+        if prompt and prompt.strip():
+            ids += self._tokenizer.encode(" " + prompt.strip())[-(MAX_PROMPT_TOKENS - len(ids)) :]
+        if not ids:
+            return StartSequence((self._sot, self._no_timestamps), 0)
+        return StartSequence((self._sot_prev, *ids, self._sot, self._no_timestamps), len(ids) + 1)
+
+    def transcribe(
+        self,
+        audio: np.ndarray,
+        *,
+        role: str = "final",
+        prompt: str | None = None,
+        hotwords: tuple[str, ...] | list[str] | None = None,
+        beam_size: int | None = None,
+    ) -> TranscriptResult:
+        """float32 mono 16 kHz audio in [-1, 1], at most 30 s -> text and timings.
+
+        role "final" decodes with the beam search, the finals' window and the
+        temperature fallback of `options`; "partial" greedily in the shortest
+        window (a partial is replaced a moment later). prompt/hotwords/beam_size
+        override the options for this call (prompt "" or hotwords () = none).
+        """
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, not {role!r}")
         audio = np.asarray(audio, dtype=np.float32).reshape(-1)
         duration = len(audio) / SAMPLE_RATE
         if duration > MAX_SECONDS + 1e-6:
@@ -151,24 +210,55 @@ class WhisperEngine(Recognizer):
             raise ValueError("audio contains NaN or infinite samples")
         if len(audio) == 0 or float(np.max(np.abs(audio))) < guards.SILENCE_PEAK:
             return TranscriptResult("", [], 0.0, 1.0, 0.0, 0.0, duration, "silence")
-        window = min(MAX_SECONDS, max(MIN_WINDOW_SECONDS, math.ceil(duration + PAD_SECONDS)))
+        opts = self.options
+        final = role == "final"
+        beam = max(1, int(beam_size or opts.beam_size)) if final else 1
+        words = tuple(opts.hotwords if hotwords is None else hotwords)
+        start = self.start_sequence(opts.prompt if prompt is None else prompt, words)
+        bias = self._bias(words)
+        min_window = opts.min_window_s if final else PARTIAL_WINDOW_SECONDS
+        window = min(MAX_SECONDS, max(min_window, math.ceil(duration + PAD_SECONDS)))
+        max_new = guards.max_new_tokens(duration)
         with self._lock:
-            encode_ms, decode_ms, out = self._run(audio, window, duration)
-            if out.stop_reason != "eot" and window < MAX_SECONDS:
-                # No end-of-text: the short window made greedy decoding loop. A longer
-                # window (closer to Whisper's 30 s training windows) nearly always ends.
+            t0 = time.perf_counter()
+            self._encode(audio, window)
+            t1 = time.perf_counter()
+            prefix = self._decoder.prefill(list(start.tokens), start.sot_index)
+            out = search.beam_search(self._decoder, self._rules, prefix, max_new, beam, bias)
+            t2 = time.perf_counter()
+            encode_ms, decode_ms = (t1 - t0) * 1000, (t2 - t1) * 1000
+            text_window = window
+            if self._looped(out) and window < MAX_SECONDS:
+                # No end-of-text, or a phrase said again and again: the short window made
+                # decoding loop. A longer window (closer to Whisper's 30 s training windows)
+                # nearly always ends, and says the phrase once unless it was said twice.
                 window = min(MAX_SECONDS, max(RETRY_WINDOW_SECONDS, 2 * window))
-                enc2, dec2, retry = self._run(audio, window, duration)
-                encode_ms, decode_ms = encode_ms + enc2, decode_ms + dec2
-                if retry.stop_reason == "eot":
-                    out = retry
+                t0 = time.perf_counter()
+                self._encode(audio, window)
+                t1 = time.perf_counter()
+                prefix = self._decoder.prefill(list(start.tokens), start.sot_index)
+                retry = search.beam_search(self._decoder, self._rules, prefix, max_new, beam, bias)
+                t2 = time.perf_counter()
+                encode_ms, decode_ms = encode_ms + (t1 - t0) * 1000, decode_ms + (t2 - t1) * 1000
+                if retry.stop_reason == "eot" or out.stop_reason != "eot":
+                    out, text_window = retry, window
+            if final and opts.temperatures and self._needs_fallback(out):
+                # Sampled in the window the decoder holds (the longer one after a retry).
+                t0 = time.perf_counter()
+                out = self._fallback(out, prefix, max_new, beam, opts.temperatures)
+                decode_ms += (time.perf_counter() - t0) * 1000
+                if out.temperature:
+                    text_window = window
         text = self._tokenizer.decode(out.tokens)
-        confidence = float(np.mean(out.logprobs)) if out.logprobs else 0.0
+        confidence = out.avg_logprob
         tokens, stop = out.tokens, out.stop_reason
         if guards.is_no_speech(out.no_speech_prob, confidence):
             text, tokens, stop = "", [], "no_speech"
         elif guards.is_too_repetitive(text):
             text, tokens, stop = "", [], "repetitive"
+        closing = self._tokenizer.closing_punctuation(tokens)
+        # out.logprobs[i] is the log-probability of out.tokens[i] (the end-of-text one follows).
+        punctuation_prob = None if closing is None else min(1.0, math.exp(out.logprobs[closing]))
         return TranscriptResult(
             text=text,
             tokens=tokens,
@@ -178,16 +268,54 @@ class WhisperEngine(Recognizer):
             decode_ms=round(decode_ms, 2),
             duration_s=round(duration, 3),
             stop_reason=stop,
+            temperature=out.temperature,
+            window_s=float(text_window),
+            punctuation_prob=punctuation_prob,
         )
 
-    def _run(self, audio: np.ndarray, window: float, duration: float):
-        """Encode `audio` zero-padded to `window` seconds and decode greedily: (encode_ms, decode_ms, Decoded)."""
+    def _encode(self, audio: np.ndarray, window: float) -> None:
+        """Encode `audio` zero-padded to `window` seconds; the decoder reads this audio from now on."""
         padded = np.zeros(int(window * SAMPLE_RATE), np.float32)
         padded[: len(audio)] = audio
-        t0 = time.perf_counter()
         mel = self._mel(padded)
-        cross = self._encoder.run(mel[: 2 * (len(mel) // 2)])
-        t1 = time.perf_counter()
-        out = self._decoder.greedy(cross, guards.max_new_tokens(duration))
-        t2 = time.perf_counter()
-        return (t1 - t0) * 1000, (t2 - t1) * 1000, out
+        self._decoder.set_audio({})  # drop the views of the previous run's outputs first
+        self._decoder.set_audio(self._encoder.run(mel[: 2 * (len(mel) // 2)]))
+
+    def _bias(self, hotwords: tuple[str, ...]) -> HotwordBias | None:
+        if hotwords not in self._biases:
+            if len(self._biases) > 64:  # per-stream sets are few; a caller inventing new ones each time is not
+                self._biases.clear()
+            self._biases[hotwords] = HotwordBias.build(self._tokenizer, hotwords, self.options.hotword_boost)
+        return self._biases[hotwords]
+
+    def _looped(self, out: Decoded) -> bool:
+        return out.stop_reason != "eot" or guards.repeated_phrase(self._tokenizer.decode(out.tokens))
+
+    def _needs_fallback(self, out: Decoded) -> bool:
+        """Whisper's rule: a loop, or text too repetitive, or the model unsure, unless it is silence."""
+        if out.no_speech_prob > guards.NO_SPEECH_THRESHOLD:
+            return False
+        return (
+            out.stop_reason != "eot"
+            or out.avg_logprob < guards.LOGPROB_THRESHOLD
+            or guards.is_too_repetitive(self._tokenizer.decode(out.tokens))
+        )
+
+    def _fallback(self, first: Decoded, prefix, max_new: int, best_of: int, temperatures: tuple[float, ...]) -> Decoded:
+        """Sample at rising temperatures until a result passes; else the best of all tries
+        (faster-whisper's choice: highest mean log-probability among those not too repetitive)."""
+        rng = np.random.default_rng(SAMPLING_SEED)
+        tries = [first]
+        for t in temperatures:
+            out = search.sample(self._decoder, self._rules, prefix, max_new, best_of, t, rng)
+            if not self._needs_fallback(out):
+                return out
+            tries.append(out)
+        plain = [r for r in tries if not guards.is_too_repetitive(self._tokenizer.decode(r.tokens))]
+        return max(plain or tries, key=lambda r: r.avg_logprob)
+
+
+def default_options() -> DecodeOptions:
+    from voxnode.config.asr import AsrConfig
+
+    return DecodeOptions.from_config(AsrConfig())

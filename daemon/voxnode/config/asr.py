@@ -1,8 +1,8 @@
-"""[asr]: the speech model."""
+"""[asr]: the speech model and how it decodes."""
 
 from dataclasses import dataclass
 
-from voxnode.config.fields import setting
+from voxnode.config.fields import InvalidValue, setting
 
 ENGINES = ("whisper-litert",)  # asr/backends.py maps each to its module
 
@@ -14,3 +14,36 @@ class AsrConfig:
     )
     model_dir: str = setting("", 'Folder of the converted model; "" = the bundled models/whisper-tiny.en.')
     num_threads: int = setting(0, "Inference threads; 0 = half the CPU cores, at least 1.", min=0, max=64)
+    beam_size: int = setting(5, "Beam width for finals (1 = greedy); partials are always greedy.", min=1, max=8)
+    min_window_s: float = setting(
+        10.0,
+        "Shortest encoder window for finals, seconds (audio is zero-padded up to it); partials use 6.",
+        min=6.0,
+        max=30.0,
+    )
+    fallback_temperatures: tuple[float, ...] = setting(
+        (0.2, 0.4, 0.6, 0.8, 1.0),
+        "Finals that loop or are unsure are decoded again by sampling at these temperatures; [] = never.",
+        min=0.01,
+        max=2.0,
+    )
+    prompt: str = setting(
+        "",
+        "Text the model reads as if said just before each utterance: names, spelling, style. Per stream: "
+        "[[streams]] prompt.",
+    )
+    hotwords: tuple[str, ...] = setting(
+        (), 'Words or phrases made more likely, e.g. ["Kitchen", "Living room"]. Per stream: [[streams]] hotwords.'
+    )
+
+    hotword_boost: float = setting(
+        2.0,
+        "Bonus per hotword token when ranking hypotheses, in nats (log-probability); 0 = hotwords only "
+        "go into the prompt.",
+        min=0.0,
+        max=10.0,
+    )
+
+    def check(self) -> None:
+        if list(self.fallback_temperatures) != sorted(self.fallback_temperatures):
+            raise InvalidValue("fallback_temperatures", "must be in increasing order")

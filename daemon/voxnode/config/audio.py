@@ -44,6 +44,8 @@ class StreamConfig:
     device: str = setting("", "ALSA capture PCM of this stream.")
     channel: int = setting(0, "Channel of a multi-channel device that carries the voice.", min=0, max=31)
     channels: int = setting(0, "Channels to open the device with; 0 = just enough for `channel`.", min=0, max=32)
+    prompt: str = setting("", 'This stream\'s recognition prompt; "" = [asr] prompt.')
+    hotwords: tuple[str, ...] = setting((), "This stream's hotwords; [] = [asr] hotwords.")
 
     def check(self) -> None:
         if not self.name:

@@ -53,8 +53,10 @@ def segmenter_params(config: Config) -> SegmenterParams:
     )
 
 
-def pipeline_params(config: Config) -> PipelineParams:
+def pipeline_params(config: Config, stream: str | None = None) -> PipelineParams:
+    """For `stream` (a [[streams]] name, or "mic" for [audio]): its own prompt and hotwords, if set."""
     s = config.stream
+    own = next((st for st in config.effective_streams() if st.name == stream), None)
     return PipelineParams(
         frontend=frontend_params(config),
         segmenter=segmenter_params(config),
@@ -65,6 +67,8 @@ def pipeline_params(config: Config) -> PipelineParams:
         min_confidence=s.min_confidence,
         sentence_end_hangover_frames=frames(config.vad.sentence_end_hangover_ms),
         open_hangover_frames=frames(config.vad.open_hangover_ms),
+        prompt=own.prompt if own is not None and own.prompt else None,
+        hotwords=tuple(own.hotwords) if own is not None and own.hotwords else None,
     )
 
 

@@ -61,6 +61,8 @@ class PipelineParams:
     # the last speech, once the speculative decode says the sentence ended / is still open.
     sentence_end_hangover_frames: int
     open_hangover_frames: int
+    prompt: str | None  # this stream's recognition prompt; None = the engine's ([asr])
+    hotwords: tuple[str, ...] | None  # this stream's hotwords; None = the engine's ([asr])
 
 
 @dataclass
@@ -244,7 +246,15 @@ class StreamPipeline:
         self._sched.submit(job)
 
     def _job(self, kind: JobKind, audio: np.ndarray, tag: Any) -> DecodeJob:
-        return DecodeJob(self.name, kind, self.frontend.for_recognition(audio), self._on_done, tag)
+        return DecodeJob(
+            self.name,
+            kind,
+            self.frontend.for_recognition(audio),
+            self._on_done,
+            tag,
+            prompt=self.params.prompt,
+            hotwords=self.params.hotwords,
+        )
 
     def _cancel(self, job: DecodeJob | None) -> None:
         if job is not None and not job.finished:

@@ -64,7 +64,8 @@ class Recognition(Component):
 
     def pipeline(self, stream: str, config: Config | None = None) -> StreamPipeline:
         """A new pipeline for `stream` (replacing a stopped one of the same name after a reload)."""
-        p = StreamPipeline(stream, pipeline_params(config or self._config), self.scheduler, self._emit, self._clock)
+        params = pipeline_params(config or self._config, stream)
+        p = StreamPipeline(stream, params, self.scheduler, self._emit, self._clock)
         self.pipelines[stream] = p
         return p
 

@@ -62,6 +62,8 @@ class DecodeJob:
     audio: np.ndarray
     on_done: Callable[[DecodeJob, JobOutcome, JobResult], None]
     tag: Any = None  # owner's bookkeeping (utterance id, pause id, ...)
+    prompt: str | None = None  # the stream's recognition prompt; None = the recognizer's own
+    hotwords: tuple[str, ...] | None = None  # the stream's hotwords; None = the recognizer's own
     submitted: float = 0.0
     started: float = 0.0
     finished: float = 0.0
@@ -286,7 +288,13 @@ class DecodeScheduler:
         outcome = JobOutcome.DONE
         result: JobResult
         try:
-            result = rec.transcribe(job.audio)
+            # A speculative final becomes the final: it gets the full decode.
+            result = rec.transcribe(
+                job.audio,
+                role="partial" if job.kind == JobKind.PARTIAL else "final",
+                prompt=job.prompt,
+                hotwords=job.hotwords,
+            )
         except Exception as exc:  # engine errors must not kill the worker
             log.exception("decode failed for stream %s (%s)", job.stream, job.kind.name)
             outcome, result = JobOutcome.FAILED, exc

@@ -1,0 +1,33 @@
+"""How the engine decodes: beam width, windows, fallback, prompt and hotwords.
+
+The defaults live in config/asr.py (with the measurements behind them);
+`DecodeOptions.from_config` is the one place they are read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ROLES = ("final", "partial")
+
+
+@dataclass(frozen=True)
+class DecodeOptions:
+    beam_size: int  # finals; partials are always greedy
+    min_window_s: float  # finals' shortest encoder window; partials use PARTIAL_WINDOW_S
+    temperatures: tuple[float, ...]  # finals' fallback ladder after the beam search; () = none
+    prompt: str  # Whisper's previous-text prompt, "" = none
+    hotwords: tuple[str, ...]  # words or phrases made more likely, () = none
+    hotword_boost: float  # nats per hotword token in the beam search's ranking; 0 = prompt only
+
+    @classmethod
+    def from_config(cls, asr) -> DecodeOptions:
+        """From an [asr] section (voxnode.config.asr.AsrConfig)."""
+        return cls(
+            beam_size=asr.beam_size,
+            min_window_s=float(asr.min_window_s),
+            temperatures=tuple(float(t) for t in asr.fallback_temperatures),
+            prompt=asr.prompt,
+            hotwords=tuple(asr.hotwords),
+            hotword_boost=float(asr.hotword_boost),
+        )

@@ -1,0 +1,217 @@
+"""Choosing the tokens: beam search (greedy is beam 1) and sampling at a temperature.
+
+Both follow openai-whisper's decoding (whisper/decoding.py): text tokens only,
+no blank or end-of-text as the first token, log-probabilities of the
+untempered distribution, and hypotheses ranked by their summed
+log-probability divided by their length (Whisper's default "length
+penalty"). Beam search keeps `beam_size` live hypotheses; at each step every
+one offers its `beam_size + 1` best tokens, the best candidates overall
+continue and those ending in end-of-text are set aside; it stops once
+`beam_size` have ended. All hypotheses run in one decoder call per step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from voxnode.asr.decoder import DecoderRunner, Prefix, log_softmax
+from voxnode.asr.guards import repeated_tail
+from voxnode.asr.hotwords import ROOT, BiasState, HotwordBias
+
+
+@dataclass(frozen=True)
+class Decoded:
+    tokens: list[int]
+    logprobs: list[float]  # one per token in `tokens`, plus the end-of-text token if reached
+    no_speech_prob: float
+    stop_reason: str  # "eot", "token_cap" or "repetition"
+    temperature: float = 0.0
+    bonus: float = 0.0  # hotword bonus earned (ranking only)
+
+    @property
+    def avg_logprob(self) -> float:
+        return float(np.mean(self.logprobs)) if self.logprobs else 0.0
+
+    @property
+    def score(self) -> float:
+        """Whisper's ranking: summed log-probability over the number of text tokens."""
+        return float(np.sum(self.logprobs)) / max(1, len(self.tokens))
+
+
+class TokenRules:
+    """Which tokens may be emitted: text tokens only, minus Whisper's non-speech symbols."""
+
+    def __init__(self, config: dict) -> None:
+        self._scratch = np.empty(0, np.float32)
+        tok = config["tokens"]
+        self.eot = int(tok["eot"])
+        self.no_speech = int(tok["no_speech"])
+        vocab = int(config["vocab_size"])
+        self.suppress = np.zeros(vocab, dtype=bool)
+        self.suppress[int(tok["sot"]) :] = True  # every special and timestamp token
+        self.suppress[np.asarray(config["suppress_ids"], dtype=np.int64)] = True
+        self.suppress_begin = np.asarray(config["suppress_ids_begin"], dtype=np.int64)
+
+    def logprobs(self, logits: np.ndarray, first: bool) -> np.ndarray:
+        """[n, vocab] logits -> log-probabilities over the allowed tokens, computed in place
+        (with 5 hypotheses the temporaries of the plain formula cost ~4 MB of peak RSS)."""
+        logits[:, self.suppress] = -np.inf
+        if first:
+            logits[:, self.suppress_begin] = -np.inf  # no leading blank or empty transcript
+        logits -= logits.max(axis=1, keepdims=True)
+        if self._scratch.size < logits.size:
+            self._scratch = np.empty(logits.size, np.float32)
+        scratch = self._scratch[: logits.size].reshape(logits.shape)
+        np.exp(logits, out=scratch)
+        logits -= np.log(scratch.sum(axis=1, keepdims=True))
+        return logits
+
+    def no_speech_prob(self, prefix: Prefix) -> float:
+        # Whisper reads "no speech" off the prediction right after <|startoftranscript|>.
+        return float(np.exp(log_softmax(prefix.no_speech_logits)[self.no_speech]))
+
+
+@dataclass
+class _Hyp:
+    tokens: list[int]
+    logprobs: list[float]
+    total: float  # summed log-probability
+    bonus: float = 0.0  # hotword bonus
+    bias: BiasState = ROOT
+
+
+def _finish(h: _Hyp, stop: str, no_speech: float, temperature: float) -> Decoded:
+    return Decoded(list(h.tokens), list(h.logprobs), no_speech, stop, temperature, h.bonus - h.bias.pending)
+
+
+def _loop_cut(h: _Hyp, no_speech: float, temperature: float) -> Decoded | None:
+    cut = repeated_tail(h.tokens)
+    if not cut:
+        return None
+    return Decoded(h.tokens[:-cut], h.logprobs[:-cut], no_speech, "repetition", temperature)
+
+
+def best(results: list[Decoded]) -> Decoded:
+    """The highest-ranked result, preferring those that reached end-of-text.
+
+    Whisper's score plus the hotword bonus over the longest candidate's length: one scale for
+    every candidate. Divided by each candidate's own length, the bonus made stopping right after
+    a hotword pay ("Welcome to Comedian Mail." for the 17-token prompt that goes on after it).
+    """
+    pool = [r for r in results if r.stop_reason == "eot"] or results
+    longest = max(1, max(len(r.tokens) for r in pool))
+    return max(pool, key=lambda r: r.score + r.bonus / longest)
+
+
+def beam_search(
+    dec: DecoderRunner,
+    rules: TokenRules,
+    prefix: Prefix,
+    max_new_tokens: int,
+    beam_size: int,
+    bias: HotwordBias | None = None,
+) -> Decoded:
+    no_speech = rules.no_speech_prob(prefix)
+    live = [_Hyp([], [], 0.0)]
+    logits = prefix.first_logits[None].copy()  # logprobs() works in place; the prefix is reused
+    finished: list[Decoded] = []
+    hyps = None
+    while True:
+        lp = rules.logprobs(logits, first=not live[0].tokens)
+        # seq -> (rank, parent, token, bias state, bonus change); rank = log-probability + bonus
+        scored: dict[tuple[int, ...], tuple[float, int, int, BiasState, float]] = {}
+        k = min(beam_size + 1, lp.shape[1])
+        for i, h in enumerate(live):
+            # The k best tokens, unordered; row by row (the whole [n, vocab] at once costs 2 MB of int64).
+            tokens = np.argpartition(lp[i], -k)[-k:].tolist()
+            if bias is not None:
+                tokens += [t for t in bias.candidates(h.bias) if t not in tokens]
+            for t in tokens:
+                if not np.isfinite(lp[i, t]):
+                    continue
+                state, delta = bias.advance(h.bias, t) if bias is not None else (ROOT, 0.0)
+                scored[(*h.tokens, t)] = (h.total + h.bonus + delta + float(lp[i, t]), i, t, state, delta)
+        nxt: list[_Hyp] = []
+        parents: list[int] = []
+        for seq in sorted(scored, key=lambda s: scored[s][0], reverse=True):
+            _, i, t, state, delta = scored[seq]
+            parent = live[i]
+            h = _Hyp(
+                list(seq),
+                parent.logprobs + [float(lp[i, t])],
+                parent.total + float(lp[i, t]),
+                parent.bonus + delta,
+                state,
+            )
+            if t == rules.eot:
+                h.tokens.pop()
+                finished.append(_finish(h, "eot", no_speech, 0.0))
+                continue
+            looped = _loop_cut(h, no_speech, 0.0)
+            if looped:
+                finished.append(looped)
+                continue
+            nxt.append(h)
+            parents.append(i)
+            if len(nxt) == beam_size:
+                break
+        if len(finished) >= beam_size or not nxt:
+            break
+        if len(nxt[0].tokens) >= max_new_tokens:
+            finished += [_finish(h, "token_cap", no_speech, 0.0) for h in nxt]
+            break
+        if hyps is None:
+            hyps = dec.hypotheses(prefix, len(nxt), max_new_tokens)
+        else:
+            hyps.reorder(parents)
+        live = nxt
+        logits = dec.step(hyps, [h.tokens[-1] for h in live])
+    return best(finished)
+
+
+def sample(
+    dec: DecoderRunner,
+    rules: TokenRules,
+    prefix: Prefix,
+    max_new_tokens: int,
+    best_of: int,
+    temperature: float,
+    rng: np.random.Generator,
+) -> Decoded:
+    """`best_of` independent samples at `temperature`, run side by side; the best-ranked one."""
+    no_speech = rules.no_speech_prob(prefix)
+    live = [_Hyp([], [], 0.0) for _ in range(best_of)]
+    logits = np.repeat(prefix.first_logits[None], best_of, axis=0)
+    finished: list[Decoded] = []
+    hyps = None
+    while live:
+        lp = rules.logprobs(logits, first=not live[0].tokens)
+        keep: list[int] = []
+        for i, h in enumerate(live):
+            p = np.exp((lp[i] - lp[i].max()) / temperature)
+            t = int(np.searchsorted(np.cumsum(p), rng.random() * p.sum(), side="right"))
+            t = min(t, len(p) - 1)
+            h.logprobs.append(float(lp[i, t]))
+            h.total += float(lp[i, t])
+            if t == rules.eot:
+                finished.append(_finish(h, "eot", no_speech, temperature))
+                continue
+            h.tokens.append(t)
+            looped = _loop_cut(h, no_speech, temperature)
+            if looped:
+                finished.append(looped)
+            elif len(h.tokens) >= max_new_tokens:
+                finished.append(_finish(h, "token_cap", no_speech, temperature))
+            else:
+                keep.append(i)
+        live = [live[i] for i in keep]
+        if not live:
+            break
+        if hyps is None:
+            hyps = dec.hypotheses(prefix, len(live), max_new_tokens)
+        else:
+            hyps.reorder(keep)
+        logits = dec.step(hyps, [h.tokens[-1] for h in live])
+    return best(finished)
