@@ -28,7 +28,7 @@ P = SegmenterParams(
         ("Ask not,", Completion.OPEN),
         ("Set a timer for.", Completion.OPEN),  # Whisper's full stop after a cut-off phrase
         ("Turn on the lights and.", Completion.OPEN),
-        ("ten of clubs", Completion.OPEN),  # no closing punctuation
+        ("ten of clubs", Completion.UNKNOWN),  # no closing punctuation: the ordinary hangover
         ("The kitchen lights -", Completion.OPEN),
         ("Well...", Completion.OPEN),
         ("", Completion.UNKNOWN),
@@ -36,6 +36,14 @@ P = SegmenterParams(
 )
 def test_verdict_on_text(text, verdict):
     assert judge(text, ended_cleanly=True) == verdict
+
+
+def test_a_hesitant_closing_mark_gets_the_ordinary_hangover():
+    # Whisper writes "Turn on the kitchen." for a fragment too, but gives the full stop a lower probability.
+    assert judge("Turn on the kitchen.", ended_cleanly=True, punctuation_prob=0.35) == Completion.UNKNOWN
+    assert judge("Turn on the kitchen.", ended_cleanly=True, punctuation_prob=0.85) == Completion.SENTENCE_END
+    # A function word at the end stays open however sure the full stop is.
+    assert judge("Set a timer for.", ended_cleanly=True, punctuation_prob=0.95) == Completion.OPEN
 
 
 def test_a_decode_that_did_not_end_cleanly_says_nothing():

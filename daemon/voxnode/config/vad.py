@@ -64,20 +64,28 @@ class VadConfig:
     )
     onset_ms: int = setting(60, "Speech needed within onset_window_ms to start an utterance.", min=20, max=1000)
     onset_window_ms: int = setting(100, "Window for onset_ms.", min=20, max=2000)
+    # 750: the speculative decode often cannot tell (no closing mark, or a hesitant one), and a
+    # speaker pausing mid-sentence for up to ~700 ms should still get one final. Measured with
+    # scripts/sim_live.py (clean, one 700 ms pause inside each sentence): 500 ms -> 1.68 finals per
+    # utterance, 750 ms -> 1.36-1.40; end of speech -> final p95 737 ms without inner pauses.
     hangover_ms: int = setting(
-        500, "Silence after the last speech that ends an utterance (endpoint).", min=100, max=5000
+        750,
+        "Silence after the last speech that ends an utterance (endpoint) when the speculative decode has not "
+        "(or not surely) ended a sentence.",
+        min=100,
+        max=5000,
     )
     sentence_end_hangover_ms: int = setting(
         200,
-        "Sentence-aware endpoint: once the speculative decode at tail_ms ends a sentence (closing punctuation, "
+        "Sentence-aware endpoint: once the speculative decode at tail_ms ends a sentence (a closing mark the decoder gave p >= 0.6, "
         "decoder finished on its own), the pause ends after this much silence instead of hangover_ms.",
         min=20,
         max=5000,
     )
     open_hangover_ms: int = setting(
-        700,
-        "Sentence-aware endpoint: when the speculative decode ends mid-sentence (a comma, 'and', 'for', no "
-        "closing punctuation), the pause must last this long: a speaker thinking mid-sentence gets one final.",
+        1000,
+        "Sentence-aware endpoint: when the speculative decode ends mid-sentence (a comma, 'and', 'for', 'the' "
+        "at the end), the pause must last this long: a speaker thinking mid-sentence gets one final.",
         min=100,
         max=10000,
     )

@@ -290,7 +290,7 @@ class StreamPipeline:
 
     def _apply_endpoint_verdict(self, job: DecodeJob, result: TranscriptResult) -> None:
         """The pause's text sets its hangover; a finished sentence may end the utterance now."""
-        verdict = judge(clean_text(result.text), result.stop_reason == "eot")
+        verdict = judge(clean_text(result.text), result.stop_reason == "eot", result.punctuation_prob)
         if verdict == Completion.SENTENCE_END:
             frames = self.params.sentence_end_hangover_frames
             self.stats.endpoints_sentence_end += 1
