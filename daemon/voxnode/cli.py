@@ -43,6 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--raw", action="store_true", help="files are headerless S16_LE 16 kHz mono")
     tr.add_argument("--json", action="store_true", help="one JSON object per file instead of plain text")
 
+    with_config(sub.add_parser(
+        "mqtt-forget", help="remove this node's retained MQTT messages (Home Assistant drops its devices); "
+        "make uninstall/purge run it"))
+
     demo = with_config(sub.add_parser("demo", help="run on a bundled speech clip through a real ALSA PCM"))
     demo.add_argument("--stdout", action="store_true", help="write every event as one JSON line on stdout")
     demo.add_argument("--clip", metavar="WAV", help="play this file instead of the bundled clip")
@@ -149,10 +153,25 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
     return transcribe_files(engine, args.files, raw=args.raw, as_json=args.json)
 
 
+def cmd_mqtt_forget(args: argparse.Namespace) -> int:
+    from voxnode.mqtt.forget import forget
+
+    config = _load(args)
+    if not config.mqtt.enabled:
+        print("voxnode mqtt-forget: mqtt.enabled is false in the config; no broker to clean up", file=sys.stderr)
+        return 0
+    cleared = forget(config)
+    for topic in cleared:
+        print(f"cleared {topic}")
+    print(f"voxnode mqtt-forget: {len(cleared)} retained message(s) removed from {config.mqtt.host}", file=sys.stderr)
+    return 0
+
+
 COMMANDS = {
     "run": cmd_run,
     "devices": cmd_devices,
     "check-config": cmd_check_config,
     "demo": cmd_demo,
     "transcribe": cmd_transcribe,
+    "mqtt-forget": cmd_mqtt_forget,
 }

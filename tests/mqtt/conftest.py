@@ -28,7 +28,8 @@ def toml_value(v) -> str:
     return json.dumps(str(v))
 
 
-def write_config(path: Path, broker: Broker | None, *, stream: str = "mic", health: dict | None = None, **mqtt) -> Path:
+def write_config(path: Path, broker: Broker | None, *, stream: str = "mic", stream_area: str = "",
+                 health: dict | None = None, **mqtt) -> Path:
     settings = {"enabled": True, "host": broker.host if broker else "127.0.0.1", "port": broker.port if broker else 1,
                 "node_id": "testnode", "reconnect_min_s": 0.5, "reconnect_max_s": 2.0, "keepalive": 5,
                 "spool_path": str(path.parent / "spool.sqlite")}
@@ -39,6 +40,8 @@ def write_config(path: Path, broker: Broker | None, *, stream: str = "mic", heal
     text += "\n[health]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in h.items())
     if stream != "mic":
         text += f'\n[[streams]]\nname = "{stream}"\ndevice = "null"\n'
+        if stream_area:
+            text += f"area = {toml_value(stream_area)}\n"
     path.write_text(text)
     return path
 

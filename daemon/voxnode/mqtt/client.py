@@ -67,6 +67,26 @@ def read_password(c: MqttConfig, environ=os.environ) -> str | None:
     return c.password or None
 
 
+def make_paho_client(c: MqttConfig, client_id: str) -> mqtt.Client:
+    """A paho client with the configured protocol, credentials and TLS (not yet connected)."""
+    protocol = mqtt.MQTTv5 if c.protocol == "5" else mqtt.MQTTv311
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id, protocol=protocol)
+    if c.username:
+        client.username_pw_set(c.username, read_password(c))
+    if c.tls:
+        for key in ("tls_ca", "tls_cert", "tls_key"):
+            path = getattr(c, key)
+            if path and not os.access(path, os.R_OK):
+                raise MqttConfigError(f"mqtt.{key} = {path!r}: file does not exist or is not readable")
+        try:
+            client.tls_set(ca_certs=c.tls_ca or None, certfile=c.tls_cert or None, keyfile=c.tls_key or None,
+                           cert_reqs=ssl.CERT_REQUIRED)
+        except (ssl.SSLError, OSError, ValueError) as e:
+            raise MqttConfigError(f"mqtt TLS files (tls_ca/tls_cert/tls_key) cannot be loaded: {e}") from None
+        client.tls_insecure_set(c.tls_insecure)
+    return client
+
+
 @dataclass
 class MqttStats:
     connected: bool = False
@@ -90,18 +110,18 @@ class MqttPublisher:
         spool: Spool,
         *,
         model_name: Callable[[], str] = lambda: "",
-        on_command: Callable[[bytes], None] = lambda payload: None,
+        subscriptions: tuple[str, ...] = (),
+        on_message: Callable[[str, bytes, bool], None] = lambda topic, payload, retained: None,
         on_connected: Callable[[], None] = lambda: None,
-        announcements: Callable[[], list[tuple[str, bytes]]] = lambda: [],
     ):
         self.config = config
         self.topics = topics
         self.spool = spool
         self.stats = MqttStats()
         self._model_name = model_name
-        self._on_command = on_command
+        self._subscriptions = tuple(subscriptions)  # subscribed (QoS 1) on every connect
+        self._on_message_hook = on_message  # paho's thread: must only queue
         self._on_connected = on_connected
-        self._announcements = announcements
         self._mailbox = Mailbox({"final": FINALS_QUEUE, "partial": PARTIALS_QUEUE})
         self._inflight: dict[int, int] = {}  # paho mid -> spool seq; publisher thread only
         self._handed_up_to = 0  # highest seq handed to paho; publisher thread only
@@ -114,22 +134,7 @@ class MqttPublisher:
 
     def _make_client(self) -> mqtt.Client:
         c = self.config
-        protocol = mqtt.MQTTv5 if c.protocol == "5" else mqtt.MQTTv311
-        client_id = c.client_id or f"voxnode-{self.topics.node}"
-        client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id, protocol=protocol)
-        if c.username:
-            client.username_pw_set(c.username, read_password(c))
-        if c.tls:
-            for key in ("tls_ca", "tls_cert", "tls_key"):
-                path = getattr(c, key)
-                if path and not os.access(path, os.R_OK):
-                    raise MqttConfigError(f"mqtt.{key} = {path!r}: file does not exist or is not readable")
-            try:
-                client.tls_set(ca_certs=c.tls_ca or None, certfile=c.tls_cert or None, keyfile=c.tls_key or None,
-                               cert_reqs=ssl.CERT_REQUIRED)
-            except (ssl.SSLError, OSError, ValueError) as e:
-                raise MqttConfigError(f"mqtt TLS files (tls_ca/tls_cert/tls_key) cannot be loaded: {e}") from None
-            client.tls_insecure_set(c.tls_insecure)
+        client = make_paho_client(c, c.client_id or f"voxnode-{self.topics.node}")
         # Broker restarts fire the will too, so on_connect republishes "online" every time.
         client.will_set(self.topics.status, "offline", qos=1, retain=True)
         client.reconnect_delay_set(min_delay=c.reconnect_min_s, max_delay=c.reconnect_max_s)
@@ -193,9 +198,8 @@ class MqttPublisher:
         log.info("MQTT: connected to %s (session present: %s); %d final(s) waiting", where,
                  flags.session_present, self.spool.count)
         client.publish(self.topics.status, "online", qos=1, retain=True)
-        client.subscribe([(self.topics.cmd, 1), (self.topics.ha_status, 1)])
-        for topic, payload in self._announcements():
-            client.publish(topic, payload, qos=1, retain=True)
+        if self._subscriptions:
+            client.subscribe([(topic, 1) for topic in self._subscriptions])
         self._mailbox.put("connected")
         try:
             self._on_connected()
@@ -240,13 +244,7 @@ class MqttPublisher:
 
     def _on_message(self, client, userdata, msg) -> None:
         try:
-            if msg.topic == self.topics.cmd:
-                self._on_command(msg.payload)
-            elif msg.topic == self.topics.ha_status and msg.payload.strip().lower() == b"online":
-                log.info("MQTT: Home Assistant came online; announcing the device again")
-                for topic, payload in self._announcements():
-                    client.publish(topic, payload, qos=1, retain=True)
-                self._on_connected()
+            self._on_message_hook(msg.topic, msg.payload, bool(msg.retain))
         except Exception:  # noqa: BLE001 - whatever arrives must not kill paho's thread
             log.exception("MQTT: handling a message on %s failed", msg.topic)
 

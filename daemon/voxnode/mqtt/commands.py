@@ -1,7 +1,9 @@
-"""Remote commands on {prefix}/{node}/cmd: parsed and checked here, carried out by the daemon.
+"""Remote commands, parsed and checked here, carried out by the daemon.
 
-A command is one JSON object: {"cmd": NAME, ...arguments, "id": optional
-correlation string}. Anything else gets a reply on {prefix}/{node}/error that
+On {prefix}/{node}/cmd a command is one JSON object: {"cmd": NAME, ...arguments,
+"id": optional correlation string}. On {prefix}/{node}/{stream}/mute/set the
+payload is ON or OFF (the Home Assistant switch), the same as {"cmd": "mute"} /
+{"cmd": "unmute"}. Anything else gets a reply on {prefix}/{node}/error that
 names the problem, and changes nothing.
 """
 
@@ -72,6 +74,21 @@ def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Comm
             raise CommandError("unknown_stream", f"{name}: no stream {stream!r}; streams: {', '.join(streams)}",
                                command=name, cid=cid)
     return Command(name=name, stream=stream, id=cid)
+
+
+MUTE_PAYLOADS = {"ON": "mute", "OFF": "unmute"}
+
+
+def parse_mute_set(topic: str, stream: str, payload: bytes, *, streams: list[str]) -> Command:
+    """ON/OFF on {prefix}/{node}/{stream}/mute/set -> the mute or unmute command."""
+    text = payload.decode("utf-8", errors="replace").strip()
+    name = MUTE_PAYLOADS.get(text.upper()) if len(payload) <= 16 else None
+    if name is None:
+        raise CommandError("bad_argument", f"{topic}: payload must be ON or OFF, got {text[:40]!r}", command="mute")
+    if stream not in streams:
+        raise CommandError("unknown_stream", f"{topic}: no stream {stream!r}; streams: {', '.join(streams)}",
+                           command=name)
+    return Command(name=name, stream=stream)
 
 
 def error_reply(err: CommandError, payload: bytes, time_iso: str) -> dict:

@@ -1,8 +1,8 @@
-"""Ties the MQTT publisher to the daemon: health reports, commands, discovery.
+"""Ties the MQTT publisher to the daemon: health reports, commands, mute, Home Assistant discovery.
 
 `MqttService` is a DaemonHooks: the daemon calls `tick` from its main thread
-every 0.1 s, and everything that touches the daemon (snapshot, mute, reload)
-happens there. paho's thread only queues commands for it.
+every 0.1 s, and everything that touches the daemon (snapshot, mute, reload) or
+decides what to announce happens there. paho's thread only queues what arrives.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ from voxnode.control import DaemonControl
 from voxnode.events import iso8601
 from voxnode.health.memory import TraceSnapshots
 from voxnode.health.report import HealthMonitor
+from voxnode.mqtt.announcer import Announcer
+from voxnode.mqtt.board import board_model
 from voxnode.mqtt.client import MqttPublisher, dumps
-from voxnode.mqtt.commands import CommandError, error_reply, parse_command
-from voxnode.mqtt.discovery import discovery_payload
+from voxnode.mqtt.commands import Command, CommandError, error_reply, parse_command, parse_mute_set
+from voxnode.mqtt.discovery import MUTE_OFF, MUTE_ON, StreamDevice
 from voxnode.mqtt.sink import MqttSink
 from voxnode.mqtt.spool import Spool, default_spool_path
 from voxnode.mqtt.topics import Topics
@@ -30,6 +32,10 @@ log = logging.getLogger("voxnode.mqtt")
 COMMAND_QUEUE = 32  # commands are rare; a flood beyond this is refused with an error reply
 
 
+def stream_devices(config: Config) -> list[StreamDevice]:
+    return [StreamDevice(s.name, s.area) for s in config.effective_streams()]
+
+
 class MqttService:
     def __init__(
         self,
@@ -37,6 +43,7 @@ class MqttService:
         *,
         engine_info: Callable[[object], dict | None] = lambda daemon: None,
         thermal_root: str = "/",
+        board_root: str = "/",
         health: HealthMonitor | None = None,
     ):
         self.config = config
@@ -47,19 +54,29 @@ class MqttService:
         self.health = health or HealthMonitor(config.health, self.topics.node, thermal_root=thermal_root)
         spool_path = config.mqtt.spool_path or default_spool_path()
         self.spool = Spool(spool_path, config.mqtt.spool_max_messages)
-        self._commands: queue.Queue[bytes] = queue.Queue(COMMAND_QUEUE)
+        self.announcer = Announcer(self.topics, enabled=config.mqtt.discovery, board=board_model(board_root),
+                                   backlog_limit=config.mqtt.inflight_window)
+        self.announcer.set_streams(stream_devices(config))
+        self._commands: queue.Queue[tuple[str, bytes]] = queue.Queue(COMMAND_QUEUE)  # (topic, payload)
+        self._retained_lock = threading.Lock()
+        self._retained: dict[str, bytes] = {}  # discovery topic -> retained payload, from paho's thread
+        self._connected = threading.Event()
+        self._ha_online = threading.Event()
         self._health_now = threading.Event()
         self._next_health = 0.0
         self._traces = TraceSnapshots()
         self._memory_busy = threading.Lock()
         self.last_health: dict | None = None
         self._last_health_error = ""
+        t = self.topics
         self.publisher = MqttPublisher(
-            config.mqtt, self.topics, self.spool,
+            config.mqtt, t, self.spool,
             model_name=self._model_name,
-            on_command=self._queue_command,
-            on_connected=self._health_now.set,
-            announcements=self._announcements,
+            # The discovery topics too, discovery on or off: what the broker retains there is what
+            # Home Assistant knows of this node (the Announcer cleans it up).
+            subscriptions=(t.cmd, t.mute_set_filter, t.ha_status, t.discovery, t.stream_discovery_filter),
+            on_message=self._on_message,
+            on_connected=self._on_connected,
         )
         self.sink = MqttSink(self.publisher)
 
@@ -77,28 +94,79 @@ class MqttService:
             self._run_commands(daemon)
         except Exception:  # noqa: BLE001
             log.exception("MQTT: a command failed")
+        try:
+            self._follow_broker(daemon)
+        except Exception:  # noqa: BLE001
+            log.exception("MQTT: announcing to Home Assistant failed")
+        report = None
         if self._health_now.is_set() or now >= self._next_health:
             self._health_now.clear()
             self._next_health = now + self.config.health.interval_s
             try:
-                self.publish_health(daemon, now)
+                report = self.collect_health(daemon, now)
+                self.announcer.add_capabilities(report)
             except Exception as e:  # noqa: BLE001
                 if type(e).__name__ != self._last_health_error:
                     log.exception("health report failed (further failures of this kind are logged at debug)")
                 self._last_health_error = type(e).__name__
+        try:
+            self._announce()  # before health: the entities reading the report exist when it comes
+        except Exception:  # noqa: BLE001
+            log.exception("MQTT: announcing to Home Assistant failed")
+        if report is not None:
+            self.publisher.publish_now(self.topics.health, dumps(report), qos=0, retain=True)
 
     def on_stopping(self, daemon) -> None:
         pass  # the sink's close() (after the pipeline drains) says offline and flushes the spool
 
     def on_reloaded(self, daemon, result) -> None:
-        # Streams can come and go on a reload: Home Assistant must see the new entity list.
-        # [mqtt] and [health] themselves apply after a restart (the reload summary says so).
+        # Streams can come and go on a reload, and their areas change: Home Assistant follows
+        # (removed streams' devices are sent as tombstones). [mqtt] and [health] themselves apply
+        # after a restart (the reload summary says so).
+        if not result.ok:
+            return
         names = list(daemon.stream_names())
-        if getattr(result, "ok", False) and names != self.streams:
-            self.streams = names
-            for topic, payload in self._announcements():
-                self.publisher.publish_now(topic, payload, qos=1, retain=True)
+        for gone in sorted(set(self.streams) - set(names)):
+            self.publisher.publish_now(self.topics.mute_state(gone), b"", qos=1, retain=True)  # clears it
+        self.streams = names
+        self.announcer.set_streams(stream_devices(daemon.config))
+        self._publish_mute_states(daemon)
+        self._health_now.set()
+
+    # ---- Home Assistant ------------------------------------------------------------------------
+
+    def _on_connected(self) -> None:  # paho's thread
+        self._connected.set()
+        self._health_now.set()
+
+    def _follow_broker(self, daemon) -> None:
+        """A (re)connect, Home Assistant's birth message, retained discovery messages: main thread."""
+        if self._connected.is_set():
+            self._connected.clear()
+            self.announcer.force()
+            self._publish_mute_states(daemon)
+        if self._ha_online.is_set():
+            self._ha_online.clear()
+            log.info("MQTT: Home Assistant came online; announcing the node again")
+            self.announcer.force()
             self._health_now.set()
+        with self._retained_lock:
+            retained, self._retained = self._retained, {}
+        for topic, payload in retained.items():
+            self.announcer.saw_retained(topic, payload)
+
+    def _announce(self) -> None:
+        for topic, payload in self.announcer.pending():
+            if not payload:
+                log.info("MQTT: discovery is off; removing the retained Home Assistant config on %s", topic)
+            self.publisher.publish_now(topic, payload, qos=1, retain=True)
+
+    def _publish_mute_states(self, daemon: DaemonControl) -> None:
+        for name in self.streams:
+            self._publish_mute_state(name, daemon.is_muted(name))
+
+    def _publish_mute_state(self, stream: str, muted: bool) -> None:
+        self.publisher.publish_now(self.topics.mute_state(stream), MUTE_ON if muted else MUTE_OFF, qos=1, retain=True)
 
     # ---- health --------------------------------------------------------------------------------
 
@@ -112,7 +180,7 @@ class MqttService:
         self._last_engine = engine
         snapshot = daemon.snapshot()
         for name, st in (snapshot.get("streams") or {}).items():
-            st.setdefault("muted", bool(getattr(daemon, "is_muted", lambda n: False)(name)))
+            st.setdefault("muted", daemon.is_muted(name))
             for key, value in self.sink.latency.report(name).items():
                 st.setdefault(key, value)  # the pipeline's own figures win when it reports them
         report = self.health.collect(snapshot, engine, self.mqtt_stats())
@@ -147,28 +215,40 @@ class MqttService:
         e = self._last_engine or {}
         return str(e.get("model") or e.get("name") or "whisper-tiny.en")
 
-    def _announcements(self) -> list[tuple[str, bytes]]:
-        if not self.config.mqtt.discovery:
-            return []
-        return [(self.topics.discovery, dumps(discovery_payload(self.topics, self.streams)))]
+    # ---- what arrives (paho's thread: queue it, nothing more) ----------------------------------
+
+    def _on_message(self, topic: str, payload: bytes, retained: bool) -> None:
+        t = self.topics
+        if topic == t.cmd or t.stream_of_mute_set(topic) is not None:
+            try:
+                self._commands.put_nowait((topic, payload))
+            except queue.Full:
+                self._reply_error(CommandError("busy", f"more than {COMMAND_QUEUE} commands waiting; try again"),
+                                  payload)
+        elif topic == t.ha_status:
+            if payload.strip().lower() == b"online":
+                self._ha_online.set()
+        elif retained and self.announcer.is_discovery_topic(topic):
+            # Only retained copies say what the broker holds; live ones are our own announcements.
+            with self._retained_lock:
+                self._retained[topic] = payload
 
     # ---- commands ------------------------------------------------------------------------------
 
-    def _queue_command(self, payload: bytes) -> None:  # paho's thread
-        try:
-            self._commands.put_nowait(payload)
-        except queue.Full:
-            self._reply_error(CommandError("busy", f"more than {COMMAND_QUEUE} commands waiting; try again"), payload)
+    def _parse(self, topic: str, payload: bytes, streams: list[str]) -> Command:
+        if topic == self.topics.cmd:
+            return parse_command(payload, max_bytes=self.config.mqtt.max_command_bytes, streams=streams)
+        stream = self.topics.stream_of_mute_set(topic)
+        return parse_mute_set(topic, stream or "", payload, streams=streams)
 
     def _run_commands(self, daemon: DaemonControl) -> None:
         while True:
             try:
-                payload = self._commands.get_nowait()
+                topic, payload = self._commands.get_nowait()
             except queue.Empty:
                 return
             try:
-                cmd = parse_command(payload, max_bytes=self.config.mqtt.max_command_bytes,
-                                    streams=list(daemon.stream_names()))
+                cmd = self._parse(topic, payload, list(daemon.stream_names()))
             except CommandError as e:
                 log.warning("MQTT command refused: %s", e.message)
                 self._reply_error(e, payload)
@@ -176,7 +256,8 @@ class MqttService:
             log.info("MQTT command: %s%s", cmd.name, f" {cmd.stream}" if cmd.stream else "")
             if cmd.name in ("mute", "unmute"):
                 daemon.set_muted(cmd.stream, cmd.name == "mute")
-                self._health_now.set()  # the HA switch reads its state from health
+                self._publish_mute_state(cmd.stream, cmd.name == "mute")  # the HA switch's state
+                self._health_now.set()
             elif cmd.name == "reload":
                 daemon.request_reload()
             elif cmd.name == "health":

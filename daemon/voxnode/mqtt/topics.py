@@ -59,9 +59,47 @@ class Topics:
     def partial(self, stream: str) -> str:
         return f"{self.base}/{stream}/partial"
 
+    # Mute as its own topics, the convention Frigate users know: ON/OFF in, retained ON/OFF out.
+    def mute_set(self, stream: str) -> str:
+        return f"{self.base}/{stream}/mute/set"
+
+    def mute_state(self, stream: str) -> str:
+        return f"{self.base}/{stream}/mute/state"
+
+    @property
+    def mute_set_filter(self) -> str:
+        return f"{self.base}/+/mute/set"
+
+    def stream_of_mute_set(self, topic: str) -> str | None:
+        """The stream named in a {base}/{stream}/mute/set topic, else None."""
+        head, tail = f"{self.base}/", "/mute/set"
+        if topic.startswith(head) and topic.endswith(tail):
+            stream = topic[len(head):-len(tail)]
+            if stream and "/" not in stream:
+                return stream
+        return None
+
+    # Home Assistant device discovery: the node is one device, each stream one more (via the node),
+    # so a stream can sit in its own area.
     @property
     def discovery(self) -> str:
         return f"{self.discovery_prefix}/device/{self.node}/config"
+
+    def stream_discovery(self, stream: str) -> str:
+        return f"{self.discovery_prefix}/device/{self.node}/{stream}/config"
+
+    @property
+    def stream_discovery_filter(self) -> str:
+        return f"{self.discovery_prefix}/device/{self.node}/+/config"
+
+    def stream_of_discovery(self, topic: str) -> str | None:
+        """The stream of a stream device's discovery topic, else None (the node's own topic too)."""
+        head, tail = f"{self.discovery_prefix}/device/{self.node}/", "/config"
+        if topic.startswith(head) and topic.endswith(tail):
+            stream = topic[len(head):-len(tail)]
+            if stream and "/" not in stream:
+                return stream
+        return None
 
     @property
     def ha_status(self) -> str:
