@@ -191,6 +191,11 @@ def test_every_entity_exists_with_its_device_class_unit_and_name(stack):
         assert state(stream, "mute") == "off"
         assert state(stream, "capture") == "off"  # no problem: capturing
         assert state(stream, "dropped_frames") == str(health["streams"][stream]["dropped_frames"])
+    # Home Assistant subscribed to the finals at QoS 1 (a device-level qos alone would give 0): the
+    # broker logs each subscription as "<client> <qos> <topic>".
+    subs = [line.split()[-2] for line in stack.broker.log().splitlines()
+            if line.endswith(f" {BASE}/kitchen/transcript") and "PUBLISH" not in line and "\t" not in line]
+    assert subs and set(subs) == {"1"}, subs
     # Nothing announced that this machine cannot feed.
     assert ("temperature" in expected["node"]) == (health["thermal"]["soc_temp_c"] is not None)
     assert ("throttled" in expected["node"]) == (health["thermal"]["throttled"] is not None)

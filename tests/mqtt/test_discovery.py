@@ -114,9 +114,11 @@ def test_a_stream_removed_on_reload_is_sent_as_tombstones_and_its_mute_state_cle
     daemon = StandInDaemon(config)
     run = Running(config, daemon)
     try:
-        assert run.tick_until(lambda: retained(broker, stream_topic("hall")) and retained(broker, f"{BASE}/hall/mute/state"))
+        assert run.tick_until(lambda: retained(broker, stream_topic("hall"))
+                              and retained(broker, f"{BASE}/hall/mute/state"))
         hall = validate("discovery", retained(broker, stream_topic("hall")))
-        assert "sa" not in hall["dev"] and validate("discovery", retained(broker, stream_topic("kitchen")))["dev"]["sa"] == "Kitchen"
+        kitchen = validate("discovery", retained(broker, stream_topic("kitchen")))
+        assert "sa" not in hall["dev"] and kitchen["dev"]["sa"] == "Kitchen"
         daemon.config = dataclasses.replace(config, streams=config.streams[:1])  # hall removed from the file
         run.svc.on_reloaded(daemon, ReloadResult(ok=True))
         assert run.tick_until(lambda: is_tombstone((retained_json(broker, stream_topic("hall")) or {}).get("cmps")
@@ -238,12 +240,45 @@ def test_announcer_sends_a_removed_streams_tombstones_once():
     assert a.pending() == []  # nothing changed: nothing sent (it runs every tick)
     a.set_streams([StreamDevice("kitchen")])
     out = dict(a.pending())
-    assert set(out) == {topics.stream_discovery("hall")} and is_tombstone(json.loads(out[topics.stream_discovery("hall")])["cmps"])
+    assert set(out) == {topics.stream_discovery("hall")}
+    assert is_tombstone(json.loads(out[topics.stream_discovery("hall")])["cmps"])
     a.force()
     assert topics.stream_discovery("hall") not in dict(a.pending())
     a.set_streams([StreamDevice("kitchen"), StreamDevice("hall", "Hall")])  # back again: a full config
     back = json.loads(dict(a.pending())[topics.stream_discovery("hall")])
     assert back["dev"]["sa"] == "Hall" and not is_tombstone(back["cmps"])
+
+
+def test_an_area_change_on_reload_reannounces_without_restarting_the_capture(tmp_path, broker):
+    from voxnode.service.reload import plan_reload
+
+    config = make_config(tmp_path, broker, {"kitchen": ""})
+    moved = dataclasses.replace(config, streams=(dataclasses.replace(config.streams[0], area="Living room"),))
+    assert plan_reload(config, moved).keep == ("kitchen",)  # the area does not touch the capture
+    daemon = StandInDaemon(config)
+    run = Running(config, daemon)
+    try:
+        assert run.tick_until(lambda: retained(broker, stream_topic("kitchen")))
+        daemon.config = moved
+        run.svc.on_reloaded(daemon, ReloadResult(ok=True))
+        assert run.tick_until(lambda: (retained_json(broker, stream_topic("kitchen")) or {})
+                              .get("dev", {}).get("sa") == "Living room")
+    finally:
+        run.close()
+
+
+def test_area_names_are_checked_like_every_other_setting(tmp_path):
+    from voxnode.config import load_config
+    from voxnode.errors import ConfigError
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[streams]]\nname = "kitchen"\ndevice = "null"\narea = "Kit\\u0007chen"\n')
+    try:
+        load_config(str(bad))
+    except ConfigError as e:
+        assert "streams" in str(e) and "area" in str(e), e
+    else:
+        raise AssertionError("a control character in an area was accepted")
 
 
 def test_mqtt_forget_and_uninstall_clear_every_retained_message_of_the_node(tmp_path, broker, feeders, voxnode_cmd):
