@@ -111,6 +111,7 @@ class MqttPublisher:
         *,
         model_name: Callable[[], str] = lambda: "",
         subscriptions: tuple[str, ...] = (),
+        sync_topic: str | None = None,
         on_message: Callable[[str, bytes, bool], None] = lambda topic, payload, retained: None,
         on_connected: Callable[[], None] = lambda: None,
     ):
@@ -120,6 +121,7 @@ class MqttPublisher:
         self.stats = MqttStats()
         self._model_name = model_name
         self._subscriptions = tuple(subscriptions)  # subscribed (QoS 1) on every connect
+        self._sync_topic = sync_topic  # published (empty) right after subscribing; see Topics.sync
         self._on_message_hook = on_message  # paho's thread: must only queue
         self._on_connected = on_connected
         self._mailbox = Mailbox({"final": FINALS_QUEUE, "partial": PARTIALS_QUEUE})
@@ -200,6 +202,8 @@ class MqttPublisher:
         client.publish(self.topics.status, "online", qos=1, retain=True)
         if self._subscriptions:
             client.subscribe([(topic, 1) for topic in self._subscriptions])
+        if self._sync_topic:
+            client.publish(self._sync_topic, b"", qos=1)
         self._mailbox.put("connected")
         try:
             self._on_connected()

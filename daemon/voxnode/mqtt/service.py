@@ -30,6 +30,10 @@ from voxnode.mqtt.topics import Topics
 log = logging.getLogger("voxnode.mqtt")
 
 COMMAND_QUEUE = 32  # commands are rare; a flood beyond this is refused with an error reply
+# After a connect, discovery waits for the echo of the sync marker (Topics.sync), i.e. for what the
+# broker retains on the discovery topics, so the first announcement already has its tombstones.
+# A broker whose ACL hides the marker gets the announcement after this long instead.
+SYNC_WAIT_S = 3.0
 
 
 def stream_devices(config: Config) -> list[StreamDevice]:
@@ -60,7 +64,10 @@ class MqttService:
         self._commands: queue.Queue[tuple[str, bytes]] = queue.Queue(COMMAND_QUEUE)  # (topic, payload)
         self._retained_lock = threading.Lock()
         self._retained: dict[str, bytes] = {}  # discovery topic -> retained payload, from paho's thread
+        self._stale_mute: set[str] = set()  # retained mute states of streams not configured, same
         self._connected = threading.Event()
+        self._synced = threading.Event()  # the sync marker came back after the last connect
+        self._hold_until: float | None = None  # main thread: no announcement before this, unless synced
         self._ha_online = threading.Event()
         self._health_now = threading.Event()
         self._next_health = 0.0
@@ -74,7 +81,10 @@ class MqttService:
             model_name=self._model_name,
             # The discovery topics too, discovery on or off: what the broker retains there is what
             # Home Assistant knows of this node (the Announcer cleans it up).
-            subscriptions=(t.cmd, t.mute_set_filter, t.ha_status, t.discovery, t.stream_discovery_filter),
+            # Retained mute states too: one left by a stream that is no longer configured is cleared.
+            subscriptions=(t.cmd, t.mute_set_filter, t.ha_status, t.discovery, t.stream_discovery_filter,
+                           t.mute_state_filter, t.sync),
+            sync_topic=t.sync,
             on_message=self._on_message,
             on_connected=self._on_connected,
         )
@@ -95,7 +105,7 @@ class MqttService:
         except Exception:  # noqa: BLE001
             log.exception("MQTT: a command failed")
         try:
-            self._follow_broker(daemon)
+            self._follow_broker(daemon, now)
         except Exception:  # noqa: BLE001
             log.exception("MQTT: announcing to Home Assistant failed")
         report = None
@@ -110,7 +120,7 @@ class MqttService:
                     log.exception("health report failed (further failures of this kind are logged at debug)")
                 self._last_health_error = type(e).__name__
         try:
-            self._announce()  # before health: the entities reading the report exist when it comes
+            self._announce(now)  # before health: the entities reading the report exist when it comes
         except Exception:  # noqa: BLE001
             log.exception("MQTT: announcing to Home Assistant failed")
         if report is not None:
@@ -135,16 +145,20 @@ class MqttService:
 
     # ---- Home Assistant ------------------------------------------------------------------------
 
-    def _on_connected(self) -> None:  # paho's thread
+    def _on_connected(self) -> None:  # paho's thread, before anything of this connection arrives
+        self._synced.clear()
         self._connected.set()
         self._health_now.set()
 
-    def _follow_broker(self, daemon) -> None:
+    def _follow_broker(self, daemon, now: float) -> None:
         """A (re)connect, Home Assistant's birth message, retained discovery messages: main thread."""
         if self._connected.is_set():
             self._connected.clear()
             self.announcer.force()
+            self._hold_until = now + SYNC_WAIT_S
             self._publish_mute_states(daemon)
+        if self._synced.is_set():  # read before the retained messages: they came before the marker
+            self._hold_until = None
         if self._ha_online.is_set():
             self._ha_online.clear()
             log.info("MQTT: Home Assistant came online; announcing the node again")
@@ -152,10 +166,20 @@ class MqttService:
             self._health_now.set()
         with self._retained_lock:
             retained, self._retained = self._retained, {}
+            mute_states, self._stale_mute = self._stale_mute, set()
         for topic, payload in retained.items():
             self.announcer.saw_retained(topic, payload)
+        for topic in sorted(mute_states):
+            if self.topics.stream_of_mute_state(topic) not in self.streams:
+                self.publisher.publish_now(topic, b"", qos=1, retain=True)  # a stream removed while we were away
 
-    def _announce(self) -> None:
+    def _announce(self, now: float) -> None:
+        if self._hold_until is not None:
+            if now < self._hold_until:
+                return
+            log.warning("MQTT: no echo of %s within %.0f s (does the ACL let this user read it?); announcing "
+                        "to Home Assistant without waiting for the retained configs", self.topics.sync, SYNC_WAIT_S)
+            self._hold_until = None
         for topic, payload in self.announcer.pending():
             if not payload:
                 log.info("MQTT: discovery is off; removing the retained Home Assistant config on %s", topic)
@@ -166,7 +190,8 @@ class MqttService:
             self._publish_mute_state(name, daemon.is_muted(name))
 
     def _publish_mute_state(self, stream: str, muted: bool) -> None:
-        self.publisher.publish_now(self.topics.mute_state(stream), MUTE_ON if muted else MUTE_OFF, qos=1, retain=True)
+        state = MUTE_ON if muted else MUTE_OFF
+        self.publisher.publish_now(self.topics.mute_state(stream), state, qos=1, retain=True)
 
     # ---- health --------------------------------------------------------------------------------
 
@@ -225,6 +250,8 @@ class MqttService:
             except queue.Full:
                 self._reply_error(CommandError("busy", f"more than {COMMAND_QUEUE} commands waiting; try again"),
                                   payload)
+        elif topic == t.sync:
+            self._synced.set()
         elif topic == t.ha_status:
             if payload.strip().lower() == b"online":
                 self._ha_online.set()
@@ -232,6 +259,9 @@ class MqttService:
             # Only retained copies say what the broker holds; live ones are our own announcements.
             with self._retained_lock:
                 self._retained[topic] = payload
+        elif retained and payload and t.stream_of_mute_state(topic) is not None:
+            with self._retained_lock:
+                self._stale_mute.add(topic)
 
     # ---- commands ------------------------------------------------------------------------------
 

@@ -46,6 +46,12 @@ class Topics:
         return f"{self.base}/cmd"
 
     @property
+    def sync(self) -> str:
+        """An empty marker the node sends itself after subscribing: its echo comes after every
+        retained message the subscriptions brought (the broker handles packets in order)."""
+        return f"{self.base}/sync"
+
+    @property
     def error(self) -> str:
         return f"{self.base}/error"
 
@@ -70,12 +76,22 @@ class Topics:
     def mute_set_filter(self) -> str:
         return f"{self.base}/+/mute/set"
 
+    @property
+    def mute_state_filter(self) -> str:
+        return f"{self.base}/+/mute/state"
+
     def stream_of_mute_set(self, topic: str) -> str | None:
         """The stream named in a {base}/{stream}/mute/set topic, else None."""
-        head, tail = f"{self.base}/", "/mute/set"
-        if topic.startswith(head) and topic.endswith(tail):
+        return self._stream_between(topic, f"{self.base}/", "/mute/set")
+
+    def stream_of_mute_state(self, topic: str) -> str | None:
+        return self._stream_between(topic, f"{self.base}/", "/mute/state")
+
+    @staticmethod
+    def _stream_between(topic: str, head: str, tail: str) -> str | None:
+        if topic.startswith(head) and topic.endswith(tail) and len(topic) > len(head) + len(tail):
             stream = topic[len(head):-len(tail)]
-            if stream and "/" not in stream:
+            if "/" not in stream:
                 return stream
         return None
 
@@ -94,12 +110,7 @@ class Topics:
 
     def stream_of_discovery(self, topic: str) -> str | None:
         """The stream of a stream device's discovery topic, else None (the node's own topic too)."""
-        head, tail = f"{self.discovery_prefix}/device/{self.node}/", "/config"
-        if topic.startswith(head) and topic.endswith(tail):
-            stream = topic[len(head):-len(tail)]
-            if stream and "/" not in stream:
-                return stream
-        return None
+        return self._stream_between(topic, f"{self.discovery_prefix}/device/{self.node}/", "/config")
 
     @property
     def ha_status(self) -> str:
