@@ -8,6 +8,7 @@ decides what to announce happens there. paho's thread only queues what arrives.
 from __future__ import annotations
 
 import logging
+import math
 import queue
 import threading
 import time
@@ -67,7 +68,9 @@ class MqttService:
         self._stale_mute: set[str] = set()  # retained mute states of streams not configured, same
         self._connected = threading.Event()
         self._synced = threading.Event()  # the sync marker came back after the last connect
-        self._hold_until: float | None = None  # main thread: no announcement before this, unless synced
+        # Main thread: no announcement before this (unless synced); none at all before the first connect
+        # has been handled here: paho flags the link up a moment before the connect hook runs.
+        self._hold_until: float | None = math.inf
         self._ha_online = threading.Event()
         self._health_now = threading.Event()
         self._next_health = 0.0
@@ -175,7 +178,7 @@ class MqttService:
 
     def _announce(self, now: float) -> None:
         if self._hold_until is not None:
-            if now < self._hold_until:
+            if now < self._hold_until:  # math.inf: not connected yet
                 return
             log.warning("MQTT: no echo of %s within %.0f s (does the ACL let this user read it?); announcing "
                         "to Home Assistant without waiting for the retained configs", self.topics.sync, SYNC_WAIT_S)
