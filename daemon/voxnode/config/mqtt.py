@@ -42,7 +42,8 @@ class MqttConfig:
     )
     inflight_window: int = setting(50, "Finals handed to the MQTT client at once; the rest wait in the spool.", min=1, max=1000)
     max_command_bytes: int = setting(4096, "Longest accepted command payload on {prefix}/{node}/cmd.", min=64, max=1048576)
-    discovery: bool = setting(True, "Announce a Home Assistant device (MQTT discovery).")
+    discovery: bool = setting(True, "Announce the node and its streams to Home Assistant (MQTT discovery); false also "
+                              "removes what an earlier run announced.")
     discovery_prefix: str = setting("homeassistant", "Home Assistant discovery prefix.", pattern=TOPIC_WORD)
 
     def check(self) -> None:
