@@ -39,13 +39,19 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--reference", action="store_true", help="print the documented default config instead")
 
     tr = with_config(sub.add_parser("transcribe", help="transcribe audio files (WAV, or raw with --raw)"))
-    tr.add_argument("files", nargs="+", metavar="FILE", help="WAV files of any rate/channels (files over 30 s are cut at pauses)")
+    tr.add_argument(
+        "files", nargs="+", metavar="FILE", help="WAV files of any rate/channels (files over 30 s are cut at pauses)"
+    )
     tr.add_argument("--raw", action="store_true", help="files are headerless S16_LE 16 kHz mono")
     tr.add_argument("--json", action="store_true", help="one JSON object per file instead of plain text")
 
-    with_config(sub.add_parser(
-        "mqtt-forget", help="remove this node's retained MQTT messages (Home Assistant drops its devices); "
-        "make uninstall/purge run it"))
+    with_config(
+        sub.add_parser(
+            "mqtt-forget",
+            help="remove this node's retained MQTT messages (Home Assistant drops its devices); "
+            "make uninstall/purge run it",
+        )
+    )
 
     demo = with_config(sub.add_parser("demo", help="run on a bundled speech clip through a real ALSA PCM"))
     demo.add_argument("--stdout", action="store_true", help="write every event as one JSON line on stdout")
@@ -109,8 +115,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     # SIGHUP re-reads the same file with the same overrides.
     reloader = config_loader(args.config, args.device)
     extra = _integrations(config)
-    return Daemon(config, _sinks(args.stdout) + extra.sinks, options, hooks=systemd_hooks() + extra.hooks,
-                  reloader=reloader).run()
+    return Daemon(
+        config, _sinks(args.stdout) + extra.sinks, options, hooks=systemd_hooks() + extra.hooks, reloader=reloader
+    ).run()
 
 
 def _integrations(config: Config):
@@ -135,7 +142,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         printer.start()
         extra = _integrations(config)
-        return Daemon(config, _sinks(args.stdout) + extra.sinks, RunOptions(duration_s=seconds, levels=True), hooks=extra.hooks).run()
+        return Daemon(
+            config, _sinks(args.stdout) + extra.sinks, RunOptions(duration_s=seconds, levels=True), hooks=extra.hooks
+        ).run()
     finally:
         feeder.stop()
         printer.stop()

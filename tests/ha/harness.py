@@ -71,15 +71,17 @@ class HomeAssistant:
             "  unit_system: metric\n  time_zone: UTC\n  country: NL\n  currency: EUR\n"
             f"http:\n  server_host: 127.0.0.1\n  server_port: {self.port}\n"
             "automation: !include automations.yaml\n"
-            "logger:\n  default: warning\n  logs:\n    homeassistant.components.mqtt: info\n"
-            + self.extra_config
+            "logger:\n  default: warning\n  logs:\n    homeassistant.components.mqtt: info\n" + self.extra_config
         )
         self.log_path = self.work / "home-assistant.log"
         self._out = open(self.work / "hass.stdout", "wb")
         # --skip-pip: everything it needs is in the venv already; nothing is installed at run time.
         self.proc = subprocess.Popen(
             [str(HA_VENV / "bin" / "hass"), "--config", str(c), "--skip-pip", "--log-file", str(self.log_path)],
-            stdout=self._out, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         end = time.monotonic() + timeout
         while True:
             if self.proc.poll() is not None:
@@ -97,10 +99,20 @@ class HomeAssistant:
 
     def _onboard(self) -> None:
         client_id = f"{self.url}/"
-        r = self._post("/api/onboarding/users", {"client_id": client_id, "name": "Test", "username": "test",
-                                                 "password": "voxnode-test-password", "language": "en"}, auth=False)
-        form = urllib.parse.urlencode({"grant_type": "authorization_code", "code": r["auth_code"],
-                                       "client_id": client_id}).encode()
+        r = self._post(
+            "/api/onboarding/users",
+            {
+                "client_id": client_id,
+                "name": "Test",
+                "username": "test",
+                "password": "voxnode-test-password",
+                "language": "en",
+            },
+            auth=False,
+        )
+        form = urllib.parse.urlencode(
+            {"grant_type": "authorization_code", "code": r["auth_code"], "client_id": client_id}
+        ).encode()
         with urllib.request.urlopen(urllib.request.Request(f"{self.url}/auth/token", data=form), timeout=30) as resp:
             self.token = json.loads(resp.read())["access_token"]
         self._connect_ws()
@@ -185,9 +197,12 @@ class HomeAssistant:
         self._post(f"/api/services/{domain}/{service}", data)
 
     def render(self, template: str) -> str:
-        req = urllib.request.Request(f"{self.url}/api/template", data=json.dumps({"template": template}).encode(),
-                                     headers={"Authorization": f"Bearer {self.token}",
-                                              "Content-Type": "application/json"}, method="POST")
+        req = urllib.request.Request(
+            f"{self.url}/api/template",
+            data=json.dumps({"template": template}).encode(),
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+            method="POST",
+        )
         with urllib.request.urlopen(req, timeout=30) as resp:
             return resp.read().decode()
 
@@ -199,7 +214,8 @@ class HomeAssistant:
             self._reader.join(5)
         self._ws_stack = contextlib.ExitStack()
         ws = self._ws_stack.enter_context(
-            ws_connect(f"ws://127.0.0.1:{self.port}/api/websocket", max_size=None, open_timeout=30, proxy=None))
+            ws_connect(f"ws://127.0.0.1:{self.port}/api/websocket", max_size=None, open_timeout=30, proxy=None)
+        )
         hello = json.loads(ws.recv(timeout=30))
         assert hello["type"] == "auth_required", hello
         ws.send(json.dumps({"type": "auth", "access_token": self.token}))

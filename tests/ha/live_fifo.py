@@ -18,7 +18,9 @@ PERIOD_S = 0.02
 def asoundrc(pcms: dict[str, Path]) -> str:
     return "".join(
         f'pcm.{name} {{\n    type file\n    slave.pcm "null"\n    file "/dev/null"\n    infile "{fifo}"\n'
-        f'    format "raw"\n}}\n' for name, fifo in pcms.items())
+        f'    format "raw"\n}}\n'
+        for name, fifo in pcms.items()
+    )
 
 
 class LiveFifo:
@@ -39,7 +41,7 @@ class LiveFifo:
         with self._lock:
             for i in range(0, len(pcm16), PERIOD_BYTES):
                 last = i + PERIOD_BYTES >= len(pcm16)
-                self._chunks.append((pcm16[i:i + PERIOD_BYTES], done if last else None))
+                self._chunks.append((pcm16[i : i + PERIOD_BYTES], done if last else None))
         return done
 
     def _next(self) -> tuple[bytes, threading.Event | None]:

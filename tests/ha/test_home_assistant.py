@@ -31,8 +31,10 @@ import audio_corpus as ac  # noqa: E402
 
 pytestmark = [
     pytest.mark.ha,
-    pytest.mark.skipif(not (HA_VENV / ".installed").exists(),
-                       reason=f"no Home Assistant venv in {HA_VENV}: `make test-ha` builds it (scripts/ha_venv.sh)"),
+    pytest.mark.skipif(
+        not (HA_VENV / ".installed").exists(),
+        reason=f"no Home Assistant venv in {HA_VENV}: `make test-ha` builds it (scripts/ha_venv.sh)",
+    ),
     pytest.mark.skipif(not ac.have_espeak(), reason="needs espeak-ng and sox (make deps-test)"),
 ]
 
@@ -62,9 +64,12 @@ class Stack:
         self.work = work
         self.broker = Broker(work / "broker").start()
         self.monitor = Monitor(self.broker, client_id="ha-test-monitor")
-        self.ha = HomeAssistant(work / "ha", extra_config=(
-            "counter:\n  lights_said:\n    name: lights said\n    initial: 0\n    step: 1\n"
-            "conversation:\n"))
+        self.ha = HomeAssistant(
+            work / "ha",
+            extra_config=(
+                "counter:\n  lights_said:\n    name: lights said\n    initial: 0\n    step: 1\nconversation:\n"
+            ),
+        )
         self.ha.start()
         self.entry = self.ha.add_mqtt("127.0.0.1", self.broker.port)
         alsa = work / "alsa"
@@ -76,8 +81,13 @@ class Stack:
         self.daemon_log = work / "voxnode.log"
         self._log = open(self.daemon_log, "wb")
         env = {**os.environ, "XDG_CONFIG_HOME": str(alsa), "PYTHONMALLOC": "malloc"}
-        self.daemon = subprocess.Popen([sys.executable, "-m", "voxnode", "run", "--config", str(self.config)],
-                                       cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+        self.daemon = subprocess.Popen(
+            [sys.executable, "-m", "voxnode", "run", "--config", str(self.config)],
+            cwd=ROOT,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
 
     def log(self) -> str:
         return self.daemon_log.read_text(errors="replace")
@@ -100,8 +110,11 @@ class Stack:
     # ---- what voxnode announced, and what Home Assistant made of it ----------------------------
 
     def announced(self, device: str) -> dict:
-        topic = f"homeassistant/device/{NODE}/config" if device == "node" else \
-            f"homeassistant/device/{NODE}/{device}/config"
+        topic = (
+            f"homeassistant/device/{NODE}/config"
+            if device == "node"
+            else f"homeassistant/device/{NODE}/{device}/config"
+        )
         raw = retained(self.broker, topic)
         assert raw, f"nothing retained on {topic}"
         return json.loads(raw)
@@ -114,8 +127,11 @@ class Stack:
         return {e["unique_id"]: e for e in self.ha.entity_registry() if e["platform"] == "mqtt"}
 
     def entity_id(self, unique_id: str) -> str:
-        return wait_until(lambda: self.registry().get(unique_id, {}).get("entity_id"), 120,
-                          what=f"entity with unique_id {unique_id} in Home Assistant")
+        return wait_until(
+            lambda: self.registry().get(unique_id, {}).get("entity_id"),
+            120,
+            what=f"entity with unique_id {unique_id} in Home Assistant",
+        )
 
     def health_count(self) -> int:
         return len(self.monitor.on(f"{BASE}/health"))
@@ -125,8 +141,9 @@ class Stack:
 def stack(tmp_path_factory):
     s = Stack(tmp_path_factory.mktemp("ha"))
     try:
-        wait_until(lambda: "voxnode running" in s.log() or s.daemon.poll() is not None, 120,
-                   what="voxnode run to start")
+        wait_until(
+            lambda: "voxnode running" in s.log() or s.daemon.poll() is not None, 120, what="voxnode run to start"
+        )
         assert s.daemon.poll() is None, s.log()
         yield s
     finally:
@@ -160,8 +177,11 @@ def test_every_entity_exists_with_its_device_class_unit_and_name(stack):
 
     # Health reaches Home Assistant: wait for the first report's values in the state machine.
     mute_uid = expected["kitchen"]["mute"]["unique_id"]
-    wait_until(lambda: (stack.ha.state(reg[mute_uid]["entity_id"]) or {}).get("state") == "off", 60,
-               what="the mute switch to leave unknown")
+    wait_until(
+        lambda: (stack.ha.state(reg[mute_uid]["entity_id"]) or {}).get("state") == "off",
+        60,
+        what="the mute switch to leave unknown",
+    )
     for device, comps in expected.items():
         dev = {"node": node, "kitchen": kitchen, "hall": hall}[device]
         for key, c in comps.items():
@@ -193,8 +213,11 @@ def test_every_entity_exists_with_its_device_class_unit_and_name(stack):
         assert state(stream, "dropped_frames") == str(health["streams"][stream]["dropped_frames"])
     # Home Assistant subscribed to the finals at QoS 1 (a device-level qos alone would give 0): the
     # broker logs each subscription as "<client> <qos> <topic>".
-    subs = [line.split()[-2] for line in stack.broker.log().splitlines()
-            if line.endswith(f" {BASE}/kitchen/transcript") and "PUBLISH" not in line and "\t" not in line]
+    subs = [
+        line.split()[-2]
+        for line in stack.broker.log().splitlines()
+        if line.endswith(f" {BASE}/kitchen/transcript") and "PUBLISH" not in line and "\t" not in line
+    ]
     assert subs and set(subs) == {"1"}, subs
     # Nothing announced that this machine cannot feed.
     assert ("temperature" in expected["node"]) == (health["thermal"]["soc_temp_c"] is not None)
@@ -229,12 +252,13 @@ def test_event_entity_fires_on_every_final_and_the_blueprints_act(stack):
     event = reg[kitchen["final"]["unique_id"]]["entity_id"]
     say_path = stack.ha.install_blueprint(BLUEPRINTS / "voxnode_when_i_say.yaml")
     conv_path = stack.ha.install_blueprint(BLUEPRINTS / "voxnode_final_to_conversation.yaml")
-    actions = '        - action: counter.increment\n          target:\n            entity_id: counter.lights_said\n'
+    actions = "        - action: counter.increment\n          target:\n            entity_id: counter.lights_said\n"
     stack.ha.set_automations(
         f"- id: voxnode_lights\n  alias: voxnode lights\n  use_blueprint:\n    path: {say_path}\n    input:\n"
         f"      final_event: {event}\n      phrase: Turn on the lights!\n      actions:\n{actions}"
         f"- id: voxnode_assist\n  alias: voxnode assist\n  use_blueprint:\n    path: {conv_path}\n    input:\n"
-        f"      final_event: {event}\n")
+        f"      final_event: {event}\n"
+    )
     for auto in ("automation.voxnode_lights", "automation.voxnode_assist"):
         wait_until(lambda: (stack.ha.state(auto) or {}).get("state") == "on", 30, what=f"{auto} to load")
     listed = stack.ha.ws("blueprint/list", domain="automation")
@@ -249,8 +273,11 @@ def test_event_entity_fires_on_every_final_and_the_blueprints_act(stack):
 
     def finals():
         with stack.ha.events_lock():
-            got = [e["data"]["new_state"] for e in changes
-                   if e["data"]["entity_id"] == event and e["data"].get("new_state")]
+            got = [
+                e["data"]["new_state"]
+                for e in changes
+                if e["data"]["entity_id"] == event and e["data"].get("new_state")
+            ]
         return [s for s in got if s["attributes"].get("event_type") == "final"]
 
     fired = wait_until(lambda: len(finals()) >= 2 and finals(), 90, what="two finals as events")
@@ -263,16 +290,35 @@ def test_event_entity_fires_on_every_final_and_the_blueprints_act(stack):
     assert fired[0]["attributes"]["id"] != fired[1]["attributes"]["id"]
     assert fired[0]["state"] != fired[1]["state"]  # the state is the event's time
     # "When I say ..." ran once per final: a state trigger on the transcript sensor would have run once.
-    wait_until(lambda: stack.ha.state("counter.lights_said")["state"] == "2", 30, what="the counter to reach 2",
-               detail=lambda: json.dumps(stack.ha.ws("trace/list", domain="automation", item_id="voxnode_lights"))
-               + "\n" + stack.ha.log_tail(30))
+    wait_until(
+        lambda: stack.ha.state("counter.lights_said")["state"] == "2",
+        30,
+        what="the counter to reach 2",
+        detail=lambda: (
+            json.dumps(stack.ha.ws("trace/list", domain="automation", item_id="voxnode_lights"))
+            + "\n"
+            + stack.ha.log_tail(30)
+        ),
+    )
     transcript = stack.ha.state(reg[kitchen["transcript"]["unique_id"]]["entity_id"])
     assert transcript["state"] == fired[1]["attributes"]["text"]
     last = stack.ha.state(reg[kitchen["last_final"]["unique_id"]]["entity_id"])["state"]
     assert datetime.fromisoformat(last).tzinfo is not None
     # The final went to Assist (conversation.process) twice, and the script ran to its end.
-    wait_until(lambda: len([t for t in stack.ha.ws("trace/list", domain="automation", item_id="voxnode_assist")
-                            if t.get("state") == "stopped"]) == 2, 30, what="two finished conversation runs")
+    wait_until(
+        lambda: (
+            len(
+                [
+                    t
+                    for t in stack.ha.ws("trace/list", domain="automation", item_id="voxnode_assist")
+                    if t.get("state") == "stopped"
+                ]
+            )
+            == 2
+        ),
+        30,
+        what="two finished conversation runs",
+    )
     traces = stack.ha.ws("trace/list", domain="automation", item_id="voxnode_assist")
     assert [t["script_execution"] for t in traces] == ["finished", "finished"], traces
 
@@ -288,8 +334,11 @@ def test_buttons_publish_health_and_reload_and_a_removed_stream_disappears(stack
     stack.ha.call("button", "press", entity_id=reg[node["publish_health"]["unique_id"]]["entity_id"])
     wait_until(lambda: stack.health_count() > n, 30, what="health published by the button")
     # The report after the finals carries the latency: the diagnostic sensor now has a value.
-    wait_until(lambda: stack.ha.state(latency)["state"] not in ("unknown", "unavailable"), 30,
-               what="the latency sensor to show the finals' latency")
+    wait_until(
+        lambda: stack.ha.state(latency)["state"] not in ("unknown", "unavailable"),
+        30,
+        what="the latency sensor to show the finals' latency",
+    )
     assert float(stack.ha.state(latency)["state"]) > 0
 
     daemon_config(stack.config, stack.broker, stack.work / "spool.sqlite", hall=False)
@@ -320,6 +369,9 @@ HA_OWN_WARNINGS = (
 def test_home_assistant_logged_no_problem_with_what_voxnode_sent(stack):
     # Template errors, refused discovery payloads, unknown options, bad event payloads: Home Assistant
     # logs them as warnings or errors.
-    bad = [line for line in stack.ha.log().splitlines()
-           if (" WARNING " in line or " ERROR " in line) and not any(w in line for w in HA_OWN_WARNINGS)]
+    bad = [
+        line
+        for line in stack.ha.log().splitlines()
+        if (" WARNING " in line or " ERROR " in line) and not any(w in line for w in HA_OWN_WARNINGS)
+    ]
     assert not bad, "\n".join(bad[:20])

@@ -38,9 +38,18 @@ def make_config(tmp_path: Path, broker: Broker, streams: dict[str, str], **mqtt)
     return dataclasses.replace(
         base,
         streams=tuple(StreamConfig(name=n, device="null", area=a) for n, a in streams.items()),
-        mqtt=dataclasses.replace(base.mqtt, enabled=True, host="127.0.0.1", port=broker.port, node_id="testnode",
-                                 reconnect_min_s=0.2, reconnect_max_s=1.0,
-                                 spool_path=str(tmp_path / "spool.sqlite"), **mqtt))
+        mqtt=dataclasses.replace(
+            base.mqtt,
+            enabled=True,
+            host="127.0.0.1",
+            port=broker.port,
+            node_id="testnode",
+            reconnect_min_s=0.2,
+            reconnect_max_s=1.0,
+            spool_path=str(tmp_path / "spool.sqlite"),
+            **mqtt,
+        ),
+    )
 
 
 class StandInDaemon:
@@ -55,9 +64,20 @@ class StandInDaemon:
         return [s.name for s in self.config.effective_streams()]
 
     def snapshot(self):
-        return {"uptime_s": 1.0, "streams": {n: {"state": "running", "queue_depth": 0, "dropped_frames": 0,
-                                                 "xruns": 0, "device_errors": 0, **self.extra}
-                                             for n in self.stream_names()}}
+        return {
+            "uptime_s": 1.0,
+            "streams": {
+                n: {
+                    "state": "running",
+                    "queue_depth": 0,
+                    "dropped_frames": 0,
+                    "xruns": 0,
+                    "device_errors": 0,
+                    **self.extra,
+                }
+                for n in self.stream_names()
+            },
+        }
 
     def is_muted(self, s):
         return s in self.muted
@@ -114,15 +134,19 @@ def test_a_stream_removed_on_reload_is_sent_as_tombstones_and_its_mute_state_cle
     daemon = StandInDaemon(config)
     run = Running(config, daemon)
     try:
-        assert run.tick_until(lambda: retained(broker, stream_topic("hall"))
-                              and retained(broker, f"{BASE}/hall/mute/state"))
+        assert run.tick_until(
+            lambda: retained(broker, stream_topic("hall")) and retained(broker, f"{BASE}/hall/mute/state")
+        )
         hall = validate("discovery", retained(broker, stream_topic("hall")))
         kitchen = validate("discovery", retained(broker, stream_topic("kitchen")))
         assert "sa" not in hall["dev"] and kitchen["dev"]["sa"] == "Kitchen"
         daemon.config = dataclasses.replace(config, streams=config.streams[:1])  # hall removed from the file
         run.svc.on_reloaded(daemon, ReloadResult(ok=True))
-        assert run.tick_until(lambda: is_tombstone((retained_json(broker, stream_topic("hall")) or {}).get("cmps")
-                                                   or {"x": {"p": 1, "more": 1}}))
+        assert run.tick_until(
+            lambda: is_tombstone(
+                (retained_json(broker, stream_topic("hall")) or {}).get("cmps") or {"x": {"p": 1, "more": 1}}
+            )
+        )
         gone = validate("discovery", retained(broker, stream_topic("hall")))
         # Every component hall had, by platform: Home Assistant removes each, then the device.
         assert {k: c["p"] for k, c in gone["cmps"].items()} == {k: c["p"] for k, c in hall["cmps"].items()}
@@ -141,8 +165,13 @@ def test_a_stream_removed_while_the_daemon_was_down_is_removed_from_what_the_bro
     run = Running(second, StandInDaemon(second))
     try:
         # Learnt from the retained copy the broker hands over on subscribe, not from local state.
-        assert run.tick_until(lambda: (retained_json(broker, stream_topic("hall")) or {}).get("cmps") and
-                              is_tombstone(retained_json(broker, stream_topic("hall"))["cmps"]), 15)
+        assert run.tick_until(
+            lambda: (
+                (retained_json(broker, stream_topic("hall")) or {}).get("cmps")
+                and is_tombstone(retained_json(broker, stream_topic("hall"))["cmps"])
+            ),
+            15,
+        )
         assert run.tick_until(lambda: retained(broker, f"{BASE}/hall/mute/state", timeout=0.5) is None)
         assert retained(broker, f"{BASE}/kitchen/mute/state") == b"OFF"
     finally:
@@ -151,11 +180,16 @@ def test_a_stream_removed_while_the_daemon_was_down_is_removed_from_what_the_bro
 
 def test_components_no_longer_announced_are_tombstoned_and_the_tombstones_kept(tmp_path, broker, monitor_for):
     # What an older voxnode left: one device with per-stream entities and a temperature sensor.
-    old = {"dev": {"ids": ["voxnode_testnode"], "name": "voxnode testnode"}, "o": {"name": "voxnode"},
-           "avty_t": f"{BASE}/status", "cmps": {
-               "mic_transcript": {"p": "sensor", "name": "mic transcript", "unique_id": "x1", "state_topic": "a"},
-               "temperature": {"p": "sensor", "name": "SoC temperature", "unique_id": "x2", "state_topic": "b"},
-               "rss": {"p": "sensor", "name": "Memory (RSS)", "unique_id": "x3", "state_topic": "c"}}}
+    old = {
+        "dev": {"ids": ["voxnode_testnode"], "name": "voxnode testnode"},
+        "o": {"name": "voxnode"},
+        "avty_t": f"{BASE}/status",
+        "cmps": {
+            "mic_transcript": {"p": "sensor", "name": "mic transcript", "unique_id": "x1", "state_topic": "a"},
+            "temperature": {"p": "sensor", "name": "SoC temperature", "unique_id": "x2", "state_topic": "b"},
+            "rss": {"p": "sensor", "name": "Memory (RSS)", "unique_id": "x3", "state_topic": "c"},
+        },
+    }
     mon = monitor_for(broker)
     mon.client.publish(NODE_TOPIC, json.dumps(old), qos=1, retain=True).wait_for_publish(5)
     config = make_config(tmp_path, broker, {"mic": ""})
@@ -229,8 +263,13 @@ def test_discovery_switched_off_leaves_empty_retained_configs(tmp_path, broker):
     off = make_config(tmp_path, broker, {"kitchen": ""}, discovery=False)
     run = Running(off, StandInDaemon(off))
     try:
-        assert run.tick_until(lambda: all(retained(broker, t, timeout=0.5) is None
-                                          for t in (NODE_TOPIC, stream_topic("kitchen"), stream_topic("hall"))), 15)
+        assert run.tick_until(
+            lambda: all(
+                retained(broker, t, timeout=0.5) is None
+                for t in (NODE_TOPIC, stream_topic("kitchen"), stream_topic("hall"))
+            ),
+            15,
+        )
         assert retained(broker, f"{BASE}/kitchen/mute/state") == b"OFF"  # the node itself still works
     finally:
         run.close()
@@ -242,8 +281,11 @@ def test_announcer_sends_a_removed_streams_tombstones_once():
     a.set_streams([StreamDevice("kitchen"), StreamDevice("hall")])
     assert a.pending() == []  # nothing before the first health report: entities depend on it
     a.add_capabilities({"streams": {}, "thermal": {"soc_temp_c": None, "throttled": None}, "mqtt": {}})
-    assert {t for t, _ in a.pending()} == {topics.discovery, topics.stream_discovery("kitchen"),
-                                           topics.stream_discovery("hall")}
+    assert {t for t, _ in a.pending()} == {
+        topics.discovery,
+        topics.stream_discovery("kitchen"),
+        topics.stream_discovery("hall"),
+    }
     assert a.pending() == []  # nothing changed: nothing sent (it runs every tick)
     a.set_streams([StreamDevice("kitchen")])
     out = dict(a.pending())
@@ -268,8 +310,9 @@ def test_an_area_change_on_reload_reannounces_without_restarting_the_capture(tmp
         assert run.tick_until(lambda: retained(broker, stream_topic("kitchen")))
         daemon.config = moved
         run.svc.on_reloaded(daemon, ReloadResult(ok=True))
-        assert run.tick_until(lambda: (retained_json(broker, stream_topic("kitchen")) or {})
-                              .get("dev", {}).get("sa") == "Living room")
+        assert run.tick_until(
+            lambda: (retained_json(broker, stream_topic("kitchen")) or {}).get("dev", {}).get("sa") == "Living room"
+        )
     finally:
         run.close()
 
@@ -312,8 +355,13 @@ def test_mqtt_forget_and_uninstall_clear_every_retained_message_of_the_node(tmp_
     (root / "etc/voxnode").mkdir(parents=True)
     (root / "etc/voxnode/config.toml").write_text(cfg.read_text())
     env = {**os.environ, "VOXNODE_BIN": str(Path(voxnode_cmd[0]).parent / "voxnode")}
-    p = subprocess.run([str(ROOT / "scripts/install.sh"), "uninstall", "--root", str(root)], capture_output=True,
-                       text=True, timeout=60, env=env)
+    p = subprocess.run(
+        [str(ROOT / "scripts/install.sh"), "uninstall", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert p.returncode == 0, p.stderr + p.stdout
     assert "removed 5 retained" in p.stdout or "5 retained message(s) removed" in p.stderr + p.stdout, p.stdout
     assert all(retained(broker, t, timeout=0.5) is None for t in topics)
@@ -324,6 +372,9 @@ def test_mqtt_forget_names_an_unreachable_broker_in_one_line(tmp_path, voxnode_c
     cfg = write_config(tmp_path / "c.toml", b)
     p = subprocess.run([*voxnode_cmd, "mqtt-forget", "--config", str(cfg)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 1
-    assert p.stderr.strip().splitlines()[-1].startswith("voxnode: error: mqtt-forget: cannot connect to the broker "
-                                                        f"127.0.0.1:{b.port}")
+    assert (
+        p.stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"voxnode: error: mqtt-forget: cannot connect to the broker 127.0.0.1:{b.port}")
+    )
     assert "Traceback" not in p.stderr

@@ -43,8 +43,10 @@ def test_every_payload_type_matches_its_schema(tmp_path, broker, monitor_for, fe
     validate("memory", mon.on(f"{BASE}/debug/memory")[0])
     validate("error", mon.on(f"{BASE}/error")[0])
     discovery = [m for m in mon.matching("/config") if m[0].startswith("homeassistant/device/testnode/")]
-    assert {t for t, _, _ in discovery} == {"homeassistant/device/testnode/config",
-                                            "homeassistant/device/testnode/mic/config"}
+    assert {t for t, _, _ in discovery} == {
+        "homeassistant/device/testnode/config",
+        "homeassistant/device/testnode/mic/config",
+    }
     for _, p, _ in discovery:
         validate("discovery", p)
     for p in mon.on(f"{BASE}/status"):
@@ -94,7 +96,8 @@ def test_online_is_republished_after_a_broker_restart(tmp_path, broker, monitor_
 
 
 def test_discovery_announces_node_and_stream_devices_and_reannounces_when_ha_comes_online(
-        tmp_path, broker, monitor_for, feeders, validate):
+    tmp_path, broker, monitor_for, feeders, validate
+):
     mon = monitor_for(broker)
     cfg = write_config(tmp_path / "c.toml", broker, stream="kitchen", stream_area="Kitchen")
     f = feeders(cfg, count=1, interval=0.1, tag="disc")
@@ -206,8 +209,13 @@ def test_voxnode_run_cli_publishes_status_health_discovery(tmp_path, broker, mon
 
     mon = monitor_for(broker)
     cfg = write_config(tmp_path / "c.toml", broker, health={"tracemalloc_frames": 1})
-    p = subprocess.run([*voxnode_cmd, "run", "--config", str(cfg), "--file", str(bundled_clip()), "--duration", "3"],
-                       capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONMALLOC": "malloc"})
+    p = subprocess.run(
+        [*voxnode_cmd, "run", "--config", str(cfg), "--file", str(bundled_clip()), "--duration", "3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONMALLOC": "malloc"},
+    )
     assert p.returncode == 0, p.stderr
     assert mon.wait_for(lambda: mon.on(f"{BASE}/status")[-1:] == [b"offline"])
     assert mon.on(f"{BASE}/status")[0] == b"online"

@@ -7,17 +7,17 @@ from voxnode.config.fields import InvalidValue, setting
 STREAM_NAME_PATTERN = r"[A-Za-z0-9_-]{1,32}"
 # A Home Assistant area name: printable text, no control characters, at most 100 characters.
 AREA_PATTERN = r"[^\x00-\x1f\x7f]{1,100}"
-AREA_DOC = ('Home Assistant area suggested for this stream\'s device, e.g. "Kitchen" '
-            '(used when Home Assistant first sees the device); "" = none.')
+AREA_DOC = (
+    'Home Assistant area suggested for this stream\'s device, e.g. "Kitchen" '
+    '(used when Home Assistant first sees the device); "" = none.'
+)
 
 
 @dataclass(frozen=True)
 class AudioConfig:
     device: str = setting("default", "ALSA capture PCM of the single default stream (see `voxnode devices`).")
     channel: int = setting(0, "Channel of a multi-channel device that carries the voice (0 = first).", min=0, max=31)
-    channels: int = setting(
-        0, "Channels to open the device with; 0 = just enough for `channel`.", min=0, max=32
-    )
+    channels: int = setting(0, "Channels to open the device with; 0 = just enough for `channel`.", min=0, max=32)
     resample: str = setting(
         "alsa",
         'If the device refuses 16 kHz: "alsa" reopens it through ALSA\'s plug layer, "off" fails.',
@@ -27,15 +27,18 @@ class AudioConfig:
         8, "ALSA buffer size in 20 ms periods; more survives scheduling hiccups, costs latency.", min=2, max=64
     )
     ring_seconds: float = setting(
-        10.0, "Capture ring buffer per stream, in seconds; when full the oldest audio is dropped (counted).",
-        min=0.5, max=300.0,
+        10.0,
+        "Capture ring buffer per stream, in seconds; when full the oldest audio is dropped (counted).",
+        min=0.5,
+        max=300.0,
     )
     retry_initial_s: float = setting(
         1.0, "First retry delay after a device fails to open or disappears.", min=0.1, max=60.0
     )
     retry_max_s: float = setting(30.0, "Longest retry delay (the delay doubles up to this).", min=1.0, max=3600.0)
-    area: str = setting("", AREA_DOC.replace("this stream's", 'the single stream\'s ("mic")'),
-                        pattern=AREA_PATTERN, compare=False)
+    area: str = setting(
+        "", AREA_DOC.replace("this stream's", 'the single stream\'s ("mic")'), pattern=AREA_PATTERN, compare=False
+    )
 
     def check(self) -> None:
         if self.channels and self.channel >= self.channels:

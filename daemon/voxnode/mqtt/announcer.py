@@ -121,8 +121,7 @@ class Announcer:
             return []  # entities depend on what it shows
         desired: dict[str, dict] = {}
         node_topic = self.topics.discovery
-        desired[node_topic] = node_payload(self.topics, self._caps, board=self.board,
-                                           backlog_limit=self.backlog_limit)
+        desired[node_topic] = node_payload(self.topics, self._caps, board=self.board, backlog_limit=self.backlog_limit)
         for stream in self._streams:
             desired[self.topics.stream_discovery(stream.name)] = stream_payload(self.topics, stream, self._caps)
         for topic, payload in desired.items():

@@ -79,8 +79,12 @@ def make_paho_client(c: MqttConfig, client_id: str) -> mqtt.Client:
             if path and not os.access(path, os.R_OK):
                 raise MqttConfigError(f"mqtt.{key} = {path!r}: file does not exist or is not readable")
         try:
-            client.tls_set(ca_certs=c.tls_ca or None, certfile=c.tls_cert or None, keyfile=c.tls_key or None,
-                           cert_reqs=ssl.CERT_REQUIRED)
+            client.tls_set(
+                ca_certs=c.tls_ca or None,
+                certfile=c.tls_cert or None,
+                keyfile=c.tls_key or None,
+                cert_reqs=ssl.CERT_REQUIRED,
+            )
         except (ssl.SSLError, OSError, ValueError) as e:
             raise MqttConfigError(f"mqtt TLS files (tls_ca/tls_cert/tls_key) cannot be loaded: {e}") from None
         client.tls_insecure_set(c.tls_insecure)
@@ -152,9 +156,15 @@ class MqttPublisher:
         self._thread.start()
         self.client.connect_async(self.config.host, self.config.effective_port, keepalive=self.config.keepalive)
         self.client.loop_start()
-        log.info("MQTT: connecting to %s:%d as %s (topics %s/...), spool %s with %d unsent final(s)",
-                 self.config.host, self.config.effective_port, self.client._client_id.decode(), self.topics.base,
-                 self.spool.path, self.spool.count)
+        log.info(
+            "MQTT: connecting to %s:%d as %s (topics %s/...), spool %s with %d unsent final(s)",
+            self.config.host,
+            self.config.effective_port,
+            self.client._client_id.decode(),
+            self.topics.base,
+            self.spool.path,
+            self.spool.count,
+        )
 
     # ---- producer side (any thread, never blocks) ---------------------------------------------
 
@@ -162,8 +172,12 @@ class MqttPublisher:
         if self._mailbox.put("final", event):
             return True
         self.stats.finals_refused += 1
-        log.error("MQTT: publisher queue full (%d finals waiting); final %s of stream %s is NOT spooled",
-                  FINALS_QUEUE, event.get("id"), event.get("stream"))
+        log.error(
+            "MQTT: publisher queue full (%d finals waiting); final %s of stream %s is NOT spooled",
+            FINALS_QUEUE,
+            event.get("id"),
+            event.get("stream"),
+        )
         return False
 
     def submit_partial(self, event: dict) -> None:
@@ -197,8 +211,12 @@ class MqttPublisher:
         self.stats.connects += 1
         self.stats.last_connect_wall = time.time()
         self._last_logged_failure = ""
-        log.info("MQTT: connected to %s (session present: %s); %d final(s) waiting", where,
-                 flags.session_present, self.spool.count)
+        log.info(
+            "MQTT: connected to %s (session present: %s); %d final(s) waiting",
+            where,
+            flags.session_present,
+            self.spool.count,
+        )
         client.publish(self.topics.status, "online", qos=1, retain=True)
         if self._subscriptions:
             client.subscribe([(topic, 1) for topic in self._subscriptions])
@@ -221,8 +239,9 @@ class MqttPublisher:
             why = err.strerror or str(err) or type(err).__name__
         else:
             why = "connection failed"
-        self._report_failure(f"MQTT: cannot connect to {where}: {why}; retrying with backoff "
-                             f"(up to {self.config.reconnect_max_s:.0f} s)")
+        self._report_failure(
+            f"MQTT: cannot connect to {where}: {why}; retrying with backoff (up to {self.config.reconnect_max_s:.0f} s)"
+        )
 
     def _report_failure(self, message: str) -> None:
         self.stats.last_error = message
@@ -240,8 +259,11 @@ class MqttPublisher:
             self.stats.disconnects += 1
             if not self._stopped.is_set():
                 self.stats.last_error = f"disconnected: {reason_code}"
-                log.warning("MQTT: lost the broker (%s); %d final(s) kept in the spool, reconnecting",
-                            reason_code, self.spool.count)
+                log.warning(
+                    "MQTT: lost the broker (%s); %d final(s) kept in the spool, reconnecting",
+                    reason_code,
+                    self.spool.count,
+                )
 
     def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
         self._mailbox.put("ack", (mid, reason_code))
@@ -297,9 +319,15 @@ class MqttPublisher:
             self.client.publish(self.topics.transcript(event["stream"]), dumps(payload), qos=self.config.qos)
             return
         if dropped:
-            log.error("MQTT spool full (%d finals): dropped the %d oldest unsent final(s), seq %d..%d "
-                      "(%d dropped in total); raise mqtt.spool_max_messages or fix the broker link",
-                      self.spool.max_messages, len(dropped), dropped[0], dropped[-1], self.spool.dropped_total)
+            log.error(
+                "MQTT spool full (%d finals): dropped the %d oldest unsent final(s), seq %d..%d "
+                "(%d dropped in total); raise mqtt.spool_max_messages or fix the broker link",
+                self.spool.max_messages,
+                len(dropped),
+                dropped[0],
+                dropped[-1],
+                self.spool.dropped_total,
+            )
 
     def _publish_partial(self, event: dict) -> None:
         if self.stats.connected:
@@ -315,9 +343,13 @@ class MqttPublisher:
             return None  # a status/discovery message, not a final
         if reason_code is not None and getattr(reason_code, "is_failure", False):
             self.stats.rejected += 1
-            log.error("MQTT: broker refused final seq %d on %s: %s (check the broker's ACL for this user); "
-                      "it stays in the spool and is retried after the next restart",
-                      seq, self.topics.base, reason_code)
+            log.error(
+                "MQTT: broker refused final seq %d on %s: %s (check the broker's ACL for this user); "
+                "it stays in the spool and is retried after the next restart",
+                seq,
+                self.topics.base,
+                reason_code,
+            )
             return None
         return seq
 
@@ -357,8 +389,11 @@ class MqttPublisher:
         self.client.loop_stop()
         self._drain_acks_after_stop()
         if self.spool.count:
-            log.warning("MQTT: %d final(s) not yet acknowledged stay in %s and are sent after the next start",
-                        self.spool.count, self.spool.path)
+            log.warning(
+                "MQTT: %d final(s) not yet acknowledged stay in %s and are sent after the next start",
+                self.spool.count,
+                self.spool.path,
+            )
         self.spool.close()
 
     def _drain_acks_after_stop(self) -> None:

@@ -41,8 +41,9 @@ class Command:
 
 def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Command:
     if len(payload) > max_bytes:
-        raise CommandError("too_large", f"command is {len(payload)} bytes; the limit is {max_bytes} "
-                                        "(mqtt.max_command_bytes)")
+        raise CommandError(
+            "too_large", f"command is {len(payload)} bytes; the limit is {max_bytes} (mqtt.max_command_bytes)"
+        )
     try:
         data = json.loads(payload.decode("utf-8"))
     except UnicodeDecodeError:
@@ -58,8 +59,9 @@ def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Comm
     if not isinstance(name, str):
         raise CommandError("malformed", 'missing "cmd" (one of: ' + ", ".join(COMMANDS) + ")", cid=cid)
     if name not in COMMANDS:
-        raise CommandError("unknown_command", f"unknown command {name!r}; known: " + ", ".join(COMMANDS),
-                           command=name, cid=cid)
+        raise CommandError(
+            "unknown_command", f"unknown command {name!r}; known: " + ", ".join(COMMANDS), command=name, cid=cid
+        )
     allowed = set(COMMANDS[name]) | set(OPTIONAL) | {"cmd"}
     extra = sorted(set(data) - allowed)
     if extra:
@@ -68,11 +70,13 @@ def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Comm
     if "stream" in COMMANDS[name]:
         stream = data.get("stream")
         if not isinstance(stream, str):
-            raise CommandError("bad_argument", f'{name}: "stream" is required (one of: {", ".join(streams)})',
-                               command=name, cid=cid)
+            raise CommandError(
+                "bad_argument", f'{name}: "stream" is required (one of: {", ".join(streams)})', command=name, cid=cid
+            )
         if stream not in streams:
-            raise CommandError("unknown_stream", f"{name}: no stream {stream!r}; streams: {', '.join(streams)}",
-                               command=name, cid=cid)
+            raise CommandError(
+                "unknown_stream", f"{name}: no stream {stream!r}; streams: {', '.join(streams)}", command=name, cid=cid
+            )
     return Command(name=name, stream=stream, id=cid)
 
 
@@ -86,8 +90,9 @@ def parse_mute_set(topic: str, stream: str, payload: bytes, *, streams: list[str
     if name is None:
         raise CommandError("bad_argument", f"{topic}: payload must be ON or OFF, got {text[:40]!r}", command="mute")
     if stream not in streams:
-        raise CommandError("unknown_stream", f"{topic}: no stream {stream!r}; streams: {', '.join(streams)}",
-                           command=name)
+        raise CommandError(
+            "unknown_stream", f"{topic}: no stream {stream!r}; streams: {', '.join(streams)}", command=name
+        )
     return Command(name=name, stream=stream)
 
 

@@ -57,8 +57,9 @@ class Capabilities:
             throttling=thermal.get("throttled") is not None,
             spool_problem="spool_problem" in mqtt,
             finals_lost="finals_lost" in mqtt,
-            noise_floor=frozenset(name for name, st in streams.items()
-                                  if isinstance(st, dict) and "noise_floor_dbfs" in st),
+            noise_floor=frozenset(
+                name for name, st in streams.items() if isinstance(st, dict) and "noise_floor_dbfs" in st
+            ),
         )
 
     def __or__(self, other: Capabilities) -> Capabilities:
@@ -103,14 +104,31 @@ def _base(topics: Topics, device: dict) -> dict:
 
 
 def _sensor(uid: str, name: str, state_topic: str, template: str, **extra) -> dict:
-    return {"p": "sensor", "name": name, "unique_id": uid, "state_topic": state_topic,
-            "value_template": template, "qos": QOS, **extra}
+    return {
+        "p": "sensor",
+        "name": name,
+        "unique_id": uid,
+        "state_topic": state_topic,
+        "value_template": template,
+        "qos": QOS,
+        **extra,
+    }
 
 
 def _problem(uid: str, name: str, state_topic: str, template: str, attributes: str | None = None, **extra) -> dict:
-    cfg = {"p": "binary_sensor", "name": name, "unique_id": uid, "state_topic": state_topic,
-           "value_template": template, "device_class": "problem", "payload_on": "ON", "payload_off": "OFF",
-           "qos": QOS, "entity_category": "diagnostic", **extra}
+    cfg = {
+        "p": "binary_sensor",
+        "name": name,
+        "unique_id": uid,
+        "state_topic": state_topic,
+        "value_template": template,
+        "device_class": "problem",
+        "payload_on": "ON",
+        "payload_off": "OFF",
+        "qos": QOS,
+        "entity_category": "diagnostic",
+        **extra,
+    }
     if attributes:
         cfg["json_attributes_topic"] = state_topic
         cfg["json_attributes_template"] = attributes
@@ -118,70 +136,151 @@ def _problem(uid: str, name: str, state_topic: str, template: str, attributes: s
 
 
 def _button(uid: str, name: str, topics: Topics, command: str, **extra) -> dict:
-    return {"p": "button", "name": name, "unique_id": uid, "command_topic": topics.cmd,
-            "payload_press": '{"cmd":"%s"}' % command, "qos": QOS, "retain": False, **extra}
+    return {
+        "p": "button",
+        "name": name,
+        "unique_id": uid,
+        "command_topic": topics.cmd,
+        "payload_press": '{"cmd":"%s"}' % command,
+        "qos": QOS,
+        "retain": False,
+        **extra,
+    }
 
 
 def node_payload(topics: Topics, caps: Capabilities, *, board: str | None, backlog_limit: int) -> dict:
     """The node's device: process, board and MQTT health, and the buttons."""
     node, health = topics.node, topics.health
-    device = {"ids": [node_device_id(topics)], "name": f"voxnode {node}", "mf": "voxnode",
-              "mdl": "voxnode speech-to-text node", "sw": __version__}
+    device = {
+        "ids": [node_device_id(topics)],
+        "name": f"voxnode {node}",
+        "mf": "voxnode",
+        "mdl": "voxnode speech-to-text node",
+        "sw": __version__,
+    }
     if board:
         device["hw"] = board
     out = _base(topics, device)
     c = out["cmps"]
     diag = {"entity_category": "diagnostic"}
-    c["rss"] = _sensor(f"voxnode_{node}_rss", "Memory (RSS)", health,
-                       "{{ (value_json.process.rss_bytes / 1048576) | round(1) }}",
-                       unit_of_measurement="MiB", device_class="data_size", state_class="measurement", **diag)
-    c["cpu"] = _sensor(f"voxnode_{node}_cpu", "CPU", health, "{{ value_json.process.cpu_percent }}",
-                       unit_of_measurement="%", state_class="measurement", icon="mdi:cpu-64-bit", **diag)
+    c["rss"] = _sensor(
+        f"voxnode_{node}_rss",
+        "Memory (RSS)",
+        health,
+        "{{ (value_json.process.rss_bytes / 1048576) | round(1) }}",
+        unit_of_measurement="MiB",
+        device_class="data_size",
+        state_class="measurement",
+        **diag,
+    )
+    c["cpu"] = _sensor(
+        f"voxnode_{node}_cpu",
+        "CPU",
+        health,
+        "{{ value_json.process.cpu_percent }}",
+        unit_of_measurement="%",
+        state_class="measurement",
+        icon="mdi:cpu-64-bit",
+        **diag,
+    )
     if caps.temperature:
-        c["temperature"] = _sensor(f"voxnode_{node}_soc_temp", "SoC temperature", health,
-                                   "{{ value_json.thermal.soc_temp_c }}", unit_of_measurement="°C",
-                                   device_class="temperature", state_class="measurement", **diag)
-    c["backlog"] = _sensor(f"voxnode_{node}_mqtt_backlog", "MQTT backlog", health,
-                           "{{ (value_json.mqtt or {}).backlog | default(None) }}", unit_of_measurement="messages",
-                           state_class="measurement", icon="mdi:tray-full", **diag)
-    c["finals_refused"] = _sensor(f"voxnode_{node}_finals_refused", "Finals refused", health,
-                                  "{{ (value_json.mqtt or {}).finals_refused | default(None) }}",
-                                  unit_of_measurement="finals", state_class="total_increasing", **diag)
+        c["temperature"] = _sensor(
+            f"voxnode_{node}_soc_temp",
+            "SoC temperature",
+            health,
+            "{{ value_json.thermal.soc_temp_c }}",
+            unit_of_measurement="°C",
+            device_class="temperature",
+            state_class="measurement",
+            **diag,
+        )
+    c["backlog"] = _sensor(
+        f"voxnode_{node}_mqtt_backlog",
+        "MQTT backlog",
+        health,
+        "{{ (value_json.mqtt or {}).backlog | default(None) }}",
+        unit_of_measurement="messages",
+        state_class="measurement",
+        icon="mdi:tray-full",
+        **diag,
+    )
+    c["finals_refused"] = _sensor(
+        f"voxnode_{node}_finals_refused",
+        "Finals refused",
+        health,
+        "{{ (value_json.mqtt or {}).finals_refused | default(None) }}",
+        unit_of_measurement="finals",
+        state_class="total_increasing",
+        **diag,
+    )
     if caps.finals_lost:
-        c["finals_lost"] = _sensor(f"voxnode_{node}_finals_lost", "Finals lost", health,
-                                   "{{ (value_json.mqtt or {}).finals_lost | default(None) }}",
-                                   unit_of_measurement="finals", state_class="total_increasing", **diag)
-    c["leak"] = _problem(f"voxnode_{node}_leak", "Memory leak", health,
-                         "{{ 'ON' if value_json.memory.leak.suspected else 'OFF' }}",
-                         "{{ value_json.memory.leak | to_json }}")
+        c["finals_lost"] = _sensor(
+            f"voxnode_{node}_finals_lost",
+            "Finals lost",
+            health,
+            "{{ (value_json.mqtt or {}).finals_lost | default(None) }}",
+            unit_of_measurement="finals",
+            state_class="total_increasing",
+            **diag,
+        )
+    c["leak"] = _problem(
+        f"voxnode_{node}_leak",
+        "Memory leak",
+        health,
+        "{{ 'ON' if value_json.memory.leak.suspected else 'OFF' }}",
+        "{{ value_json.memory.leak | to_json }}",
+    )
     # More finals waiting than one in-flight window: the broker is not taking them as fast as they come
     # (link down between reports, or refused by an ACL: they stay in the spool).
-    c["spool_backlog"] = _problem(f"voxnode_{node}_spool_backlog", "Spool backlog", health,
-                                  "{{ 'ON' if ((value_json.mqtt or {}).backlog | default(0)) > %d else 'OFF' }}"
-                                  % backlog_limit)
+    c["spool_backlog"] = _problem(
+        f"voxnode_{node}_spool_backlog",
+        "Spool backlog",
+        health,
+        "{{ 'ON' if ((value_json.mqtt or {}).backlog | default(0)) > %d else 'OFF' }}" % backlog_limit,
+    )
     if caps.spool_problem:
-        c["spool_problem"] = _problem(f"voxnode_{node}_spool_problem", "Spool problem", health,
-                                      "{{ 'ON' if (value_json.mqtt or {}).spool_problem else 'OFF' }}",
-                                      "{{ {'problem': (value_json.mqtt or {}).spool_problem} | to_json }}")
+        c["spool_problem"] = _problem(
+            f"voxnode_{node}_spool_problem",
+            "Spool problem",
+            health,
+            "{{ 'ON' if (value_json.mqtt or {}).spool_problem else 'OFF' }}",
+            "{{ {'problem': (value_json.mqtt or {}).spool_problem} | to_json }}",
+        )
     if caps.throttling:
         flags = "(value_json.thermal.throttled or {})"
         c["throttled"] = _problem(
-            f"voxnode_{node}_throttled", "Throttled or under-voltage", health,
+            f"voxnode_{node}_throttled",
+            "Throttled or under-voltage",
+            health,
             "{%% set t = %s %%}{{ 'ON' if t.get('under_voltage') or t.get('throttled') or t.get('freq_capped') "
             "or t.get('soft_temp_limit') else 'OFF' }}" % flags,
-            "{{ %s | to_json }}" % flags)
-    c["reload"] = _button(f"voxnode_{node}_reload", "Reload config", topics, "reload",
-                          entity_category="config", icon="mdi:reload")
-    c["publish_health"] = _button(f"voxnode_{node}_publish_health", "Publish health", topics, "health",
-                                  entity_category="diagnostic", icon="mdi:heart-pulse")
+            "{{ %s | to_json }}" % flags,
+        )
+    c["reload"] = _button(
+        f"voxnode_{node}_reload", "Reload config", topics, "reload", entity_category="config", icon="mdi:reload"
+    )
+    c["publish_health"] = _button(
+        f"voxnode_{node}_publish_health",
+        "Publish health",
+        topics,
+        "health",
+        entity_category="diagnostic",
+        icon="mdi:heart-pulse",
+    )
     return out
 
 
 def stream_payload(topics: Topics, stream: StreamDevice, caps: Capabilities) -> dict:
     """One stream's device: what it hears and how its capture is doing."""
     node, s, health = topics.node, stream.name, topics.health
-    device = {"ids": [stream_device_id(topics, s)], "name": f"voxnode {node} {s}", "mf": "voxnode",
-              "mdl": "voxnode microphone stream", "sw": __version__, "via_device": node_device_id(topics)}
+    device = {
+        "ids": [stream_device_id(topics, s)],
+        "name": f"voxnode {node} {s}",
+        "mf": "voxnode",
+        "mdl": "voxnode microphone stream",
+        "sw": __version__,
+        "via_device": node_device_id(topics),
+    }
     if stream.area:
         device["sa"] = stream.area
     out = _base(topics, device)
@@ -189,45 +288,102 @@ def stream_payload(topics: Topics, stream: StreamDevice, caps: Capabilities) -> 
     uid = f"voxnode_{node}_{s}"
     st = _stream(s)
     transcript = topics.transcript(s)
-    c["transcript"] = _sensor(f"{uid}_transcript", "Transcript", transcript,
-                              "{{ value_json.text[:%d] }}" % STATE_MAX,
-                              json_attributes_topic=transcript, icon="mdi:microphone-message")
+    c["transcript"] = _sensor(
+        f"{uid}_transcript",
+        "Transcript",
+        transcript,
+        "{{ value_json.text[:%d] }}" % STATE_MAX,
+        json_attributes_topic=transcript,
+        icon="mdi:microphone-message",
+    )
     # A state trigger on the transcript sensor does not fire when the same sentence is said twice;
     # an event entity does, once per final (automations: docs/blueprints/).
     c["final"] = {
-        "p": "event", "name": "Final", "unique_id": f"{uid}_final", "state_topic": transcript,
-        "event_types": ["final"], "qos": QOS, "icon": "mdi:account-voice",
+        "p": "event",
+        "name": "Final",
+        "unique_id": f"{uid}_final",
+        "state_topic": transcript,
+        "event_types": ["final"],
+        "qos": QOS,
+        "icon": "mdi:account-voice",
         "value_template": "{{ {'event_type': 'final', 'text': value_json.text, 'id': value_json.id, "
-                          "'confidence': value_json.confidence, 'latency_ms': value_json.latency_ms, "
-                          "'seq': value_json.seq, 'stream': value_json.stream} | to_json }}",
+        "'confidence': value_json.confidence, 'latency_ms': value_json.latency_ms, "
+        "'seq': value_json.seq, 'stream': value_json.stream} | to_json }}",
     }
-    c["partial"] = _sensor(f"{uid}_partial", "Partial", topics.partial(s), "{{ value_json.text[:%d] }}" % STATE_MAX,
-                           enabled_by_default=False, icon="mdi:text-short")
-    c["last_final"] = _sensor(f"{uid}_last_final", "Last final", transcript, "{{ value_json.end }}",
-                              device_class="timestamp")
+    c["partial"] = _sensor(
+        f"{uid}_partial",
+        "Partial",
+        topics.partial(s),
+        "{{ value_json.text[:%d] }}" % STATE_MAX,
+        enabled_by_default=False,
+        icon="mdi:text-short",
+    )
+    c["last_final"] = _sensor(
+        f"{uid}_last_final", "Last final", transcript, "{{ value_json.end }}", device_class="timestamp"
+    )
     c["mute"] = {
-        "p": "switch", "name": "Mute", "unique_id": f"{uid}_mute",
-        "command_topic": topics.mute_set(s), "state_topic": topics.mute_state(s),
-        "payload_on": MUTE_ON, "payload_off": MUTE_OFF, "state_on": MUTE_ON, "state_off": MUTE_OFF,
-        "optimistic": False, "retain": False, "qos": QOS, "icon": "mdi:microphone-off",
+        "p": "switch",
+        "name": "Mute",
+        "unique_id": f"{uid}_mute",
+        "command_topic": topics.mute_set(s),
+        "state_topic": topics.mute_state(s),
+        "payload_on": MUTE_ON,
+        "payload_off": MUTE_OFF,
+        "state_on": MUTE_ON,
+        "state_off": MUTE_OFF,
+        "optimistic": False,
+        "retain": False,
+        "qos": QOS,
+        "icon": "mdi:microphone-off",
     }
     diag = {"entity_category": "diagnostic"}
-    c["capture"] = _problem(f"{uid}_capture", "Capture", health,
-                            "{{ 'OFF' if %s.state | default('') in %r else 'ON' }}" % (st, CAPTURE_OK_STATES),
-                            "{{ %s | to_json }}" % st)
-    c["latency"] = _sensor(f"{uid}_latency_p95", "Latency p95", health,
-                           "{{ %s.latency_p95_ms | default(None) }}" % st, unit_of_measurement="ms",
-                           device_class="duration", state_class="measurement", **diag)
-    c["dropped_frames"] = _sensor(f"{uid}_dropped_frames", "Dropped frames", health,
-                                  "{{ %s.dropped_frames | default(None) }}" % st, unit_of_measurement="frames",
-                                  state_class="total_increasing", **diag)
-    c["xruns"] = _sensor(f"{uid}_xruns", "Xruns", health, "{{ %s.xruns | default(None) }}" % st,
-                         unit_of_measurement="xruns", state_class="total_increasing", **diag)
+    c["capture"] = _problem(
+        f"{uid}_capture",
+        "Capture",
+        health,
+        "{{ 'OFF' if %s.state | default('') in %r else 'ON' }}" % (st, CAPTURE_OK_STATES),
+        "{{ %s | to_json }}" % st,
+    )
+    c["latency"] = _sensor(
+        f"{uid}_latency_p95",
+        "Latency p95",
+        health,
+        "{{ %s.latency_p95_ms | default(None) }}" % st,
+        unit_of_measurement="ms",
+        device_class="duration",
+        state_class="measurement",
+        **diag,
+    )
+    c["dropped_frames"] = _sensor(
+        f"{uid}_dropped_frames",
+        "Dropped frames",
+        health,
+        "{{ %s.dropped_frames | default(None) }}" % st,
+        unit_of_measurement="frames",
+        state_class="total_increasing",
+        **diag,
+    )
+    c["xruns"] = _sensor(
+        f"{uid}_xruns",
+        "Xruns",
+        health,
+        "{{ %s.xruns | default(None) }}" % st,
+        unit_of_measurement="xruns",
+        state_class="total_increasing",
+        **diag,
+    )
     if s in caps.noise_floor:
-        c["noise_floor"] = _sensor(f"{uid}_noise_floor", "Noise floor", health,
-                                   "{{ %s.noise_floor_dbfs | default(None) }}" % st, unit_of_measurement="dBFS",
-                                   state_class="measurement", suggested_display_precision=1,
-                                   icon="mdi:waveform", **diag)
+        c["noise_floor"] = _sensor(
+            f"{uid}_noise_floor",
+            "Noise floor",
+            health,
+            "{{ %s.noise_floor_dbfs | default(None) }}" % st,
+            unit_of_measurement="dBFS",
+            state_class="measurement",
+            suggested_display_precision=1,
+            icon="mdi:waveform",
+            **diag,
+        )
     return out
 
 

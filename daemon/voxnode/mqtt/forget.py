@@ -67,8 +67,9 @@ def forget(config: Config, *, timeout_s: float = 15.0) -> list[str]:
     try:
         client.connect(c.host, c.effective_port, keepalive=c.keepalive)
     except OSError as e:
-        raise ForgetError(f"mqtt-forget: cannot connect to the broker {where} (mqtt.host/mqtt.port): "
-                          f"{e.strerror or e}") from None
+        raise ForgetError(
+            f"mqtt-forget: cannot connect to the broker {where} (mqtt.host/mqtt.port): {e.strerror or e}"
+        ) from None
     client.loop_start()
     try:
         deadline = time.monotonic() + timeout_s
@@ -76,8 +77,10 @@ def forget(config: Config, *, timeout_s: float = 15.0) -> list[str]:
             why = refused[0] if refused else "no answer"
             raise ForgetError(f"mqtt-forget: the broker {where} did not accept the connection: {why}")
         if not marker_back.wait(max(0.1, deadline - time.monotonic())):
-            raise ForgetError(f"mqtt-forget: the broker {where} did not echo the marker on {marker} within "
-                              f"{timeout_s:.0f} s (does the ACL let this user read and write {topics.base}/#?)")
+            raise ForgetError(
+                f"mqtt-forget: the broker {where} did not echo the marker on {marker} within "
+                f"{timeout_s:.0f} s (does the ACL let this user read and write {topics.base}/#?)"
+            )
         with lock:
             todo = sorted(retained)
         infos = [client.publish(topic, b"", qos=1, retain=True) for topic in todo]

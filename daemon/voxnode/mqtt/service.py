@@ -59,8 +59,12 @@ class MqttService:
         self.health = health or HealthMonitor(config.health, self.topics.node, thermal_root=thermal_root)
         spool_path = config.mqtt.spool_path or default_spool_path()
         self.spool = Spool(spool_path, config.mqtt.spool_max_messages)
-        self.announcer = Announcer(self.topics, enabled=config.mqtt.discovery, board=board_model(board_root),
-                                   backlog_limit=config.mqtt.inflight_window)
+        self.announcer = Announcer(
+            self.topics,
+            enabled=config.mqtt.discovery,
+            board=board_model(board_root),
+            backlog_limit=config.mqtt.inflight_window,
+        )
         self.announcer.set_streams(stream_devices(config))
         self._commands: queue.Queue[tuple[str, bytes]] = queue.Queue(COMMAND_QUEUE)  # (topic, payload)
         self._retained_lock = threading.Lock()
@@ -80,13 +84,22 @@ class MqttService:
         self._last_health_error = ""
         t = self.topics
         self.publisher = MqttPublisher(
-            config.mqtt, t, self.spool,
+            config.mqtt,
+            t,
+            self.spool,
             model_name=self._model_name,
             # The discovery topics too, discovery on or off: what the broker retains there is what
             # Home Assistant knows of this node (the Announcer cleans it up).
             # Retained mute states too: one left by a stream that is no longer configured is cleared.
-            subscriptions=(t.cmd, t.mute_set_filter, t.ha_status, t.discovery, t.stream_discovery_filter,
-                           t.mute_state_filter, t.sync),
+            subscriptions=(
+                t.cmd,
+                t.mute_set_filter,
+                t.ha_status,
+                t.discovery,
+                t.stream_discovery_filter,
+                t.mute_state_filter,
+                t.sync,
+            ),
             sync_topic=t.sync,
             on_message=self._on_message,
             on_connected=self._on_connected,
@@ -180,8 +193,12 @@ class MqttService:
         if self._hold_until is not None:
             if now < self._hold_until:  # math.inf: not connected yet
                 return
-            log.warning("MQTT: no echo of %s within %.0f s (does the ACL let this user read it?); announcing "
-                        "to Home Assistant without waiting for the retained configs", self.topics.sync, SYNC_WAIT_S)
+            log.warning(
+                "MQTT: no echo of %s within %.0f s (does the ACL let this user read it?); announcing "
+                "to Home Assistant without waiting for the retained configs",
+                self.topics.sync,
+                SYNC_WAIT_S,
+            )
             self._hold_until = None
         for topic, payload in self.announcer.pending():
             if not payload:
@@ -251,8 +268,9 @@ class MqttService:
             try:
                 self._commands.put_nowait((topic, payload))
             except queue.Full:
-                self._reply_error(CommandError("busy", f"more than {COMMAND_QUEUE} commands waiting; try again"),
-                                  payload)
+                self._reply_error(
+                    CommandError("busy", f"more than {COMMAND_QUEUE} commands waiting; try again"), payload
+                )
         elif topic == t.sync:
             self._synced.set()
         elif topic == t.ha_status:

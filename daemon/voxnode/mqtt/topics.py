@@ -90,7 +90,7 @@ class Topics:
     @staticmethod
     def _stream_between(topic: str, head: str, tail: str) -> str | None:
         if topic.startswith(head) and topic.endswith(tail) and len(topic) > len(head) + len(tail):
-            stream = topic[len(head):-len(tail)]
+            stream = topic[len(head) : -len(tail)]
             if "/" not in stream:
                 return stream
         return None
