@@ -75,6 +75,10 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         sys.stdout.write(render_reference())
         return 0
     config = load_config(args.config)
+    # The files the config refers to, checked exactly as `voxnode run` checks them at start.
+    from voxnode.mqtt.credentials import check_files
+
+    check_files(config.mqtt)
     sys.stdout.write(render_effective(config))
     print(f"# config OK ({args.config or 'built-in defaults or /etc/voxnode/config.toml'})", file=sys.stderr)
     return 0

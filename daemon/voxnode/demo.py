@@ -137,7 +137,7 @@ class MqttPrinter:
         topics = Topics.from_config(c)
         client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"voxnode-demo-printer-{os.getpid()}")
         if c.username:
-            from voxnode.mqtt.client import read_password
+            from voxnode.mqtt.credentials import read_password
 
             client.username_pw_set(c.username, read_password(c))
         if c.tls:

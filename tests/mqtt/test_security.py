@@ -135,7 +135,7 @@ def test_mqtt_3_1_1_is_selectable(tmp_path, broker, monitor_for, feeders):
 
 def test_password_from_a_systemd_credential(tmp_path):
     from voxnode.config.mqtt import MqttConfig
-    from voxnode.mqtt.client import read_password
+    from voxnode.mqtt.credentials import read_password
 
     creds = tmp_path / "creds"
     creds.mkdir()

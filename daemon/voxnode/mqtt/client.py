@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import ssl
 import sys
 import threading
@@ -28,7 +27,8 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode
 
 from voxnode.config.mqtt import MqttConfig
-from voxnode.errors import MqttConfigError, SpoolError
+from voxnode.errors import SpoolError
+from voxnode.mqtt.credentials import read_password, tls_context
 from voxnode.mqtt.mailbox import Mailbox
 from voxnode.mqtt.spool import Spool
 from voxnode.mqtt.topics import Topics
@@ -42,29 +42,6 @@ CLOSE_ACK_WAIT_S = 3.0
 
 def dumps(obj: dict) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-CREDENTIAL_NAME = "mqtt-password"
-
-
-def read_password(c: MqttConfig, environ=os.environ) -> str | None:
-    """mqtt.password_file (first line), else mqtt.password, else the systemd credential `mqtt-password`.
-
-    Under DynamicUser no file can be private to the service, so the unit passes the password
-    with LoadCredential=mqtt-password:/etc/voxnode/mqtt-password ($CREDENTIALS_DIRECTORY).
-    """
-    path, key = c.password_file, "mqtt.password_file"
-    if not path and not c.password and environ.get("CREDENTIALS_DIRECTORY"):
-        candidate = os.path.join(environ["CREDENTIALS_DIRECTORY"], CREDENTIAL_NAME)
-        if os.path.exists(candidate):
-            path, key = candidate, f"systemd credential {CREDENTIAL_NAME}"
-    if path:
-        try:
-            with open(path, encoding="utf-8") as f:
-                return f.readline().rstrip("\r\n")
-        except OSError as e:
-            raise MqttConfigError(f"{key} = {path!r}: {e.strerror or e}") from None
-    return c.password or None
 
 
 @dataclass
@@ -119,17 +96,9 @@ class MqttPublisher:
         client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id, protocol=protocol)
         if c.username:
             client.username_pw_set(c.username, read_password(c))
-        if c.tls:
-            for key in ("tls_ca", "tls_cert", "tls_key"):
-                path = getattr(c, key)
-                if path and not os.access(path, os.R_OK):
-                    raise MqttConfigError(f"mqtt.{key} = {path!r}: file does not exist or is not readable")
-            try:
-                client.tls_set(ca_certs=c.tls_ca or None, certfile=c.tls_cert or None, keyfile=c.tls_key or None,
-                               cert_reqs=ssl.CERT_REQUIRED)
-            except (ssl.SSLError, OSError, ValueError) as e:
-                raise MqttConfigError(f"mqtt TLS files (tls_ca/tls_cert/tls_key) cannot be loaded: {e}") from None
-            client.tls_insecure_set(c.tls_insecure)
+        context = tls_context(c)  # the same checks as check-config
+        if context is not None:
+            client.tls_set_context(context)
         # Broker restarts fire the will too, so on_connect republishes "online" every time.
         client.will_set(self.topics.status, "offline", qos=1, retain=True)
         client.reconnect_delay_set(min_delay=c.reconnect_min_s, max_delay=c.reconnect_max_s)
