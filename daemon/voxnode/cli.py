@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("files", nargs="+", metavar="FILE", help="WAV files of any rate/channels (files over 30 s are cut at pauses)")
     tr.add_argument("--raw", action="store_true", help="files are headerless S16_LE 16 kHz mono")
     tr.add_argument("--json", action="store_true", help="one JSON object per file instead of plain text")
+    tr.add_argument("--max-duration", type=float, default=None, metavar="S",
+                    help="refuse files longer than S seconds of audio (default 4 h); files are streamed, "
+                         "FIFOs/pipes read with a 10 s timeout, devices refused")
 
     demo = with_config(sub.add_parser("demo", help="run on a bundled speech clip through a real ALSA PCM"))
     demo.add_argument("--stdout", action="store_true", help="write every event as one JSON line on stdout")
@@ -147,10 +150,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_transcribe(args: argparse.Namespace) -> int:
     from voxnode.asr import WhisperEngine, default_model_dir
     from voxnode.asr.transcribe import transcribe_files
+    from voxnode.audio.audio_stream import MAX_SECONDS
 
+    limit = MAX_SECONDS if args.max_duration is None else args.max_duration
+    if not 0 < limit < float("inf"):
+        raise VoxnodeError(f"--max-duration {args.max_duration}: must be a positive number of seconds")
     config = _load(args)
     engine = WhisperEngine.load(default_model_dir(config.asr.model_dir), num_threads=config.asr.num_threads or None)
-    return transcribe_files(engine, args.files, raw=args.raw, as_json=args.json)
+    return transcribe_files(engine, args.files, raw=args.raw, as_json=args.json, max_seconds=limit)
 
 
 COMMANDS = {

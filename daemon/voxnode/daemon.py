@@ -19,7 +19,7 @@ from voxnode.audio.frames import Frame
 from voxnode.audio.levels import LevelMeter
 from voxnode.audio.ring import FrameRing
 from voxnode.audio.source import AudioSource
-from voxnode.audio.wavfile import read_audio
+from voxnode.audio.audio_stream import AudioStream
 from voxnode.config import Config
 from voxnode.config.audio import StreamConfig
 from voxnode.errors import VoxnodeError
@@ -259,8 +259,10 @@ class Daemon:
     def _make_source(self, stream: StreamConfig) -> AudioSource:
         ring = FrameRing(max(1, int(self.config.audio.ring_seconds / PERIOD_S)))
         if self.options.file:
-            audio = read_audio(self.options.file, raw=self.options.file.endswith(".raw"))
-            return FileSource(stream.name, audio, ring, realtime=self.options.file_realtime)
+            # Streamed: the header is checked now (a bad file stops the start with one line), the samples are
+            # read block by block as they are played, so a long file never sits whole in memory.
+            audio = AudioStream(self.options.file, raw=self.options.file.endswith(".raw"))
+            return FileSource(stream.name, audio.blocks(), ring, realtime=self.options.file_realtime)
         return AlsaCapture(stream, self.config.audio, ring)
 
     def _emit_transcript(self, event) -> None:

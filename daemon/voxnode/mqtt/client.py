@@ -112,6 +112,9 @@ class MqttPublisher:
 
     def start(self) -> None:
         self._thread.start()
+        # No MQTT 5 Maximum Packet Size: Mosquitto 2.0.11 (Debian 12) drops an oversized QoS 1 message but
+        # keeps it in flight for ever, and after 20 of them no command reaches us at all (seen in
+        # tests/reliability/test_bounded_input.py). Oversized commands are refused before queueing instead.
         self.client.connect_async(self.config.host, self.config.effective_port, keepalive=self.config.keepalive)
         self.client.loop_start()
         log.info("MQTT: connecting to %s:%d as %s (topics %s/...), spool %s with %d unsent final(s)",
