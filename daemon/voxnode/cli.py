@@ -113,7 +113,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     reloader = config_loader(args.config, args.device)
     extra = _integrations(config)
     return Daemon(config, _sinks(args.stdout) + extra.sinks, options, hooks=systemd_hooks() + extra.hooks,
-                  reloader=reloader).run()
+                  reloader=reloader, journal=extra.journal).run()
 
 
 def _integrations(config: Config):
@@ -138,7 +138,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         printer.start()
         extra = _integrations(config)
-        return Daemon(config, _sinks(args.stdout) + extra.sinks, RunOptions(duration_s=seconds, levels=True), hooks=extra.hooks).run()
+        return Daemon(config, _sinks(args.stdout) + extra.sinks, RunOptions(duration_s=seconds, levels=True),
+                      hooks=extra.hooks, journal=extra.journal).run()
     finally:
         feeder.stop()
         printer.stop()

@@ -24,6 +24,7 @@ from voxnode.config import Config
 from voxnode.config.audio import StreamConfig
 from voxnode.errors import VoxnodeError
 from voxnode.heartbeat import Heartbeat
+from voxnode.sequencer import FinalStore, Sequencer
 from voxnode.service.reload import ReloadResult, plan_reload
 from voxnode.sinks import Sink
 from voxnode.stream.pipeline import StreamPipeline
@@ -174,6 +175,7 @@ class _LatencyTap:
 
 
 SOURCE_STOP_S = 1.0  # how long all capture threads together get to leave their reads
+SEQUENCER_STOP_S = 2.0  # at least this long to store the finals decoded in the last moment (an fsync each)
 
 
 def _stop_and_drain(pairs: list[tuple[AudioSource, "StreamWorker"]], deadline: float, timeout: float) -> None:
@@ -204,6 +206,7 @@ class Daemon:
         hooks: list[DaemonHooks] | None = None,
         reloader: Callable[[], Config] | None = None,
         recognizer: Recognizer | list[Recognizer] | None = None,
+        journal: FinalStore | None = None,
     ):
         self.config = config
         self._latency = _LatencyTap()
@@ -225,6 +228,8 @@ class Daemon:
         self.stopping = False
         self.recognizer = recognizer  # None: load the Whisper engine from [asr] in run()
         self.speech: SpeechService | None = None
+        # With a journal (the MQTT spool), finals get their durable seq before any sink sees them.
+        self.sequencer = Sequencer(journal, self._fan_out) if journal is not None else None
 
     def request_stop(self) -> None:
         """Stop from any thread."""
@@ -266,9 +271,18 @@ class Daemon:
         return AlsaCapture(stream, self.config.audio, ring)
 
     def _emit_transcript(self, event) -> None:
-        d = event.as_dict()
+        self.emit(event.as_dict())
+
+    def emit(self, event: dict) -> None:
+        """An event to the sinks, from any thread. Transcripts go through the sequencer when there is one."""
+        if self.sequencer is not None and event.get("type") in ("final", "partial"):
+            self.sequencer.submit(event)
+        else:
+            self._fan_out(event)
+
+    def _fan_out(self, event: dict) -> None:
         for sink in self.sinks:
-            sink.emit(d)
+            sink.emit(event)
 
     def _start_speech(self) -> None:
         """One engine and one decode scheduler shared by every stream."""
@@ -308,6 +322,8 @@ class Daemon:
     def run(self) -> int:
         self.install_signal_handlers()
         streams = self.config.effective_streams()
+        if self.sequencer is not None:
+            self.sequencer.start()
         self._start_speech()
         for stream in streams:
             self._start_stream(stream)
@@ -420,6 +436,8 @@ class Daemon:
             "streams": {src.name: self._stream_snapshot(src, per_stream.get(src.name, {})) for src in self.sources},
             # Engine back-pressure: queue depth, waits, skipped partials, dropped finals.
             "speech": speech,
+            "sequencer": ({"queue_depth": self.sequencer.depth, "refused": self.sequencer.refused}
+                          if self.sequencer is not None else None),
         }
 
     @staticmethod
@@ -438,6 +456,9 @@ class Daemon:
         for d in self.drainables:
             if not d.drain(max(0.0, deadline - time.monotonic())):
                 log.warning("%s: work in flight not finished within %.1f s", type(d).__name__, timeout)
+        if self.sequencer is not None:
+            # Finals still queued are stored and shown; a power cut now loses none that were shown.
+            self.sequencer.stop(max(deadline, time.monotonic() + SEQUENCER_STOP_S))
         for sink in self.sinks:
             sink.close()
         stats = {s.name: s.stats.snapshot() for s in self.sources}

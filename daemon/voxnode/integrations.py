@@ -15,6 +15,7 @@ class Integrations:
     sinks: list = field(default_factory=list)
     hooks: list = field(default_factory=list)
     mqtt: object | None = None  # MqttService when enabled
+    journal: object | None = None  # gives finals their durable seq (the MQTT spool): Daemon(journal=...)
 
 
 def build_integrations(config: Config) -> Integrations:
@@ -24,6 +25,7 @@ def build_integrations(config: Config) -> Integrations:
     service = build_mqtt(config)
     if service is not None:
         out.mqtt = service
+        out.journal = service.journal
         out.sinks.append(service.sink)
         out.hooks.append(service)
 

@@ -5,7 +5,8 @@ produces finals without the Whisper engine, so this process plays a silent
 file through the real FileSource/Daemon and a DaemonHooks emits one final
 every --interval seconds through the daemon's sinks, exactly as the pipeline
 will. Everything from the sink on (spool, paho, reconnects, shutdown) is the
-production code. Prints `accepted <n> <id>` for each final handed to the sinks.
+production code. Prints `accepted <n> <id>` for each final handed to the daemon (Daemon.emit, the
+pipeline's path: the sequencer stores it in the spool, then the sinks see it).
 
     python -m tests.mqtt.feeder --config C --count N --interval S --tag T [--linger S]
 """
@@ -40,8 +41,7 @@ class FinalsSource:
             t = time.time()
             ev = TranscriptEvent("final", self.stream, f"{self.tag}-{self.sent:04d}", f"utterance {self.sent} of {self.tag}",
                                  t - 1.5, t - 0.2, 200.0, -0.25)
-            for sink in daemon.sinks:
-                sink.emit(ev.as_dict())
+            daemon.emit(ev.as_dict())  # the pipeline's path: the sequencer stores it, then the sinks see it
             print(f"accepted {self.sent} {ev.id}", flush=True)
             self.next_at += self.interval
 
@@ -57,6 +57,7 @@ def main() -> int:
     p.add_argument("--tag", default="run")
     p.add_argument("--linger", type=float, default=600.0, help="keep running this long after the last final")
     p.add_argument("--partials", action="store_true", help="also emit one partial before each final")
+    p.add_argument("--stdout", action="store_true", help="also print every event as a JSON line (as run --stdout)")
     args = p.parse_args()
     config = load_config(args.config)
     setup_logging(config.log)
@@ -71,17 +72,21 @@ def main() -> int:
 
         def tick(daemon, now):
             if source.sent < source.count and now >= source.next_at:
-                for sink in daemon.sinks:
-                    sink.emit({"type": "partial", "stream": source.stream, "id": f"{args.tag}-{source.sent + 1:04d}",
-                               "text": "utterance", "start": "2026-12-02T00:00:00.000+00:00",
-                               "end": "2026-12-02T00:00:01.000+00:00", "latency_ms": 50.0, "confidence": -0.5})
+                daemon.emit({"type": "partial", "stream": source.stream, "id": f"{args.tag}-{source.sent + 1:04d}",
+                             "text": "utterance", "start": "2026-12-02T00:00:00.000+00:00",
+                             "end": "2026-12-02T00:00:01.000+00:00", "latency_ms": 50.0, "confidence": -0.5})
             inner(daemon, now)
 
         source.tick = tick
     from voxnode.service.reload import config_loader
 
-    daemon = Daemon(config, list(extra.sinks), RunOptions(file=str(silence)), hooks=[source, *extra.hooks],
-                    reloader=config_loader(args.config))
+    sinks = list(extra.sinks)
+    if args.stdout:
+        from voxnode.sinks.stdout import JsonLinesSink
+
+        sinks.insert(0, JsonLinesSink())  # first, as `voxnode run --stdout` puts it
+    daemon = Daemon(config, sinks, RunOptions(file=str(silence)), hooks=[source, *extra.hooks],
+                    reloader=config_loader(args.config), journal=extra.journal)
     try:
         return daemon.run()
     finally:

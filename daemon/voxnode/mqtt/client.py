@@ -1,9 +1,15 @@
 """The MQTT connection and the publisher thread that moves finals from the spool to the broker.
 
 Threads:
-- the caller (pipeline threads) only puts events into a bounded Mailbox;
-- the publisher thread owns the spool: it stores each final (durable), hands
-  at most `inflight_window` of them to paho, and deletes them on PUBACK;
+- the daemon's sequencer stores each final in the spool (FinalsJournal: that
+  gives it its seq) before the sink sees it; the sink only wakes this thread
+  (or, for a final the spool could not store, hands it over in a bounded Mailbox);
+- the publisher thread hands at most `inflight_window` spooled finals to paho,
+  in seq order, and deletes them on PUBACK. A final the broker refuses (MQTT 5
+  reason code >= 128, e.g. 135 not authorised) stays in the spool, holds back
+  the later ones and is retried alone with backoff (reconnect_min_s doubling to
+  reconnect_max_s) until it is accepted, so fixing the ACL delivers everything
+  in seq order without a restart;
 - paho's network thread connects, reconnects with backoff forever, and
   resends what it was handed (with the same packet) after a reconnect; its
   callbacks only post to the Mailbox or publish small retained messages.
@@ -14,7 +20,6 @@ reconnects, and neither grows without bound.
 
 from __future__ import annotations
 
-import json
 import logging
 import ssl
 import sys
@@ -27,21 +32,18 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode
 
 from voxnode.config.mqtt import MqttConfig
-from voxnode.errors import SpoolError
 from voxnode.mqtt.credentials import read_password, tls_context
+from voxnode.mqtt.journal import dumps
 from voxnode.mqtt.mailbox import Mailbox
 from voxnode.mqtt.spool import Spool
 from voxnode.mqtt.topics import Topics
 
 log = logging.getLogger("voxnode.mqtt")
 
-FINALS_QUEUE = 10000  # finals waiting for the publisher thread (seconds of work at worst)
+FINALS_QUEUE = 10000  # finals without a durable copy held in memory for the broker, at most
 PARTIALS_QUEUE = 100  # partials are disposable: when the link is slow, drop them first
 CLOSE_ACK_WAIT_S = 3.0
-
-
-def dumps(obj: dict) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+UNSTORED = 0  # the in-flight "seq" of a final the spool could not store (real seqs start at 1)
 
 
 @dataclass
@@ -50,9 +52,12 @@ class MqttStats:
     connects: int = 0
     disconnects: int = 0
     published: int = 0  # finals acknowledged by the broker
-    rejected: int = 0  # finals the broker refused (v5 PUBACK error, e.g. ACL); they stay in the spool
+    rejected: int = 0  # refusals by the broker (v5 PUBACK error, e.g. ACL), retries included
+    held_seq: int | None = None  # the refused final holding back the later ones, until the broker takes it
+    retry_in_s: float | None = None  # when it is tried again
     partials_dropped: int = 0
-    finals_refused: int = 0  # finals the mailbox could not take (publisher stalled); logged as errors
+    finals_refused: int = 0  # finals without a durable copy that could not be held in memory; logged as errors
+    unstored_lost: int = 0  # finals without a durable copy the broker refused: they are gone (logged)
     last_error: str = ""
     last_connect_wall: float = 0.0
     inflight: int = 0
@@ -79,9 +84,15 @@ class MqttPublisher:
         self._on_command = on_command
         self._on_connected = on_connected
         self._announcements = announcements
-        self._mailbox = Mailbox({"final": FINALS_QUEUE, "partial": PARTIALS_QUEUE})
-        self._inflight: dict[int, int] = {}  # paho mid -> spool seq; publisher thread only
-        self._handed_up_to = 0  # highest seq handed to paho; publisher thread only
+        # "stored": a wake-up (one pending is enough); "unstored": finals the spool could not keep.
+        self._mailbox = Mailbox({"stored": 1, "unstored": FINALS_QUEUE, "partial": PARTIALS_QUEUE})
+        # Publisher thread only:
+        self._inflight: dict[int, int] = {}  # paho mid -> spool seq (UNSTORED for a final from memory)
+        self._handed_up_to = 0  # spooled finals up to here were handed to paho (or are held, below)
+        self._held: int | None = None  # seq of the oldest refused final: it alone is retried, the rest wait
+        self._held_refusals = 0
+        self._retry_delay = config.reconnect_min_s
+        self._retry_at = 0.0
         self._thread = threading.Thread(target=self._run, name="mqtt-publisher", daemon=True)
         self._stopped = threading.Event()
         self._last_logged_failure = ""
@@ -111,6 +122,10 @@ class MqttPublisher:
         return client
 
     def start(self) -> None:
+        if self.config.protocol == "3.1.1" and self.config.qos:
+            log.warning("MQTT 3.1.1: a broker that refuses a final (an ACL denial) drops it without telling "
+                        "voxnode, so refused finals are lost unnoticed; use mqtt.protocol = \"5\" to have them "
+                        "detected, reported and retried")
         self._thread.start()
         # No MQTT 5 Maximum Packet Size: Mosquitto 2.0.11 (Debian 12) drops an oversized QoS 1 message but
         # keeps it in flight for ever, and after 20 of them no command reaches us at all (seen in
@@ -123,12 +138,17 @@ class MqttPublisher:
 
     # ---- producer side (any thread, never blocks) ---------------------------------------------
 
-    def submit_final(self, event: dict) -> bool:
-        if self._mailbox.put("final", event):
+    def submit_stored(self) -> None:
+        """A final was stored in the spool (FinalsJournal): send it when the window has room."""
+        self._mailbox.put("stored")
+
+    def submit_unstored(self, event: dict) -> bool:
+        """A final the spool could not store (no seq): published from memory, bounded."""
+        if self._mailbox.put("unstored", event):
             return True
         self.stats.finals_refused += 1
-        log.error("MQTT: publisher queue full (%d finals waiting); final %s of stream %s is NOT spooled",
-                  FINALS_QUEUE, event.get("id"), event.get("stream"))
+        log.error("MQTT: %d finals without a durable copy already wait for the broker; final %s of stream %s "
+                  "is dropped", FINALS_QUEUE, event.get("id"), event.get("stream"))
         return False
 
     def submit_partial(self, event: dict) -> None:
@@ -144,7 +164,11 @@ class MqttPublisher:
 
     @property
     def backlog(self) -> int:
-        return self.spool.count + self._mailbox.depth()
+        return self.spool.count + self._mailbox.depth("unstored") + self._unstored_inflight
+
+    @property
+    def _unstored_inflight(self) -> int:
+        return sum(1 for seq in list(self._inflight.values()) if seq == UNSTORED)
 
     # ---- paho callbacks (paho's thread) --------------------------------------------------------
 
@@ -227,12 +251,15 @@ class MqttPublisher:
     def _run(self) -> None:
         stopping = False
         while True:
-            items = self._mailbox.take_all(timeout=0.5)
+            wait = 0.5
+            if self._held is not None:
+                wait = min(wait, max(0.01, self._retry_at - time.monotonic()))
+            items = self._mailbox.take_all(timeout=wait)
             acked: list[int] = []
             for kind, item in items:
                 try:
-                    if kind == "final":
-                        self._spool_final(item)
+                    if kind == "unstored":
+                        self._publish_unstored(item)
                     elif kind == "partial":
                         self._publish_partial(item)
                     elif kind == "ack":
@@ -244,32 +271,26 @@ class MqttPublisher:
                 except Exception:  # noqa: BLE001 - one bad event must not stop every later final
                     self.stats.bad_events += 1
                     log.exception("MQTT: cannot publish %s event %r; skipped", kind, item)
-            try:
-                self.spool.ack(acked)
-            except SpoolError as e:
-                log.error("%s", e)
+            self.spool.ack(acked)  # a spool that cannot write keeps them: logged there, sent again after a restart
             self.stats.published += len(acked)
             self._fill_window()
             self.stats.inflight = len(self._inflight)
+            self.stats.held_seq = self._held
+            self.stats.retry_in_s = (round(max(0.0, self._retry_at - time.monotonic()), 1)
+                                     if self._held is not None else None)
             if stopping:
                 self._stopped.set()
                 return
 
-    def _spool_final(self, event: dict) -> None:
-        seq = self.spool.next_seq
-        payload = {**event, "seq": seq}
-        payload.setdefault("model", self._model_name())
-        try:
-            dropped = self.spool.append(seq, self.topics.transcript(event["stream"]), dumps(payload))
-        except SpoolError as e:
-            # Nowhere durable to keep it: still try to deliver it while this process lives.
-            log.error("%s; publishing final %s without a durable copy", e, event.get("id"))
-            self.client.publish(self.topics.transcript(event["stream"]), dumps(payload), qos=self.config.qos)
+    def _publish_unstored(self, event: dict) -> None:
+        if self._unstored_inflight >= FINALS_QUEUE:
+            self.stats.finals_refused += 1
+            log.error("MQTT: %d finals without a durable copy already wait for the broker; final %s of stream %s "
+                      "is dropped", FINALS_QUEUE, event.get("id"), event.get("stream"))
             return
-        if dropped:
-            log.error("MQTT spool full (%d finals): dropped the %d oldest unsent final(s), seq %d..%d "
-                      "(%d dropped in total); raise mqtt.spool_max_messages or fix the broker link",
-                      self.spool.max_messages, len(dropped), dropped[0], dropped[-1], self.spool.dropped_total)
+        info = self.client.publish(self.topics.transcript(event["stream"]), dumps(event), qos=self.config.qos)
+        if self.config.qos and info.rc != MQTTErrorCode.MQTT_ERR_QUEUE_SIZE:
+            self._inflight[info.mid] = UNSTORED
 
     def _publish_partial(self, event: dict) -> None:
         if self.stats.connected:
@@ -280,27 +301,74 @@ class MqttPublisher:
             self.stats.partials_dropped += 1
 
     def _ack(self, mid: int, reason_code) -> int | None:
+        """A PUBACK: the seq to delete from the spool, or None (refused, from memory, or not a final)."""
         seq = self._inflight.pop(mid, None)
         if seq is None:
             return None  # a status/discovery message, not a final
-        if reason_code is not None and getattr(reason_code, "is_failure", False):
-            self.stats.rejected += 1
-            log.error("MQTT: broker refused final seq %d on %s: %s (check the broker's ACL for this user); "
-                      "it stays in the spool and is retried after the next restart",
-                      seq, self.topics.base, reason_code)
+        refused = reason_code is not None and getattr(reason_code, "is_failure", False)
+        if seq == UNSTORED:
+            if refused:
+                self.stats.rejected += 1
+                self.stats.unstored_lost += 1
+                log.error("MQTT: broker refused a final that has no durable copy (the spool cannot store): %s; "
+                          "it is lost (check the broker's ACL for this user)", reason_code)
             return None
-        return seq
+        if not refused:
+            if seq == self._held:
+                log.warning("MQTT: broker accepted final seq %d after %d refusal(s); sending the finals held "
+                            "behind it", seq, self._held_refusals)
+                self._held, self._held_refusals = None, 0
+                self._retry_delay = self.config.reconnect_min_s
+            return seq
+        self.stats.rejected += 1
+        # Keep seq order: nothing after the oldest refused final is handed out until the broker takes it.
+        self._handed_up_to = min(self._handed_up_to, seq - 1)
+        if self._held is None or seq < self._held:
+            self._held = seq
+            self._held_refusals = 0
+        if seq == self._held:
+            self._held_refusals += 1
+            self._retry_at = time.monotonic() + self._retry_delay
+            message = (f"MQTT: broker refused final seq {seq} on {self.topics.base}/...: {reason_code} (check the "
+                       "broker's ACL for this user); it stays in the spool and is retried with backoff up to "
+                       f"{self.config.reconnect_max_s:.0f} s, later finals wait behind it")
+            if self._held_refusals == 1:
+                log.error("%s", message)
+                self.stats.last_error = message
+            else:
+                log.debug("%s (refusal %d, next try in %.1f s)", message, self._held_refusals, self._retry_delay)
+            self._retry_delay = min(self._retry_delay * 2, self.config.reconnect_max_s)
+        return None
 
     def _fill_window(self) -> None:
-        room = self.config.inflight_window - len(self._inflight)
+        spooled_inflight = {s for s in self._inflight.values() if s != UNSTORED}
+        if self._held is not None:
+            # Only the held final goes out, alone, when its backoff has passed.
+            if self._held in spooled_inflight or time.monotonic() < self._retry_at:
+                return
+            m = self.spool.get(self._held)
+            if m is None:  # dropped by the spool bound meanwhile: nothing to wait for
+                self._held = None
+                return
+            info = self.client.publish(m.topic, m.payload, qos=self.config.qos)
+            if info.rc != MQTTErrorCode.MQTT_ERR_QUEUE_SIZE:
+                self._inflight[info.mid] = m.seq
+            return
+        room = self.config.inflight_window - len(spooled_inflight)
         if room <= 0 or self.spool.count == 0:
             return
-        for m in self.spool.after(self._handed_up_to, room):
+        for m in self.spool.after(self._handed_up_to, room + len(spooled_inflight)):
+            if m.seq in spooled_inflight:
+                self._handed_up_to = m.seq  # handed before a refusal rewound us; its PUBACK is on the way
+                continue
+            if room <= 0:
+                break
             # QoS 0 finals (mqtt.qos = 0) get no PUBACK: they leave the spool once handed over.
             info = self.client.publish(m.topic, m.payload, qos=self.config.qos)
             if info.rc == MQTTErrorCode.MQTT_ERR_QUEUE_SIZE:
                 break
             self._handed_up_to = m.seq
+            room -= 1
             if self.config.qos == 0:
                 self.spool.ack([m.seq])
             else:
@@ -339,8 +407,5 @@ class MqttPublisher:
                 seq = self._ack(*item)
                 if seq is not None:
                     acked.append(seq)
-        try:
-            self.spool.ack(acked)
-        except SpoolError as e:
-            log.error("%s", e)
+        self.spool.ack(acked)
         self.stats.published += len(acked)

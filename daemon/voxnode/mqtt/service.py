@@ -18,7 +18,8 @@ from voxnode.control import DaemonControl
 from voxnode.events import iso8601
 from voxnode.health.memory import TraceSnapshots
 from voxnode.health.report import HealthMonitor
-from voxnode.mqtt.client import MqttPublisher, dumps
+from voxnode.mqtt.client import MqttPublisher
+from voxnode.mqtt.journal import FinalsJournal, dumps
 from voxnode.mqtt.commands import CommandError, check_size, error_reply, parse_command
 from voxnode.mqtt.discovery import discovery_payload
 from voxnode.mqtt.sink import MqttSink
@@ -61,7 +62,9 @@ class MqttService:
             on_connected=self._health_now.set,
             announcements=self._announcements,
         )
-        self.sink = MqttSink(self.publisher)
+        # Gives finals their seq (the daemon's sequencer calls it before any sink sees a final).
+        self.journal = FinalsJournal(self.spool, self.topics, self._model_name)
+        self.sink = MqttSink(self.publisher, self.journal)
 
     def start(self) -> None:
         self.publisher.start()
@@ -115,7 +118,7 @@ class MqttService:
             st.setdefault("muted", bool(getattr(daemon, "is_muted", lambda n: False)(name)))
             for key, value in self.sink.latency.report(name).items():
                 st.setdefault(key, value)  # the pipeline's own figures win when it reports them
-        report = self.health.collect(snapshot, engine, self.mqtt_stats())
+        report = self.health.collect(snapshot, engine, self.mqtt_stats(snapshot.get("sequencer")))
         self.last_health = report
         return report
 
@@ -124,7 +127,8 @@ class MqttService:
         self.publisher.publish_now(self.topics.health, dumps(report), qos=0, retain=True)
         return report
 
-    def mqtt_stats(self) -> dict:
+    def mqtt_stats(self, sequencer: dict | None = None) -> dict:
+        """The mqtt block of health; `sequencer` is the daemon snapshot's (finals it could not queue)."""
         st = self.publisher.stats
         return {
             "connected": st.connected,
@@ -133,10 +137,16 @@ class MqttService:
             "spool_messages": self.spool.count,
             "spool_bytes": self.spool.size_bytes(),
             "spool_dropped_total": self.spool.dropped_total,
+            "spool_writable": self.spool.writable,
+            "spool_error": self.spool.error,
+            "unstored": self.spool.unstored,
             "published": st.published,
             "rejected": st.rejected,
+            "held_seq": st.held_seq,
+            "retry_in_s": st.retry_in_s,
             "partials_dropped": st.partials_dropped,
-            "finals_refused": st.finals_refused,
+            "finals_refused": st.finals_refused + int((sequencer or {}).get("refused", 0)),
+            "unstored_lost": st.unstored_lost,
             "bad_events": st.bad_events,
             "connects": st.connects,
             "disconnects": st.disconnects,

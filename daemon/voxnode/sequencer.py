@@ -1,0 +1,88 @@
+"""The one place transcripts pass on their way to the sinks: finals are recorded (given their durable
+`seq`) first, so no sink ever shows a final that a crash could lose without a trace.
+
+Recording costs an fsync, so it runs on this thread, not on the decode thread: the pipeline is never
+blocked by the disk. Partials take the same queue, so a partial never overtakes the final before it.
+Level reports and other diagnostics go to the sinks directly (nothing depends on their order).
+
+Without MQTT there is no spool and no seq, and the daemon fans transcripts out directly.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from typing import Callable, Protocol
+
+log = logging.getLogger(__name__)
+
+QUEUE = 10000  # transcripts waiting for the disk (hours of speech); beyond it a final is refused, logged, counted
+
+
+class FinalStore(Protocol):
+    def record(self, event: dict) -> dict:
+        """Store a final durably; return it as the sinks must show it (with its seq)."""
+
+
+class Sequencer:
+    def __init__(self, store: FinalStore, fan_out: Callable[[dict], None], limit: int = QUEUE):
+        self._store = store
+        self._fan_out = fan_out
+        self._limit = limit
+        self._queue: deque[dict] = deque()
+        self._cond = threading.Condition()
+        self._closing = False
+        self.refused = 0  # finals not taken because the queue was full (the disk stalled for that long)
+        self._thread = threading.Thread(target=self._run, name="sequencer", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def submit(self, event: dict) -> bool:
+        """Any thread; never blocks. False (logged, counted) when the queue is full."""
+        with self._cond:
+            if len(self._queue) >= self._limit or self._closing:
+                if event.get("type") == "final":
+                    self.refused += 1
+                    log.error("transcript queue full (%d waiting for the spool's disk) or closing: final %s of "
+                              "stream %s is dropped", len(self._queue), event.get("id"), event.get("stream"))
+                return False
+            self._queue.append(event)
+            self._cond.notify()
+            return True
+
+    @property
+    def depth(self) -> int:
+        return len(self._queue)
+
+    def stop(self, deadline: float) -> bool:
+        """Record and fan out what is queued by `deadline`; True if nothing was left behind."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        self._thread.join(max(0.0, deadline - time.monotonic()))
+        if self._thread.is_alive():
+            log.error("%d transcript(s) not written by the stop deadline are lost", len(self._queue))
+            return False
+        return True
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closing:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                event = self._queue.popleft()
+            if event.get("type") == "final":
+                try:
+                    event = self._store.record(event)
+                except Exception:  # noqa: BLE001 - a bug here must not stop later finals
+                    log.exception("recording final %s failed; it goes out without a seq", event.get("id"))
+                    event = {**event, "seq": None}
+            try:
+                self._fan_out(event)
+            except Exception:  # noqa: BLE001
+                log.exception("a sink failed on %s %s", event.get("type"), event.get("id"))
