@@ -15,7 +15,7 @@ APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl system
 export PYTHONMALLOC := malloc
 
 .PHONY: demo run test deps-run deps-test venv venv-test check-config config-reference clean \
-        bench-mqtt bench-stream bench-asr convert-model install uninstall purge
+        bench-mqtt bench-stream bench-asr convert-model install uninstall purge soak
 
 demo: venv
 	$(BIN)/voxnode demo
@@ -55,6 +55,11 @@ config-reference: venv
 
 bench-mqtt: venv-test
 	$(BIN)/python scripts/bench_mqtt.py --write docs/benchmarks.md
+
+# An hour of the real daemon on looped speech through an ALSA FIFO PCM and a local Mosquitto: RSS slope
+# after warm-up (< 5 MB/h) and every final delivered once. Not part of `make test` (nor CI).
+soak: deps-test venv-test
+	$(BIN)/python scripts/soak.py --minutes 60 --warmup-minutes 10 --write
 
 bench-stream: deps-test venv-test
 	$(BIN)/python scripts/bench_stream.py --streams 1,4,10 --speak-s 60 --idle-s 12

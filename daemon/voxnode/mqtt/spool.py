@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+from urllib.parse import quote
 
 log = logging.getLogger(__name__)
 
@@ -117,13 +118,9 @@ class Spool:
             if cause.kind == "corrupt":
                 self._recover(cause)
                 return
-            if cause.kind in ("readonly", "full") and self._db is not None:
-                try:
-                    self._read_state()  # its unsent finals can still be read and sent
-                except sqlite3.Error:
-                    self._close_db()
-            else:
-                self._close_db()
+            self._close_db()
+            if cause.kind in ("readonly", "full"):
+                self._open_for_reading()  # its unsent finals can still be read and sent
             self._set_unwritable(cause)
             return
         try:
@@ -153,6 +150,24 @@ class Spool:
             self._db = db  # a read-only file still has readable rows: the caller decides
             raise
         return db
+
+    def _open_for_reading(self) -> None:
+        """A spool that cannot be written may still hold unsent finals: open it read-only to send them.
+
+        In WAL mode even reading needs the -shm file; on a read-only file system (or folder) without one,
+        `immutable=1` reads the file as it is (nothing can change it there).
+        """
+        for options in ("mode=ro", "mode=ro&immutable=1"):
+            try:
+                db = sqlite3.connect(f"file:{quote(str(self.path))}?{options}", uri=True, check_same_thread=False)
+            except sqlite3.Error:
+                continue
+            try:
+                self._db = db
+                self._read_state()
+                return
+            except sqlite3.Error:
+                self._close_db()
 
     def _read_state(self) -> None:
         db = self._db
