@@ -11,10 +11,13 @@ APT_RUN  := python3-venv python3-dev gcc pkg-config libasound2-dev alsa-utils li
 # Tests also speak (espeak-ng), convert audio (sox), use recorded speech and network namespaces,
 # and check the unit with systemd-analyze (package systemd; a container may lack it).
 APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl systemd
+# Benchmarks also use real recorded speech and music (scripts/speech_corpus.py says what each is).
+APT_CORPUS := pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 \
+              asterisk-core-sounds-en-wav asterisk-moh-opsound-wav
 
 export PYTHONMALLOC := malloc
 
-.PHONY: demo run test deps-run deps-test venv venv-test check-config config-reference clean \
+.PHONY: demo run test deps-run deps-test deps-corpus venv venv-test check-config config-reference clean \
         bench-mqtt bench-stream bench-asr convert-model install uninstall purge soak
 
 demo: venv
@@ -31,6 +34,9 @@ deps-run:
 
 deps-test: deps-run
 	@scripts/apt-ensure $(APT_TEST)
+
+deps-corpus: deps-test
+	@scripts/apt-ensure $(APT_CORPUS)
 
 venv: deps-run $(VENV)/.installed
 venv-test: deps-run $(VENV)/.installed-test
@@ -80,7 +86,7 @@ convert-model: deps-run .venv-convert/.installed
 	.venv-convert/bin/python scripts/convert_model.py
 	.venv-convert/bin/python scripts/convert_model.py --fp32 --no-int8 --no-verify --out build/whisper-tiny.en-fp32
 
-bench-asr: deps-test .venv-bench/.installed
+bench-asr: deps-corpus .venv-bench/.installed
 	@test -d build/whisper-tiny.en-fp32 || { echo "run 'make convert-model' first for the fp32 side"; exit 1; }
 	.venv-bench/bin/python scripts/bench_asr.py --fp32-dir build/whisper-tiny.en-fp32
 
