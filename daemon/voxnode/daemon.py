@@ -13,13 +13,13 @@ from typing import Callable, Protocol
 import numpy as np
 
 from voxnode.audio.alsa_capture import AlsaCapture
+from voxnode.audio.audio_stream import AudioStream
 from voxnode.audio.file_source import FileSource
 from voxnode.audio.format import PERIOD_S
 from voxnode.audio.frames import Frame
 from voxnode.audio.levels import LevelMeter
 from voxnode.audio.ring import FrameRing
 from voxnode.audio.source import AudioSource
-from voxnode.audio.audio_stream import AudioStream
 from voxnode.config import Config
 from voxnode.config.audio import StreamConfig
 from voxnode.errors import VoxnodeError

@@ -19,9 +19,9 @@ from voxnode.events import iso8601
 from voxnode.health.memory import TraceSnapshots
 from voxnode.health.report import HealthMonitor
 from voxnode.mqtt.client import MqttPublisher
-from voxnode.mqtt.journal import FinalsJournal, dumps
 from voxnode.mqtt.commands import CommandError, check_size, error_reply, parse_command
 from voxnode.mqtt.discovery import discovery_payload
+from voxnode.mqtt.journal import FinalsJournal, dumps
 from voxnode.mqtt.sink import MqttSink
 from voxnode.mqtt.spool import Spool, default_spool_path
 from voxnode.mqtt.topics import Topics
