@@ -47,8 +47,17 @@ class StandInDaemon:
         self.muted: set[str] = set()
 
     def snapshot(self) -> dict:
-        stream = {"state": "running", "frames": 123456, "xruns": 0, "device_errors": 0, "queue_depth": 3,
-                  "dropped_frames": 0, "rtf": 0.21, "latency_p50_ms": 380.0, "latency_p95_ms": 620.0}
+        stream = {
+            "state": "running",
+            "frames": 123456,
+            "xruns": 0,
+            "device_errors": 0,
+            "queue_depth": 3,
+            "dropped_frames": 0,
+            "rtf": 0.21,
+            "latency_p50_ms": 380.0,
+            "latency_p95_ms": 620.0,
+        }
         return {"uptime_s": time.monotonic() - self.t0, "streams": {"kitchen": dict(stream), "hall": dict(stream)}}
 
     def stream_names(self):
@@ -88,8 +97,11 @@ def run_phase(service, sequencer, daemon, seconds: float, final_every: float | N
         if final_every is not None and now >= next_final:
             t = time.time()
             n += 1
-            sequencer.submit(TranscriptEvent("final", "kitchen", f"bench-{n}", "turn on the kitchen lights",
-                                                     t - 2, t - 0.3, 300.0, -0.2).as_dict())
+            sequencer.submit(
+                TranscriptEvent(
+                    "final", "kitchen", f"bench-{n}", "turn on the kitchen lights", t - 2, t - 0.3, 300.0, -0.2
+                ).as_dict()
+            )
             next_final += final_every
         time.sleep(0.1)
     return 100.0 * (cpu() - start_cpu) / (time.monotonic() - start_wall), n
@@ -113,8 +125,14 @@ def main() -> int:
     base = Config()
     config = dataclasses.replace(
         base,
-        mqtt=dataclasses.replace(base.mqtt, enabled=True, host="127.0.0.1", port=broker.port, node_id="bench",
-                                 spool_path=str(work / "spool.sqlite")),
+        mqtt=dataclasses.replace(
+            base.mqtt,
+            enabled=True,
+            host="127.0.0.1",
+            port=broker.port,
+            node_id="bench",
+            spool_path=str(work / "spool.sqlite"),
+        ),
     )
     daemon = StandInDaemon()
     service = MqttService(config)
@@ -142,8 +160,11 @@ def main() -> int:
         c0, w0 = cpu(), time.monotonic()
         for i in range(args.finals):
             t = time.time()
-            sequencer.submit(TranscriptEvent("final", "kitchen", f"op-{i}", "what is the weather tomorrow",
-                                                     t - 2, t - 0.3, 300.0, -0.2).as_dict())
+            sequencer.submit(
+                TranscriptEvent(
+                    "final", "kitchen", f"op-{i}", "what is the weather tomorrow", t - 2, t - 0.3, 300.0, -0.2
+                ).as_dict()
+            )
             time.sleep(0.005)  # finals arrive apart, so every one pays its own transaction and fsync
         wait_drained(service, sequencer)
         per_final_ms = 1000 * (cpu() - c0) / args.finals  # sleeping costs no CPU
@@ -162,8 +183,7 @@ def main() -> int:
 
     mem = spool_memory(base, work)
     default_interval = base.health.interval_s
-    est = {rate: idle + per_final_ms / 10 * rate + per_report_ms / 10 / default_interval
-           for rate in (0.2, 1.0)}
+    est = {rate: idle + per_final_ms / 10 * rate + per_report_ms / 10 / default_interval for rate in (0.2, 1.0)}
     lines = [
         f"## {SECTION}",
         "",
@@ -208,9 +228,17 @@ def spool_memory(base: Config, work: Path) -> dict:
     from voxnode.sequencer import QUEUE as FINALS_QUEUE
     from voxnode.mqtt.localbroker import free_port
 
-    cfg = dataclasses.replace(base, mqtt=dataclasses.replace(
-        base.mqtt, enabled=True, host="127.0.0.1", port=free_port(), node_id="bench-mem",
-        spool_path=str(work / "spool-mem.sqlite")))
+    cfg = dataclasses.replace(
+        base,
+        mqtt=dataclasses.replace(
+            base.mqtt,
+            enabled=True,
+            host="127.0.0.1",
+            port=free_port(),
+            node_id="bench-mem",
+            spool_path=str(work / "spool-mem.sqlite"),
+        ),
+    )
     heap = Heap()
     heap.trim(rss_bytes(), rss_bytes)
     before = rss_bytes()
@@ -232,8 +260,9 @@ def spool_memory(base: Config, work: Path) -> dict:
     for burst in range(3):  # the spool grows 10k, 20k, 30k: RSS must not follow it
         for i in range(FINALS_QUEUE):
             t = time.time()
-            sequencer.submit(TranscriptEvent("final", "kitchen", f"mem-{burst}-{i}", text, t - 2, t - 0.3, 300.0,
-                                             -0.2).as_dict())
+            sequencer.submit(
+                TranscriptEvent("final", "kitchen", f"mem-{burst}-{i}", text, t - 2, t - 0.3, 300.0, -0.2).as_dict()
+            )
         end = time.monotonic() + 120
         while service.spool.count < FINALS_QUEUE * (burst + 1) and time.monotonic() < end:
             time.sleep(0.05)
@@ -241,8 +270,13 @@ def spool_memory(base: Config, work: Path) -> dict:
         after.append((rss_bytes() - before) / 1e6)
     stop.set()
     sampler.join()
-    out = {"burst": FINALS_QUEUE, "spooled": service.spool.count, "peak_mb": (peak[0] - before) / 1e6,
-           "after_mb": after, "spool_mb": service.spool.size_bytes() / 1e6}
+    out = {
+        "burst": FINALS_QUEUE,
+        "spooled": service.spool.count,
+        "peak_mb": (peak[0] - before) / 1e6,
+        "after_mb": after,
+        "spool_mb": service.spool.size_bytes() / 1e6,
+    }
     sequencer.stop(time.monotonic() + 10)
     service.sink.close()
     return out

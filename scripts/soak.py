@@ -143,8 +143,12 @@ def main() -> int:
     env = {**os.environ, "XDG_CONFIG_HOME": str(work), "PYTHONMALLOC": "malloc"}
     log_path = work / "daemon.log"
     with open(log_path, "wb") as log:
-        daemon = subprocess.Popen([sys.executable, "-m", "voxnode", "run", "--config", str(config)], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=log)
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "voxnode", "run", "--config", str(config)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
     samples: list[tuple[float, int]] = []
     t0 = time.monotonic()
     end = t0 + args.minutes * 60
@@ -153,8 +157,11 @@ def main() -> int:
         while time.monotonic() < end and daemon.poll() is None:
             samples.append((time.monotonic() - t0, vm_rss_kb(daemon.pid)))
             if len(samples) % 30 == 1:
-                print(f"  {samples[-1][0] / 60:5.1f} min  RSS {samples[-1][1] / 1024:6.1f} MB  "
-                      f"finals {len(listener.finals)}  played {player.played}", flush=True)
+                print(
+                    f"  {samples[-1][0] / 60:5.1f} min  RSS {samples[-1][1] / 1024:6.1f} MB  "
+                    f"finals {len(listener.finals)}  played {player.played}",
+                    flush=True,
+                )
             time.sleep(SAMPLE_S)
     finally:
         crashed = daemon.poll() is not None
@@ -194,8 +201,14 @@ def main() -> int:
         "daemon_crashed": crashed,
         "tracebacks": text.count("Traceback"),
     }
-    ok = (slope < TARGET_MB_PER_H and not gaps and not crashed and rc == 0 and summary["tracebacks"] == 0
-          and summary["finals_without_seq"] == 0)
+    ok = (
+        slope < TARGET_MB_PER_H
+        and not gaps
+        and not crashed
+        and rc == 0
+        and summary["tracebacks"] == 0
+        and summary["finals_without_seq"] == 0
+    )
     summary["pass"] = bool(ok)
     print(json.dumps(summary, indent=2))
     if ok:

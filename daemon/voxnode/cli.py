@@ -39,12 +39,19 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--reference", action="store_true", help="print the documented default config instead")
 
     tr = with_config(sub.add_parser("transcribe", help="transcribe audio files (WAV, or raw with --raw)"))
-    tr.add_argument("files", nargs="+", metavar="FILE", help="WAV files of any rate/channels (files over 30 s are cut at pauses)")
+    tr.add_argument(
+        "files", nargs="+", metavar="FILE", help="WAV files of any rate/channels (files over 30 s are cut at pauses)"
+    )
     tr.add_argument("--raw", action="store_true", help="files are headerless S16_LE 16 kHz mono")
     tr.add_argument("--json", action="store_true", help="one JSON object per file instead of plain text")
-    tr.add_argument("--max-duration", type=float, default=None, metavar="S",
-                    help="refuse files longer than S seconds of audio (default 4 h); files are streamed, "
-                         "FIFOs/pipes read with a 10 s timeout, devices refused")
+    tr.add_argument(
+        "--max-duration",
+        type=float,
+        default=None,
+        metavar="S",
+        help="refuse files longer than S seconds of audio (default 4 h); files are streamed, "
+        "FIFOs/pipes read with a 10 s timeout, devices refused",
+    )
 
     demo = with_config(sub.add_parser("demo", help="run on a bundled speech clip through a real ALSA PCM"))
     demo.add_argument("--stdout", action="store_true", help="write every event as one JSON line on stdout")
@@ -112,8 +119,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     # SIGHUP re-reads the same file with the same overrides.
     reloader = config_loader(args.config, args.device)
     extra = _integrations(config)
-    return Daemon(config, _sinks(args.stdout) + extra.sinks, options, hooks=systemd_hooks() + extra.hooks,
-                  reloader=reloader, journal=extra.journal).run()
+    return Daemon(
+        config,
+        _sinks(args.stdout) + extra.sinks,
+        options,
+        hooks=systemd_hooks() + extra.hooks,
+        reloader=reloader,
+        journal=extra.journal,
+    ).run()
 
 
 def _integrations(config: Config):
@@ -138,8 +151,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         printer.start()
         extra = _integrations(config)
-        return Daemon(config, _sinks(args.stdout) + extra.sinks, RunOptions(duration_s=seconds, levels=True),
-                      hooks=extra.hooks, journal=extra.journal).run()
+        return Daemon(
+            config,
+            _sinks(args.stdout) + extra.sinks,
+            RunOptions(duration_s=seconds, levels=True),
+            hooks=extra.hooks,
+            journal=extra.journal,
+        ).run()
     finally:
         feeder.stop()
         printer.stop()

@@ -98,9 +98,15 @@ class PipelineWorker(Protocol):
 class StreamWorker:
     """Consumes one stream's ring: sound levels, and the speech pipeline (VAD -> transcripts)."""
 
-    def __init__(self, stream: StreamConfig, source: AudioSource, sinks: list[Sink],
-                 pipeline: StreamPipeline | None = None, levels: bool = False,
-                 is_muted: Callable[[str], bool] = lambda _name: False):
+    def __init__(
+        self,
+        stream: StreamConfig,
+        source: AudioSource,
+        sinks: list[Sink],
+        pipeline: StreamPipeline | None = None,
+        levels: bool = False,
+        is_muted: Callable[[str], bool] = lambda _name: False,
+    ):
         self.stream = stream
         self.source = source
         self.sinks = sinks
@@ -193,8 +199,12 @@ def _stop_and_drain(pairs: list[tuple[AudioSource, "StreamWorker"]], deadline: f
         source.ring.close()  # a capture stuck in a read never closes its ring itself
     for source, worker in pairs:
         if not worker.drain(max(0.0, deadline - time.monotonic())):
-            log.warning("stream %s: worker did not finish within %.1f s; an utterance it held is lost",
-                        source.name, timeout, extra={"STREAM": source.name})
+            log.warning(
+                "stream %s: worker did not finish within %.1f s; an utterance it held is lost",
+                source.name,
+                timeout,
+                extra={"STREAM": source.name},
+            )
 
 
 class Daemon:
@@ -291,8 +301,10 @@ class Daemon:
 
             model_dir = default_model_dir(self.config.asr.model_dir)
             # One engine per decode worker: an engine serves one call at a time.
-            engines = [WhisperEngine.load(model_dir, self.config.asr.num_threads)
-                       for _ in range(self.config.stream.decode_workers)]
+            engines = [
+                WhisperEngine.load(model_dir, self.config.asr.num_threads)
+                for _ in range(self.config.stream.decode_workers)
+            ]
             self.recognizer = engines[0] if len(engines) == 1 else engines
         self.speech = SpeechService(self.config, self.recognizer, self._emit_transcript)
         self.speech.start()
@@ -302,8 +314,7 @@ class Daemon:
     def _start_stream(self, stream: StreamConfig) -> None:
         source = self._make_source(stream)
         pipeline = self.speech.pipeline(stream.name, self.config) if self.speech is not None else None
-        worker = StreamWorker(stream, source, self.sinks, pipeline, levels=self.options.levels,
-                              is_muted=self.is_muted)
+        worker = StreamWorker(stream, source, self.sinks, pipeline, levels=self.options.levels, is_muted=self.is_muted)
         self.sources.append(source)
         self.workers.append(worker)
         worker.start()
@@ -436,8 +447,11 @@ class Daemon:
             "streams": {src.name: self._stream_snapshot(src, per_stream.get(src.name, {})) for src in self.sources},
             # Engine back-pressure: queue depth, waits, skipped partials, dropped finals.
             "speech": speech,
-            "sequencer": ({"queue_depth": self.sequencer.depth, "refused": self.sequencer.refused}
-                          if self.sequencer is not None else None),
+            "sequencer": (
+                {"queue_depth": self.sequencer.depth, "refused": self.sequencer.refused}
+                if self.sequencer is not None
+                else None
+            ),
         }
 
     @staticmethod
@@ -464,8 +478,14 @@ class Daemon:
         stats = {s.name: s.stats.snapshot() for s in self.sources}
         for name, st in stats.items():
             ring = next(src.ring for src in self.sources if src.name == name)
-            log.info("stream %s stopped: %d frames, %d dropped, %d xruns, %d device errors",
-                     name, st["frames"], ring.dropped, st["xruns"], st["device_errors"])
+            log.info(
+                "stream %s stopped: %d frames, %d dropped, %d xruns, %d device errors",
+                name,
+                st["frames"],
+                ring.dropped,
+                st["xruns"],
+                st["device_errors"],
+            )
 
     # ---- DaemonControl (voxnode.control): what remote commands (MQTT cmd topic) may change ----
 

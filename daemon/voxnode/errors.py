@@ -31,4 +31,3 @@ class ModelError(VoxnodeError):
 
 class MqttConfigError(VoxnodeError):
     """The MQTT settings cannot work (unreadable password file, TLS files missing)."""
-

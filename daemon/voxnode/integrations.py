@@ -37,13 +37,17 @@ def build_integrations(config: Config) -> Integrations:
         from voxnode.health.report import HealthMonitor
         from voxnode.mqtt.topics import node_id_for
 
-        housekeeping = HousekeepingHook(HealthMonitor(config.health, node_id_for(config.mqtt)),
-                                        config.health.interval_s, engine_info_from,
-                                        keep_report=config.health.prometheus)
+        housekeeping = HousekeepingHook(
+            HealthMonitor(config.health, node_id_for(config.mqtt)),
+            config.health.interval_s,
+            engine_info_from,
+            keep_report=config.health.prometheus,
+        )
         out.hooks.append(housekeeping)
 
         def report(daemon, now, housekeeping=housekeeping):
             return housekeeping.latest
+
     if config.health.prometheus:
         from voxnode.health.prometheus import PrometheusExporter
 

@@ -46,8 +46,13 @@ class Sequencer:
             if len(self._queue) >= self._limit or self._closing:
                 if event.get("type") == "final":
                     self.refused += 1
-                    log.error("transcript queue full (%d waiting for the spool's disk) or closing: final %s of "
-                              "stream %s is dropped", len(self._queue), event.get("id"), event.get("stream"))
+                    log.error(
+                        "transcript queue full (%d waiting for the spool's disk) or closing: final %s of "
+                        "stream %s is dropped",
+                        len(self._queue),
+                        event.get("id"),
+                        event.get("stream"),
+                    )
                 return False
             self._queue.append(event)
             self._cond.notify()

@@ -29,13 +29,22 @@ def toml_value(v) -> str:
 
 
 def write_config(path: Path, broker: Broker | None, *, stream: str = "mic", health: dict | None = None, **mqtt) -> Path:
-    settings = {"enabled": True, "host": broker.host if broker else "127.0.0.1", "port": broker.port if broker else 1,
-                "node_id": "testnode", "reconnect_min_s": 0.5, "reconnect_max_s": 2.0, "keepalive": 5,
-                "spool_path": str(path.parent / "spool.sqlite")}
+    settings = {
+        "enabled": True,
+        "host": broker.host if broker else "127.0.0.1",
+        "port": broker.port if broker else 1,
+        "node_id": "testnode",
+        "reconnect_min_s": 0.5,
+        "reconnect_max_s": 2.0,
+        "keepalive": 5,
+        "spool_path": str(path.parent / "spool.sqlite"),
+    }
     settings.update(mqtt)
     h = {"interval_s": 1.0, "malloc_trim_interval_s": 0.0}
     h.update(health or {})
-    text = "[log]\nlevel = \"info\"\n\n[audio]\n\n[mqtt]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in settings.items())
+    text = '[log]\nlevel = "info"\n\n[audio]\n\n[mqtt]\n' + "".join(
+        f"{k} = {toml_value(v)}\n" for k, v in settings.items()
+    )
     text += "\n[health]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in h.items())
     if stream != "mic":
         text += f'\n[[streams]]\nname = "{stream}"\ndevice = "null"\n'
@@ -46,16 +55,39 @@ def write_config(path: Path, broker: Broker | None, *, stream: str = "mic", heal
 class Feeder:
     """`python -m tests.mqtt.feeder`: the real daemon in a subprocess, emitting synthetic finals."""
 
-    def __init__(self, config: Path, *, count: int, interval: float, tag: str, linger: float = 600.0,
-                 partials: bool = False, stdout: bool = False, python: list[str] | None = None,
-                 env: dict | None = None):
+    def __init__(
+        self,
+        config: Path,
+        *,
+        count: int,
+        interval: float,
+        tag: str,
+        linger: float = 600.0,
+        partials: bool = False,
+        stdout: bool = False,
+        python: list[str] | None = None,
+        env: dict | None = None,
+    ):
         """`stdout`: the daemon also prints every event as a JSON line (collected in `events`);
         `python`: the interpreter command (e.g. run as another user), `env`: extra environment."""
         self.accepted: list[str] = []
         self.events: list[dict] = []
         self.stderr_path = config.parent / f"feeder-{tag}.log"
-        args = [*(python or [sys.executable]), "-m", "tests.mqtt.feeder", "--config", str(config), "--count",
-                str(count), "--interval", str(interval), "--tag", tag, "--linger", str(linger)]
+        args = [
+            *(python or [sys.executable]),
+            "-m",
+            "tests.mqtt.feeder",
+            "--config",
+            str(config),
+            "--count",
+            str(count),
+            "--interval",
+            str(interval),
+            "--tag",
+            tag,
+            "--linger",
+            str(linger),
+        ]
         if partials:
             args.append("--partials")
         if stdout:

@@ -39,8 +39,16 @@ class FinalsSource:
         while self.sent < self.count and now >= self.next_at:
             self.sent += 1
             t = time.time()
-            ev = TranscriptEvent("final", self.stream, f"{self.tag}-{self.sent:04d}", f"utterance {self.sent} of {self.tag}",
-                                 t - 1.5, t - 0.2, 200.0, -0.25)
+            ev = TranscriptEvent(
+                "final",
+                self.stream,
+                f"{self.tag}-{self.sent:04d}",
+                f"utterance {self.sent} of {self.tag}",
+                t - 1.5,
+                t - 0.2,
+                200.0,
+                -0.25,
+            )
             daemon.emit(ev.as_dict())  # the pipeline's path: the sequencer stores it, then the sinks see it
             print(f"accepted {self.sent} {ev.id}", flush=True)
             self.next_at += self.interval
@@ -72,9 +80,18 @@ def main() -> int:
 
         def tick(daemon, now):
             if source.sent < source.count and now >= source.next_at:
-                daemon.emit({"type": "partial", "stream": source.stream, "id": f"{args.tag}-{source.sent + 1:04d}",
-                             "text": "utterance", "start": "2026-12-02T00:00:00.000+00:00",
-                             "end": "2026-12-02T00:00:01.000+00:00", "latency_ms": 50.0, "confidence": -0.5})
+                daemon.emit(
+                    {
+                        "type": "partial",
+                        "stream": source.stream,
+                        "id": f"{args.tag}-{source.sent + 1:04d}",
+                        "text": "utterance",
+                        "start": "2026-12-02T00:00:00.000+00:00",
+                        "end": "2026-12-02T00:00:01.000+00:00",
+                        "latency_ms": 50.0,
+                        "confidence": -0.5,
+                    }
+                )
             inner(daemon, now)
 
         source.tick = tick
@@ -85,8 +102,14 @@ def main() -> int:
         from voxnode.sinks.stdout import JsonLinesSink
 
         sinks.insert(0, JsonLinesSink())  # first, as `voxnode run --stdout` puts it
-    daemon = Daemon(config, sinks, RunOptions(file=str(silence)), hooks=[source, *extra.hooks],
-                    reloader=config_loader(args.config), journal=extra.journal)
+    daemon = Daemon(
+        config,
+        sinks,
+        RunOptions(file=str(silence)),
+        hooks=[source, *extra.hooks],
+        reloader=config_loader(args.config),
+        journal=extra.journal,
+    )
     try:
         return daemon.run()
     finally:

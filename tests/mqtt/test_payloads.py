@@ -89,7 +89,9 @@ def test_online_is_republished_after_a_broker_restart(tmp_path, broker, monitor_
     f.stop()
 
 
-def test_discovery_announces_device_and_reannounces_when_ha_comes_online(tmp_path, broker, monitor_for, feeders, validate):
+def test_discovery_announces_device_and_reannounces_when_ha_comes_online(
+    tmp_path, broker, monitor_for, feeders, validate
+):
     mon = monitor_for(broker)
     cfg = write_config(tmp_path / "c.toml", broker, stream="kitchen")
     f = feeders(cfg, count=1, interval=0.1, tag="disc")
@@ -178,8 +180,13 @@ def test_voxnode_run_cli_publishes_status_health_discovery(tmp_path, broker, mon
 
     mon = monitor_for(broker)
     cfg = write_config(tmp_path / "c.toml", broker, health={"tracemalloc_frames": 1})
-    p = subprocess.run([*voxnode_cmd, "run", "--config", str(cfg), "--file", str(bundled_clip()), "--duration", "3"],
-                       capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONMALLOC": "malloc"})
+    p = subprocess.run(
+        [*voxnode_cmd, "run", "--config", str(cfg), "--file", str(bundled_clip()), "--duration", "3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONMALLOC": "malloc"},
+    )
     assert p.returncode == 0, p.stderr
     assert mon.wait_for(lambda: mon.on(f"{BASE}/status")[-1:] == [b"offline"])
     assert mon.on(f"{BASE}/status")[0] == b"online"

@@ -39,8 +39,9 @@ def test_password_file_and_acl_allow_publishing(tmp_path, auth_broker, monitor_f
 
 
 def test_bad_password_is_one_clear_error_not_a_traceback(tmp_path, auth_broker, feeders):
-    cfg = write_config(tmp_path / "c.toml", auth_broker, username="edge", password="wrong", reconnect_min_s=0.2,
-                       reconnect_max_s=1.0)
+    cfg = write_config(
+        tmp_path / "c.toml", auth_broker, username="edge", password="wrong", reconnect_min_s=0.2, reconnect_max_s=1.0
+    )
     f = feeders(cfg, count=3, interval=0.05, tag="badpw")
     f.wait_accepted(3)
     time.sleep(2.5)  # several refused attempts
@@ -57,8 +58,14 @@ def test_bad_password_is_one_clear_error_not_a_traceback(tmp_path, auth_broker, 
 
 def test_acl_denied_final_is_logged_retried_and_kept_in_the_spool(tmp_path, auth_broker, feeders):
     # User "narrow" may publish status and health but not transcripts: under MQTT 5 the PUBACK says 135.
-    cfg = write_config(tmp_path / "c.toml", auth_broker, username="narrow", password="narrowpass",
-                       reconnect_min_s=0.2, reconnect_max_s=1.0)
+    cfg = write_config(
+        tmp_path / "c.toml",
+        auth_broker,
+        username="narrow",
+        password="narrowpass",
+        reconnect_min_s=0.2,
+        reconnect_max_s=1.0,
+    )
     f = feeders(cfg, count=2, interval=0.05, tag="acl")
     f.wait_accepted(2)
     end = time.monotonic() + 10
@@ -78,8 +85,12 @@ def test_missing_password_file_is_a_config_error(tmp_path, voxnode_cmd):
     import subprocess
 
     cfg = write_config(tmp_path / "c.toml", None, username="edge", password_file=str(tmp_path / "nope"))
-    p = subprocess.run([*voxnode_cmd, "run", "--config", str(cfg), "--file", "/dev/null", "--duration", "1"],
-                       capture_output=True, text=True, timeout=30)
+    p = subprocess.run(
+        [*voxnode_cmd, "run", "--config", str(cfg), "--file", "/dev/null", "--duration", "1"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert p.returncode == 1
     assert p.stderr.strip().splitlines()[-1].startswith("voxnode: error: mqtt.password_file =")
     assert "Traceback" not in p.stderr

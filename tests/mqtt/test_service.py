@@ -24,8 +24,12 @@ class StandInDaemon:
         self.muted = set()
 
     def snapshot(self):
-        return {"uptime_s": 1.0, "streams": {"mic": {"state": "running", "queue_depth": 0, "dropped_frames": 0,
-                                                      "xruns": 0, "device_errors": 0}}}
+        return {
+            "uptime_s": 1.0,
+            "streams": {
+                "mic": {"state": "running", "queue_depth": 0, "dropped_frames": 0, "xruns": 0, "device_errors": 0}
+            },
+        }
 
     def stream_names(self):
         return ["mic"]
@@ -42,9 +46,20 @@ class StandInDaemon:
 
 def make_service(tmp_path, broker: Broker, **mqtt) -> MqttService:
     base = Config()
-    cfg = dataclasses.replace(base, mqtt=dataclasses.replace(
-        base.mqtt, enabled=True, host="127.0.0.1", port=broker.port, node_id="testnode", reconnect_min_s=0.2,
-        reconnect_max_s=1.0, spool_path=str(tmp_path / "spool.sqlite"), **mqtt))
+    cfg = dataclasses.replace(
+        base,
+        mqtt=dataclasses.replace(
+            base.mqtt,
+            enabled=True,
+            host="127.0.0.1",
+            port=broker.port,
+            node_id="testnode",
+            reconnect_min_s=0.2,
+            reconnect_max_s=1.0,
+            spool_path=str(tmp_path / "spool.sqlite"),
+            **mqtt,
+        ),
+    )
     return MqttService(cfg)
 
 
@@ -118,8 +133,13 @@ def test_health_survives_a_failing_engine_provider_and_reports_the_engine(tmp_pa
         calls["n"] += 1
         if calls["n"] == 1:
             raise RuntimeError("engine not ready")
-        return {"runtime": "litert", "model": "whisper-tiny.en", "xnnpack_applied": True, "ops_total": 120,
-                "ops_not_delegated": 0}
+        return {
+            "runtime": "litert",
+            "model": "whisper-tiny.en",
+            "xnnpack_applied": True,
+            "ops_total": 120,
+            "ops_not_delegated": 0,
+        }
 
     svc._engine_info = provider
     svc.start()
@@ -131,8 +151,12 @@ def test_health_survives_a_failing_engine_provider_and_reports_the_engine(tmp_pa
         svc.tick(daemon, time.monotonic())
         second = svc.last_health
         assert first["model"]["loaded"] is False
-        assert second["model"] == {"name": "whisper-tiny.en", "loaded": True, "xnnpack_all_ops": True,
-                                   "info": provider(daemon)}
+        assert second["model"] == {
+            "name": "whisper-tiny.en",
+            "loaded": True,
+            "xnnpack_all_ops": True,
+            "info": provider(daemon),
+        }
         validate("health", second)
         svc.sink.emit(final(1))
         assert mon.wait_for(lambda: mon.on(f"{BASE}/mic/transcript"))

@@ -21,8 +21,11 @@ class Tmpfs:
         path.mkdir(parents=True, exist_ok=True)
         if os.geteuid() != 0:
             pytest.skip("mounting a tmpfs needs root (run the suite as root, as CI does)")
-        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kb}k,mode=0777", "tmpfs", str(path)],
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size_kb}k,mode=0777", "tmpfs", str(path)],
+            capture_output=True,
+            text=True,
+        )
         if r.returncode != 0:
             pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
         os.chmod(path, 0o777)
@@ -79,11 +82,14 @@ def unprivileged_python() -> tuple[list[str], dict]:
     site = next(p for p in sys.path if p.endswith("site-packages") and p.startswith(sys.prefix))
     probe = "import voxnode, paho, numpy; print('ok')"
     env = {**os.environ, "PYTHONMALLOC": "malloc", "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"}
-    for python, extra in ((sys.executable, {}),
-                          (f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}",
-                           {"PYTHONPATH": f"{ROOT}:{ROOT / 'daemon'}:{site}"})):
-        r = subprocess.run([*drop, python, "-c", probe], capture_output=True, text=True, cwd=ROOT,
-                           env={**env, **extra})
+    for python, extra in (
+        (sys.executable, {}),
+        (
+            f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}",
+            {"PYTHONPATH": f"{ROOT}:{ROOT / 'daemon'}:{site}"},
+        ),
+    ):
+        r = subprocess.run([*drop, python, "-c", probe], capture_output=True, text=True, cwd=ROOT, env={**env, **extra})
         if r.returncode == 0 and r.stdout.strip() == "ok":
             return [*drop, python], extra
     pytest.skip(f"no Python that user nobody can run with this checkout: {r.stderr.strip()[-200:]}")

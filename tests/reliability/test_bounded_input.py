@@ -25,8 +25,14 @@ BASE = "voxnode/testnode"
 
 def transcribe(voxnode_cmd, *args, stdin=None, timeout=120) -> subprocess.CompletedProcess:
     """`voxnode transcribe` under /usr/bin/time: returns the process with .peak_kb (max RSS)."""
-    p = subprocess.run(["/usr/bin/time", "-f", "peak_kb=%M", *voxnode_cmd, "transcribe", *args], stdin=stdin,
-                       capture_output=True, text=True, timeout=timeout, env={**os.environ, "PYTHONMALLOC": "malloc"})
+    p = subprocess.run(
+        ["/usr/bin/time", "-f", "peak_kb=%M", *voxnode_cmd, "transcribe", *args],
+        stdin=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONMALLOC": "malloc"},
+    )
     p.peak_kb = int(next(line for line in p.stderr.splitlines() if line.startswith("peak_kb=")).split("=")[1])
     p.errors = [line for line in p.stderr.splitlines() if line.startswith("voxnode: ")]
     return p
@@ -49,8 +55,10 @@ def test_dev_zero_is_refused_at_once(voxnode_cmd):
     # Before: the whole "file" was read into memory (7.3 GB RSS in 20 s).
     p = transcribe(voxnode_cmd, "/dev/zero", "--raw")
     assert p.returncode == 1 and p.stdout == ""
-    assert p.errors == ["voxnode: /dev/zero: is a device, not an audio file (record from a microphone with "
-                        "`voxnode run`; pipe audio in through a FIFO or /dev/stdin)"], p.stderr
+    assert p.errors == [
+        "voxnode: /dev/zero: is a device, not an audio file (record from a microphone with "
+        "`voxnode run`; pipe audio in through a FIFO or /dev/stdin)"
+    ], p.stderr
     assert "Traceback" not in p.stderr and p.peak_kb < 400_000
 
 
@@ -144,8 +152,9 @@ def test_fifo_with_a_writer_reads_like_a_file(tmp_path):
 def test_streamed_blocks_equal_the_whole_file(tmp_path):
     # 44.1 kHz stereo 24-bit through the streaming resampler, in 0.3 s blocks: the same signal as one pass.
     src = tmp_path / "t.wav"
-    subprocess.run(["sox", "-n", "-r", "44100", "-c", "2", "-b", "24", str(src), "synth", "3.0", "sine", "1000"],
-                   check=True)
+    subprocess.run(
+        ["sox", "-n", "-r", "44100", "-c", "2", "-b", "24", str(src), "synth", "3.0", "sine", "1000"], check=True
+    )
     with AudioStream(src) as s:
         blocks = list(s.blocks(seconds=0.3))
     streamed = np.concatenate(blocks)
@@ -162,8 +171,9 @@ def test_deep_json_command_is_refused_not_a_recursion_error():
         parse_command(deep, max_bytes=1 << 20, streams=["mic"])
     assert e.value.code == "malformed" and "nests 3000 levels deep" in e.value.message
     # brackets inside strings are text, not nesting
-    ok = parse_command(json.dumps({"cmd": "health", "id": "[" * 500 + '\\"{' * 100}).encode(), max_bytes=1 << 20,
-                       streams=["mic"])
+    ok = parse_command(
+        json.dumps({"cmd": "health", "id": "[" * 500 + '\\"{' * 100}).encode(), max_bytes=1 << 20, streams=["mic"]
+    )
     assert ok.name == "health"
 
 
@@ -213,12 +223,15 @@ def test_oversized_commands_cost_bounded_memory(tmp_path, broker, monitor_for, f
     n = len(mon.on(f"{BASE}/health"))
     mon.client.publish(f"{BASE}/cmd", json.dumps({"cmd": "health", "id": "after"}), qos=1)
     assert mon.wait_for(lambda: len(mon.on(f"{BASE}/health")) > n, 30), f.log()  # still answering
-    assert mon.wait_for(lambda: any(json.loads(p)["received"].startswith('{"cmd": "health", "pad": "xxx')
-                                    for p in mon.on(f"{BASE}/error")), 10), f.log()
+    assert mon.wait_for(
+        lambda: any(
+            json.loads(p)["received"].startswith('{"cmd": "health", "pad": "xxx') for p in mon.on(f"{BASE}/error")
+        ),
+        10,
+    ), f.log()
     errors = [json.loads(p) for p in mon.on(f"{BASE}/error")]
     grown_mb = (vm(f.proc.pid, "VmHWM") - before) / 1024
-    print(f"\nMQTT {protocol}: peak RSS grew {grown_mb:.1f} MB over 40 x 16 MB commands; "
-          f"{len(errors)} error replies")
+    print(f"\nMQTT {protocol}: peak RSS grew {grown_mb:.1f} MB over 40 x 16 MB commands; {len(errors)} error replies")
     assert all(e["error"] == "too_large" for e in errors)
     # paho reads each one whole (MQTT has no streaming), then it is refused before queueing, each answered.
     assert len(errors) == 41, len(errors)

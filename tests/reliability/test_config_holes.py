@@ -52,8 +52,9 @@ def test_non_finite_floats_are_refused_everywhere(key, bad):
 
 
 def run_check(voxnode_cmd, path, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run(voxnode_cmd + ["check-config", "--config", str(path)], capture_output=True, text=True,
-                          timeout=60, env=env)
+    return subprocess.run(
+        voxnode_cmd + ["check-config", "--config", str(path)], capture_output=True, text=True, timeout=60, env=env
+    )
 
 
 def one_line_error(p: subprocess.CompletedProcess) -> str:
@@ -68,11 +69,14 @@ CLI_CASES = {
     # name: (file bytes, what the one line must contain)
     "nan disables the stall watchdog": (b"[service]\ncapture_stall_s = nan\n", "service.capture_stall_s = nan"),
     "nan ring": (b"[audio]\nring_seconds = nan\n", "audio.ring_seconds = nan"),
-    "empty host": (b"[mqtt]\nenabled = true\nhost = \"\"\n", "mqtt.host = \"\": must not be empty"),
-    "url as host": (b"[mqtt]\nenabled = true\nhost = \"mqtt://ha.local\"\n", "no mqtt:// scheme"),
-    "deep array": (b"[audio]\ndevice = " + b"[" * 5000 + b"]" * 5000 + b"\n", "line 2: arrays or inline tables nested 5000"),
+    "empty host": (b'[mqtt]\nenabled = true\nhost = ""\n', 'mqtt.host = "": must not be empty'),
+    "url as host": (b'[mqtt]\nenabled = true\nhost = "mqtt://ha.local"\n', "no mqtt:// scheme"),
+    "deep array": (
+        b"[audio]\ndevice = " + b"[" * 5000 + b"]" * 5000 + b"\n",
+        "line 2: arrays or inline tables nested 5000",
+    ),
     "deep inline table": (b"a = " + b"{b = " * 3000 + b"1" + b"}" * 3000 + b"\n", "nested 3000 levels deep"),
-    "not UTF-8": (b"[audio]\ndevice = \"\xff\"\n", "line 2: not UTF-8 text (byte 18)"),
+    "not UTF-8": (b'[audio]\ndevice = "\xff"\n', "line 2: not UTF-8 text (byte 18)"),
 }
 
 
@@ -86,12 +90,14 @@ def test_cli_one_line_errors(case, tmp_path, voxnode_cmd):
 
 
 def test_brackets_inside_strings_and_comments_are_not_nesting():
-    text = ('[audio]\ndevice = "[[[[[[[[[[[[[[[[[[[[[[["  # [[[[[[[[[[[[[[[[[[[[\n'
-            "[[streams]]\nname = 'a'\ndevice = '''{{{{{{{{{{{{{{{{{{{{{{{{{{'''\n"
-            '[[streams]]\nname = "b"\ndevice = """x\\"[[[[[[[[[[[[[[[[[[[[[["""""\n')
+    text = (
+        '[audio]\ndevice = "[[[[[[[[[[[[[[[[[[[[[[["  # [[[[[[[[[[[[[[[[[[[[\n'
+        "[[streams]]\nname = 'a'\ndevice = '''{{{{{{{{{{{{{{{{{{{{{{{{{{'''\n"
+        '[[streams]]\nname = "b"\ndevice = """x\\"[[[[[[[[[[[[[[[[[[[[[["""""\n'
+    )
     c = parse_config(text)
     assert c.streams[1].device == 'x"[[[[[[[[[[[[[[[[[[[[[[""', c.streams[1].device
-    nested_ok = "[audio]\ndevice = \"x\"\n[mqtt]\n" + "#" + "[" * 100 + "\n"
+    nested_ok = '[audio]\ndevice = "x"\n[mqtt]\n' + "#" + "[" * 100 + "\n"
     parse_config(nested_ok)
     at_limit = "a = " + "[" * MAX_TOML_DEPTH + "]" * MAX_TOML_DEPTH + "\n"
     with pytest.raises(ConfigError, match="unknown key 'a'"):  # within the limit: tomllib reads it
@@ -100,7 +106,7 @@ def test_brackets_inside_strings_and_comments_are_not_nesting():
 
 def test_integer_password_is_not_echoed(tmp_path, voxnode_cmd):
     f = tmp_path / "c.toml"
-    f.write_text("[mqtt]\nusername = \"u\"\npassword = 987654321\n")
+    f.write_text('[mqtt]\nusername = "u"\npassword = 987654321\n')
     line = one_line_error(run_check(voxnode_cmd, f))
     assert "mqtt.password" in line and "expected a string" in line
     assert "987654321" not in line, line
@@ -108,7 +114,7 @@ def test_integer_password_is_not_echoed(tmp_path, voxnode_cmd):
 
 def test_utf8_bom_is_accepted(tmp_path, voxnode_cmd):
     f = tmp_path / "c.toml"
-    f.write_bytes(b"\xef\xbb\xbf[audio]\ndevice = \"plughw:1,0\"\n")
+    f.write_bytes(b'\xef\xbb\xbf[audio]\ndevice = "plughw:1,0"\n')
     p = run_check(voxnode_cmd, f)
     assert p.returncode == 0, p.stderr
     assert 'device = "plughw:1,0"' in p.stdout
@@ -124,32 +130,48 @@ def test_oversized_config_is_refused_without_reading_it_all(tmp_path, voxnode_cm
 
 
 def mqtt_config(tmp_path, **keys) -> str:
-    lines = ["[mqtt]", "enabled = true", "host = \"127.0.0.1\"", "port = 1",
-             f"spool_path = \"{tmp_path / 'spool.sqlite'}\""]
-    lines += [f"{k} = {v}" if isinstance(v, bool) is False and not isinstance(v, str) else
-              f"{k} = {'true' if v is True else 'false' if v is False else repr(v).replace(chr(39), chr(34))}"
-              for k, v in keys.items()]
+    lines = [
+        "[mqtt]",
+        "enabled = true",
+        'host = "127.0.0.1"',
+        "port = 1",
+        f'spool_path = "{tmp_path / "spool.sqlite"}"',
+    ]
+    lines += [
+        f"{k} = {v}"
+        if isinstance(v, bool) is False and not isinstance(v, str)
+        else f"{k} = {'true' if v is True else 'false' if v is False else repr(v).replace(chr(39), chr(34))}"
+        for k, v in keys.items()
+    ]
     f = tmp_path / "c.toml"
     f.write_text("\n".join(lines) + "\n")
     return f
 
 
 def _run_start(voxnode_cmd, cfg) -> subprocess.CompletedProcess:
-    return subprocess.run(voxnode_cmd + ["run", "--config", str(cfg), "--file", "/dev/null", "--duration", "1"],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        voxnode_cmd + ["run", "--config", str(cfg), "--file", "/dev/null", "--duration", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 FILE_CASES = {
-    "missing password_file": (lambda d: {"username": "u", "password_file": str(d / "nope")},
-                              "mqtt.password_file = '{d}/nope': No such file or directory"),
-    "non-UTF-8 password_file": (lambda d: {"username": "u", "password_file": _write(d / "pw", b"\xff\xfepw\n")},
-                                "the password is not UTF-8 text"),
-    "password_file is a directory": (lambda d: {"username": "u", "password_file": str(d)},
-                                     "not a regular file"),
-    "missing tls_ca": (lambda d: {"tls": True, "tls_ca": str(d / "ca.pem")},
-                       "mqtt.tls_ca = '{d}/ca.pem': does not exist"),
-    "tls_ca not PEM": (lambda d: {"tls": True, "tls_ca": _write(d / "ca.pem", b"hello\n")},
-                       "not a PEM CA certificate"),
+    "missing password_file": (
+        lambda d: {"username": "u", "password_file": str(d / "nope")},
+        "mqtt.password_file = '{d}/nope': No such file or directory",
+    ),
+    "non-UTF-8 password_file": (
+        lambda d: {"username": "u", "password_file": _write(d / "pw", b"\xff\xfepw\n")},
+        "the password is not UTF-8 text",
+    ),
+    "password_file is a directory": (lambda d: {"username": "u", "password_file": str(d)}, "not a regular file"),
+    "missing tls_ca": (
+        lambda d: {"tls": True, "tls_ca": str(d / "ca.pem")},
+        "mqtt.tls_ca = '{d}/ca.pem': does not exist",
+    ),
+    "tls_ca not PEM": (lambda d: {"tls": True, "tls_ca": _write(d / "ca.pem", b"hello\n")}, "not a PEM CA certificate"),
 }
 
 

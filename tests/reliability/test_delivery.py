@@ -113,8 +113,19 @@ def test_read_only_spool_under_an_unprivileged_user(broker, monitor_for, feeders
         spool = work / "spool.sqlite"
         s = Spool(spool, 1000)
         for i in range(3):
-            s.append(TOPIC, lambda seq, i=i: json.dumps({"type": "final", "stream": "mic", "id": f"old-{i}",
-                                                         "text": "from an earlier run", "start": "x", "seq": seq}).encode())
+            s.append(
+                TOPIC,
+                lambda seq, i=i: json.dumps(
+                    {
+                        "type": "final",
+                        "stream": "mic",
+                        "id": f"old-{i}",
+                        "text": "from an earlier run",
+                        "start": "x",
+                        "seq": seq,
+                    }
+                ).encode(),
+            )
         s.close()
         os.chmod(spool, 0o644)
         mon = monitor_for(broker)
@@ -131,9 +142,10 @@ def test_read_only_spool_under_an_unprivileged_user(broker, monitor_for, feeders
         assert mon.wait_for(lambda: _health(mon) and _health(mon)[-1]["mqtt"]["spool_writable"] is False, 10)
         assert f.stop() == 0
         log = f.log()
-        assert (f"MQTT spool {spool}: the file is not writable by user nobody (mode 0644, owner uid 0); fix with "
-                "chown/chmod; finals are published without a durable copy and without seq until it is writable"
-                in log), log
+        assert (
+            f"MQTT spool {spool}: the file is not writable by user nobody (mode 0644, owner uid 0); fix with "
+            "chown/chmod; finals are published without a durable copy and without seq until it is writable" in log
+        ), log
         assert "holds 3 unsent final(s) it cannot remove once sent: they are sent again at every start" in log
         assert "Traceback" not in log
     finally:
@@ -154,18 +166,23 @@ def test_corrupt_spool_keeps_the_node_running(tmp_path, broker, monitor_for, fee
     assert len(list(tmp_path.glob("spool.sqlite.corrupt-*"))) == 1
 
 
-ACL_DENY = ("user narrow\ntopic readwrite voxnode/testnode/status\ntopic readwrite voxnode/testnode/health\n"
-            "topic read voxnode/testnode/cmd\n\nuser monitor\ntopic read #\n")
-ACL_FIXED = ACL_DENY.replace("topic read voxnode/testnode/cmd\n", "topic read voxnode/testnode/cmd\n"
-                             "topic write voxnode/testnode/mic/transcript\n")
+ACL_DENY = (
+    "user narrow\ntopic readwrite voxnode/testnode/status\ntopic readwrite voxnode/testnode/health\n"
+    "topic read voxnode/testnode/cmd\n\nuser monitor\ntopic read #\n"
+)
+ACL_FIXED = ACL_DENY.replace(
+    "topic read voxnode/testnode/cmd\n",
+    "topic read voxnode/testnode/cmd\ntopic write voxnode/testnode/mic/transcript\n",
+)
 
 
 def test_acl_refusal_fixed_while_running(tmp_path, monitor_for, feeders):
     b = Broker(tmp_path / "broker", users={"narrow": "narrowpass", "monitor": "monpass"}, acl=ACL_DENY).start()
     try:
         mon = monitor_for(b, username="monitor", password="monpass")
-        cfg = write_config(tmp_path / "c.toml", b, username="narrow", password="narrowpass", reconnect_min_s=0.2,
-                           reconnect_max_s=1.0)
+        cfg = write_config(
+            tmp_path / "c.toml", b, username="narrow", password="narrowpass", reconnect_min_s=0.2, reconnect_max_s=1.0
+        )
         f = feeders(cfg, count=10, interval=0.05, tag="acl")
         f.wait_accepted(10)
         assert mon.wait_for(lambda: b.log().count("Denied PUBLISH from voxnode-testnode") >= 12, 20), f.log()
@@ -188,4 +205,4 @@ def test_mqtt_3_1_1_warns_that_refusals_go_unnoticed(tmp_path, broker, feeders):
     f = feeders(write_config(tmp_path / "c.toml", broker, protocol="3.1.1"), count=1, interval=0.05, tag="v3")
     f.wait_accepted(1)
     assert f.stop() == 0
-    assert 'MQTT 3.1.1: a broker that refuses a final (an ACL denial) drops it without telling voxnode' in f.log()
+    assert "MQTT 3.1.1: a broker that refuses a final (an ACL denial) drops it without telling voxnode" in f.log()

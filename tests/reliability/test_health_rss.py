@@ -26,8 +26,13 @@ print(json.dumps({"vmrss": vmrss, "reported": report["process"]["rss_bytes"],
 
 
 def test_reported_rss_is_not_sampled_after_the_trim():
-    p = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=60,
-                       env={**os.environ, "PYTHONMALLOC": "malloc"})
+    p = subprocess.run(
+        [sys.executable, "-c", CHILD],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONMALLOC": "malloc"},
+    )
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
     mb = {k: round(v / 2**20, 1) for k, v in r.items()}

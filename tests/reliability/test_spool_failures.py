@@ -69,8 +69,9 @@ def test_directory_in_the_way_is_named_not_called_corrupt(tmp_path, caplog):
     with caplog.at_level(logging.ERROR):
         s = Spool(path, 1000)
     assert not s.writable
-    assert s.error == (f"MQTT spool {path} is a directory; set mqtt.spool_path to a file "
-                       "(e.g. /var/lib/voxnode/mqtt-spool.sqlite)")
+    assert s.error == (
+        f"MQTT spool {path} is a directory; set mqtt.spool_path to a file (e.g. /var/lib/voxnode/mqtt-spool.sqlite)"
+    )
     assert s.append("t", payload) == (None, [])
     assert "move it aside" not in caplog.text and "corrupt" not in caplog.text
 
@@ -88,8 +89,10 @@ def test_garbage_spool_is_moved_aside_and_seq_jumps_past_anything_used(tmp_path,
     seq, _ = s.append("t", payload)
     assert seq > t0_ms  # the old high-water mark is unreadable: continue above anything it could have used
     line = next(r.getMessage() for r in caplog.records if "corrupt" in r.getMessage())
-    assert line.startswith(f"MQTT spool {path} is corrupt (file is not a database): moved aside to {aside.name}; "
-                           "0 unsent final(s) salvaged into a new spool, seq jumps to "), line
+    assert line.startswith(
+        f"MQTT spool {path} is corrupt (file is not a database): moved aside to {aside.name}; "
+        "0 unsent final(s) salvaged into a new spool, seq jumps to "
+    ), line
     s.close()
 
 

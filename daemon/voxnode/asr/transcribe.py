@@ -67,8 +67,15 @@ def transcribe_audio(engine, audio: np.ndarray | Iterable[np.ndarray]) -> dict:
     }
 
 
-def transcribe_files(engine, paths: list[str | Path], raw: bool = False, as_json: bool = False,
-                     out: TextIO = sys.stdout, err: TextIO = sys.stderr, max_seconds: float = MAX_SECONDS) -> int:
+def transcribe_files(
+    engine,
+    paths: list[str | Path],
+    raw: bool = False,
+    as_json: bool = False,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+    max_seconds: float = MAX_SECONDS,
+) -> int:
     """Print one line per file (text, or a JSON object); errors go to `err`. Returns the exit status."""
     failed = 0
     for path in paths:

@@ -73,8 +73,10 @@ class _Input:
         if stat.S_ISDIR(mode):
             raise AudioFileError(f"{path}: is a directory, not an audio file")
         if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-            raise AudioFileError(f"{path}: is a device, not an audio file (record from a microphone with "
-                                 "`voxnode run`; pipe audio in through a FIFO or /dev/stdin)")
+            raise AudioFileError(
+                f"{path}: is a device, not an audio file (record from a microphone with "
+                "`voxnode run`; pipe audio in through a FIFO or /dev/stdin)"
+            )
         if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
             raise AudioFileError(f"{path}: is not a regular file or a FIFO")
         self.pipe = stat.S_ISFIFO(mode)
@@ -98,8 +100,10 @@ class _Input:
             # Before any writer connects poll() reports nothing (and read() would say EOF): wait.
             if not self._poll.poll(self.timeout_s * 1000):
                 where = "no writer connected" if self.pos == 0 else f"no data after {self.pos} bytes"
-                raise AudioFileError(f"{self.name}: {where} within {self.timeout_s:.0f} s (a FIFO or pipe is "
-                                     "read until its writer closes it)")
+                raise AudioFileError(
+                    f"{self.name}: {where} within {self.timeout_s:.0f} s (a FIFO or pipe is "
+                    "read until its writer closes it)"
+                )
         try:
             data = os.read(self.fd, n)
         except BlockingIOError:
@@ -147,8 +151,14 @@ class _Input:
 class AudioStream:
     """One input file, header checked on open; `blocks()` yields 16 kHz mono float32 arrays."""
 
-    def __init__(self, path: str | Path, raw: bool = False, *, max_seconds: float = MAX_SECONDS,
-                 timeout_s: float = PIPE_TIMEOUT_S):
+    def __init__(
+        self,
+        path: str | Path,
+        raw: bool = False,
+        *,
+        max_seconds: float = MAX_SECONDS,
+        timeout_s: float = PIPE_TIMEOUT_S,
+    ):
         self.path = Path(path)
         self.name = str(path)
         self.max_seconds = max_seconds
@@ -168,8 +178,9 @@ class AudioStream:
         if not head:
             raise AudioFileError(f"{self.name}: file is empty")
         if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
-            raise AudioFileError(f"{self.name}: not a WAV file (no RIFF/WAVE header); use --raw for headerless "
-                                 "S16_LE 16 kHz audio")
+            raise AudioFileError(
+                f"{self.name}: not a WAV file (no RIFF/WAVE header); use --raw for headerless S16_LE 16 kHz audio"
+            )
         fmt = None
         while True:
             header = self._in.read_exact(8)
@@ -198,12 +209,14 @@ class AudioStream:
             if remaining == 0:
                 raise AudioFileError(f"{self.name}: file is empty")
             if remaining % 2:
-                raise AudioFileError(f"{self.name}: raw S16_LE data has an odd number of bytes ({remaining}); "
-                                     "truncated?")
+                raise AudioFileError(
+                    f"{self.name}: raw S16_LE data has an odd number of bytes ({remaining}); truncated?"
+                )
         if not raw and remaining is not None and self.data_bytes is not None and remaining < self.data_bytes:
             # Recorders killed mid-write leave the header's size too big: say so.
-            raise AudioFileError(f"{self.name}: truncated WAV: header promises {self.data_bytes} bytes of audio, "
-                                 f"file has {remaining}")
+            raise AudioFileError(
+                f"{self.name}: truncated WAV: header promises {self.data_bytes} bytes of audio, file has {remaining}"
+            )
         known = self.data_bytes if self.data_bytes is not None else remaining
         if known is not None:
             seconds = known // fmt.block_align / fmt.rate
@@ -239,8 +252,10 @@ class AudioStream:
                 if left is not None:
                     left -= len(data)
                     if end:
-                        raise AudioFileError(f"{self.name}: truncated WAV: header promises {self.data_bytes} "
-                                             f"bytes of audio, the input ended after {self.data_bytes - left}")
+                        raise AudioFileError(
+                            f"{self.name}: truncated WAV: header promises {self.data_bytes} "
+                            f"bytes of audio, the input ended after {self.data_bytes - left}"
+                        )
                 data = carry + data
                 usable = len(data) - len(data) % align
                 carry = data[usable:]

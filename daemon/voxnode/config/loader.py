@@ -60,13 +60,16 @@ def parse_config(raw: bytes | str, source: str = "<config>") -> Config:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             line = raw.count(b"\n", 0, e.start) + 1
-            raise ConfigError(f"{source}: line {line}: not UTF-8 text (byte {e.start}); save the file as UTF-8") from None
+            raise ConfigError(
+                f"{source}: line {line}: not UTF-8 text (byte {e.start}); save the file as UTF-8"
+            ) from None
     # Windows editors (Notepad) start UTF-8 files with a byte order mark; TOML has no use for it.
     raw = raw.removeprefix(BOM)
     depth, line = toml_nesting(raw)
     if depth > MAX_TOML_DEPTH:
-        raise ConfigError(f"{source}: line {line}: arrays or inline tables nested {depth} levels deep; "
-                          f"the limit is {MAX_TOML_DEPTH}")
+        raise ConfigError(
+            f"{source}: line {line}: arrays or inline tables nested {depth} levels deep; the limit is {MAX_TOML_DEPTH}"
+        )
     try:
         data = tomllib.loads(raw)
     except tomllib.TOMLDecodeError as e:
@@ -247,7 +250,14 @@ def _show(value: Any) -> str:
 
 
 def _type_name(value: Any) -> str:
-    names = {dict: "a table", list: "an array", str: "a string", bool: "a boolean", int: "an integer", float: "a number"}
+    names = {
+        dict: "a table",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+    }
     return names.get(type(value), type(value).__name__)
 
 

@@ -16,32 +16,53 @@ class MqttConfig:
     username: str = setting("", 'User name; "" = connect anonymously.')
     password: str = setting("", "Password (prefer password_file, which keeps it out of this file).", secret=True)
     password_file: str = setting(
-        "", "File whose first line is the password. With neither set, the systemd credential "
+        "",
+        "File whose first line is the password. With neither set, the systemd credential "
         "$CREDENTIALS_DIRECTORY/mqtt-password is used when present (LoadCredential=, see docs/systemd.md).",
     )
     tls: bool = setting(False, "Connect with TLS (certificate and host name verified).")
     tls_ca: str = setting("", 'CA certificate file (PEM); "" = the system CA store.')
     tls_cert: str = setting("", "Client certificate (PEM) for brokers that require one; needs tls_key.")
     tls_key: str = setting("", "Private key of tls_cert (PEM).")
-    tls_insecure: bool = setting(False, "Skip the host name check (the certificate chain is still verified). Tests only.")
+    tls_insecure: bool = setting(
+        False, "Skip the host name check (the certificate chain is still verified). Tests only."
+    )
     client_id: str = setting("", 'MQTT client id; "" = voxnode-<node_id>.')
-    keepalive: int = setting(30, "Keep-alive interval in seconds; a dead link is noticed after about 1.5x this.", min=5, max=3600)
-    reconnect_min_s: float = setting(1.0, "First reconnect delay; it doubles on each failure up to reconnect_max_s.", min=0.1, max=60.0)
+    keepalive: int = setting(
+        30, "Keep-alive interval in seconds; a dead link is noticed after about 1.5x this.", min=5, max=3600
+    )
+    reconnect_min_s: float = setting(
+        1.0, "First reconnect delay; it doubles on each failure up to reconnect_max_s.", min=0.1, max=60.0
+    )
     reconnect_max_s: float = setting(30.0, "Longest reconnect delay. Reconnecting never stops.", min=1.0, max=3600.0)
-    topic_prefix: str = setting("voxnode", "First level of every voxnode topic: {prefix}/{node_id}/...", pattern=TOPIC_WORD)
-    node_id: str = setting("", 'This node\'s name in topics; "" = the host name with anything outside [a-zA-Z0-9_-] replaced by "_".',
-                           pattern=r"[A-Za-z0-9_-]{1,64}")
-    qos: int = setting(1, "QoS of final transcripts (1 = at least once; the spool guarantees delivery only with 1).", choices=(0, 1))
+    topic_prefix: str = setting(
+        "voxnode", "First level of every voxnode topic: {prefix}/{node_id}/...", pattern=TOPIC_WORD
+    )
+    node_id: str = setting(
+        "",
+        'This node\'s name in topics; "" = the host name with anything outside [a-zA-Z0-9_-] replaced by "_".',
+        pattern=r"[A-Za-z0-9_-]{1,64}",
+    )
+    qos: int = setting(
+        1, "QoS of final transcripts (1 = at least once; the spool guarantees delivery only with 1).", choices=(0, 1)
+    )
     spool_path: str = setting(
-        "", 'SQLite file holding finals until the broker acknowledges them; "" = $STATE_DIRECTORY, '
+        "",
+        'SQLite file holding finals until the broker acknowledges them; "" = $STATE_DIRECTORY, '
         "else /var/lib/voxnode, else ~/.local/state/voxnode (with a warning), + /mqtt-spool.sqlite.",
     )
     spool_max_messages: int = setting(
-        100000, "Spool bound; beyond it the oldest unsent finals are dropped (counted in health and logged).",
-        min=10, max=10000000,
+        100000,
+        "Spool bound; beyond it the oldest unsent finals are dropped (counted in health and logged).",
+        min=10,
+        max=10000000,
     )
-    inflight_window: int = setting(50, "Finals handed to the MQTT client at once; the rest wait in the spool.", min=1, max=1000)
-    max_command_bytes: int = setting(4096, "Longest accepted command payload on {prefix}/{node}/cmd.", min=64, max=1048576)
+    inflight_window: int = setting(
+        50, "Finals handed to the MQTT client at once; the rest wait in the spool.", min=1, max=1000
+    )
+    max_command_bytes: int = setting(
+        4096, "Longest accepted command payload on {prefix}/{node}/cmd.", min=64, max=1048576
+    )
     discovery: bool = setting(True, "Announce a Home Assistant device (MQTT discovery).")
     discovery_prefix: str = setting("homeassistant", "Home Assistant discovery prefix.", pattern=TOPIC_WORD)
 
@@ -49,8 +70,11 @@ class MqttConfig:
         if self.enabled and not self.host.strip():
             raise InvalidValue("host", "must not be empty when MQTT is enabled (the broker's host name or address)")
         if "://" in self.host or any(c.isspace() for c in self.host) or "/" in self.host:
-            raise InvalidValue("host", "must be a bare host name or address, e.g. homeassistant.local "
-                                       "(no mqtt:// scheme, path or spaces; the port goes in mqtt.port)")
+            raise InvalidValue(
+                "host",
+                "must be a bare host name or address, e.g. homeassistant.local "
+                "(no mqtt:// scheme, path or spaces; the port goes in mqtt.port)",
+            )
         if self.password and self.password_file:
             raise InvalidValue("password_file", "set either password or password_file, not both")
         if (self.password or self.password_file) and not self.username:

@@ -22,8 +22,9 @@ TRIM_FREE_BYTES = 16 << 20  # malloc holding this much freed memory: a large fre
 
 
 class HealthMonitor:
-    def __init__(self, config: HealthConfig, node: str, *, thermal_root: str = "/",
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, config: HealthConfig, node: str, *, thermal_root: str = "/", clock: Callable[[], float] = time.monotonic
+    ):
         self.config = config
         self.node = node
         self._clock = clock
@@ -36,12 +37,15 @@ class HealthMonitor:
         self._rss_before_housekeeping: int | None = None
         if config.tracemalloc_frames and not tracemalloc.is_tracing():
             tracemalloc.start(config.tracemalloc_frames)
-            log.info("tracemalloc on (%d frame(s) per allocation): health reports traced memory",
-                     config.tracemalloc_frames)
+            log.info(
+                "tracemalloc on (%d frame(s) per allocation): health reports traced memory", config.tracemalloc_frames
+            )
         if self.allocator != "malloc":
-            log.warning("Python allocator is %r, not 'malloc': heap figures and malloc_trim cover only part of "
-                        "Python's memory. Run with PYTHONMALLOC=malloc (the unit and the Makefile set it)",
-                        self.allocator)
+            log.warning(
+                "Python allocator is %r, not 'malloc': heap figures and malloc_trim cover only part of "
+                "Python's memory. Run with PYTHONMALLOC=malloc (the unit and the Makefile set it)",
+                self.allocator,
+            )
 
     def housekeeping(self, now: float) -> None:
         """Trim the heap when due or after a large free; feed the leak watch. Cheap; called per report."""
@@ -68,13 +72,20 @@ class HealthMonitor:
             "version": __version__,
             "time": iso8601(time.time()),
             "uptime_s": daemon_snapshot.get("uptime_s", 0.0),
-            "process": {"pid": os.getpid(), "cpu_percent": self.cpu.percent(), "rss_bytes": rss,
-                        "threads": thread_count()},
+            "process": {
+                "pid": os.getpid(),
+                "cpu_percent": self.cpu.percent(),
+                "rss_bytes": rss,
+                "threads": thread_count(),
+            },
             "memory": {
                 "allocator": self.allocator,
                 "heap": self.heap.info(),
-                "trim": {"count": self.heap.trims, "last_returned_bytes": self.heap.last_trim_bytes,
-                         "returned_bytes_total": self.heap.trimmed_bytes_total},
+                "trim": {
+                    "count": self.heap.trims,
+                    "last_returned_bytes": self.heap.last_trim_bytes,
+                    "returned_bytes_total": self.heap.trimmed_bytes_total,
+                },
                 "tracemalloc": traced_memory(),
                 "leak": self.leak.report(),
             },
@@ -96,5 +107,9 @@ def model_state(engine: dict | None) -> dict:
         return {"name": None, "loaded": False, "xnnpack_all_ops": None, "info": None}
     total, left = engine.get("ops_total"), engine.get("ops_not_delegated")
     all_ops = bool(engine.get("xnnpack_applied")) and left == 0 if total is not None else None
-    return {"name": engine.get("model") or engine.get("name"), "loaded": True, "xnnpack_all_ops": all_ops,
-            "info": engine}
+    return {
+        "name": engine.get("model") or engine.get("name"),
+        "loaded": True,
+        "xnnpack_all_ops": all_ops,
+        "info": engine,
+    }

@@ -123,18 +123,26 @@ class MqttPublisher:
 
     def start(self) -> None:
         if self.config.protocol == "3.1.1" and self.config.qos:
-            log.warning("MQTT 3.1.1: a broker that refuses a final (an ACL denial) drops it without telling "
-                        "voxnode, so refused finals are lost unnoticed; use mqtt.protocol = \"5\" to have them "
-                        "detected, reported and retried")
+            log.warning(
+                "MQTT 3.1.1: a broker that refuses a final (an ACL denial) drops it without telling "
+                'voxnode, so refused finals are lost unnoticed; use mqtt.protocol = "5" to have them '
+                "detected, reported and retried"
+            )
         self._thread.start()
         # No MQTT 5 Maximum Packet Size: Mosquitto 2.0.11 (Debian 12) drops an oversized QoS 1 message but
         # keeps it in flight for ever, and after 20 of them no command reaches us at all (seen in
         # tests/reliability/test_bounded_input.py). Oversized commands are refused before queueing instead.
         self.client.connect_async(self.config.host, self.config.effective_port, keepalive=self.config.keepalive)
         self.client.loop_start()
-        log.info("MQTT: connecting to %s:%d as %s (topics %s/...), spool %s with %d unsent final(s)",
-                 self.config.host, self.config.effective_port, self.client._client_id.decode(), self.topics.base,
-                 self.spool.path, self.spool.count)
+        log.info(
+            "MQTT: connecting to %s:%d as %s (topics %s/...), spool %s with %d unsent final(s)",
+            self.config.host,
+            self.config.effective_port,
+            self.client._client_id.decode(),
+            self.topics.base,
+            self.spool.path,
+            self.spool.count,
+        )
 
     # ---- producer side (any thread, never blocks) ---------------------------------------------
 
@@ -147,8 +155,12 @@ class MqttPublisher:
         if self._mailbox.put("unstored", event):
             return True
         self.stats.finals_refused += 1
-        log.error("MQTT: %d finals without a durable copy already wait for the broker; final %s of stream %s "
-                  "is dropped", FINALS_QUEUE, event.get("id"), event.get("stream"))
+        log.error(
+            "MQTT: %d finals without a durable copy already wait for the broker; final %s of stream %s is dropped",
+            FINALS_QUEUE,
+            event.get("id"),
+            event.get("stream"),
+        )
         return False
 
     def submit_partial(self, event: dict) -> None:
@@ -186,8 +198,12 @@ class MqttPublisher:
         self.stats.connects += 1
         self.stats.last_connect_wall = time.time()
         self._last_logged_failure = ""
-        log.info("MQTT: connected to %s (session present: %s); %d final(s) waiting", where,
-                 flags.session_present, self.spool.count)
+        log.info(
+            "MQTT: connected to %s (session present: %s); %d final(s) waiting",
+            where,
+            flags.session_present,
+            self.spool.count,
+        )
         client.publish(self.topics.status, "online", qos=1, retain=True)
         client.subscribe([(self.topics.cmd, 1), (self.topics.ha_status, 1)])
         for topic, payload in self._announcements():
@@ -209,8 +225,9 @@ class MqttPublisher:
             why = err.strerror or str(err) or type(err).__name__
         else:
             why = "connection failed"
-        self._report_failure(f"MQTT: cannot connect to {where}: {why}; retrying with backoff "
-                             f"(up to {self.config.reconnect_max_s:.0f} s)")
+        self._report_failure(
+            f"MQTT: cannot connect to {where}: {why}; retrying with backoff (up to {self.config.reconnect_max_s:.0f} s)"
+        )
 
     def _report_failure(self, message: str) -> None:
         self.stats.last_error = message
@@ -228,8 +245,11 @@ class MqttPublisher:
             self.stats.disconnects += 1
             if not self._stopped.is_set():
                 self.stats.last_error = f"disconnected: {reason_code}"
-                log.warning("MQTT: lost the broker (%s); %d final(s) kept in the spool, reconnecting",
-                            reason_code, self.spool.count)
+                log.warning(
+                    "MQTT: lost the broker (%s); %d final(s) kept in the spool, reconnecting",
+                    reason_code,
+                    self.spool.count,
+                )
 
     def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
         self._mailbox.put("ack", (mid, reason_code))
@@ -276,8 +296,9 @@ class MqttPublisher:
             self._fill_window()
             self.stats.inflight = len(self._inflight)
             self.stats.held_seq = self._held
-            self.stats.retry_in_s = (round(max(0.0, self._retry_at - time.monotonic()), 1)
-                                     if self._held is not None else None)
+            self.stats.retry_in_s = (
+                round(max(0.0, self._retry_at - time.monotonic()), 1) if self._held is not None else None
+            )
             if stopping:
                 self._stopped.set()
                 return
@@ -285,8 +306,12 @@ class MqttPublisher:
     def _publish_unstored(self, event: dict) -> None:
         if self._unstored_inflight >= FINALS_QUEUE:
             self.stats.finals_refused += 1
-            log.error("MQTT: %d finals without a durable copy already wait for the broker; final %s of stream %s "
-                      "is dropped", FINALS_QUEUE, event.get("id"), event.get("stream"))
+            log.error(
+                "MQTT: %d finals without a durable copy already wait for the broker; final %s of stream %s is dropped",
+                FINALS_QUEUE,
+                event.get("id"),
+                event.get("stream"),
+            )
             return
         info = self.client.publish(self.topics.transcript(event["stream"]), dumps(event), qos=self.config.qos)
         if self.config.qos and info.rc != MQTTErrorCode.MQTT_ERR_QUEUE_SIZE:
@@ -310,13 +335,19 @@ class MqttPublisher:
             if refused:
                 self.stats.rejected += 1
                 self.stats.unstored_lost += 1
-                log.error("MQTT: broker refused a final that has no durable copy (the spool cannot store): %s; "
-                          "it is lost (check the broker's ACL for this user)", reason_code)
+                log.error(
+                    "MQTT: broker refused a final that has no durable copy (the spool cannot store): %s; "
+                    "it is lost (check the broker's ACL for this user)",
+                    reason_code,
+                )
             return None
         if not refused:
             if seq == self._held:
-                log.warning("MQTT: broker accepted final seq %d after %d refusal(s); sending the finals held "
-                            "behind it", seq, self._held_refusals)
+                log.warning(
+                    "MQTT: broker accepted final seq %d after %d refusal(s); sending the finals held behind it",
+                    seq,
+                    self._held_refusals,
+                )
                 self._held, self._held_refusals = None, 0
                 self._retry_delay = self.config.reconnect_min_s
             return seq
@@ -329,9 +360,11 @@ class MqttPublisher:
         if seq == self._held:
             self._held_refusals += 1
             self._retry_at = time.monotonic() + self._retry_delay
-            message = (f"MQTT: broker refused final seq {seq} on {self.topics.base}/...: {reason_code} (check the "
-                       "broker's ACL for this user); it stays in the spool and is retried with backoff up to "
-                       f"{self.config.reconnect_max_s:.0f} s, later finals wait behind it")
+            message = (
+                f"MQTT: broker refused final seq {seq} on {self.topics.base}/...: {reason_code} (check the "
+                "broker's ACL for this user); it stays in the spool and is retried with backoff up to "
+                f"{self.config.reconnect_max_s:.0f} s, later finals wait behind it"
+            )
             if self._held_refusals == 1:
                 log.error("%s", message)
                 self.stats.last_error = message
@@ -395,8 +428,11 @@ class MqttPublisher:
         self.client.loop_stop()
         self._drain_acks_after_stop()
         if self.spool.count:
-            log.warning("MQTT: %d final(s) not yet acknowledged stay in %s and are sent after the next start",
-                        self.spool.count, self.spool.path)
+            log.warning(
+                "MQTT: %d final(s) not yet acknowledged stay in %s and are sent after the next start",
+                self.spool.count,
+                self.spool.path,
+            )
         self.spool.close()
 
     def _drain_acks_after_stop(self) -> None:

@@ -43,8 +43,9 @@ class Command:
 def check_size(payload: bytes, max_bytes: int) -> None:
     """Before a command is queued: an oversized one is refused at once, never held in memory."""
     if len(payload) > max_bytes:
-        raise CommandError("too_large", f"command is {len(payload)} bytes; the limit is {max_bytes} "
-                                        "(mqtt.max_command_bytes)")
+        raise CommandError(
+            "too_large", f"command is {len(payload)} bytes; the limit is {max_bytes} (mqtt.max_command_bytes)"
+        )
 
 
 def json_depth(text: str) -> int:
@@ -77,8 +78,11 @@ def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Comm
         raise CommandError("malformed", "command is not UTF-8 text") from None
     depth = json_depth(text)
     if depth > MAX_DEPTH:
-        raise CommandError("malformed", f"command nests {depth} levels deep (the limit is {MAX_DEPTH}); "
-                                        'a command is a flat JSON object like {"cmd": "health"}')
+        raise CommandError(
+            "malformed",
+            f"command nests {depth} levels deep (the limit is {MAX_DEPTH}); "
+            'a command is a flat JSON object like {"cmd": "health"}',
+        )
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
@@ -94,8 +98,9 @@ def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Comm
     if not isinstance(name, str):
         raise CommandError("malformed", 'missing "cmd" (one of: ' + ", ".join(COMMANDS) + ")", cid=cid)
     if name not in COMMANDS:
-        raise CommandError("unknown_command", f"unknown command {name!r}; known: " + ", ".join(COMMANDS),
-                           command=name, cid=cid)
+        raise CommandError(
+            "unknown_command", f"unknown command {name!r}; known: " + ", ".join(COMMANDS), command=name, cid=cid
+        )
     allowed = set(COMMANDS[name]) | set(OPTIONAL) | {"cmd"}
     extra = sorted(set(data) - allowed)
     if extra:
@@ -104,11 +109,13 @@ def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Comm
     if "stream" in COMMANDS[name]:
         stream = data.get("stream")
         if not isinstance(stream, str):
-            raise CommandError("bad_argument", f'{name}: "stream" is required (one of: {", ".join(streams)})',
-                               command=name, cid=cid)
+            raise CommandError(
+                "bad_argument", f'{name}: "stream" is required (one of: {", ".join(streams)})', command=name, cid=cid
+            )
         if stream not in streams:
-            raise CommandError("unknown_stream", f"{name}: no stream {stream!r}; streams: {', '.join(streams)}",
-                               command=name, cid=cid)
+            raise CommandError(
+                "unknown_stream", f"{name}: no stream {stream!r}; streams: {', '.join(streams)}", command=name, cid=cid
+            )
     return Command(name=name, stream=stream, id=cid)
 
 

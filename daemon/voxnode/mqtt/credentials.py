@@ -40,13 +40,16 @@ def read_password(c: MqttConfig, environ=os.environ) -> str | None:
         raise MqttConfigError(f"{key} = {path!r}: {e.strerror or e}") from None
     line = raw.split(b"\n", 1)[0].rstrip(b"\r")
     if b"\n" not in raw and len(raw) > MAX_PASSWORD_BYTES:
-        raise MqttConfigError(f"{key} = {path!r}: first line is longer than {MAX_PASSWORD_BYTES} bytes; "
-                              "is it the password file?")
+        raise MqttConfigError(
+            f"{key} = {path!r}: first line is longer than {MAX_PASSWORD_BYTES} bytes; is it the password file?"
+        )
     try:
         return line.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise MqttConfigError(f"{key} = {path!r}: the password is not UTF-8 text (byte {e.start} of the first "
-                              "line); MQTT passwords are UTF-8") from None
+        raise MqttConfigError(
+            f"{key} = {path!r}: the password is not UTF-8 text (byte {e.start} of the first "
+            "line); MQTT passwords are UTF-8"
+        ) from None
 
 
 def tls_context(c: MqttConfig) -> ssl.SSLContext | None:
@@ -68,8 +71,10 @@ def tls_context(c: MqttConfig) -> ssl.SSLContext | None:
         try:
             context.load_cert_chain(c.tls_cert, c.tls_key)
         except (ssl.SSLError, OSError, ValueError) as e:
-            raise MqttConfigError(f"mqtt.tls_cert = {c.tls_cert!r} / tls_key = {c.tls_key!r}: cannot be loaded "
-                                  f"({_why(e)}); both must be PEM and the key must match the certificate") from None
+            raise MqttConfigError(
+                f"mqtt.tls_cert = {c.tls_cert!r} / tls_key = {c.tls_key!r}: cannot be loaded "
+                f"({_why(e)}); both must be PEM and the key must match the certificate"
+            ) from None
     context.check_hostname = not c.tls_insecure
     context.verify_mode = ssl.CERT_REQUIRED
     return context

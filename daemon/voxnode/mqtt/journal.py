@@ -41,11 +41,21 @@ class FinalsJournal:
 
         seq, dropped = self.spool.append(self.topics.transcript(event["stream"]), lambda s: dumps(published(s)))
         if dropped:
-            log.error("MQTT spool full (%d finals): dropped the %d oldest unsent final(s), seq %d..%d "
-                      "(%d dropped in total); raise mqtt.spool_max_messages or fix the broker link",
-                      self.spool.max_messages, len(dropped), dropped[0], dropped[-1], self.spool.dropped_total)
+            log.error(
+                "MQTT spool full (%d finals): dropped the %d oldest unsent final(s), seq %d..%d "
+                "(%d dropped in total); raise mqtt.spool_max_messages or fix the broker link",
+                self.spool.max_messages,
+                len(dropped),
+                dropped[0],
+                dropped[-1],
+                self.spool.dropped_total,
+            )
         if seq is None:
-            log.warning("MQTT: final %s of stream %s has no durable copy and no seq (the spool cannot store it: "
-                        "see the error above); published from memory", event.get("id"), event.get("stream"),
-                        extra={"STREAM": str(event.get("stream")), "UTTERANCE_ID": str(event.get("id"))})
+            log.warning(
+                "MQTT: final %s of stream %s has no durable copy and no seq (the spool cannot store it: "
+                "see the error above); published from memory",
+                event.get("id"),
+                event.get("stream"),
+                extra={"STREAM": str(event.get("stream")), "UTTERANCE_ID": str(event.get("id"))},
+            )
         return published(seq)

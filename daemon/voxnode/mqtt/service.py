@@ -56,7 +56,9 @@ class MqttService:
         self.last_health: dict | None = None
         self._last_health_error = ""
         self.publisher = MqttPublisher(
-            config.mqtt, self.topics, self.spool,
+            config.mqtt,
+            self.topics,
+            self.spool,
             model_name=self._model_name,
             on_command=self._queue_command,
             on_connected=self._health_now.set,
@@ -184,8 +186,9 @@ class MqttService:
             except queue.Empty:
                 return
             try:
-                cmd = parse_command(payload, max_bytes=self.config.mqtt.max_command_bytes,
-                                    streams=list(daemon.stream_names()))
+                cmd = parse_command(
+                    payload, max_bytes=self.config.mqtt.max_command_bytes, streams=list(daemon.stream_names())
+                )
             except CommandError as e:
                 log.warning("MQTT command refused: %s", e.message)
                 self._reply_error(e, payload)

@@ -60,7 +60,9 @@ def default_spool_path() -> Path:
     user = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "voxnode"
     log.warning(
         "no writable state directory (%s); the MQTT spool goes to %s. Set mqtt.spool_path or run under "
-        "systemd with StateDirectory=voxnode", ", ".join(map(str, candidates)), user,
+        "systemd with StateDirectory=voxnode",
+        ", ".join(map(str, candidates)),
+        user,
     )
     return user / SPOOL_FILE
 
@@ -101,8 +103,12 @@ class Spool:
         with self._lock:
             self._open()
         if self.error and self._db is not None and self._count:
-            log.warning("MQTT spool %s holds %d unsent final(s) it cannot remove once sent: they are sent again "
-                        "at every start until the spool is writable", self.path, self._count)
+            log.warning(
+                "MQTT spool %s holds %d unsent final(s) it cannot remove once sent: they are sent again "
+                "at every start until the spool is writable",
+                self.path,
+                self._count,
+            )
 
     # ---- opening -----------------------------------------------------------------------------
 
@@ -132,19 +138,27 @@ class Spool:
 
     def _connect(self, path: Path) -> sqlite3.Connection:
         if path.is_dir():
-            raise _Unusable("directory", f"MQTT spool {path} is a directory; set mqtt.spool_path to a file "
-                                         "(e.g. /var/lib/voxnode/mqtt-spool.sqlite)")
+            raise _Unusable(
+                "directory",
+                f"MQTT spool {path} is a directory; set mqtt.spool_path to a file "
+                "(e.g. /var/lib/voxnode/mqtt-spool.sqlite)",
+            )
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise _Unusable("permission", f"MQTT spool {path}: cannot create its folder {path.parent}: "
-                                          f"{e.strerror or e}; set mqtt.spool_path or StateDirectory=") from None
+            raise _Unusable(
+                "permission",
+                f"MQTT spool {path}: cannot create its folder {path.parent}: "
+                f"{e.strerror or e}; set mqtt.spool_path or StateDirectory=",
+            ) from None
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=5.0)
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
-            db.execute("CREATE TABLE IF NOT EXISTS spool (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
-                       "topic TEXT NOT NULL, payload BLOB NOT NULL)")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS spool (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+                "topic TEXT NOT NULL, payload BLOB NOT NULL)"
+            )
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)")
         except BaseException:
             self._db = db  # a read-only file still has readable rows: the caller decides
@@ -188,15 +202,19 @@ class Spool:
         # A read-only file opens and reads fine; find out at start, not at the first final.
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
-            self._db.execute("INSERT INTO meta (key, value) VALUES ('opened', 1) "
-                             "ON CONFLICT(key) DO UPDATE SET value = value + 1")
+            self._db.execute(
+                "INSERT INTO meta (key, value) VALUES ('opened', 1) ON CONFLICT(key) DO UPDATE SET value = value + 1"
+            )
 
     def _set_writable(self) -> None:
         was = self.error
         self.writable, self.error = True, ""
         if was:
-            log.warning("MQTT spool %s is writable again: finals are stored durably again (%d got no seq "
-                        "meanwhile)", self.path, self.unstored)
+            log.warning(
+                "MQTT spool %s is writable again: finals are stored durably again (%d got no seq meanwhile)",
+                self.path,
+                self.unstored,
+            )
 
     def _set_unwritable(self, cause: _Unusable) -> None:
         self.writable = False
@@ -227,20 +245,34 @@ class Spool:
                 free = f"{shutil.disk_usage(folder).free / 1e6:.1f} MB free"
             except OSError:
                 free = "free space unknown"
-            return _Unusable("full", f"MQTT spool {path}: the disk is full ({free} on the file system of "
-                                     f"{folder}); finals are published without a durable copy and without "
-                                     "seq until space is freed")
+            return _Unusable(
+                "full",
+                f"MQTT spool {path}: the disk is full ({free} on the file system of "
+                f"{folder}); finals are published without a durable copy and without "
+                "seq until space is freed",
+            )
         if code in (_READONLY, _PERM) or (code == _CANTOPEN and path.exists()):
-            return _Unusable("readonly", f"MQTT spool {path}: {self._why_readonly()}; finals are published "
-                                         "without a durable copy and without seq until it is writable")
+            return _Unusable(
+                "readonly",
+                f"MQTT spool {path}: {self._why_readonly()}; finals are published "
+                "without a durable copy and without seq until it is writable",
+            )
         if code == _CANTOPEN:
-            return _Unusable("permission", f"MQTT spool {path}: cannot create it ({self._why_readonly()}); "
-                                           "set mqtt.spool_path to a writable place")
+            return _Unusable(
+                "permission",
+                f"MQTT spool {path}: cannot create it ({self._why_readonly()}); "
+                "set mqtt.spool_path to a writable place",
+            )
         if code == _IOERR or isinstance(e, OSError):
-            return _Unusable("io", f"MQTT spool {path}: I/O error ({detail}); is the storage failing? Finals "
-                                   "are published without a durable copy and without seq meanwhile")
-        return _Unusable("other", f"MQTT spool {path}: {detail}; finals are published without a durable copy "
-                                  "and without seq meanwhile")
+            return _Unusable(
+                "io",
+                f"MQTT spool {path}: I/O error ({detail}); is the storage failing? Finals "
+                "are published without a durable copy and without seq meanwhile",
+            )
+        return _Unusable(
+            "other",
+            f"MQTT spool {path}: {detail}; finals are published without a durable copy and without seq meanwhile",
+        )
 
     def _why_readonly(self) -> str:
         path, folder = self.path, self.path.parent
@@ -252,11 +284,15 @@ class Spool:
             pass
         if path.exists() and not os.access(path, os.W_OK):
             st = path.stat()
-            return (f"the file is not writable by user {user} (mode {st.st_mode & 0o777:04o}, owner uid "
-                    f"{st.st_uid}); fix with chown/chmod")
+            return (
+                f"the file is not writable by user {user} (mode {st.st_mode & 0o777:04o}, owner uid "
+                f"{st.st_uid}); fix with chown/chmod"
+            )
         if not os.access(folder, os.W_OK | os.X_OK):
-            return (f"its folder {folder} is not writable by user {user} (SQLite creates {path.name}-wal and "
-                    f"{path.name}-shm next to it)")
+            return (
+                f"its folder {folder} is not writable by user {user} (SQLite creates {path.name}-wal and "
+                f"{path.name}-shm next to it)"
+            )
         for suffix in ("-wal", "-shm"):
             side = Path(f"{path}{suffix}")
             if side.exists() and not os.access(side, os.W_OK):
@@ -276,8 +312,12 @@ class Spool:
                 if os.path.lexists(f"{self.path}{suffix}"):
                     os.replace(f"{self.path}{suffix}", f"{aside}{suffix}")
         except OSError as e:
-            self._set_unwritable(_Unusable("corrupt", f"{cause.message}; it cannot be moved aside ({e.strerror}): "
-                                                      f"move {self.path} away by hand"))
+            self._set_unwritable(
+                _Unusable(
+                    "corrupt",
+                    f"{cause.message}; it cannot be moved aside ({e.strerror}): move {self.path} away by hand",
+                )
+            )
             return
         jumped = high is None
         if jumped:
@@ -298,10 +338,19 @@ class Spool:
             self._set_unwritable(self._cause(e))
             return
         self.recovered_from = aside
-        seq_note = (f"seq jumps to {high + 1} (the old high-water mark was unreadable)" if jumped
-                    else f"seq continues at {high + 1}")
-        log.error("%s: moved aside to %s; %d unsent final(s) salvaged into a new spool, %s. Finals the damage "
-                  "made unreadable are lost", cause.message, aside.name, len(rows), seq_note)
+        seq_note = (
+            f"seq jumps to {high + 1} (the old high-water mark was unreadable)"
+            if jumped
+            else f"seq continues at {high + 1}"
+        )
+        log.error(
+            "%s: moved aside to %s; %d unsent final(s) salvaged into a new spool, %s. Finals the damage "
+            "made unreadable are lost",
+            cause.message,
+            aside.name,
+            len(rows),
+            seq_note,
+        )
         self._set_writable()
 
     # ---- use ----------------------------------------------------------------------------------
@@ -340,16 +389,19 @@ class Spool:
             try:
                 with self._db:
                     self._db.execute("BEGIN IMMEDIATE")
-                    self._db.execute("INSERT INTO spool (seq, topic, payload) VALUES (?, ?, ?)",
-                                     (seq, topic, payload_for(seq)))
+                    self._db.execute(
+                        "INSERT INTO spool (seq, topic, payload) VALUES (?, ?, ?)", (seq, topic, payload_for(seq))
+                    )
                     excess = self._count + 1 - self.max_messages
                     if excess > 0:
-                        dropped = [r[0] for r in self._db.execute("SELECT seq FROM spool ORDER BY seq LIMIT ?",
-                                                                  (excess,))]
+                        dropped = [
+                            r[0] for r in self._db.execute("SELECT seq FROM spool ORDER BY seq LIMIT ?", (excess,))
+                        ]
                         self._db.executemany("DELETE FROM spool WHERE seq=?", [(s,) for s in dropped])
                         self._db.execute(
                             "INSERT INTO meta (key, value) VALUES ('dropped', ?) "
-                            "ON CONFLICT(key) DO UPDATE SET value = value + excluded.value", (len(dropped),)
+                            "ON CONFLICT(key) DO UPDATE SET value = value + excluded.value",
+                            (len(dropped),),
                         )
             except (sqlite3.Error, OSError) as e:
                 self.unstored += 1
