@@ -9,16 +9,17 @@ BIN    := $(VENV)/bin
 APT_RUN  := python3-venv python3-dev gcc pkg-config libasound2-dev alsa-utils libsystemd-dev \
             mosquitto mosquitto-clients
 # Tests also speak (espeak-ng), convert audio (sox), use recorded speech and network namespaces,
-# and check the unit with systemd-analyze (package systemd; a container may lack it).
-APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl systemd
+# and check the unit with systemd-analyze (package systemd; a container may lack it);
+# qemu-user runs the ARM64 check (test-arm64).
+APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl systemd qemu-user
 # Benchmarks also use real recorded speech and music (scripts/speech_corpus.py says what each is).
 APT_CORPUS := pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 \
               asterisk-core-sounds-en-wav asterisk-moh-opsound-wav
 
 export PYTHONMALLOC := malloc
 
-.PHONY: demo run test deps-run deps-test deps-corpus venv venv-test check-config config-reference clean \
-        bench-mqtt bench-stream bench-asr convert-model install uninstall purge soak
+.PHONY: demo run test lint deps-run deps-test deps-corpus venv venv-test check-config config-reference clean \
+        bench-mqtt bench-stream bench-asr convert-model install uninstall purge test-arm64 soak
 
 demo: venv
 	$(BIN)/voxnode demo
@@ -26,8 +27,21 @@ demo: venv
 run: venv
 	$(BIN)/voxnode run
 
-test: deps-test venv-test
+test: deps-test venv-test lint
 	$(BIN)/python -m pytest -q tests
+	$(BIN)/python scripts/test_arm64.py
+
+# `voxnode transcribe` under qemu-user as a Pi 4 and a Pi 5 vs x86 (docs/arm64.md); part of `make test`.
+test-arm64: deps-test venv-test
+	$(BIN)/python scripts/test_arm64.py
+
+# Lint, format check (ruff) and type check (mypy); `make test` runs them first, so CI fails on them.
+# Settings: pyproject.toml.
+LINTED := daemon tests scripts
+lint: venv-test
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/mypy
 
 deps-run:
 	@scripts/apt-ensure $(APT_RUN)

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """What MQTT health publishing and the durable spool cost in CPU (target: < 1 % of one core).
 
-Runs the production MqttService (publisher thread, paho thread, SQLite spool,
-health collection) against a local Mosquitto, driven like the daemon drives
-it (tick every 0.1 s from the main thread). A stand-in daemon supplies
-snapshot()/mute so that audio capture and ASR do not pollute the figure.
+Runs the production MqttBridge (publisher thread, paho thread, SQLite spool) and
+HealthReporter against a local Mosquitto, driven like the daemon drives them (tick
+every 0.1 s from the main thread). A stand-in daemon supplies snapshot()/mute so
+that audio capture and ASR do not pollute the figure.
 
     PYTHONMALLOC=malloc .venv/bin/python scripts/bench_mqtt.py [--seconds 30] [--write docs/benchmarks.md]
 
@@ -18,8 +18,8 @@ The estimate at defaults = idle + per-final x finals/s + per-report / interval.
 from __future__ import annotations
 
 import argparse
-import json
 import dataclasses
+import json
 import os
 import platform
 import re
@@ -33,8 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "daemon"))
 
 from voxnode.config import Config  # noqa: E402
 from voxnode.events import TranscriptEvent  # noqa: E402
+from voxnode.health.reporter import HealthReporter  # noqa: E402
+from voxnode.mqtt.bridge import MqttBridge  # noqa: E402
 from voxnode.mqtt.localbroker import LocalBroker  # noqa: E402
-from voxnode.mqtt.service import MqttService  # noqa: E402
 
 SECTION = "MQTT and health"
 
@@ -72,6 +73,9 @@ class StandInDaemon:
     def request_reload(self):
         pass
 
+    def engine_info(self):
+        return None
+
 
 def cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
@@ -82,7 +86,7 @@ def sequenced(service):
     """What the daemon puts in front of the sinks: finals are stored (and get their seq) on this thread."""
     from voxnode.sequencer import Sequencer
 
-    seq = Sequencer(service.journal, service.sink.emit)
+    seq = Sequencer(service.journal, service.emit)
     seq.start()
     return seq
 
@@ -94,6 +98,7 @@ def run_phase(service, sequencer, daemon, seconds: float, final_every: float | N
     next_final = start_wall
     while (now := time.monotonic()) - start_wall < seconds:
         service.tick(daemon, now)
+        service.reporter.tick(daemon, now)
         if final_every is not None and now >= next_final:
             t = time.time()
             n += 1
@@ -117,7 +122,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--finals", type=int, default=300, help="finals for the per-op measurement")
-    ap.add_argument("--write", metavar="MD", help="write the result into this benchmarks file (section '%s')" % SECTION)
+    ap.add_argument("--write", metavar="MD", help=f"write the result into this benchmarks file (section '{SECTION}')")
     args = ap.parse_args()
 
     broker = LocalBroker().start()
@@ -135,7 +140,7 @@ def main() -> int:
         ),
     )
     daemon = StandInDaemon()
-    service = MqttService(config)
+    service = MqttBridge(config, HealthReporter(config.health, "bench", daemon))
     service.start()
     sequencer = sequenced(service)
     try:
@@ -143,7 +148,7 @@ def main() -> int:
         while not service.publisher.stats.connected and time.monotonic() < end:
             time.sleep(0.02)
         assert service.publisher.stats.connected, "could not connect to the local broker"
-        service.on_ready(daemon)
+        service.reporter.on_ready(daemon)
         run_phase(service, sequencer, daemon, 2.0, None)  # warm-up (imports, first report)
 
         idle, _ = run_phase(service, sequencer, daemon, args.seconds, None)
@@ -152,7 +157,7 @@ def main() -> int:
         c0 = cpu()
         reports = 200
         for _ in range(reports):
-            service.publish_health(daemon, time.monotonic())
+            service.publish_health(service.reporter.report(time.monotonic()))
         per_report_ms = 1000 * (cpu() - c0) / reports
 
         # per final: all threads, from emit to PUBACK-and-delete
@@ -170,15 +175,14 @@ def main() -> int:
         per_final_ms = 1000 * (cpu() - c0) / args.finals  # sleeping costs no CPU
         per_final_wall_ms = 1000 * (time.monotonic() - w0) / args.finals
 
-        busy_cfg = dataclasses.replace(config.health, interval_s=5.0)
-        service.config = dataclasses.replace(config, health=busy_cfg)
+        service.reporter.config = dataclasses.replace(config.health, interval_s=5.0)
         busy, sent = run_phase(service, sequencer, daemon, args.seconds, 1.0)
         wait_drained(service, sequencer)
         published = service.publisher.stats.published
-        health_bytes = len(json.dumps(service.last_health or {}))
+        health_bytes = len(json.dumps(service.reporter.latest or {}))
     finally:
         sequencer.stop(time.monotonic() + 10)
-        service.sink.close()
+        service.stop(time.monotonic())
         broker.stop()
 
     mem = spool_memory(base, work)
@@ -189,7 +193,7 @@ def main() -> int:
         "",
         f"`scripts/bench_mqtt.py` ({time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, allocator {os.environ.get('PYTHONMALLOC', 'pymalloc')}; "
-        "production MqttService against a local Mosquitto, a stand-in daemon supplies snapshots; "
+        "production MqttBridge and HealthReporter against a local Mosquitto, a stand-in daemon supplies snapshots; "
         "CPU = user+system time of the whole process, % of one core).",
         "",
         "| measurement | result |",
@@ -202,12 +206,13 @@ def main() -> int:
         f"| {busy:.3f} % |",
         f"| **estimate at defaults, 1 final every 5 s** | **{est[0.2]:.3f} %** |",
         f"| estimate at defaults, 1 final/s (continuous speech) | {est[1.0]:.3f} % |",
-        f"| memory, broker unreachable, bursts of {mem['burst']} finals (queue full) | RSS +{mem['peak_mb']:.1f} MB at peak |",
+        f"| memory, broker unreachable, bursts of {mem['burst']} finals (queue full) | "
+        f"RSS +{mem['peak_mb']:.1f} MB at peak |",
         f"| memory, 10k / 20k / 30k finals spooled ({mem['spool_mb']:.1f} MB on disk at 30k), after malloc_trim | "
         f"RSS +{' / +'.join(f'{m:.1f}' for m in mem['after_mb'])} MB |",
         "",
-        "Target: < 1 % of one core. The idle figure includes the 10 Hz tick loop, paho's network loop and the publisher "
-        "thread's 0.5 s wake-ups; fsync cost depends on the storage (SD cards are slower in wall time, "
+        "Target: < 1 % of one core. The idle figure includes the 10 Hz tick loop, paho's network loop and the "
+        "publisher thread's 0.5 s wake-ups; fsync cost depends on the storage (SD cards are slower in wall time, "
         "not in CPU). Measured on a shared 2-core x86 build machine, not a Pi: rerun on the board with "
         "`PYTHONMALLOC=malloc .venv/bin/python scripts/bench_mqtt.py --write docs/benchmarks.md`.",
         "",
@@ -225,8 +230,8 @@ def spool_memory(base: Config, work: Path) -> dict:
 
     from voxnode.health.memory import Heap
     from voxnode.health.process import rss_bytes
-    from voxnode.sequencer import QUEUE as FINALS_QUEUE
     from voxnode.mqtt.localbroker import free_port
+    from voxnode.sequencer import QUEUE as FINALS_QUEUE
 
     cfg = dataclasses.replace(
         base,
@@ -242,7 +247,7 @@ def spool_memory(base: Config, work: Path) -> dict:
     heap = Heap()
     heap.trim(rss_bytes(), rss_bytes)
     before = rss_bytes()
-    service = MqttService(cfg)
+    service = MqttBridge(cfg, HealthReporter(cfg.health, "bench-mem", StandInDaemon()))
     service.start()
     sequencer = sequenced(service)
     peak = [before]
@@ -278,7 +283,7 @@ def spool_memory(base: Config, work: Path) -> dict:
         "spool_mb": service.spool.size_bytes() / 1e6,
     }
     sequencer.stop(time.monotonic() + 10)
-    service.sink.close()
+    service.stop(time.monotonic())
     return out
 
 

@@ -176,7 +176,7 @@ def main() -> int:
     slope = slope_mb_per_h(warm) if len(warm) >= 3 else float("nan")
     seqs = [f["seq"] for f in listener.finals]
     unique = sorted({s for s in seqs if s is not None})
-    gaps = [(a, b) for a, b in zip(unique, unique[1:]) if b != a + 1]
+    gaps = [(a, b) for a, b in zip(unique, unique[1:], strict=False) if b != a + 1]
     health = listener.health or {}
     text = log_path.read_text(errors="replace")
     summary = {

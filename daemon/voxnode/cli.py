@@ -109,8 +109,9 @@ def _sinks(stdout: bool):
 
 def cmd_run(args: argparse.Namespace) -> int:
     from voxnode.daemon import Daemon, RunOptions
-    from voxnode.service.hooks import systemd_hooks
-    from voxnode.service.reload import config_loader
+    from voxnode.outputs import add_outputs
+    from voxnode.reload import config_loader
+    from voxnode.systemd.hooks import systemd_hooks
 
     config = _load(args)
     if args.device:
@@ -118,26 +119,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     options = RunOptions(duration_s=args.duration, file=args.file, levels=args.levels)
     # SIGHUP re-reads the same file with the same overrides.
     reloader = config_loader(args.config, args.device)
-    extra = _integrations(config)
-    return Daemon(
-        config,
-        _sinks(args.stdout) + extra.sinks,
-        options,
-        hooks=systemd_hooks() + extra.hooks,
-        reloader=reloader,
-        journal=extra.journal,
-    ).run()
-
-
-def _integrations(config: Config):
-    from voxnode.integrations import build_integrations
-
-    return build_integrations(config)
+    daemon = Daemon(config, _sinks(args.stdout), options, hooks=systemd_hooks(), reloader=reloader)
+    add_outputs(daemon)
+    return daemon.run()
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from voxnode import demo
     from voxnode.daemon import Daemon, RunOptions
+    from voxnode.outputs import add_outputs
 
     config = _load(args)
     if config.streams:
@@ -150,14 +140,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     feeder.start()
     try:
         printer.start()
-        extra = _integrations(config)
-        return Daemon(
-            config,
-            _sinks(args.stdout) + extra.sinks,
-            RunOptions(duration_s=seconds, levels=True),
-            hooks=extra.hooks,
-            journal=extra.journal,
-        ).run()
+        daemon = Daemon(config, _sinks(args.stdout), RunOptions(duration_s=seconds, levels=True))
+        add_outputs(daemon)
+        return daemon.run()
     finally:
         feeder.stop()
         printer.stop()
@@ -167,7 +152,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_transcribe(args: argparse.Namespace) -> int:
-    from voxnode.asr import WhisperEngine, default_model_dir
+    from voxnode.asr.backends import load_recognizer
     from voxnode.asr.transcribe import transcribe_files
     from voxnode.audio.audio_stream import MAX_SECONDS
 
@@ -175,8 +160,7 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
     if not 0 < limit < float("inf"):
         raise VoxnodeError(f"--max-duration {args.max_duration}: must be a positive number of seconds")
     config = _load(args)
-    engine = WhisperEngine.load(default_model_dir(config.asr.model_dir), num_threads=config.asr.num_threads or None)
-    return transcribe_files(engine, args.files, raw=args.raw, as_json=args.json, max_seconds=limit)
+    return transcribe_files(load_recognizer(config.asr), args.files, raw=args.raw, as_json=args.json, max_seconds=limit)
 
 
 COMMANDS = {

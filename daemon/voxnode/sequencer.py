@@ -5,7 +5,10 @@ Recording costs an fsync, so it runs on this thread, not on the decode thread: t
 blocked by the disk. Partials take the same queue, so a partial never overtakes the final before it.
 Level reports and other diagnostics go to the sinks directly (nothing depends on their order).
 
-Without MQTT there is no spool and no seq, and the daemon fans transcripts out directly.
+The store comes from an output (the MQTT bridge's finals journal, handed over by
+`outputs.add_outputs`); the daemon owns the sequencer as one of its components, started after the
+outputs and stopped before them, so the last finals are stored and still reach every sink. Without
+MQTT there is no spool and no seq, no sequencer, and the daemon fans transcripts out directly.
 """
 
 from __future__ import annotations
@@ -14,19 +17,26 @@ import logging
 import threading
 import time
 from collections import deque
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
+
+from voxnode.lifecycle import Component
 
 log = logging.getLogger(__name__)
 
 QUEUE = 10000  # transcripts waiting for the disk (hours of speech); beyond it a final is refused, logged, counted
+STOP_MIN_S = 2.0  # at least this long to store the finals decoded in the last moment (an fsync each)
 
 
 class FinalStore(Protocol):
     def record(self, event: dict) -> dict:
         """Store a final durably; return it as the sinks must show it (with its seq)."""
 
+    def refuse(self, event: dict) -> None:
+        """A final the sequencer could not take (its queue full, or stopping): counted by the store's owner."""
 
-class Sequencer:
+
+class Sequencer(Component):
     def __init__(self, store: FinalStore, fan_out: Callable[[dict], None], limit: int = QUEUE):
         self._store = store
         self._fan_out = fan_out
@@ -46,6 +56,7 @@ class Sequencer:
             if len(self._queue) >= self._limit or self._closing:
                 if event.get("type") == "final":
                     self.refused += 1
+                    self._store.refuse(event)
                     log.error(
                         "transcript queue full (%d waiting for the spool's disk) or closing: final %s of "
                         "stream %s is dropped",
@@ -62,16 +73,16 @@ class Sequencer:
     def depth(self) -> int:
         return len(self._queue)
 
-    def stop(self, deadline: float) -> bool:
-        """Record and fan out what is queued by `deadline`; True if nothing was left behind."""
+    def stop(self, deadline: float) -> None:
+        """Record and fan out what is queued by `deadline`, given at least STOP_MIN_S: finals still
+        queued are stored and shown, so a power cut after the stop loses none that were shown."""
         with self._cond:
             self._closing = True
             self._cond.notify()
+        deadline = max(deadline, time.monotonic() + STOP_MIN_S)
         self._thread.join(max(0.0, deadline - time.monotonic()))
         if self._thread.is_alive():
             log.error("%d transcript(s) not written by the stop deadline are lost", len(self._queue))
-            return False
-        return True
 
     def _run(self) -> None:
         while True:

@@ -93,7 +93,7 @@ class Feeder:
         if stdout:
             args.append("--stdout")
         env = {**os.environ, "PYTHONMALLOC": "malloc", **(env or {})}
-        self._err = open(self.stderr_path, "wb")
+        self._err = open(self.stderr_path, "wb")  # noqa: SIM115 (the child writes to it until stop() closes it)
         self.proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=self._err, env=env, text=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()

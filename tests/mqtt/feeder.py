@@ -1,10 +1,9 @@
-"""Test-only event source: the real daemon (`Daemon` + the CLI's MQTT wiring) fed synthetic finals.
+"""Test-only event source: the real daemon (`Daemon` + the CLI's outputs) fed synthetic finals.
 
-Until the stream pipeline (branch `stream`) lands, nothing in `voxnode run`
-produces finals without the Whisper engine, so this process plays a silent
-file through the real FileSource/Daemon and a DaemonHooks emits one final
-every --interval seconds through the daemon's sinks, exactly as the pipeline
-will. Everything from the sink on (spool, paho, reconnects, shutdown) is the
+The MQTT tests need finals at a rate and count they choose, which speech through the engine
+cannot give, so this process plays a silent file through the real FileSource/Daemon and a
+Hook emits one final every --interval seconds through the daemon's sinks, as the pipeline
+does. Everything from Daemon.emit on (the sequencer, spool, paho, reconnects, shutdown) is the
 production code. Prints `accepted <n> <id>` for each final handed to the daemon (Daemon.emit, the
 pipeline's path: the sequencer stores it in the spool, then the sinks see it).
 
@@ -22,11 +21,12 @@ from pathlib import Path
 from voxnode.config import load_config
 from voxnode.daemon import Daemon, RunOptions
 from voxnode.events import TranscriptEvent
-from voxnode.integrations import build_integrations
+from voxnode.lifecycle import Hook
 from voxnode.logs import setup_logging
+from voxnode.outputs import add_outputs
 
 
-class FinalsSource:
+class FinalsSource(Hook):
     def __init__(self, count: int, interval: float, tag: str, stream: str, start_at: float):
         self.count, self.interval, self.tag, self.stream = count, interval, tag, stream
         self.sent = 0
@@ -73,7 +73,6 @@ def main() -> int:
     silence = Path(tempfile.mkdtemp(prefix="voxnode-feeder-")) / "silence.raw"
     with open(silence, "wb") as f:
         f.truncate(int(seconds * 16000) * 2)  # sparse zeros: S16_LE 16 kHz mono
-    extra = build_integrations(config)
     source = FinalsSource(args.count, args.interval, args.tag, config.effective_streams()[0].name, time.monotonic())
     if args.partials:
         inner = source.tick
@@ -95,21 +94,15 @@ def main() -> int:
             inner(daemon, now)
 
         source.tick = tick
-    from voxnode.service.reload import config_loader
+    from voxnode.reload import config_loader
 
-    sinks = list(extra.sinks)
+    sinks = []
     if args.stdout:
         from voxnode.sinks.stdout import JsonLinesSink
 
-        sinks.insert(0, JsonLinesSink())  # first, as `voxnode run --stdout` puts it
-    daemon = Daemon(
-        config,
-        sinks,
-        RunOptions(file=str(silence)),
-        hooks=[source, *extra.hooks],
-        reloader=config_loader(args.config),
-        journal=extra.journal,
-    )
+        sinks.append(JsonLinesSink())  # first, as `voxnode run --stdout` puts it
+    daemon = Daemon(config, sinks, RunOptions(file=str(silence)), hooks=[source], reloader=config_loader(args.config))
+    add_outputs(daemon)
     try:
         return daemon.run()
     finally:

@@ -10,9 +10,9 @@ import typing
 import pytest
 
 from voxnode.config import parse_config
+from voxnode.config.loader import MAX_CONFIG_BYTES, MAX_TOML_DEPTH
 from voxnode.config.root import Config
 from voxnode.errors import ConfigError
-from voxnode.config.loader import MAX_CONFIG_BYTES, MAX_TOML_DEPTH
 
 
 def float_settings() -> list[tuple[str, dict]]:

@@ -20,8 +20,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import pytest
-
 from tests.mqtt.broker import Broker
 from tests.mqtt.conftest import assert_all_finals_arrived, write_config
 from tests.reliability.spool_env import tmpfs, unprivileged_python  # noqa: F401

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator, TextIO
+from typing import TextIO
 
 import numpy as np
 
+from voxnode.asr.recognizer import Recognizer
 from voxnode.asr.windows import FRAME, MAX_WINDOW_S, SAMPLE_RATE, SMOOTH_FRAMES, split_at_pauses
 from voxnode.audio.audio_stream import MAX_SECONDS, AudioStream
 from voxnode.errors import AudioFileError
@@ -39,7 +41,7 @@ def windows(blocks: Iterable[np.ndarray], max_s: float = MAX_WINDOW_S) -> Iterat
         yield buf[start:end]
 
 
-def transcribe_audio(engine, audio: np.ndarray | Iterable[np.ndarray]) -> dict:
+def transcribe_audio(engine: Recognizer, audio: np.ndarray | Iterable[np.ndarray]) -> dict:
     """Any length of 16 kHz mono audio (an array, or blocks of one) -> merged result of its windows."""
     texts, tokens = [], []
     encode_ms = decode_ms = 0.0
@@ -68,7 +70,7 @@ def transcribe_audio(engine, audio: np.ndarray | Iterable[np.ndarray]) -> dict:
 
 
 def transcribe_files(
-    engine,
+    engine: Recognizer,
     paths: list[str | Path],
     raw: bool = False,
     as_json: bool = False,

@@ -18,9 +18,9 @@ import os
 import select
 import stat
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -96,14 +96,13 @@ class _Input:
 
     def read(self, n: int) -> bytes:
         """Up to n bytes; b"" at the end."""
-        if self._poll is not None:
-            # Before any writer connects poll() reports nothing (and read() would say EOF): wait.
-            if not self._poll.poll(self.timeout_s * 1000):
-                where = "no writer connected" if self.pos == 0 else f"no data after {self.pos} bytes"
-                raise AudioFileError(
-                    f"{self.name}: {where} within {self.timeout_s:.0f} s (a FIFO or pipe is "
-                    "read until its writer closes it)"
-                )
+        # Before any writer connects poll() reports nothing (and read() would say EOF): wait.
+        if self._poll is not None and not self._poll.poll(self.timeout_s * 1000):
+            where = "no writer connected" if self.pos == 0 else f"no data after {self.pos} bytes"
+            raise AudioFileError(
+                f"{self.name}: {where} within {self.timeout_s:.0f} s (a FIFO or pipe is "
+                "read until its writer closes it)"
+            )
         try:
             data = os.read(self.fd, n)
         except BlockingIOError:
@@ -125,7 +124,7 @@ class _Input:
 
     def skip(self, n: int) -> int:
         """Skip n bytes (a chunk we do not need); returns how many there were."""
-        if not self.pipe:
+        if self.size is not None:  # not a pipe
             n = max(0, min(n, self.size - self.pos))
             os.lseek(self.fd, n, os.SEEK_CUR)
             self.pos += n
@@ -252,9 +251,10 @@ class AudioStream:
                 if left is not None:
                     left -= len(data)
                     if end:
+                        promised = self.data_bytes or 0  # known: `left` counts down from it
                         raise AudioFileError(
-                            f"{self.name}: truncated WAV: header promises {self.data_bytes} "
-                            f"bytes of audio, the input ended after {self.data_bytes - left}"
+                            f"{self.name}: truncated WAV: header promises {promised} "
+                            f"bytes of audio, the input ended after {promised - left}"
                         )
                 data = carry + data
                 usable = len(data) - len(data) % align
@@ -288,7 +288,7 @@ class AudioStream:
     def close(self) -> None:
         self._in.close()
 
-    def __enter__(self) -> "AudioStream":
+    def __enter__(self) -> AudioStream:
         return self
 
     def __exit__(self, *exc) -> None:

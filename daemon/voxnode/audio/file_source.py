@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
-from voxnode.audio.format import PERIOD_FRAMES, PERIOD_S
+from voxnode.audio.format import PERIOD_FRAMES, PERIOD_S, SAMPLE_RATE
 from voxnode.audio.frames import Frame
 from voxnode.audio.ring import FrameRing
 from voxnode.audio.source import AudioSource
@@ -31,7 +31,7 @@ class FileSource(AudioSource):
         super().__init__(name, ring)
         self._blocks = [audio] if isinstance(audio, np.ndarray) else audio
         self.realtime = realtime
-        self.stats.granted = {"device": f"file:{name}", "rate": 16000, "channels": 1}
+        self.stats.granted = {"device": f"file:{name}", "rate": SAMPLE_RATE, "channels": 1}
 
     def _periods(self):
         """20 ms int16 periods from the blocks; the last one padded with silence."""

@@ -16,7 +16,6 @@ import numpy as np
 from voxnode.audio.audio_stream import AudioStream
 from voxnode.audio.format import SAMPLE_RATE
 
-
 # Whole files in memory (demo clips, `run --file`'s tests, benchmarks): 1 h is 230 MB of float32.
 # `voxnode transcribe` streams instead (AudioStream.blocks) and allows longer input.
 READ_ALL_MAX_SECONDS = 3600.0

@@ -11,9 +11,7 @@ STREAM_NAME_PATTERN = r"[A-Za-z0-9_-]{1,32}"
 class AudioConfig:
     device: str = setting("default", "ALSA capture PCM of the single default stream (see `voxnode devices`).")
     channel: int = setting(0, "Channel of a multi-channel device that carries the voice (0 = first).", min=0, max=31)
-    channels: int = setting(
-        0, "Channels to open the device with; 0 = just enough for `channel`.", min=0, max=32
-    )
+    channels: int = setting(0, "Channels to open the device with; 0 = just enough for `channel`.", min=0, max=32)
     resample: str = setting(
         "alsa",
         'If the device refuses 16 kHz: "alsa" reopens it through ALSA\'s plug layer, "off" fails.',
@@ -23,8 +21,10 @@ class AudioConfig:
         8, "ALSA buffer size in 20 ms periods; more survives scheduling hiccups, costs latency.", min=2, max=64
     )
     ring_seconds: float = setting(
-        10.0, "Capture ring buffer per stream, in seconds; when full the oldest audio is dropped (counted).",
-        min=0.5, max=300.0,
+        10.0,
+        "Capture ring buffer per stream, in seconds; when full the oldest audio is dropped (counted).",
+        min=0.5,
+        max=300.0,
     )
     retry_initial_s: float = setting(
         1.0, "First retry delay after a device fails to open or disappears.", min=0.1, max=60.0

@@ -57,21 +57,23 @@ def load_config(path: str | Path | None = None) -> Config:
 def parse_config(raw: bytes | str, source: str = "<config>") -> Config:
     if isinstance(raw, bytes):
         try:
-            raw = raw.decode("utf-8")
+            text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             line = raw.count(b"\n", 0, e.start) + 1
             raise ConfigError(
                 f"{source}: line {line}: not UTF-8 text (byte {e.start}); save the file as UTF-8"
             ) from None
+    else:
+        text = raw
     # Windows editors (Notepad) start UTF-8 files with a byte order mark; TOML has no use for it.
-    raw = raw.removeprefix(BOM)
-    depth, line = toml_nesting(raw)
+    text = text.removeprefix(BOM)
+    depth, line = toml_nesting(text)
     if depth > MAX_TOML_DEPTH:
         raise ConfigError(
             f"{source}: line {line}: arrays or inline tables nested {depth} levels deep; the limit is {MAX_TOML_DEPTH}"
         )
     try:
-        data = tomllib.loads(raw)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{source}: TOML syntax error: {e}") from None
     except RecursionError:  # toml_nesting should have caught it; never a traceback
@@ -205,9 +207,8 @@ def _check_scalar(hint: Any, meta: Any, value: Any, key: str, source: str) -> An
         if not math.isfinite(value):
             # nan compares false with every bound, so it would slip past min/max and disable a check
             raise fail("expected a finite number (not nan or inf)")
-    elif hint is str:
-        if not isinstance(value, str):
-            raise fail("expected a string")
+    elif hint is str and not isinstance(value, str):
+        raise fail("expected a string")
     lo, hi = meta.get("min"), meta.get("max")
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         raise fail(f"must be between {_show(lo)} and {_show(hi)}")

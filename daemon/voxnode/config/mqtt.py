@@ -1,5 +1,7 @@
 """[mqtt]: the broker, topics, the durable spool and Home Assistant discovery."""
 
+import re
+import socket
 from dataclasses import dataclass
 
 from voxnode.config.fields import InvalidValue, setting
@@ -89,3 +91,14 @@ class MqttConfig:
     @property
     def effective_port(self) -> int:
         return self.port or (8883 if self.tls else 1883)
+
+
+def sanitize_node_id(name: str) -> str:
+    """A host name -> a topic- and Home-Assistant-safe id ([a-zA-Z0-9_-], at most 64 characters)."""
+    cleaned = re.sub(r"[^A-Za-z0-9_-]", "_", name.split(".")[0] if name else "")[:64]
+    return cleaned or "voxnode"
+
+
+def node_id_for(config: MqttConfig) -> str:
+    """This node's name in topics and health reports: mqtt.node_id, else the host name."""
+    return config.node_id or sanitize_node_id(socket.gethostname())

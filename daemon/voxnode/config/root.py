@@ -20,7 +20,7 @@ from voxnode.config.vad import VadConfig
 @dataclass(frozen=True)
 class Config:
     log: LogConfig = section(LogConfig, "Logging (stderr, or journald under systemd).")
-    audio: AudioConfig = section(AudioConfig, "Audio capture. Without [[streams]] this is the one stream, named \"mic\".")
+    audio: AudioConfig = section(AudioConfig, 'Audio capture. Without [[streams]] this is the one stream, named "mic".')
     streams: tuple[StreamConfig, ...] = table_list(
         StreamConfig,
         "Several microphones in one process: one [[streams]] table each. Replaces the single [audio] device.",
@@ -30,7 +30,9 @@ class Config:
     frontend: FrontendConfig = section(FrontendConfig, "Audio clean-up before VAD and recognition.")
     vad: VadConfig = section(VadConfig, "Voice activity detection and endpointing.")
     stream: StreamingConfig = section(StreamingConfig, "Utterances, partial transcripts, sharing the engine.")
-    mqtt: MqttConfig = section(MqttConfig, "MQTT: transcripts, health, commands, Home Assistant discovery (docs/mqtt.md).")
+    mqtt: MqttConfig = section(
+        MqttConfig, "MQTT: transcripts, health, commands, Home Assistant discovery (docs/mqtt.md)."
+    )
     health: HealthConfig = section(HealthConfig, "Health report, memory housekeeping, leak watch, Prometheus.")
     service: ServiceConfig = section(ServiceConfig, "Running as a service: shutdown bound, watchdog stall limits.")
 

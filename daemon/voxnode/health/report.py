@@ -6,7 +6,8 @@ import logging
 import os
 import time
 import tracemalloc
-from typing import Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from voxnode import __version__
 from voxnode.config.health import HealthConfig
@@ -15,6 +16,9 @@ from voxnode.health.leakwatch import LeakWatch
 from voxnode.health.memory import Heap, python_allocator, traced_memory
 from voxnode.health.process import CpuMeter, rss_bytes, thread_count
 from voxnode.health.thermal import Thermal
+
+if TYPE_CHECKING:
+    from voxnode.asr.recognizer import EngineInfo
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +66,7 @@ class HealthMonitor:
                 log.info("malloc_trim returned %.1f MB to the OS", returned / 1e6)
         self.leak.add(now, rss_bytes())
 
-    def collect(self, daemon_snapshot: dict, engine: dict | None, mqtt: dict | None) -> dict:
+    def collect(self, daemon_snapshot: dict, engine: EngineInfo | None, mqtt: dict | None) -> dict:
         rss, self._rss_before_housekeeping = self._rss_before_housekeeping or rss_bytes(), None
         streams = {}
         for name, st in (daemon_snapshot.get("streams") or {}).items():
@@ -101,15 +105,8 @@ def _jsonable(v) -> bool:
     return v is None or isinstance(v, (str, int, float, bool, list, dict))
 
 
-def model_state(engine: dict | None) -> dict:
-    """The engine's info (from a provider, so health does not import the engine) as name/loaded/xnnpack."""
-    if not engine:
+def model_state(engine: EngineInfo | None) -> dict:
+    """The loaded engine (None: not loaded yet) as name/loaded/xnnpack_all_ops/info."""
+    if engine is None:
         return {"name": None, "loaded": False, "xnnpack_all_ops": None, "info": None}
-    total, left = engine.get("ops_total"), engine.get("ops_not_delegated")
-    all_ops = bool(engine.get("xnnpack_applied")) and left == 0 if total is not None else None
-    return {
-        "name": engine.get("model") or engine.get("name"),
-        "loaded": True,
-        "xnnpack_all_ops": all_ops,
-        "info": engine,
-    }
+    return {"name": engine.model, "loaded": True, "xnnpack_all_ops": engine.fully_accelerated, "info": engine.as_dict()}

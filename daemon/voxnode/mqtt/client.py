@@ -5,11 +5,9 @@ Threads:
   gives it its seq) before the sink sees it; the sink only wakes this thread
   (or, for a final the spool could not store, hands it over in a bounded Mailbox);
 - the publisher thread hands at most `inflight_window` spooled finals to paho,
-  in seq order, and deletes them on PUBACK. A final the broker refuses (MQTT 5
-  reason code >= 128, e.g. 135 not authorised) stays in the spool, holds back
-  the later ones and is retried alone with backoff (reconnect_min_s doubling to
-  reconnect_max_s) until it is accepted, so fixing the ACL delivers everything
-  in seq order without a restart;
+  in seq order, and deletes them on PUBACK. A final the broker refuses stays in
+  the spool and holds back the later ones until a retry is accepted
+  (mqtt/refusals.py), so fixing the ACL delivers everything in seq order;
 - paho's network thread connects, reconnects with backoff forever, and
   resends what it was handed (with the same packet) after a reconnect; its
   callbacks only post to the Mailbox or publish small retained messages.
@@ -21,21 +19,21 @@ reconnects, and neither grows without bound.
 from __future__ import annotations
 
 import logging
-import ssl
 import sys
 import threading
 import time
-from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import paho.mqtt.client as mqtt
-from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode
+from paho.mqtt.enums import MQTTErrorCode
 
 from voxnode.config.mqtt import MqttConfig
-from voxnode.mqtt.credentials import read_password, tls_context
+from voxnode.mqtt.connection import connect_failure, make_paho_client, refusal_hint
 from voxnode.mqtt.journal import dumps
 from voxnode.mqtt.mailbox import Mailbox
+from voxnode.mqtt.refusals import HeldFinal
 from voxnode.mqtt.spool import Spool
+from voxnode.mqtt.stats import MqttStats
 from voxnode.mqtt.topics import Topics
 
 log = logging.getLogger("voxnode.mqtt")
@@ -44,24 +42,6 @@ FINALS_QUEUE = 10000  # finals without a durable copy held in memory for the bro
 PARTIALS_QUEUE = 100  # partials are disposable: when the link is slow, drop them first
 CLOSE_ACK_WAIT_S = 3.0
 UNSTORED = 0  # the in-flight "seq" of a final the spool could not store (real seqs start at 1)
-
-
-@dataclass
-class MqttStats:
-    connected: bool = False
-    connects: int = 0
-    disconnects: int = 0
-    published: int = 0  # finals acknowledged by the broker
-    rejected: int = 0  # refusals by the broker (v5 PUBACK error, e.g. ACL), retries included
-    held_seq: int | None = None  # the refused final holding back the later ones, until the broker takes it
-    retry_in_s: float | None = None  # when it is tried again
-    partials_dropped: int = 0
-    finals_refused: int = 0  # finals without a durable copy that could not be held in memory; logged as errors
-    unstored_lost: int = 0  # finals without a durable copy the broker refused: they are gone (logged)
-    last_error: str = ""
-    last_connect_wall: float = 0.0
-    inflight: int = 0
-    bad_events: int = 0  # events the publisher could not handle (a bug upstream); logged with a traceback
 
 
 class MqttPublisher:
@@ -89,10 +69,7 @@ class MqttPublisher:
         # Publisher thread only:
         self._inflight: dict[int, int] = {}  # paho mid -> spool seq (UNSTORED for a final from memory)
         self._handed_up_to = 0  # spooled finals up to here were handed to paho (or are held, below)
-        self._held: int | None = None  # seq of the oldest refused final: it alone is retried, the rest wait
-        self._held_refusals = 0
-        self._retry_delay = config.reconnect_min_s
-        self._retry_at = 0.0
+        self._held = HeldFinal(config.reconnect_min_s, config.reconnect_max_s)  # the oldest refused final
         self._thread = threading.Thread(target=self._run, name="mqtt-publisher", daemon=True)
         self._stopped = threading.Event()
         self._last_logged_failure = ""
@@ -102,17 +79,11 @@ class MqttPublisher:
 
     def _make_client(self) -> mqtt.Client:
         c = self.config
-        protocol = mqtt.MQTTv5 if c.protocol == "5" else mqtt.MQTTv311
-        client_id = c.client_id or f"voxnode-{self.topics.node}"
-        client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id, protocol=protocol)
-        if c.username:
-            client.username_pw_set(c.username, read_password(c))
-        context = tls_context(c)  # the same checks as check-config
-        if context is not None:
-            client.tls_set_context(context)
+        client = make_paho_client(c, c.client_id or f"voxnode-{self.topics.node}")
         # Broker restarts fire the will too, so on_connect republishes "online" every time.
         client.will_set(self.topics.status, "offline", qos=1, retain=True)
-        client.reconnect_delay_set(min_delay=c.reconnect_min_s, max_delay=c.reconnect_max_s)
+        # paho's annotations say int; it computes with the floats the config allows (0.1 s and up).
+        client.reconnect_delay_set(min_delay=c.reconnect_min_s, max_delay=c.reconnect_max_s)  # type: ignore[arg-type]
         client.max_inflight_messages_set(min(c.inflight_window, 65535))
         client.on_connect = self._on_connect
         client.on_connect_fail = self._on_connect_fail
@@ -187,11 +158,7 @@ class MqttPublisher:
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
         where = f"{self.config.host}:{self.config.effective_port}"
         if reason_code.is_failure:
-            hint = {
-                "Not authorized": "check mqtt.username and mqtt.password/password_file and the broker's ACL",
-                "Bad user name or password": "check mqtt.username and mqtt.password/password_file",
-                "Client identifier not valid": "set mqtt.client_id to something the broker accepts",
-            }.get(str(reason_code), "see the broker's log")
+            hint = refusal_hint(reason_code)
             self._report_failure(f"MQTT broker {where} refused the connection: {reason_code} ({hint}); retrying")
             return
         self.stats.connected = True
@@ -215,16 +182,8 @@ class MqttPublisher:
             log.exception("MQTT: on_connected hook failed")
 
     def _on_connect_fail(self, client, userdata) -> None:
-        err = sys.exc_info()[1]
         where = f"{self.config.host}:{self.config.effective_port}"
-        if isinstance(err, ssl.SSLCertVerificationError):
-            why = f"TLS certificate not accepted: {err.verify_message} (check mqtt.tls_ca and the broker's host name)"
-        elif isinstance(err, ssl.SSLError):
-            why = f"TLS handshake failed: {err.reason or err} (is the port a TLS listener? is mqtt.tls right?)"
-        elif isinstance(err, OSError):
-            why = err.strerror or str(err) or type(err).__name__
-        else:
-            why = "connection failed"
+        why = connect_failure(sys.exc_info()[1])
         self._report_failure(
             f"MQTT: cannot connect to {where}: {why}; retrying with backoff (up to {self.config.reconnect_max_s:.0f} s)"
         )
@@ -272,8 +231,9 @@ class MqttPublisher:
         stopping = False
         while True:
             wait = 0.5
-            if self._held is not None:
-                wait = min(wait, max(0.01, self._retry_at - time.monotonic()))
+            retry_in = self._held.retry_in_s()
+            if retry_in is not None:
+                wait = min(wait, max(0.01, retry_in))
             items = self._mailbox.take_all(timeout=wait)
             acked: list[int] = []
             for kind, item in items:
@@ -295,10 +255,9 @@ class MqttPublisher:
             self.stats.published += len(acked)
             self._fill_window()
             self.stats.inflight = len(self._inflight)
-            self.stats.held_seq = self._held
-            self.stats.retry_in_s = (
-                round(max(0.0, self._retry_at - time.monotonic()), 1) if self._held is not None else None
-            )
+            self.stats.held_seq = self._held.seq
+            retry_in = self._held.retry_in_s()
+            self.stats.retry_in_s = round(retry_in, 1) if retry_in is not None else None
             if stopping:
                 self._stopped.set()
                 return
@@ -342,46 +301,40 @@ class MqttPublisher:
                 )
             return None
         if not refused:
-            if seq == self._held:
+            refusals = self._held.accepted(seq)
+            if refusals is not None:
                 log.warning(
                     "MQTT: broker accepted final seq %d after %d refusal(s); sending the finals held behind it",
                     seq,
-                    self._held_refusals,
+                    refusals,
                 )
-                self._held, self._held_refusals = None, 0
-                self._retry_delay = self.config.reconnect_min_s
             return seq
         self.stats.rejected += 1
         # Keep seq order: nothing after the oldest refused final is handed out until the broker takes it.
         self._handed_up_to = min(self._handed_up_to, seq - 1)
-        if self._held is None or seq < self._held:
-            self._held = seq
-            self._held_refusals = 0
-        if seq == self._held:
-            self._held_refusals += 1
-            self._retry_at = time.monotonic() + self._retry_delay
+        delay = self._held.refused(seq)
+        if delay is not None:
             message = (
                 f"MQTT: broker refused final seq {seq} on {self.topics.base}/...: {reason_code} (check the "
                 "broker's ACL for this user); it stays in the spool and is retried with backoff up to "
                 f"{self.config.reconnect_max_s:.0f} s, later finals wait behind it"
             )
-            if self._held_refusals == 1:
+            if self._held.refusals == 1:
                 log.error("%s", message)
                 self.stats.last_error = message
             else:
-                log.debug("%s (refusal %d, next try in %.1f s)", message, self._held_refusals, self._retry_delay)
-            self._retry_delay = min(self._retry_delay * 2, self.config.reconnect_max_s)
+                log.debug("%s (refusal %d, next try in %.1f s)", message, self._held.refusals, delay)
         return None
 
     def _fill_window(self) -> None:
         spooled_inflight = {s for s in self._inflight.values() if s != UNSTORED}
-        if self._held is not None:
+        if self._held.seq is not None:
             # Only the held final goes out, alone, when its backoff has passed.
-            if self._held in spooled_inflight or time.monotonic() < self._retry_at:
+            if self._held.seq in spooled_inflight or not self._held.due():
                 return
-            m = self.spool.get(self._held)
+            m = self.spool.get(self._held.seq)
             if m is None:  # dropped by the spool bound meanwhile: nothing to wait for
-                self._held = None
+                self._held.forget()
                 return
             info = self.client.publish(m.topic, m.payload, qos=self.config.qos)
             if info.rc != MQTTErrorCode.MQTT_ERR_QUEUE_SIZE:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import ssl
+from collections.abc import Mapping
 
 from voxnode.config.mqtt import MqttConfig
 from voxnode.errors import MqttConfigError
@@ -18,7 +19,7 @@ CREDENTIAL_NAME = "mqtt-password"
 MAX_PASSWORD_BYTES = 4096
 
 
-def read_password(c: MqttConfig, environ=os.environ) -> str | None:
+def read_password(c: MqttConfig, environ: Mapping[str, str] = os.environ) -> str | None:
     """mqtt.password_file (first line), else mqtt.password, else the systemd credential `mqtt-password`.
 
     Under DynamicUser no file can be private to the service, so the unit passes the password
@@ -88,7 +89,7 @@ def _why(e: Exception) -> str:
     return str(e)
 
 
-def check_files(c: MqttConfig, environ=os.environ) -> None:
+def check_files(c: MqttConfig, environ: Mapping[str, str] = os.environ) -> None:
     """Everything `voxnode run` reads for [mqtt] before connecting; raises MqttConfigError."""
     if not c.enabled:
         return

@@ -32,7 +32,7 @@ def discovery_payload(topics: Topics, streams: list[str]) -> dict:
             "name": f"{s} latency p95",
             "unique_id": f"voxnode_{node}_{s}_latency_p95",
             "state_topic": topics.health,
-            "value_template": "{{ value_json.streams['%s'].latency_p95_ms | default(None) }}" % s,
+            "value_template": "{{ value_json.streams['%s'].latency_p95_ms | default(None) }}" % s,  # noqa: UP031 (Jinja and JSON braces)
             "unit_of_measurement": "ms",
             "device_class": "duration",
             "state_class": "measurement",
@@ -43,34 +43,54 @@ def discovery_payload(topics: Topics, streams: list[str]) -> dict:
             "name": f"{s} mute",
             "unique_id": f"voxnode_{node}_{s}_mute",
             "command_topic": topics.cmd,
-            "payload_on": '{"cmd":"mute","stream":"%s"}' % s,
-            "payload_off": '{"cmd":"unmute","stream":"%s"}' % s,
+            "payload_on": '{"cmd":"mute","stream":"%s"}' % s,  # noqa: UP031 (Jinja and JSON braces)
+            "payload_off": '{"cmd":"unmute","stream":"%s"}' % s,  # noqa: UP031 (Jinja and JSON braces)
             "state_topic": topics.health,
-            "value_template": "{{ 'ON' if value_json.streams['%s'].muted else 'OFF' }}" % s,
+            "value_template": "{{ 'ON' if value_json.streams['%s'].muted else 'OFF' }}" % s,  # noqa: UP031 (Jinja and JSON braces)
             "icon": "mdi:microphone-off",
         }
     cmps["rss"] = {
-        "p": "sensor", "name": "Memory (RSS)", "unique_id": f"voxnode_{node}_rss",
-        "state_topic": topics.health, "value_template": "{{ (value_json.process.rss_bytes / 1048576) | round(1) }}",
-        "unit_of_measurement": "MiB", "device_class": "data_size", "state_class": "measurement",
+        "p": "sensor",
+        "name": "Memory (RSS)",
+        "unique_id": f"voxnode_{node}_rss",
+        "state_topic": topics.health,
+        "value_template": "{{ (value_json.process.rss_bytes / 1048576) | round(1) }}",
+        "unit_of_measurement": "MiB",
+        "device_class": "data_size",
+        "state_class": "measurement",
         "entity_category": "diagnostic",
     }
     cmps["cpu"] = {
-        "p": "sensor", "name": "CPU", "unique_id": f"voxnode_{node}_cpu",
-        "state_topic": topics.health, "value_template": "{{ value_json.process.cpu_percent }}",
-        "unit_of_measurement": "%", "state_class": "measurement", "entity_category": "diagnostic",
+        "p": "sensor",
+        "name": "CPU",
+        "unique_id": f"voxnode_{node}_cpu",
+        "state_topic": topics.health,
+        "value_template": "{{ value_json.process.cpu_percent }}",
+        "unit_of_measurement": "%",
+        "state_class": "measurement",
+        "entity_category": "diagnostic",
         "icon": "mdi:cpu-64-bit",
     }
     cmps["temperature"] = {
-        "p": "sensor", "name": "SoC temperature", "unique_id": f"voxnode_{node}_soc_temp",
-        "state_topic": topics.health, "value_template": "{{ value_json.thermal.soc_temp_c }}",
-        "unit_of_measurement": "°C", "device_class": "temperature", "state_class": "measurement",
+        "p": "sensor",
+        "name": "SoC temperature",
+        "unique_id": f"voxnode_{node}_soc_temp",
+        "state_topic": topics.health,
+        "value_template": "{{ value_json.thermal.soc_temp_c }}",
+        "unit_of_measurement": "°C",
+        "device_class": "temperature",
+        "state_class": "measurement",
         "entity_category": "diagnostic",
     }
     cmps["backlog"] = {
-        "p": "sensor", "name": "MQTT backlog", "unique_id": f"voxnode_{node}_mqtt_backlog",
-        "state_topic": topics.health, "value_template": "{{ value_json.mqtt.backlog }}",
-        "unit_of_measurement": "messages", "state_class": "measurement", "entity_category": "diagnostic",
+        "p": "sensor",
+        "name": "MQTT backlog",
+        "unique_id": f"voxnode_{node}_mqtt_backlog",
+        "state_topic": topics.health,
+        "value_template": "{{ value_json.mqtt.backlog }}",
+        "unit_of_measurement": "messages",
+        "state_class": "measurement",
+        "entity_category": "diagnostic",
     }
     return {
         "dev": {

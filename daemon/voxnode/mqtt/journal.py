@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from voxnode.mqtt.spool import Spool
 from voxnode.mqtt.topics import Topics
@@ -25,10 +25,17 @@ def dumps(obj: dict) -> bytes:
 
 
 class FinalsJournal:
+    """The daemon's `FinalStore` (voxnode.sequencer), provided by the MQTT bridge."""
+
     def __init__(self, spool: Spool, topics: Topics, model_name: Callable[[], str]):
         self.spool = spool
         self.topics = topics
         self._model_name = model_name
+        self.refused = 0  # finals the sequencer could not queue for the spool (health mqtt.finals_refused)
+
+    def refuse(self, event: dict) -> None:
+        """A final the sequencer could not queue (its queue full, or stopping): never stored nor shown."""
+        self.refused += 1
 
     def record(self, event: dict) -> dict:
         """Store one final; returns it as every sink must show it: with `seq` (None if not stored) and `model`."""

@@ -24,22 +24,20 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 from urllib.parse import quote
+
+from voxnode.mqtt.spool_faults import SpoolUnusable, cause_of, meta_value, salvage
 
 log = logging.getLogger(__name__)
 
 SPOOL_FILE = "mqtt-spool.sqlite"
 REOPEN_S = 30.0  # a spool that could not be opened for writing is tried again this often (on append)
-
-# SQLite primary result codes (extended code & 0xff); Python 3.11 exposes them as sqlite_errorcode.
-_PERM, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 3, 8, 10, 11, 13, 14, 26
 
 
 @dataclass(frozen=True)
@@ -73,15 +71,6 @@ def _writable_dir(folder: Path) -> bool:
     except OSError:
         return False
     return os.access(folder, os.W_OK | os.X_OK)
-
-
-class _Unusable(Exception):
-    """The spool cannot be opened or written; the message says why and what to do."""
-
-    def __init__(self, kind: str, message: str):
-        super().__init__(message)
-        self.kind = kind  # corrupt | full | readonly | directory | permission | io | other
-        self.message = message
 
 
 class Spool:
@@ -119,8 +108,8 @@ class Spool:
         try:
             self._db = self._connect(self.path)
             self._read_state()
-        except (sqlite3.Error, OSError, _Unusable) as e:
-            cause = self._cause(e)
+        except (sqlite3.Error, OSError, SpoolUnusable) as e:
+            cause = cause_of(e, self.path)
             if cause.kind == "corrupt":
                 self._recover(cause)
                 return
@@ -132,13 +121,13 @@ class Spool:
         try:
             self._write_probe()
         except (sqlite3.Error, OSError) as e:
-            self._set_unwritable(self._cause(e))
+            self._set_unwritable(cause_of(e, self.path))
             return
         self._set_writable()
 
     def _connect(self, path: Path) -> sqlite3.Connection:
         if path.is_dir():
-            raise _Unusable(
+            raise SpoolUnusable(
                 "directory",
                 f"MQTT spool {path} is a directory; set mqtt.spool_path to a file "
                 "(e.g. /var/lib/voxnode/mqtt-spool.sqlite)",
@@ -146,7 +135,7 @@ class Spool:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise _Unusable(
+            raise SpoolUnusable(
                 "permission",
                 f"MQTT spool {path}: cannot create its folder {path.parent}: "
                 f"{e.strerror or e}; set mqtt.spool_path or StateDirectory=",
@@ -185,9 +174,10 @@ class Spool:
 
     def _read_state(self) -> None:
         db = self._db
+        assert db is not None  # callers open it first
         self._count = db.execute("SELECT count(*) FROM spool").fetchone()[0]
         self._last_seq = max(self._last_seq, self._high_water(db))
-        self.dropped_total = _meta(db, "dropped")
+        self.dropped_total = meta_value(db, "dropped")
 
     @staticmethod
     def _high_water(db: sqlite3.Connection) -> int:
@@ -200,9 +190,11 @@ class Spool:
 
     def _write_probe(self) -> None:
         # A read-only file opens and reads fine; find out at start, not at the first final.
-        with self._db:
-            self._db.execute("BEGIN IMMEDIATE")
-            self._db.execute(
+        db = self._db
+        assert db is not None  # called right after a successful open
+        with db:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute(
                 "INSERT INTO meta (key, value) VALUES ('opened', 1) ON CONFLICT(key) DO UPDATE SET value = value + 1"
             )
 
@@ -216,7 +208,7 @@ class Spool:
                 self.unstored,
             )
 
-    def _set_unwritable(self, cause: _Unusable) -> None:
+    def _set_unwritable(self, cause: SpoolUnusable) -> None:
         self.writable = False
         if cause.message != self.error:
             log.error("%s", cause.message)
@@ -230,81 +222,10 @@ class Spool:
                 pass
             self._db = None
 
-    # ---- why it failed ----------------------------------------------------------------------
-
-    def _cause(self, e: BaseException) -> _Unusable:
-        if isinstance(e, _Unusable):
-            return e
-        path, folder = self.path, self.path.parent
-        code = getattr(e, "sqlite_errorcode", 0) & 0xFF
-        detail = str(e)
-        if code in (_CORRUPT, _NOTADB):
-            return _Unusable("corrupt", f"MQTT spool {path} is corrupt ({detail})")
-        if code == _FULL or (isinstance(e, OSError) and e.errno == 28):
-            try:
-                free = f"{shutil.disk_usage(folder).free / 1e6:.1f} MB free"
-            except OSError:
-                free = "free space unknown"
-            return _Unusable(
-                "full",
-                f"MQTT spool {path}: the disk is full ({free} on the file system of "
-                f"{folder}); finals are published without a durable copy and without "
-                "seq until space is freed",
-            )
-        if code in (_READONLY, _PERM) or (code == _CANTOPEN and path.exists()):
-            return _Unusable(
-                "readonly",
-                f"MQTT spool {path}: {self._why_readonly()}; finals are published "
-                "without a durable copy and without seq until it is writable",
-            )
-        if code == _CANTOPEN:
-            return _Unusable(
-                "permission",
-                f"MQTT spool {path}: cannot create it ({self._why_readonly()}); "
-                "set mqtt.spool_path to a writable place",
-            )
-        if code == _IOERR or isinstance(e, OSError):
-            return _Unusable(
-                "io",
-                f"MQTT spool {path}: I/O error ({detail}); is the storage failing? Finals "
-                "are published without a durable copy and without seq meanwhile",
-            )
-        return _Unusable(
-            "other",
-            f"MQTT spool {path}: {detail}; finals are published without a durable copy and without seq meanwhile",
-        )
-
-    def _why_readonly(self) -> str:
-        path, folder = self.path, self.path.parent
-        user = _user_name()
-        try:
-            if os.statvfs(folder).f_flag & os.ST_RDONLY:
-                return f"{folder} is on a read-only file system"
-        except OSError:
-            pass
-        if path.exists() and not os.access(path, os.W_OK):
-            st = path.stat()
-            return (
-                f"the file is not writable by user {user} (mode {st.st_mode & 0o777:04o}, owner uid "
-                f"{st.st_uid}); fix with chown/chmod"
-            )
-        if not os.access(folder, os.W_OK | os.X_OK):
-            return (
-                f"its folder {folder} is not writable by user {user} (SQLite creates {path.name}-wal and "
-                f"{path.name}-shm next to it)"
-            )
-        for suffix in ("-wal", "-shm"):
-            side = Path(f"{path}{suffix}")
-            if side.exists() and not os.access(side, os.W_OK):
-                return f"{side} is not writable by user {user}"
-        return "it is read-only"
-
-    # ---- corruption ---------------------------------------------------------------------------
-
-    def _recover(self, cause: _Unusable) -> None:
+    def _recover(self, cause: SpoolUnusable) -> None:
         """Move the corrupt file aside, salvage its readable rows into a new spool, keep seq growing."""
         self._close_db()
-        rows, high, dropped = _salvage(self.path)
+        rows, high, dropped = salvage(self.path)
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
         try:
@@ -313,14 +234,14 @@ class Spool:
                     os.replace(f"{self.path}{suffix}", f"{aside}{suffix}")
         except OSError as e:
             self._set_unwritable(
-                _Unusable(
+                SpoolUnusable(
                     "corrupt",
                     f"{cause.message}; it cannot be moved aside ({e.strerror}): move {self.path} away by hand",
                 )
             )
             return
         jumped = high is None
-        if jumped:
+        if high is None:
             # The old high-water mark is unreadable: continue far above anything it could have assigned
             # (milliseconds since 1970 outgrow any seq as long as fewer than 1000 finals a second were made).
             high = max([r[0] for r in rows] + [self._last_seq, int(time.time() * 1000)])
@@ -333,9 +254,9 @@ class Spool:
                 self._db.execute("INSERT INTO meta (key, value) VALUES ('seq_floor', ?)", (high,))
                 self._db.execute("INSERT INTO meta (key, value) VALUES ('dropped', ?)", (dropped,))
             self._read_state()
-        except (sqlite3.Error, OSError, _Unusable) as e:
+        except (sqlite3.Error, OSError, SpoolUnusable) as e:
             self._close_db()
-            self._set_unwritable(self._cause(e))
+            self._set_unwritable(cause_of(e, self.path))
             return
         self.recovered_from = aside
         seq_note = (
@@ -417,7 +338,7 @@ class Spool:
 
     def _failed(self, e: BaseException) -> None:
         """A write failed: record why; recover a corrupt file; resync seq in case the write did land."""
-        cause = self._cause(e)
+        cause = cause_of(e, self.path)
         if cause.kind == "corrupt":
             self._recover(cause)
             return
@@ -472,57 +393,3 @@ class Spool:
                 except sqlite3.Error:
                     pass
             self._close_db()
-
-
-def _meta(db: sqlite3.Connection, key: str) -> int:
-    row = db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
-    return row[0] if row else 0
-
-
-def _salvage(path: Path) -> tuple[list[tuple[int, str, bytes]], int | None, int]:
-    """The readable rows of a corrupt spool, its high-water mark (None if unreadable), its dropped count.
-
-    Rows are scanned upwards until the damage, then downwards from the end until the damage, which
-    recovers everything outside one damaged stretch.
-    """
-    rows: dict[int, tuple[int, str, bytes]] = {}
-    high = None
-    dropped = 0
-    try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    except sqlite3.Error:
-        return [], None, 0
-    try:
-        for order in ("ASC", "DESC"):
-            try:
-                for s, t, p in db.execute(f"SELECT seq, topic, payload FROM spool ORDER BY seq {order}"):
-                    if isinstance(s, int) and isinstance(t, str) and isinstance(p, (bytes, str)):
-                        rows[s] = (s, t, bytes(p) if isinstance(p, bytes) else p.encode())
-            except sqlite3.Error:
-                pass
-        try:
-            row = db.execute("SELECT seq FROM sqlite_sequence WHERE name='spool'").fetchone()
-            high = int(row[0]) if row else None
-            floor = db.execute("SELECT value FROM meta WHERE key='seq_floor'").fetchone()
-            if floor and high is not None:
-                high = max(high, int(floor[0]))
-        except (sqlite3.Error, TypeError, ValueError):
-            high = None
-        try:
-            dropped = _meta(db, "dropped")
-        except sqlite3.Error:
-            pass
-    finally:
-        db.close()
-    if high is not None and rows:
-        high = max(high, max(rows))
-    return sorted(rows.values()), high, dropped
-
-
-def _user_name() -> str:
-    try:
-        import pwd
-
-        return pwd.getpwuid(os.geteuid()).pw_name
-    except (ImportError, KeyError):
-        return str(os.geteuid())
