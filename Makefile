@@ -9,16 +9,18 @@ BIN    := $(VENV)/bin
 APT_RUN  := python3-venv python3-dev gcc pkg-config libasound2-dev alsa-utils libsystemd-dev \
             mosquitto mosquitto-clients
 # Tests also speak (espeak-ng), convert audio (sox), use recorded speech and network namespaces,
-# and check the unit with systemd-analyze (package systemd; a container may lack it).
-APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl systemd
+# and check the unit with systemd-analyze (package systemd; a container may lack it);
+# qemu-user runs the ARM64 check (test-arm64).
+APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl systemd qemu-user
 # Benchmarks also use real recorded speech and music (scripts/speech_corpus.py says what each is).
 APT_CORPUS := pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 \
               asterisk-core-sounds-en-wav asterisk-moh-opsound-wav
 
 export PYTHONMALLOC := malloc
 
-.PHONY: demo run test test-ha ha-venv ha-venv-or-skip deps-run deps-test deps-corpus venv venv-test check-config \
-        config-reference clean bench-mqtt bench-stream bench-asr convert-model install uninstall purge
+.PHONY: demo run test test-ha ha-venv ha-venv-or-skip lint deps-run deps-test deps-corpus venv venv-test \
+        check-config config-reference clean bench-mqtt bench-stream bench-asr convert-model install uninstall purge \
+        test-arm64 soak
 
 demo: venv
 	$(BIN)/voxnode demo
@@ -26,8 +28,21 @@ demo: venv
 run: venv
 	$(BIN)/voxnode run
 
-test: deps-test venv-test ha-venv-or-skip
+test: deps-test venv-test lint ha-venv-or-skip
 	$(BIN)/python -m pytest -q tests
+	$(BIN)/python scripts/test_arm64.py
+
+# `voxnode transcribe` under qemu-user as a Pi 4 and a Pi 5 vs x86 (docs/arm64.md); part of `make test`.
+test-arm64: deps-test venv-test
+	$(BIN)/python scripts/test_arm64.py
+
+# Lint, format check (ruff) and type check (mypy); `make test` runs them first, so CI fails on them.
+# Settings: pyproject.toml.
+LINTED := daemon tests scripts
+lint: venv-test
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/mypy
 
 # tests/ha: voxnode against a real Home Assistant (docs/mqtt.md#tested-against-home-assistant).
 # Home Assistant needs CPython 3.13 and lives in its own venv, build/ha-venv (scripts/ha_venv.sh:
@@ -76,6 +91,11 @@ config-reference: venv
 
 bench-mqtt: venv-test
 	$(BIN)/python scripts/bench_mqtt.py --write docs/benchmarks.md
+
+# An hour of the real daemon on looped speech through an ALSA FIFO PCM and a local Mosquitto: RSS slope
+# after warm-up (< 5 MB/h) and every final delivered once. Not part of `make test` (nor CI).
+soak: deps-test venv-test
+	$(BIN)/python scripts/soak.py --minutes 60 --warmup-minutes 10 --write
 
 bench-stream: deps-test venv-test
 	$(BIN)/python scripts/bench_stream.py --streams 1,4,10 --speak-s 60 --idle-s 12

@@ -7,6 +7,7 @@ Everything is 16 kHz mono int16-scale float32 unless noted.
 Used by tests/stream, scripts/eval_vad.py, scripts/eval_denoise.py and
 scripts/bench_stream.py.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -73,11 +74,15 @@ def tts(text: str, voice: str = "en-us", speed: int = 160) -> np.ndarray:
     key = hashlib.sha1(f"{voice}|{speed}|{text}".encode()).hexdigest()[:16]
     path = cache_dir() / f"tts-{key}.raw"
     if not path.exists():
-        wav = subprocess.run(["espeak-ng", "-v", voice, "-s", str(speed), "--stdout", text],
-                             check=True, capture_output=True).stdout
-        raw = subprocess.run(["sox", "-t", "wav", "-", "-r", str(RATE), "-c", "1", "-b", "16",
-                              "-e", "signed-integer", "-t", "raw", "-"],
-                             input=wav, check=True, capture_output=True).stdout
+        wav = subprocess.run(
+            ["espeak-ng", "-v", voice, "-s", str(speed), "--stdout", text], check=True, capture_output=True
+        ).stdout
+        raw = subprocess.run(
+            ["sox", "-t", "wav", "-", "-r", str(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw", "-"],
+            input=wav,
+            check=True,
+            capture_output=True,
+        ).stdout
         tmp = path.with_suffix(".tmp")
         tmp.write_bytes(raw)
         tmp.replace(path)
@@ -114,10 +119,11 @@ def recorded_clips() -> list[Clip]:
 
 # ---- labels -------------------------------------------------------------------------
 
+
 def frame_levels_db(x: np.ndarray) -> np.ndarray:
     n = len(x) // FRAME
     f = x[: n * FRAME].reshape(n, FRAME)
-    return 10 * np.log10(np.mean(f * f, axis=1) / 32768.0 ** 2 + 1e-12)
+    return 10 * np.log10(np.mean(f * f, axis=1) / 32768.0**2 + 1e-12)
 
 
 def label_speech(clean: np.ndarray, below_peak_db: float = 35.0, floor_dbfs: float = -60.0) -> np.ndarray:
@@ -127,6 +133,7 @@ def label_speech(clean: np.ndarray, below_peak_db: float = 35.0, floor_dbfs: flo
 
 
 # ---- noises -------------------------------------------------------------------------
+
 
 def white(n: int, rng: np.random.Generator) -> np.ndarray:
     return rng.standard_normal(n).astype(np.float32)
@@ -154,12 +161,14 @@ def hvac(n: int, rng: np.random.Generator) -> np.ndarray:
 def babble(n: int, rng: np.random.Generator, talkers: int = 6) -> np.ndarray:
     out = np.zeros(n, dtype=np.float32)
     for k in range(talkers):
-        parts = [tts(BABBLE_TEXT[(k + j) % len(BABBLE_TEXT)], VOICES[(k + 2) % len(VOICES)], 150 + 10 * k)
-                 for j in range(len(BABBLE_TEXT))]
+        parts = [
+            tts(BABBLE_TEXT[(k + j) % len(BABBLE_TEXT)], VOICES[(k + 2) % len(VOICES)], 150 + 10 * k)
+            for j in range(len(BABBLE_TEXT))
+        ]
         s = np.concatenate(parts)
         s = np.tile(s, n // len(s) + 2)
         off = int(rng.integers(0, len(s) - n))
-        seg = s[off:off + n]
+        seg = s[off : off + n]
         out += seg / (np.std(seg) + 1e-9)
     return out
 
@@ -168,15 +177,15 @@ def music(n: int, rng: np.random.Generator) -> np.ndarray:
     """Notes with harmonics and decay, 2-3 voices: steady tonal, not speech."""
     out = np.zeros(n, dtype=np.float32)
     t_note = int(0.25 * RATE)
-    for voice in range(3):
+    for _voice in range(3):
         pos = int(rng.integers(0, t_note))
         while pos < n:
             dur = int(t_note * rng.choice([1, 2, 4]))
             f0 = 110 * 2 ** (rng.integers(0, 36) / 12)
             t = np.arange(min(dur, n - pos)) / RATE
             env = np.exp(-t * 3) * np.minimum(1, t * 200)
-            note = sum((0.6 ** h) * np.sin(2 * np.pi * f0 * (h + 1) * t) for h in range(4))
-            out[pos:pos + len(t)] += (env * note).astype(np.float32)
+            note = sum((0.6**h) * np.sin(2 * np.pi * f0 * (h + 1) * t) for h in range(4))
+            out[pos : pos + len(t)] += (env * note).astype(np.float32)
             pos += dur
     return out
 
@@ -200,7 +209,7 @@ def mix(clean: np.ndarray, noise_sig: np.ndarray, snr_db: float, labels: np.ndar
     frames = clean[: len(labels) * FRAME].reshape(len(labels), FRAME)
     p_speech = float(np.mean(frames[labels].astype(np.float64) ** 2))
     nz = noise_sig[: len(clean)].astype(np.float64)
-    p_noise = float(np.mean(nz ** 2)) + 1e-12
+    p_noise = float(np.mean(nz**2)) + 1e-12
     scale = np.sqrt(p_speech / (p_noise * 10 ** (snr_db / 10)))
     return np.clip(clean + scale * nz, -32768, 32767).astype(np.float32)
 

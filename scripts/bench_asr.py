@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,6 +46,7 @@ SECTION = "## ASR engine"
 
 
 # ----------------------------------------------------------------------------- clips
+
 
 def make_clips(workdir: Path) -> list[dict]:
     """Write 16 kHz float32 .npy clips and return [{name, path, reference, seconds}]."""
@@ -74,12 +75,16 @@ def make_clips(workdir: Path) -> list[dict]:
         subprocess.run(["espeak-ng", "-w", str(wav), text], check=True)
         add(f"espeak-ng/{i}", read_audio(wav), text)
     gap = np.zeros(8000, np.float32)
-    add("librivox/all five (25 s)", np.concatenate([x for a, _ in librivox for x in (a, gap)]),
-        " ".join(r for _, r in librivox))
+    add(
+        "librivox/all five (25 s)",
+        np.concatenate([x for a, _ in librivox for x in (a, gap)]),
+        " ".join(r for _, r in librivox),
+    )
     return clips
 
 
 # ----------------------------------------------------------------------------- workers
+
 
 def peak_rss_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -91,7 +96,7 @@ def peak_rss_mb() -> float:
 def worker_tflite(model_dir: str, variant: str, clips: list[dict], threads: int, repeat: int) -> dict:
     import numpy as np
 
-    from voxnode.asr import WhisperEngine
+    from voxnode.asr.whisper_litert import WhisperEngine
 
     engine = WhisperEngine.load(Path(model_dir), num_threads=threads, variant=variant)
     rss_loaded = peak_rss_mb()
@@ -102,8 +107,16 @@ def worker_tflite(model_dir: str, variant: str, clips: list[dict], threads: int,
         runs = [engine.transcribe(audio) for _ in range(repeat)]
         enc = float(np.median([r.encode_ms for r in runs]))
         dec = float(np.median([r.decode_ms for r in runs]))
-        rows.append({"name": clip["name"], "encode_ms": enc, "decode_ms": dec, "total_ms": enc + dec,
-                     "tokens": len(runs[0].tokens), "text": runs[0].text})
+        rows.append(
+            {
+                "name": clip["name"],
+                "encode_ms": enc,
+                "decode_ms": dec,
+                "total_ms": enc + dec,
+                "tokens": len(runs[0].tokens),
+                "text": runs[0].text,
+            }
+        )
     return {"info": engine.info.as_dict(), "rss_after_load_mb": rss_loaded, "peak_rss_mb": peak_rss_mb(), "rows": rows}
 
 
@@ -113,8 +126,14 @@ def worker_faster_whisper(ct2_dir: str, clips: list[dict], threads: int, repeat:
 
     model = WhisperModel(ct2_dir, device="cpu", compute_type="int8", cpu_threads=threads, num_workers=1)
     rss_loaded = peak_rss_mb()
-    opts = dict(beam_size=1, language="en", without_timestamps=True, condition_on_previous_text=False,
-                vad_filter=False, temperature=[0.0])
+    opts = dict(
+        beam_size=1,
+        language="en",
+        without_timestamps=True,
+        condition_on_previous_text=False,
+        vad_filter=False,
+        temperature=[0.0],
+    )
 
     def run(audio):
         t0 = time.perf_counter()
@@ -128,15 +147,32 @@ def worker_faster_whisper(ct2_dir: str, clips: list[dict], threads: int, repeat:
         run(audio)
         runs = [run(audio) for _ in range(repeat)]
         total = float(np.median([ms for ms, _ in runs]))
-        rows.append({"name": clip["name"], "encode_ms": None, "decode_ms": None, "total_ms": total,
-                     "tokens": None, "text": runs[0][1]})
-    return {"info": {"runtime": "faster-whisper (ctranslate2)", "quantization": "int8", "num_threads": threads},
-            "rss_after_load_mb": rss_loaded, "peak_rss_mb": peak_rss_mb(), "rows": rows}
+        rows.append(
+            {
+                "name": clip["name"],
+                "encode_ms": None,
+                "decode_ms": None,
+                "total_ms": total,
+                "tokens": None,
+                "text": runs[0][1],
+            }
+        )
+    return {
+        "info": {"runtime": "faster-whisper (ctranslate2)", "quantization": "int8", "num_threads": threads},
+        "rss_after_load_mb": rss_loaded,
+        "peak_rss_mb": peak_rss_mb(),
+        "rows": rows,
+    }
 
 
 def run_worker(args: list[str], timeout: int = 1800) -> dict:
-    p = subprocess.run([sys.executable, __file__, "--worker", *args], capture_output=True, text=True,
-                       timeout=timeout, env={**os.environ, "PYTHONPATH": str(REPO / "daemon")})
+    p = subprocess.run(
+        [sys.executable, __file__, "--worker", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": str(REPO / "daemon")},
+    )
     if p.returncode != 0:
         raise RuntimeError(f"worker {args[0]} failed:\n{p.stderr[-3000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -144,18 +180,26 @@ def run_worker(args: list[str], timeout: int = 1800) -> dict:
 
 def cli_peak_rss(clip_wav: Path, python: str) -> tuple[float, float]:
     """Peak RSS (MB) and wall time of `voxnode transcribe CLIP` in a fresh child, PYTHONMALLOC=malloc."""
-    probe = ("import resource, subprocess, sys, time; t=time.perf_counter(); "
-             "p=subprocess.run(sys.argv[1:], capture_output=True); "
-             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, time.perf_counter()-t, p.returncode)")
+    probe = (
+        "import resource, subprocess, sys, time; t=time.perf_counter(); "
+        "p=subprocess.run(sys.argv[1:], capture_output=True); "
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, time.perf_counter()-t, p.returncode)"
+    )
     env = {**os.environ, "PYTHONMALLOC": "malloc", "PYTHONPATH": str(REPO / "daemon")}
-    out = subprocess.run([python, "-c", probe, python, "-m", "voxnode", "transcribe", str(clip_wav)],
-                         capture_output=True, text=True, env=env, check=True).stdout.split()
+    out = subprocess.run(
+        [python, "-c", probe, python, "-m", "voxnode", "transcribe", str(clip_wav)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    ).stdout.split()
     if out[2] != "0":
         raise RuntimeError("voxnode transcribe failed in the RSS probe")
     return int(out[0]) / 1024, float(out[1])
 
 
 # ----------------------------------------------------------------------------- report
+
 
 def machine() -> str:
     model = "unknown CPU"
@@ -165,7 +209,10 @@ def machine() -> str:
                 model = line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return f"{model}, {os.cpu_count()} logical CPUs, {platform.machine()}, Linux {platform.release()}, Python {platform.python_version()}"
+    return (
+        f"{model}, {os.cpu_count()} logical CPUs, {platform.machine()}, Linux {platform.release()}, "
+        f"Python {platform.python_version()}"
+    )
 
 
 def summarise(results: dict, clips: list[dict]) -> dict:
@@ -190,22 +237,40 @@ def summarise(results: dict, clips: list[dict]) -> dict:
     return out
 
 
-def write_report(results: dict, clips: list[dict], summary: dict, cli: tuple[float, float] | None,
-                 command: str, threads: int, repeat: int, plot: Path | None) -> str:
+def write_report(
+    results: dict,
+    clips: list[dict],
+    summary: dict,
+    cli: tuple[float, float] | None,
+    command: str,
+    threads: int,
+    repeat: int,
+    plot: Path | None,
+) -> str:
     names = list(results)
     seconds = {c["name"]: c["seconds"] for c in clips}
-    lines = [SECTION, "",
-             f"Measured {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} on {machine()}; "
-             f"{threads} inference thread(s) for every engine; median of {repeat} runs after one warm-up run. "
-             "The machine is shared with other jobs, so timings are noisy; ARM boards will be several times slower.",
-             "", "```", command, "```", "",
-             "### Summary", "",
-             "| engine | WER (all clips) | WER (< 8 s) | total ms, utterances < 8 s (sum) | RTF (< 8 s) | peak RSS MB |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        SECTION,
+        "",
+        f"Measured {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} on {machine()}; "
+        f"{threads} inference thread(s) for every engine; median of {repeat} runs after one warm-up run. "
+        "The machine is shared with other jobs, so timings are noisy; ARM boards will be several times slower.",
+        "",
+        "```",
+        command,
+        "```",
+        "",
+        "### Summary",
+        "",
+        "| engine | WER (all clips) | WER (< 8 s) | total ms, utterances < 8 s (sum) | RTF (< 8 s) | peak RSS MB |",
+        "|---|---|---|---|---|---|",
+    ]
     for n in names:
         s = summary[n]
-        lines.append(f"| {n} | {100 * s['wer']:.1f} % | {100 * s['wer_short']:.1f} % | {s['short_total_ms_sum']:.0f} | "
-                     f"{s['short_rtf']:.3f} | {s['peak_rss_mb']:.0f} |")
+        lines.append(
+            f"| {n} | {100 * s['wer']:.1f} % | {100 * s['wer_short']:.1f} % | {s['short_total_ms_sum']:.0f} | "
+            f"{s['short_rtf']:.3f} | {s['peak_rss_mb']:.0f} |"
+        )
     fw = next((n for n in names if n.startswith("faster-whisper")), None)
     lines.append("")
     if fw:
@@ -214,17 +279,28 @@ def write_report(results: dict, clips: list[dict], summary: dict, cli: tuple[flo
                 continue
             ratio = summary[n]["short_total_ms_sum"] / summary[fw]["short_total_ms_sum"]
             dw = 100 * (summary[n]["wer"] - summary[fw]["wer"])
-            lines.append(f"- {n}: total time for utterances < 8 s is {ratio:.2f} x faster-whisper int8 "
-                         f"(target <= 0.25: {'met' if ratio <= 0.25 else 'NOT met'}); WER {dw:+.1f} points vs "
-                         f"faster-whisper (target within 1.0: {'met' if abs(dw) <= 1.0 or dw < 0 else 'NOT met'}).")
+            lines.append(
+                f"- {n}: total time for utterances < 8 s is {ratio:.2f} x faster-whisper int8 "
+                f"(target <= 0.25: {'met' if ratio <= 0.25 else 'NOT met'}); WER {dw:+.1f} points vs "
+                f"faster-whisper (target within 1.0: {'met' if abs(dw) <= 1.0 or dw < 0 else 'NOT met'})."
+            )
     if cli:
-        lines.append(f"- `voxnode transcribe` on a 5.3 s clip (PYTHONMALLOC=malloc, whole process incl. model load): "
-                     f"peak RSS {cli[0]:.0f} MB (target <= 150 MB: {'met' if cli[0] <= 150 else 'NOT met'}), "
-                     f"wall {cli[1]:.2f} s.")
-    lines += ["", "### Per utterance", "",
-              "| clip | s | " + " | ".join(f"{n} enc / dec / total ms" for n in names) + " | " +
-              " | ".join(f"{n} RTF" for n in names) + " |",
-              "|---|---|" + "---|" * (2 * len(names))]
+        lines.append(
+            f"- `voxnode transcribe` on a 5.3 s clip (PYTHONMALLOC=malloc, whole process incl. model load): "
+            f"peak RSS {cli[0]:.0f} MB (target <= 150 MB: {'met' if cli[0] <= 150 else 'NOT met'}), "
+            f"wall {cli[1]:.2f} s."
+        )
+    lines += [
+        "",
+        "### Per utterance",
+        "",
+        "| clip | s | "
+        + " | ".join(f"{n} enc / dec / total ms" for n in names)
+        + " | "
+        + " | ".join(f"{n} RTF" for n in names)
+        + " |",
+        "|---|---|" + "---|" * (2 * len(names)),
+    ]
     for c in clips:
         cells = []
         rtfs = []
@@ -236,10 +312,17 @@ def write_report(results: dict, clips: list[dict], summary: dict, cli: tuple[flo
                 cells.append(f"{r['encode_ms']:.0f} / {r['decode_ms']:.0f} / {r['total_ms']:.0f}")
             rtfs.append(f"{r['total_ms'] / 1000 / seconds[c['name']]:.3f}")
         lines.append(f"| {c['name']} | {c['seconds']:.1f} | " + " | ".join(cells) + " | " + " | ".join(rtfs) + " |")
-    lines += ["", "faster-whisper times are its whole `transcribe()` (features, 30 s padded encode, greedy decode); "
-              "ours are log-mel + encode, and decode. Peak RSS is VmHWM of a process that loaded one engine "
-              "and ran every clip.", "", "### Transcripts", "",
-              "| clip | reference | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+    lines += [
+        "",
+        "faster-whisper times are its whole `transcribe()` (features, 30 s padded encode, greedy decode); "
+        "ours are log-mel + encode, and decode. Peak RSS is VmHWM of a process that loaded one engine "
+        "and ran every clip.",
+        "",
+        "### Transcripts",
+        "",
+        "| clip | reference | " + " | ".join(names) + " |",
+        "|---|---|" + "---|" * len(names),
+    ]
     for c in clips:
         texts = [next(r for r in results[n]["rows"] if r["name"] == c["name"])["text"] for n in names]
         lines.append(f"| {c['name']} | {c['reference']} | " + " | ".join(texts) + " |")
@@ -272,7 +355,9 @@ def make_plot(results: dict, clips: list[dict], summary: dict, path: Path) -> No
     ax2.set_ylabel("peak RSS (MB)")
     ax2.set_title("Peak memory")
     for i, n in enumerate(names):
-        ax2.text(i, summary[n]["peak_rss_mb"], f"WER {100 * summary[n]['wer']:.1f}%", ha="center", va="bottom", fontsize=8)
+        ax2.text(
+            i, summary[n]["peak_rss_mb"], f"WER {100 * summary[n]['wer']:.1f}%", ha="center", va="bottom", fontsize=8
+        )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -282,7 +367,7 @@ def update_benchmarks_md(path: Path, section: str) -> None:
     start = text.find(SECTION)
     if start >= 0:
         nxt = text.find("\n## ", start + len(SECTION))
-        text = text[:start] + section + (text[nxt + 1:] if nxt >= 0 else "")
+        text = text[:start] + section + (text[nxt + 1 :] if nxt >= 0 else "")
     else:
         text = text.rstrip("\n") + "\n\n" + section
     path.write_text(text)
@@ -297,8 +382,11 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=0, help="inference threads (default: the engine default)")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--docs", type=Path, default=REPO / "docs")
-    p.add_argument("--cli-python", default=str(REPO / ".venv" / "bin" / "python"),
-                   help="python of the runtime venv, for the `voxnode transcribe` RSS probe")
+    p.add_argument(
+        "--cli-python",
+        default=str(REPO / ".venv" / "bin" / "python"),
+        help="python of the runtime venv, for the `voxnode transcribe` RSS probe",
+    )
     args = p.parse_args()
 
     if args.worker:
@@ -340,8 +428,7 @@ def main() -> int:
 
         cli = None
         if Path(args.cli_python).exists():
-            from voxnode.audio.wavfile import write_wav
-            from voxnode.audio.wavfile import read_audio
+            from voxnode.audio.wavfile import read_audio, write_wav
 
             clip5 = Path(tmp) / "clip5s.wav"
             write_wav(clip5, read_audio(POCKETSPHINX / "librivox" / "sense_and_sensibility_01_austen_64kb-0890.wav"))
@@ -357,8 +444,9 @@ def main() -> int:
     command = ".venv-bench/bin/python scripts/bench_asr.py" + "".join(f" {a}" for a in sys.argv[1:])
     section = write_report(results, clips, summary, cli, command, threads, args.repeat, plot)
     update_benchmarks_md(args.docs / "benchmarks.md", section)
-    (args.docs / "asr_benchmark.json").write_text(json.dumps({"summary": summary, "results": results,
-                                                             "cli_peak_rss_mb": cli and cli[0]}, indent=1) + "\n")
+    (args.docs / "asr_benchmark.json").write_text(
+        json.dumps({"summary": summary, "results": results, "cli_peak_rss_mb": cli and cli[0]}, indent=1) + "\n"
+    )
     print(section)
     return 0
 

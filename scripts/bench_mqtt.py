@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """What MQTT health publishing and the durable spool cost in CPU (target: < 1 % of one core).
 
-Runs the production MqttService (publisher thread, paho thread, SQLite spool,
-health collection) against a local Mosquitto, driven like the daemon drives
-it (tick every 0.1 s from the main thread). A stand-in daemon supplies
-snapshot()/mute so that audio capture and ASR do not pollute the figure.
+Runs the production MqttBridge (publisher thread, paho thread, SQLite spool) and
+HealthReporter against a local Mosquitto, driven like the daemon drives them (tick
+every 0.1 s from the main thread). A stand-in daemon supplies snapshot()/mute so
+that audio capture and ASR do not pollute the figure.
 
     PYTHONMALLOC=malloc .venv/bin/python scripts/bench_mqtt.py [--seconds 30] [--write docs/benchmarks.md]
 
@@ -18,8 +18,8 @@ The estimate at defaults = idle + per-final x finals/s + per-report / interval.
 from __future__ import annotations
 
 import argparse
-import json
 import dataclasses
+import json
 import os
 import platform
 import re
@@ -33,8 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "daemon"))
 
 from voxnode.config import Config  # noqa: E402
 from voxnode.events import TranscriptEvent  # noqa: E402
+from voxnode.health.reporter import HealthReporter  # noqa: E402
+from voxnode.mqtt.bridge import MqttBridge  # noqa: E402
 from voxnode.mqtt.localbroker import LocalBroker  # noqa: E402
-from voxnode.mqtt.service import MqttService  # noqa: E402
 
 SECTION = "MQTT and health"
 
@@ -47,8 +48,17 @@ class StandInDaemon:
         self.muted: set[str] = set()
 
     def snapshot(self) -> dict:
-        stream = {"state": "running", "frames": 123456, "xruns": 0, "device_errors": 0, "queue_depth": 3,
-                  "dropped_frames": 0, "rtf": 0.21, "latency_p50_ms": 380.0, "latency_p95_ms": 620.0}
+        stream = {
+            "state": "running",
+            "frames": 123456,
+            "xruns": 0,
+            "device_errors": 0,
+            "queue_depth": 3,
+            "dropped_frames": 0,
+            "rtf": 0.21,
+            "latency_p50_ms": 380.0,
+            "latency_p95_ms": 620.0,
+        }
         return {"uptime_s": time.monotonic() - self.t0, "streams": {"kitchen": dict(stream), "hall": dict(stream)}}
 
     def stream_names(self):
@@ -63,32 +73,48 @@ class StandInDaemon:
     def request_reload(self):
         pass
 
+    def engine_info(self):
+        return None
+
 
 def cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
 
 
-def run_phase(service, daemon, seconds: float, final_every: float | None) -> tuple[float, int]:
+def sequenced(service):
+    """What the daemon puts in front of the sinks: finals are stored (and get their seq) on this thread."""
+    from voxnode.sequencer import Sequencer
+
+    seq = Sequencer(service.journal, service.emit)
+    seq.start()
+    return seq
+
+
+def run_phase(service, sequencer, daemon, seconds: float, final_every: float | None) -> tuple[float, int]:
     """Drive tick() at 10 Hz like Daemon.run; returns (CPU % of one core, finals sent)."""
     n = 0
     start_wall, start_cpu = time.monotonic(), cpu()
     next_final = start_wall
     while (now := time.monotonic()) - start_wall < seconds:
         service.tick(daemon, now)
+        service.reporter.tick(daemon, now)
         if final_every is not None and now >= next_final:
             t = time.time()
             n += 1
-            service.sink.emit(TranscriptEvent("final", "kitchen", f"bench-{n}", "turn on the kitchen lights",
-                                              t - 2, t - 0.3, 300.0, -0.2).as_dict())
+            sequencer.submit(
+                TranscriptEvent(
+                    "final", "kitchen", f"bench-{n}", "turn on the kitchen lights", t - 2, t - 0.3, 300.0, -0.2
+                ).as_dict()
+            )
             next_final += final_every
         time.sleep(0.1)
     return 100.0 * (cpu() - start_cpu) / (time.monotonic() - start_wall), n
 
 
-def wait_drained(service, timeout=30.0) -> None:
+def wait_drained(service, sequencer, timeout=30.0) -> None:
     end = time.monotonic() + timeout
-    while service.publisher.backlog and time.monotonic() < end:
+    while (sequencer.depth or service.publisher.backlog) and time.monotonic() < end:
         time.sleep(0.05)
 
 
@@ -96,7 +122,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--finals", type=int, default=300, help="finals for the per-op measurement")
-    ap.add_argument("--write", metavar="MD", help="write the result into this benchmarks file (section '%s')" % SECTION)
+    ap.add_argument("--write", metavar="MD", help=f"write the result into this benchmarks file (section '{SECTION}')")
     args = ap.parse_args()
 
     broker = LocalBroker().start()
@@ -104,61 +130,70 @@ def main() -> int:
     base = Config()
     config = dataclasses.replace(
         base,
-        mqtt=dataclasses.replace(base.mqtt, enabled=True, host="127.0.0.1", port=broker.port, node_id="bench",
-                                 spool_path=str(work / "spool.sqlite")),
+        mqtt=dataclasses.replace(
+            base.mqtt,
+            enabled=True,
+            host="127.0.0.1",
+            port=broker.port,
+            node_id="bench",
+            spool_path=str(work / "spool.sqlite"),
+        ),
     )
     daemon = StandInDaemon()
-    service = MqttService(config)
+    service = MqttBridge(config, HealthReporter(config.health, "bench", daemon))
     service.start()
+    sequencer = sequenced(service)
     try:
         end = time.monotonic() + 5
         while not service.publisher.stats.connected and time.monotonic() < end:
             time.sleep(0.02)
         assert service.publisher.stats.connected, "could not connect to the local broker"
-        service.on_ready(daemon)
-        run_phase(service, daemon, 2.0, None)  # warm-up (imports, first report)
+        service.reporter.on_ready(daemon)
+        run_phase(service, sequencer, daemon, 2.0, None)  # warm-up (imports, first report)
 
-        idle, _ = run_phase(service, daemon, args.seconds, None)
+        idle, _ = run_phase(service, sequencer, daemon, args.seconds, None)
 
         # per health report: collection + JSON + publish, on the calling thread and paho's
         c0 = cpu()
         reports = 200
         for _ in range(reports):
-            service.publish_health(daemon, time.monotonic())
+            service.publish_health(service.reporter.report(time.monotonic()))
         per_report_ms = 1000 * (cpu() - c0) / reports
 
         # per final: all threads, from emit to PUBACK-and-delete
-        wait_drained(service)
+        wait_drained(service, sequencer)
         c0, w0 = cpu(), time.monotonic()
         for i in range(args.finals):
             t = time.time()
-            service.sink.emit(TranscriptEvent("final", "kitchen", f"op-{i}", "what is the weather tomorrow",
-                                              t - 2, t - 0.3, 300.0, -0.2).as_dict())
+            sequencer.submit(
+                TranscriptEvent(
+                    "final", "kitchen", f"op-{i}", "what is the weather tomorrow", t - 2, t - 0.3, 300.0, -0.2
+                ).as_dict()
+            )
             time.sleep(0.005)  # finals arrive apart, so every one pays its own transaction and fsync
-        wait_drained(service)
+        wait_drained(service, sequencer)
         per_final_ms = 1000 * (cpu() - c0) / args.finals  # sleeping costs no CPU
         per_final_wall_ms = 1000 * (time.monotonic() - w0) / args.finals
 
-        busy_cfg = dataclasses.replace(config.health, interval_s=5.0)
-        service.config = dataclasses.replace(config, health=busy_cfg)
-        busy, sent = run_phase(service, daemon, args.seconds, 1.0)
-        wait_drained(service)
+        service.reporter.config = dataclasses.replace(config.health, interval_s=5.0)
+        busy, sent = run_phase(service, sequencer, daemon, args.seconds, 1.0)
+        wait_drained(service, sequencer)
         published = service.publisher.stats.published
-        health_bytes = len(json.dumps(service.last_health or {}))
+        health_bytes = len(json.dumps(service.reporter.latest or {}))
     finally:
-        service.sink.close()
+        sequencer.stop(time.monotonic() + 10)
+        service.stop(time.monotonic())
         broker.stop()
 
     mem = spool_memory(base, work)
     default_interval = base.health.interval_s
-    est = {rate: idle + per_final_ms / 10 * rate + per_report_ms / 10 / default_interval
-           for rate in (0.2, 1.0)}
+    est = {rate: idle + per_final_ms / 10 * rate + per_report_ms / 10 / default_interval for rate in (0.2, 1.0)}
     lines = [
         f"## {SECTION}",
         "",
         f"`scripts/bench_mqtt.py` ({time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, allocator {os.environ.get('PYTHONMALLOC', 'pymalloc')}; "
-        "production MqttService against a local Mosquitto, a stand-in daemon supplies snapshots; "
+        "production MqttBridge and HealthReporter against a local Mosquitto, a stand-in daemon supplies snapshots; "
         "CPU = user+system time of the whole process, % of one core).",
         "",
         "| measurement | result |",
@@ -171,12 +206,13 @@ def main() -> int:
         f"| {busy:.3f} % |",
         f"| **estimate at defaults, 1 final every 5 s** | **{est[0.2]:.3f} %** |",
         f"| estimate at defaults, 1 final/s (continuous speech) | {est[1.0]:.3f} % |",
-        f"| memory, broker unreachable, bursts of {mem['burst']} finals (queue full) | RSS +{mem['peak_mb']:.1f} MB at peak |",
+        f"| memory, broker unreachable, bursts of {mem['burst']} finals (queue full) | "
+        f"RSS +{mem['peak_mb']:.1f} MB at peak |",
         f"| memory, 10k / 20k / 30k finals spooled ({mem['spool_mb']:.1f} MB on disk at 30k), after malloc_trim | "
         f"RSS +{' / +'.join(f'{m:.1f}' for m in mem['after_mb'])} MB |",
         "",
-        "Target: < 1 % of one core. The idle figure includes the 10 Hz tick loop, paho's network loop and the publisher "
-        "thread's 0.5 s wake-ups; fsync cost depends on the storage (SD cards are slower in wall time, "
+        "Target: < 1 % of one core. The idle figure includes the 10 Hz tick loop, paho's network loop and the "
+        "publisher thread's 0.5 s wake-ups; fsync cost depends on the storage (SD cards are slower in wall time, "
         "not in CPU). Measured on a shared 2-core x86 build machine, not a Pi: rerun on the board with "
         "`PYTHONMALLOC=malloc .venv/bin/python scripts/bench_mqtt.py --write docs/benchmarks.md`.",
         "",
@@ -194,17 +230,26 @@ def spool_memory(base: Config, work: Path) -> dict:
 
     from voxnode.health.memory import Heap
     from voxnode.health.process import rss_bytes
-    from voxnode.mqtt.client import FINALS_QUEUE
     from voxnode.mqtt.localbroker import free_port
+    from voxnode.sequencer import QUEUE as FINALS_QUEUE
 
-    cfg = dataclasses.replace(base, mqtt=dataclasses.replace(
-        base.mqtt, enabled=True, host="127.0.0.1", port=free_port(), node_id="bench-mem",
-        spool_path=str(work / "spool-mem.sqlite")))
+    cfg = dataclasses.replace(
+        base,
+        mqtt=dataclasses.replace(
+            base.mqtt,
+            enabled=True,
+            host="127.0.0.1",
+            port=free_port(),
+            node_id="bench-mem",
+            spool_path=str(work / "spool-mem.sqlite"),
+        ),
+    )
     heap = Heap()
     heap.trim(rss_bytes(), rss_bytes)
     before = rss_bytes()
-    service = MqttService(cfg)
+    service = MqttBridge(cfg, HealthReporter(cfg.health, "bench-mem", StandInDaemon()))
     service.start()
+    sequencer = sequenced(service)
     peak = [before]
     stop = threading.Event()
 
@@ -220,8 +265,9 @@ def spool_memory(base: Config, work: Path) -> dict:
     for burst in range(3):  # the spool grows 10k, 20k, 30k: RSS must not follow it
         for i in range(FINALS_QUEUE):
             t = time.time()
-            service.sink.emit(TranscriptEvent("final", "kitchen", f"mem-{burst}-{i}", text, t - 2, t - 0.3, 300.0,
-                                              -0.2).as_dict())
+            sequencer.submit(
+                TranscriptEvent("final", "kitchen", f"mem-{burst}-{i}", text, t - 2, t - 0.3, 300.0, -0.2).as_dict()
+            )
         end = time.monotonic() + 120
         while service.spool.count < FINALS_QUEUE * (burst + 1) and time.monotonic() < end:
             time.sleep(0.05)
@@ -229,9 +275,15 @@ def spool_memory(base: Config, work: Path) -> dict:
         after.append((rss_bytes() - before) / 1e6)
     stop.set()
     sampler.join()
-    out = {"burst": FINALS_QUEUE, "spooled": service.spool.count, "peak_mb": (peak[0] - before) / 1e6,
-           "after_mb": after, "spool_mb": service.spool.size_bytes() / 1e6}
-    service.sink.close()
+    out = {
+        "burst": FINALS_QUEUE,
+        "spooled": service.spool.count,
+        "peak_mb": (peak[0] - before) / 1e6,
+        "after_mb": after,
+        "spool_mb": service.spool.size_bytes() / 1e6,
+    }
+    sequencer.stop(time.monotonic() + 10)
+    service.stop(time.monotonic())
     return out
 
 

@@ -17,6 +17,7 @@ finals, skipped partials, WER (finals matched to reference utterances by time).
     PYTHONPATH=daemon python scripts/bench_stream.py --streams 1,4,10 [--speak-s 60] [--idle-s 15]
     PYTHONPATH=daemon python scripts/bench_stream.py --batching
 """
+
 from __future__ import annotations
 
 import argparse
@@ -104,10 +105,10 @@ def cpu_s() -> float:
 
 
 def rss_mb() -> float:
-    return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+    return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def run(n: int, speak_s: float, idle_s: float, engine, config_overrides: dict) -> dict:
+def run(n: int, speak_s: float, idle_s: float, engines: list, config_overrides: dict) -> dict:
     from voxnode.config import Config
     from voxnode.config.audio import StreamConfig
     from voxnode.daemon import Daemon, RunOptions
@@ -119,11 +120,12 @@ def run(n: int, speak_s: float, idle_s: float, engine, config_overrides: dict) -
     for section, values in config_overrides.items():
         cfg = dataclasses.replace(cfg, **{section: dataclasses.replace(getattr(cfg, section), **values)})
     sink = ListSink()
-    daemon = Daemon(cfg, [sink], RunOptions(), recognizer=engine)
+    daemon = Daemon(cfg, [sink], RunOptions(), recognizers=engines)
     th = threading.Thread(target=daemon.run)
     th.start()
-    pacer = subprocess.Popen([sys.executable, "-c", PACER, *fifos], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             text=True)
+    pacer = subprocess.Popen(
+        [sys.executable, "-c", PACER, *fifos], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     t0_wall = json.loads(pacer.stdout.readline())["t0_wall"]
     t_start = time.monotonic()
     # Idle phase: skip the first 2 s (start-up), measure until the first utterance.
@@ -151,9 +153,9 @@ def run(n: int, speak_s: float, idle_s: float, engine, config_overrides: dict) -
     pacer.stdin.close()  # the pacer closes the FIFOs: blocked ALSA reads return, captures see the stop
     pacer.wait(5)
     th.join(30)
-    speech = daemon.speech.stats()
-    dropped_frames = sum(s.ring.dropped for s in daemon.sources)
-    frames = sum(s.stats.snapshot()["frames"] for s in daemon.sources)
+    speech = daemon.recognition.stats()
+    dropped_frames = sum(rt.source.ring.dropped for rt in daemon.streams)
+    frames = sum(rt.source.stats.frames for rt in daemon.streams)
 
     finals = [(t, e) for t, e in sink.events if e["type"] == "final"]
     partials = [e for _, e in sink.events if e["type"] == "partial"]
@@ -173,7 +175,7 @@ def run(n: int, speak_s: float, idle_s: float, engine, config_overrides: dict) -
     for i in range(n):
         fs = [e for _, e in finals if e["stream"] == f"s{i}"]
         used = set()
-        for (s0, s1, text) in refs[i]:
+        for s0, s1, text in refs[i]:
             a0, a1 = t0_wall + s0, t0_wall + s1
             hyp = [k for k, e in enumerate(fs) if ts(e["end"]) > a0 - 0.5 and ts(e["start"]) < a1 + 0.5]
             used.update(hyp)
@@ -199,8 +201,9 @@ def run(n: int, speak_s: float, idle_s: float, engine, config_overrides: dict) -
         "latency_p50_ms": float(np.nanpercentile(lat, 50)),
         "latency_p95_ms": float(np.nanpercentile(lat, 95)),
         "latency_max_ms": float(np.nanmax(lat)),
-        "latency_by_len": {k: (float(np.percentile(v, 50)), float(np.percentile(v, 95)), len(v))
-                           for k, v in by_len.items() if v},
+        "latency_by_len": {
+            k: (float(np.percentile(v, 50)), float(np.percentile(v, 95)), len(v)) for k, v in by_len.items() if v
+        },
         "wer": errs / max(1, words),
         "cpu_idle_pct_per_stream": 100 * idle_cpu / n,
         "cpu_speaking_pct_per_stream": 100 * speak_cpu / n,
@@ -229,7 +232,10 @@ def batching(engine) -> None:
     enc = engine._encoder
     mel = LogMel(80)
     for secs in (10, 20, 30):
-        m = mel(np.zeros(secs * ac.RATE, np.float32) + np.random.default_rng(0).standard_normal(secs * ac.RATE).astype(np.float32) * 0.01)
+        m = mel(
+            np.zeros(secs * ac.RATE, np.float32)
+            + np.random.default_rng(0).standard_normal(secs * ac.RATE).astype(np.float32) * 0.01
+        )
         m = m[: 2 * (len(m) // 2)]
         enc.run(m)
         ts = []
@@ -237,7 +243,10 @@ def batching(engine) -> None:
             t = time.perf_counter()
             enc.run(m)
             ts.append(time.perf_counter() - t)
-        print(f"encoder {secs:2d} s window: median {1e3 * np.median(ts):6.1f} ms  ({1e3 * np.median(ts) / secs:5.1f} ms per s)")
+        print(
+            f"encoder {secs:2d} s window: median {1e3 * np.median(ts):6.1f} ms  "
+            f"({1e3 * np.median(ts) / secs:5.1f} ms per s)"
+        )
 
 
 def prepare(work: Path, n: int, speak_s: float, idle_s: float) -> None:
@@ -272,22 +281,25 @@ def main() -> None:
     os.environ["VOXNODE_BENCH_DIR"] = str(work)
     (work / "alsa").mkdir()
     conf = "".join(
-        f'pcm.bench{i} {{\n type file\n slave.pcm "null"\n file "/dev/null"\n infile "{work}/s{i}.fifo"\n format "raw"\n}}\n'
-        for i in range(max(counts)))
+        f'pcm.bench{i} {{\n type file\n slave.pcm "null"\n file "/dev/null"\n'
+        f' infile "{work}/s{i}.fifo"\n format "raw"\n}}\n'
+        for i in range(max(counts))
+    )
     (work / "alsa" / "asoundrc").write_text(conf)
     os.environ["XDG_CONFIG_HOME"] = str(work)  # before alsa-lib reads its configuration
 
     # The test audio is made in a child process, so its buffers do not count
     # in this (the daemon's) process's memory.
-    subprocess.run([sys.executable, __file__, "--prepare", str(work), str(max(counts)), str(args.speak_s),
-                    str(args.idle_s)], check=True)
-    from voxnode.asr import WhisperEngine, default_model_dir
+    subprocess.run(
+        [sys.executable, __file__, "--prepare", str(work), str(max(counts)), str(args.speak_s), str(args.idle_s)],
+        check=True,
+    )
+    from voxnode.asr import default_model_dir
+    from voxnode.asr.whisper_litert import WhisperEngine
 
-    engine = WhisperEngine.load(default_model_dir(), args.threads)
-    if args.engines > 1:
-        engine = [engine] + [WhisperEngine.load(default_model_dir(), args.threads) for _ in range(args.engines - 1)]
+    engines = [WhisperEngine.load(default_model_dir(), args.threads) for _ in range(args.engines)]
     if args.batching:
-        batching(engine)
+        batching(engines[0])
         return
     overrides: dict = {}
     for item in args.set:
@@ -304,7 +316,7 @@ def main() -> None:
                     pass
         overrides.setdefault(section, {})[name] = v
     for n in counts:
-        res = run(n, args.speak_s, args.idle_s, engine, overrides)
+        res = run(n, args.speak_s, args.idle_s, engines, overrides)
         res["settings"] = args.set
         print(json.dumps(res), flush=True)
         if args.json:

@@ -100,7 +100,9 @@ def model_config(ct2_dir: Path, ct2) -> dict:
         "n_heads": int(ct2.get("decoder/num_heads")),
         "n_audio_ctx": ct2.get("encoder/position_encodings/encodings").shape[0],
         "n_text_ctx": ct2.get("decoder/position_encodings/encodings").shape[0],
-        "n_decoder_layers": sum(1 for k in ct2.variables if k.endswith("/ffn/linear_0/weight") and k.startswith("decoder/")),
+        "n_decoder_layers": sum(
+            1 for k in ct2.variables if k.endswith("/ffn/linear_0/weight") and k.startswith("decoder/")
+        ),
         "vocab_size": len(vocab),
         "tokens": {
             "eot": ids["<|endoftext|>"],
@@ -115,8 +117,9 @@ def model_config(ct2_dir: Path, ct2) -> dict:
 
 
 def write_manifest(out: Path, variants: dict[str, dict[str, str]]) -> dict:
-    files = sorted(p.name for p in out.iterdir()
-                   if p.is_file() and p.name not in ("manifest.json", "SHA256SUMS", "MODEL.md"))
+    files = sorted(
+        p.name for p in out.iterdir() if p.is_file() and p.name not in ("manifest.json", "SHA256SUMS", "MODEL.md")
+    )
     manifest = {
         "format": 1,
         "model": MODEL_NAME,
@@ -166,9 +169,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-int8", action="store_true", help="skip the int8 variant")
     p.add_argument("--skip-convert", action="store_true", help="only verify the files already in --out")
     p.add_argument("--no-verify", action="store_true", help="skip the comparison with ctranslate2")
-    p.add_argument("--verify-also", type=Path, metavar="DIR",
-                   help="also verify the fp32 variant in DIR (built earlier with --fp32 --no-int8 --out DIR) "
-                        "and include its figures in MODEL.md")
+    p.add_argument(
+        "--verify-also",
+        type=Path,
+        metavar="DIR",
+        help="also verify the fp32 variant in DIR (built earlier with --fp32 --no-int8 --out DIR) "
+        "and include its figures in MODEL.md",
+    )
     args = p.parse_args(argv)
     ct2_dir = args.ct2_dir or default_ct2_dir()
     variants = ([] if args.no_int8 else ["int8"]) + (["fp32"] if args.fp32 else [])

@@ -49,12 +49,12 @@ class _Cursor:
 
     def string(self) -> str:
         length = self.take("H")
-        raw = self.data[self.pos:self.pos + length]
+        raw = self.data[self.pos : self.pos + length]
         self.pos += length
         return raw.rstrip(b"\0").decode("utf-8")
 
     def blob(self, n: int) -> bytes:
-        raw = self.data[self.pos:self.pos + n]
+        raw = self.data[self.pos : self.pos + n]
         if len(raw) != n:
             raise ValueError("model.bin is truncated")
         self.pos += n

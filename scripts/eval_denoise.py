@@ -8,9 +8,11 @@ either side, like pre-roll and tail) is transcribed by the Whisper engine.
 
     PYTHONPATH=daemon python scripts/eval_denoise.py [--clips 8] [--snrs 0,5,10,20]
 """
+
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -19,24 +21,26 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import audio_corpus as ac  # noqa: E402
-from bench_stream import normalize_text, wer_counts  # noqa: E402
 
-from voxnode.frontend.chain import FrontEnd, FrontEndParams  # noqa: E402
+from voxnode.asr.wer import word_errors  # noqa: E402
+from voxnode.config import Config  # noqa: E402
+from voxnode.frontend.chain import FrontEnd  # noqa: E402
+from voxnode.stream.params import frontend_params  # noqa: E402
 
 LEAD_S, TRAIL_S, MARGIN_S = 1.5, 0.5, 0.3
 
 
 def through_frontend(x: np.ndarray, denoise: bool) -> tuple[np.ndarray, float]:
-    fe = FrontEnd(FrontEndParams(denoise=denoise))
+    fe = FrontEnd(dataclasses.replace(frontend_params(Config()), denoise=denoise))
     n = len(x) // ac.FRAME
     out = []
     t0 = time.process_time()
     for i in range(n):
-        out.append(fe.process(x[i * ac.FRAME:(i + 1) * ac.FRAME]).samples)
+        out.append(fe.process(x[i * ac.FRAME : (i + 1) * ac.FRAME]).samples)
     ms = (time.process_time() - t0) / n * 1e3
     y = np.concatenate(out)
     if denoise:  # the denoiser's output is one hop late: realign for the cut below
-        y = np.concatenate([y[ac.FRAME:], np.zeros(ac.FRAME, np.float32)])
+        y = np.concatenate([y[ac.FRAME :], np.zeros(ac.FRAME, np.float32)])
     return fe.for_recognition(y), ms
 
 
@@ -47,7 +51,8 @@ def main() -> None:
     ap.add_argument("--noises", default=",".join(ac.NOISES))
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
-    from voxnode.asr import WhisperEngine, default_model_dir
+    from voxnode.asr import default_model_dir
+    from voxnode.asr.whisper_litert import WhisperEngine
 
     engine = WhisperEngine.load(default_model_dir(), args.threads)
     clips = ac.espeak_clips()[: args.clips // 2] + ac.recorded_clips()[: args.clips - args.clips // 2]
@@ -74,7 +79,7 @@ def main() -> None:
                 a0 = int((LEAD_S - MARGIN_S) * ac.RATE)
                 a1 = len(y) - int((TRAIL_S - MARGIN_S) * ac.RATE)
                 r = engine.transcribe(y[a0:a1])
-                e, w = wer_counts(normalize_text(c.text), normalize_text(r.text))
+                e, w = word_errors(c.text, r.text)
                 errs += e
                 words += w
             res[denoise] = errs / max(1, words)
@@ -84,10 +89,14 @@ def main() -> None:
     for kind, snr, off, on in rows:
         print(f"| {kind} | {snr} | {100 * off:.1f} | {100 * on:.1f} |")
     noisy = [r for r in rows if r[0] != "clean"]
-    print(f"\nmean over noisy conditions: off {100 * np.mean([r[2] for r in noisy]):.1f} %, "
-          f"denoise {100 * np.mean([r[3] for r in noisy]):.1f} %")
-    print(f"front-end CPU per 20 ms frame: off {np.mean(cost[False]):.3f} ms, denoise {np.mean(cost[True]):.3f} ms; "
-          "algorithmic latency added by the denoiser: 20 ms (one hop of overlap-add)")
+    print(
+        f"\nmean over noisy conditions: off {100 * np.mean([r[2] for r in noisy]):.1f} %, "
+        f"denoise {100 * np.mean([r[3] for r in noisy]):.1f} %"
+    )
+    print(
+        f"front-end CPU per 20 ms frame: off {np.mean(cost[False]):.3f} ms, denoise {np.mean(cost[True]):.3f} ms; "
+        "algorithmic latency added by the denoiser: 20 ms (one hop of overlap-add)"
+    )
 
 
 if __name__ == "__main__":

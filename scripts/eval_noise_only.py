@@ -7,6 +7,7 @@ partials are off because only finals are transcripts that leave the daemon.
 
     PYTHONPATH=daemon python scripts/eval_noise_only.py [--minutes 3] [--set vad.engine=spectral]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import audio_corpus as ac  # noqa: E402
 
 from voxnode.config import Config  # noqa: E402
-from voxnode.stream.service import SpeechService  # noqa: E402
+from voxnode.stream.recognition import Recognition  # noqa: E402
 
 
 def main() -> None:
@@ -29,7 +30,8 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=3.0)
     ap.add_argument("--set", action="append", default=[], help="section.key=value")
     args = ap.parse_args()
-    from voxnode.asr import WhisperEngine, default_model_dir
+    from voxnode.asr import default_model_dir
+    from voxnode.asr.whisper_litert import WhisperEngine
 
     engine = WhisperEngine.load(default_model_dir(), 2)
     cfg = Config()
@@ -46,22 +48,27 @@ def main() -> None:
     for kind in ac.NOISES:
         for level in (-45, -30):
             events = []
-            svc = SpeechService(cfg, engine, events.append)
+            svc = Recognition(cfg, events.append, [engine])
             svc.start()
             p = svc.pipeline("n")
-            x = np.frombuffer(ac.to_pcm16(np.concatenate([ac.silence(2.0), ac.at_dbfs(ac.noise(kind, n, seed=31), level)])),
-                              dtype="<i2")
+            x = np.frombuffer(
+                ac.to_pcm16(np.concatenate([ac.silence(2.0), ac.at_dbfs(ac.noise(kind, n, seed=31), level)])),
+                dtype="<i2",
+            )
             t0 = time.monotonic()
             for k in range(len(x) // 320):
-                p.feed(x[k * 320:(k + 1) * 320], k, t0 + k * 0.02, time.time() + k * 0.02)
+                p.feed(x[k * 320 : (k + 1) * 320], k, t0 + k * 0.02, time.time() + k * 0.02)
             p.flush()
-            svc.stop(timeout=120)
+            svc.stop(time.monotonic() + 120)
             st = svc.stats()
             decoded = st["scheduler"]["completed"]["FINAL"]
             per_h = 60 / args.minutes
             texts = [e.text for e in events if e.type == "final"]
-            print(f"| {kind} | {level} | {decoded * per_h:.0f} | {len(texts) * per_h:.0f} | "
-                  f"{texts[0][:40] if texts else ''} |", flush=True)
+            print(
+                f"| {kind} | {level} | {decoded * per_h:.0f} | {len(texts) * per_h:.0f} | "
+                f"{texts[0][:40] if texts else ''} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -9,9 +9,11 @@ settings); every utterance that survives onset + minimum-speech is a trigger.
 
     PYTHONPATH=daemon python scripts/eval_vad.py [--minutes 3] [--markdown]
 """
+
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -21,21 +23,29 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import audio_corpus as ac  # noqa: E402
 
+from voxnode.config import Config  # noqa: E402
 from voxnode.frontend.chain import FrontEnd, FrontEndParams  # noqa: E402
+from voxnode.stream.params import frontend_params, segmenter_params  # noqa: E402
 from voxnode.stream.segmenter import Chunk, Ended, Segmenter, SegmenterParams  # noqa: E402
+
+
+def fe(**changes) -> FrontEndParams:
+    """The shipped front-end settings ([frontend], [vad] defaults) with `changes`."""
+    return dataclasses.replace(frontend_params(Config()), **changes)
+
 
 # highpass_hz=80 unless named: the shipped default is webrtc-3 with the 150 Hz high-pass.
 CANDIDATES = {
-    "spectral-0.8": FrontEndParams(highpass_hz=80, vad_engine="spectral", vad_threshold=0.8),
-    "spectral-1.0": FrontEndParams(highpass_hz=80, vad_engine="spectral", vad_threshold=1.0),
-    "spectral-1.5": FrontEndParams(highpass_hz=80, vad_engine="spectral", vad_threshold=1.5),
-    "webrtc-1": FrontEndParams(highpass_hz=80, vad_engine="webrtc", vad_aggressiveness=1),
-    "webrtc-2": FrontEndParams(highpass_hz=80, vad_engine="webrtc", vad_aggressiveness=2),
-    "webrtc-3": FrontEndParams(highpass_hz=80, vad_engine="webrtc", vad_aggressiveness=3),
-    "webrtc-3-hp150": FrontEndParams(vad_engine="webrtc", vad_aggressiveness=3, highpass_hz=150),
-    "spectral-0.8-hp150": FrontEndParams(vad_engine="spectral", vad_threshold=0.8, highpass_hz=150),
-    "both-0.8-2": FrontEndParams(highpass_hz=80, vad_engine="both", vad_threshold=0.8, vad_aggressiveness=2),
-    "both-0.8-3": FrontEndParams(highpass_hz=80, vad_engine="both", vad_threshold=0.8, vad_aggressiveness=3),
+    "spectral-0.8": fe(highpass_hz=80, vad_engine="spectral", vad_threshold=0.8),
+    "spectral-1.0": fe(highpass_hz=80, vad_engine="spectral", vad_threshold=1.0),
+    "spectral-1.5": fe(highpass_hz=80, vad_engine="spectral", vad_threshold=1.5),
+    "webrtc-1": fe(highpass_hz=80, vad_engine="webrtc", vad_aggressiveness=1),
+    "webrtc-2": fe(highpass_hz=80, vad_engine="webrtc", vad_aggressiveness=2),
+    "webrtc-3": fe(highpass_hz=80, vad_engine="webrtc", vad_aggressiveness=3),
+    "webrtc-3-hp150": fe(vad_engine="webrtc", vad_aggressiveness=3, highpass_hz=150),
+    "spectral-0.8-hp150": fe(vad_engine="spectral", vad_threshold=0.8, highpass_hz=150),
+    "both-0.8-2": fe(highpass_hz=80, vad_engine="both", vad_threshold=0.8, vad_aggressiveness=2),
+    "both-0.8-3": fe(highpass_hz=80, vad_engine="both", vad_threshold=0.8, vad_aggressiveness=3),
 }
 
 
@@ -56,7 +66,7 @@ def run_frames(params: FrontEndParams, x: np.ndarray) -> tuple[np.ndarray, float
     out = np.zeros(n, dtype=bool)
     t0 = time.process_time()
     for i in range(n):
-        out[i] = fe.process(x[i * ac.FRAME:(i + 1) * ac.FRAME]).speech
+        out[i] = fe.process(x[i * ac.FRAME : (i + 1) * ac.FRAME]).speech
     return out, (time.process_time() - t0) / n * 1e3
 
 
@@ -65,7 +75,7 @@ def count_triggers(params: FrontEndParams, x: np.ndarray, seg: SegmenterParams) 
     s = Segmenter(seg)
     triggers = 0
     for i in range(len(x) // ac.FRAME):
-        o = fe.process(x[i * ac.FRAME:(i + 1) * ac.FRAME])
+        o = fe.process(x[i * ac.FRAME : (i + 1) * ac.FRAME])
         for ev in s.push(Chunk(o.samples, i, i * 0.02, i * 0.02, o.speech, o.level_db)):
             triggers += isinstance(ev, Ended)
     triggers += sum(isinstance(ev, Ended) for ev in s.flush())
@@ -114,10 +124,12 @@ def main() -> None:
     for name in cands:
         f1s = [2 * p * r / max(1e-9, p + r) for n, k, s, p, r in rows if n == name and k != "clean"]
         print(f"  {name}: {np.mean(f1s):.3f}   (CPU {cost[name]:.3f} ms/frame)")
-    seg = SegmenterParams()
+    seg = segmenter_params(Config())
     n = int(args.minutes * 60 * ac.RATE)
-    print(f"\nFalse triggers per hour on noise only ({args.minutes:g} min per kind and level, "
-          "after 2 s of digital silence, then noise):")
+    print(
+        f"\nFalse triggers per hour on noise only ({args.minutes:g} min per kind and level, "
+        "after 2 s of digital silence, then noise):"
+    )
     print("| VAD | " + " | ".join(f"{k} {lv}" for k in kinds for lv in (-45, -30)) + " |")
     print("|---|" + "---|" * (2 * len(kinds)))
     for name, params in cands.items():

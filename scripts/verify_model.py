@@ -54,10 +54,9 @@ def sample_clips(workdir: Path) -> list[tuple[str, np.ndarray]]:
 def verify(ct2_dir: Path, targets: list[tuple[Path, str]]) -> dict:
     """targets: (model dir, variant) pairs to check."""
     import ctranslate2
-
-    from voxnode.asr import engine as engine_mod
-
     from ct2_reader import read_model
+
+    from voxnode.asr import whisper_litert as engine_mod
 
     weights = read_model(ct2_dir / "model.bin")
     reference = ctranslate2.models.Whisper(str(ct2_dir), device="cpu", compute_type="float32")
@@ -72,8 +71,9 @@ def verify(ct2_dir: Path, targets: list[tuple[Path, str]]) -> dict:
         rows = []
         for name, audio in clips:
             duration = len(audio) / 16000
-            window = min(engine_mod.MAX_SECONDS,
-                         max(engine_mod.MIN_WINDOW_SECONDS, np.ceil(duration + engine_mod.PAD_SECONDS)))
+            window = min(
+                engine_mod.MAX_SECONDS, max(engine_mod.MIN_WINDOW_SECONDS, np.ceil(duration + engine_mod.PAD_SECONDS))
+            )
             padded = np.zeros(int(window * 16000), np.float32)
             padded[: len(audio)] = audio
             mel = eng._mel(padded)
@@ -85,8 +85,15 @@ def verify(ct2_dir: Path, targets: list[tuple[Path, str]]) -> dict:
             rel_l2 = float(np.linalg.norm(ours - ref) / np.linalg.norm(ref))
 
             prompt = [dec.sot, dec.no_timestamps]
-            gen = reference.generate(features, [prompt], beam_size=1, max_length=224, return_logits_vocab=True,
-                                     suppress_blank=True, suppress_tokens=[-1])[0]
+            gen = reference.generate(
+                features,
+                [prompt],
+                beam_size=1,
+                max_length=224,
+                return_logits_vocab=True,
+                suppress_blank=True,
+                suppress_tokens=[-1],
+            )[0]
             ref_tokens = [t for t in gen.sequences_ids[0] if t < dec.eot]
             ref_logits = [np.array(step, dtype=np.float64) for step in gen.logits[0]]
             # Teacher-force the reference tokens through our decoder and compare
@@ -99,23 +106,31 @@ def verify(ct2_dir: Path, targets: list[tuple[Path, str]]) -> dict:
             # Same window as the reference, no retry: the raw greedy output of the graphs.
             _, _, greedy = eng._run(audio, window, duration)
             result = eng.transcribe(audio)
-            rows.append({
-                "clip": name,
-                "seconds": round(duration, 2),
-                "encoder_rel_l2": float(f"{rel_l2:.3g}"),
-                "decoder_max_abs_logprob_diff": float(f"{max(diffs):.3g}"),
-                "decoder_only_max_abs_logprob_diff": float(f"{max(dec_only):.3g}"),
-                "decoder_max_abs_chosen_token_logprob_diff": float(f"{max(tok_diffs):.3g}"),
-                "greedy_identical": greedy.tokens == ref_tokens,
-                # ctranslate2 itself can loop; our repetition guard then keeps one copy.
-                "greedy_loop_cut": greedy.stop_reason == "repetition" and ref_tokens[: len(greedy.tokens)] == greedy.tokens,
-                "ours_greedy": eng._tokenizer.decode(greedy.tokens),
-                "ours": result.text,
-                "ctranslate2": eng._tokenizer.decode(ref_tokens),
-            })
-            print(f"  {variant} {name}: rel L2 {rel_l2:.2e}, logprob diff {max(diffs):.2e} "
-                  f"(decoder only {max(dec_only):.2e}), "
-                  f"greedy {'same' if rows[-1]['greedy_identical'] else 'loop cut' if rows[-1]['greedy_loop_cut'] else 'DIFFERENT'}: {result.text!r}", flush=True)
+            rows.append(
+                {
+                    "clip": name,
+                    "seconds": round(duration, 2),
+                    "encoder_rel_l2": float(f"{rel_l2:.3g}"),
+                    "decoder_max_abs_logprob_diff": float(f"{max(diffs):.3g}"),
+                    "decoder_only_max_abs_logprob_diff": float(f"{max(dec_only):.3g}"),
+                    "decoder_max_abs_chosen_token_logprob_diff": float(f"{max(tok_diffs):.3g}"),
+                    "greedy_identical": greedy.tokens == ref_tokens,
+                    # ctranslate2 itself can loop; our repetition guard then keeps one copy.
+                    "greedy_loop_cut": greedy.stop_reason == "repetition"
+                    and ref_tokens[: len(greedy.tokens)] == greedy.tokens,
+                    "ours_greedy": eng._tokenizer.decode(greedy.tokens),
+                    "ours": result.text,
+                    "ctranslate2": eng._tokenizer.decode(ref_tokens),
+                }
+            )
+            last = rows[-1]
+            greedy = "same" if last["greedy_identical"] else "loop cut" if last["greedy_loop_cut"] else "DIFFERENT"
+            print(
+                f"  {variant} {name}: rel L2 {rel_l2:.2e}, logprob diff {max(diffs):.2e} "
+                f"(decoder only {max(dec_only):.2e}), "
+                f"greedy {greedy}: {result.text!r}",
+                flush=True,
+            )
         report["variants"][variant] = {
             "encoder_rel_l2_max": max(r["encoder_rel_l2"] for r in rows),
             "encoder_rel_l2_median": float(np.median([r["encoder_rel_l2"] for r in rows])),
@@ -152,12 +167,15 @@ def _compare_steps(dec, cross, forced, ref_logits):
 
     cache_len = len(forced)
     dec._prepare(cross, cache_len)
-    cache = {f"{kind}_{i}": np.zeros((dec.n_heads, cache_len, dec.head_dim), np.float32)
-             for i in range(dec.n_layers) for kind in ("self_k", "self_v")}
+    cache = {
+        f"{kind}_{i}": np.zeros((dec.n_heads, cache_len, dec.head_dim), np.float32)
+        for i in range(dec.n_layers)
+        for kind in ("self_k", "self_v")
+    }
     mask = np.full((1, cache_len), -1e9, np.float32)
     ours_steps = [dec._step(tok, pos, cache, mask).astype(np.float64) for pos, tok in enumerate(forced)][1:]
     diffs, tok_diffs = [], []
-    for a, b in zip(ours_steps, ref_logits):
+    for a, b in zip(ours_steps, ref_logits, strict=False):
         allowed = ~dec.suppress & (b > -1e30)
         la, lb = log_softmax(a[allowed]), log_softmax(b[allowed])
         diffs.append(float(np.max(np.abs(la - lb))))

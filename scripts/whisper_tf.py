@@ -122,8 +122,10 @@ def encoder_fn(w: Weights):
             out[f"cross_v_{i}"] = heads_first(dense(x, w.linear(p, slice(D_MODEL, 2 * D_MODEL))))
         return out
 
-    spec = [tf.TensorSpec([1, 1, None, 80], tf.float32, name="mel"),
-            tf.TensorSpec([None, D_MODEL], tf.float32, name="positions")]
+    spec = [
+        tf.TensorSpec([1, 1, None, 80], tf.float32, name="mel"),
+        tf.TensorSpec([None, D_MODEL], tf.float32, name="positions"),
+    ]
     return tf.function(encode, input_signature=spec)
 
 
@@ -132,8 +134,8 @@ def decoder_fn(w: Weights):
     embedding_t = _f32(w.ct2.get("decoder/embeddings/weight"))  # [vocab, 384], tied output projection
 
     def decode(x, mask, *caches):
-        self_k, self_v = caches[0:n], caches[n:2 * n]
-        cross_k, cross_v = caches[2 * n:3 * n], caches[3 * n:4 * n]
+        self_k, self_v = caches[0:n], caches[n : 2 * n]
+        cross_k, cross_v = caches[2 * n : 3 * n], caches[3 * n : 4 * n]
         full_mask = tf.concat([mask, tf.zeros([1, 1], tf.float32)], axis=1)
         out = {}
         for i in range(n):
@@ -159,8 +161,7 @@ def decoder_fn(w: Weights):
         out["logits"] = tf.matmul(x, embedding_t, transpose_b=True)
         return out
 
-    spec = [tf.TensorSpec([1, D_MODEL], tf.float32, name="x"),
-            tf.TensorSpec([1, None], tf.float32, name="mask")]
+    spec = [tf.TensorSpec([1, D_MODEL], tf.float32, name="x"), tf.TensorSpec([1, None], tf.float32, name="mask")]
     for kind in ("self_k", "self_v", "cross_k", "cross_v"):
         spec += [tf.TensorSpec([HEADS, None, HEAD_DIM], tf.float32, name=f"{kind}_{i}") for i in range(n)]
     return tf.function(decode, input_signature=spec)

@@ -21,8 +21,8 @@ atexit.register(shutil.rmtree, ALSA_DIR, ignore_errors=True)
 
 def alsa_file_pcm(name: str, infile: Path) -> str:
     return (
-        f"pcm.{name} {{\n    type file\n    slave.pcm \"null\"\n    file \"/dev/null\"\n"
-        f"    infile \"{infile}\"\n    format \"raw\"\n}}\n"
+        f'pcm.{name} {{\n    type file\n    slave.pcm "null"\n    file "/dev/null"\n'
+        f'    infile "{infile}"\n    format "raw"\n}}\n'
     )
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from tests.alsa_env import ALSA_DIR
 
+
 @pytest.fixture
 def alsa_dir() -> Path:
     return ALSA_DIR

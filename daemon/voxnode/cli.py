@@ -44,6 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tr.add_argument("--raw", action="store_true", help="files are headerless S16_LE 16 kHz mono")
     tr.add_argument("--json", action="store_true", help="one JSON object per file instead of plain text")
+    tr.add_argument(
+        "--max-duration",
+        type=float,
+        default=None,
+        metavar="S",
+        help="refuse files longer than S seconds of audio (default 4 h); files are streamed, "
+        "FIFOs/pipes read with a 10 s timeout, devices refused",
+    )
 
     with_config(
         sub.add_parser(
@@ -85,6 +93,10 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         sys.stdout.write(render_reference())
         return 0
     config = load_config(args.config)
+    # The files the config refers to, checked exactly as `voxnode run` checks them at start.
+    from voxnode.mqtt.credentials import check_files
+
+    check_files(config.mqtt)
     sys.stdout.write(render_effective(config))
     print(f"# config OK ({args.config or 'built-in defaults or /etc/voxnode/config.toml'})", file=sys.stderr)
     return 0
@@ -105,8 +117,9 @@ def _sinks(stdout: bool):
 
 def cmd_run(args: argparse.Namespace) -> int:
     from voxnode.daemon import Daemon, RunOptions
-    from voxnode.service.hooks import systemd_hooks
-    from voxnode.service.reload import config_loader
+    from voxnode.outputs import add_outputs
+    from voxnode.reload import config_loader
+    from voxnode.systemd.hooks import systemd_hooks
 
     config = _load(args)
     if args.device:
@@ -114,21 +127,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     options = RunOptions(duration_s=args.duration, file=args.file, levels=args.levels)
     # SIGHUP re-reads the same file with the same overrides.
     reloader = config_loader(args.config, args.device)
-    extra = _integrations(config)
-    return Daemon(
-        config, _sinks(args.stdout) + extra.sinks, options, hooks=systemd_hooks() + extra.hooks, reloader=reloader
-    ).run()
-
-
-def _integrations(config: Config):
-    from voxnode.integrations import build_integrations
-
-    return build_integrations(config)
+    daemon = Daemon(config, _sinks(args.stdout), options, hooks=systemd_hooks(), reloader=reloader)
+    add_outputs(daemon)
+    return daemon.run()
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from voxnode import demo
     from voxnode.daemon import Daemon, RunOptions
+    from voxnode.outputs import add_outputs
 
     config = _load(args)
     if config.streams:
@@ -141,10 +148,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     feeder.start()
     try:
         printer.start()
-        extra = _integrations(config)
-        return Daemon(
-            config, _sinks(args.stdout) + extra.sinks, RunOptions(duration_s=seconds, levels=True), hooks=extra.hooks
-        ).run()
+        daemon = Daemon(config, _sinks(args.stdout), RunOptions(duration_s=seconds, levels=True))
+        add_outputs(daemon)
+        return daemon.run()
     finally:
         feeder.stop()
         printer.stop()
@@ -154,12 +160,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_transcribe(args: argparse.Namespace) -> int:
-    from voxnode.asr import WhisperEngine, default_model_dir
+    from voxnode.asr.backends import load_recognizer
     from voxnode.asr.transcribe import transcribe_files
+    from voxnode.audio.audio_stream import MAX_SECONDS
 
+    limit = MAX_SECONDS if args.max_duration is None else args.max_duration
+    if not 0 < limit < float("inf"):
+        raise VoxnodeError(f"--max-duration {args.max_duration}: must be a positive number of seconds")
     config = _load(args)
-    engine = WhisperEngine.load(default_model_dir(config.asr.model_dir), num_threads=config.asr.num_threads or None)
-    return transcribe_files(engine, args.files, raw=args.raw, as_json=args.json)
+    return transcribe_files(load_recognizer(config.asr), args.files, raw=args.raw, as_json=args.json, max_seconds=limit)
 
 
 def cmd_mqtt_forget(args: argparse.Namespace) -> int:

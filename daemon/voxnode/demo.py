@@ -108,9 +108,21 @@ def mqtt_setup(config, work: Path):
     except VoxnodeError as e:
         log.warning("demo: %s", e)
         return None, config
-    mqtt = dataclasses.replace(config.mqtt, enabled=True, host="127.0.0.1", port=broker.port, username="",
-                               password="", password_file="", tls=False, tls_ca="", tls_cert="", tls_key="",
-                               tls_insecure=False, spool_path=str(work / "mqtt-spool.sqlite"))
+    mqtt = dataclasses.replace(
+        config.mqtt,
+        enabled=True,
+        host="127.0.0.1",
+        port=broker.port,
+        username="",
+        password="",
+        password_file="",
+        tls=False,
+        tls_ca="",
+        tls_cert="",
+        tls_key="",
+        tls_insecure=False,
+        spool_path=str(work / "mqtt-spool.sqlite"),
+    )
     log.info("demo: local Mosquitto on 127.0.0.1:%d (no broker configured in [mqtt])", broker.port)
     return broker, dataclasses.replace(config, mqtt=mqtt, health=health)
 
@@ -137,7 +149,7 @@ class MqttPrinter:
         topics = Topics.from_config(c)
         client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"voxnode-demo-printer-{os.getpid()}")
         if c.username:
-            from voxnode.mqtt.client import read_password
+            from voxnode.mqtt.credentials import read_password
 
             client.username_pw_set(c.username, read_password(c))
         if c.tls:

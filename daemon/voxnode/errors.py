@@ -17,10 +17,6 @@ class AudioDeviceError(VoxnodeError):
     """An ALSA device could not be opened or does not support what we need."""
 
 
-class DeviceLostError(AudioDeviceError):
-    """A device that was working went away (USB microphone unplugged)."""
-
-
 class AudioFileError(VoxnodeError):
     """An audio file is missing, empty, truncated, corrupt or not audio."""
 
@@ -31,7 +27,3 @@ class ModelError(VoxnodeError):
 
 class MqttConfigError(VoxnodeError):
     """The MQTT settings cannot work (unreadable password file, TLS files missing)."""
-
-
-class SpoolError(VoxnodeError):
-    """The durable MQTT spool cannot be opened or written."""

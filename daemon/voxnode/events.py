@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 
 def iso8601(t_wall: float) -> str:
     """Wall-clock seconds -> ISO 8601 with milliseconds and a UTC offset."""
-    return datetime.fromtimestamp(t_wall, timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.fromtimestamp(t_wall, UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ a reader may see a value one unit old, which is fine at watchdog time scales.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 
 class Heartbeat:

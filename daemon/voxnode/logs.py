@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Mapping
+from collections.abc import Mapping
 
 from voxnode.config.log import LogConfig
 
@@ -17,7 +17,7 @@ def setup_logging(config: LogConfig, stream=None, environ: Mapping[str, str] | N
         root.removeHandler(h)
     handler = None
     if stream is None:
-        from voxnode.service.journal import journal_handler, journald_wanted
+        from voxnode.systemd.journal import journal_handler, journald_wanted
 
         if journald_wanted(os.environ if environ is None else environ):
             handler = journal_handler()

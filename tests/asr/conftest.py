@@ -26,7 +26,8 @@ ESPEAK_SENTENCES = (
 
 @pytest.fixture(scope="session")
 def engine():
-    from voxnode.asr import WhisperEngine, default_model_dir
+    from voxnode.asr import default_model_dir
+    from voxnode.asr.whisper_litert import WhisperEngine
 
     return WhisperEngine.load(default_model_dir())
 

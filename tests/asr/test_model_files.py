@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from voxnode.asr import WhisperEngine, default_model_dir
+from voxnode.asr import default_model_dir
 from voxnode.asr.locate import candidate_dirs
 from voxnode.asr.model_files import open_model_dir, sha256_of
+from voxnode.asr.whisper_litert import WhisperEngine
 from voxnode.errors import ModelError
 
 
@@ -85,15 +86,16 @@ def test_undelegated_ops_are_counted_and_warned(model_dir, monkeypatch, caplog):
     """Without XNNPACK every op runs on reference kernels: the check must see that."""
     from ai_edge_litert import interpreter as lite
 
-    from voxnode.asr import engine as engine_mod
+    from voxnode.asr import whisper_litert as engine_mod
     from voxnode.asr.runtime import Runtime
 
     def no_delegate(**kwargs):
         return lite.Interpreter(
-            experimental_op_resolver_type=lite.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, **kwargs)
+            experimental_op_resolver_type=lite.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, **kwargs
+        )
 
     monkeypatch.setattr(engine_mod, "load_runtime", lambda: Runtime("ai-edge-litert", "test", no_delegate))
-    with caplog.at_level(logging.WARNING, logger="voxnode.asr.engine"):
+    with caplog.at_level(logging.WARNING, logger="voxnode.asr.whisper_litert"):
         eng = WhisperEngine.load(model_dir, num_threads=1)
     assert eng.info.xnnpack_applied is False
     assert eng.info.ops_not_delegated == eng.info.ops_total > 100

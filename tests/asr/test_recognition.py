@@ -23,8 +23,17 @@ def test_engine_info_reports_full_xnnpack_delegation(engine):
     assert info.ops_total > 100 and info.ops_not_delegated == 0
     assert info.num_threads >= 1 and info.load_ms > 0
     d = info.as_dict()
-    assert {"runtime", "runtime_version", "model", "quantization", "xnnpack_applied", "ops_total",
-            "ops_not_delegated", "num_threads", "load_ms"} <= d.keys()
+    assert {
+        "runtime",
+        "runtime_version",
+        "model",
+        "quantization",
+        "xnnpack_applied",
+        "ops_total",
+        "ops_not_delegated",
+        "num_threads",
+        "load_ms",
+    } <= d.keys()
 
 
 def test_recorded_speech_from_pocketsphinx_testdata(engine):
@@ -51,8 +60,9 @@ def test_espeak_sentences(engine, espeak_clips):
 def _hum(seconds: float) -> np.ndarray:
     t = np.arange(int(seconds * SR)) / SR
     # Mains hum: 50 Hz with the odd harmonics a transformer adds.
-    return (0.3 * np.sin(2 * np.pi * 50 * t) + 0.1 * np.sin(2 * np.pi * 150 * t)
-            + 0.05 * np.sin(2 * np.pi * 250 * t)).astype(np.float32)
+    return (
+        0.3 * np.sin(2 * np.pi * 50 * t) + 0.1 * np.sin(2 * np.pi * 150 * t) + 0.05 * np.sin(2 * np.pi * 250 * t)
+    ).astype(np.float32)
 
 
 @pytest.mark.parametrize("kind", ["silence", "white_noise", "quiet_noise", "hum_50hz"])

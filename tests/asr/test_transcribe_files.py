@@ -77,7 +77,7 @@ def test_all_good_exits_zero_and_json_has_the_fields(engine, good_wav, tmp_path)
     rc, out, err = run(engine, [wav, path], as_json=True)
     assert rc == 0 and err == []
     objs = [json.loads(line) for line in out]
-    for obj, name in zip(objs, [wav, path]):
+    for obj, name in zip(objs, [wav, path], strict=True):
         assert set(obj) == {"file", "text", "duration_s", "encode_ms", "decode_ms", "tokens", "confidence"}
         assert obj["file"] == str(name)
         assert wer(ref, obj["text"]) < 0.2
@@ -95,8 +95,9 @@ def test_raw_s16le(engine):
 def test_five_minute_recording_is_transcribed_in_full(engine, espeak_clips, tmp_path):
     """Over 30 s: cut at pauses into windows; every sentence of 5 minutes comes back."""
     pieces, refs = [], []
-    clips = [(read_audio(p), text) for p, text in espeak_clips] + \
-            [(read_audio(w), ref) for w, ref in pocketsphinx_utterances()[:5]]
+    clips = [(read_audio(p), text) for p, text in espeak_clips] + [
+        (read_audio(w), ref) for w, ref in pocketsphinx_utterances()[:5]
+    ]
     seconds = 0.0
     while seconds < 300:
         for audio, text in clips:
@@ -118,8 +119,13 @@ def test_cli_subcommand(tmp_path, good_wav):
     bad = tmp_path / "bad.wav"
     bad.write_bytes(b"RIFF\x00\x00\x00\x00WAVEjunk")
     env = {**os.environ, "PYTHONPATH": str(ROOT / "daemon")}
-    p = subprocess.run([sys.executable, "-m", "voxnode", "transcribe", "--json", str(wav), str(bad)],
-                       capture_output=True, text=True, env=env, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "voxnode", "transcribe", "--json", str(wav), str(bad)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert p.returncode == 1
     obj = json.loads(p.stdout.strip().splitlines()[0])
     assert wer(ref, obj["text"]) < 0.2
@@ -129,11 +135,19 @@ def test_cli_subcommand(tmp_path, good_wav):
 def test_cli_peak_rss_on_a_5_second_clip_is_under_150_mb(tmp_path):
     """The whole `voxnode transcribe` process, model load included, as the daemon runs it (glibc malloc)."""
     clip = POCKETSPHINX / "librivox" / "sense_and_sensibility_01_austen_64kb-0890.wav"  # 5.3 s
-    probe = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], capture_output=True); "
-             "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    probe = (
+        "import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], capture_output=True); "
+        "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT / "daemon"), "PYTHONMALLOC": "malloc"}
-    out = subprocess.run([sys.executable, "-c", probe, sys.executable, "-m", "voxnode", "transcribe", str(clip)],
-                         capture_output=True, text=True, env=env, timeout=120, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", probe, sys.executable, "-m", "voxnode", "transcribe", str(clip)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    ).stdout.split()
     assert out[0] == "0"
     peak_mb = int(out[1]) / 1024
     assert 30 < peak_mb <= 150, peak_mb

@@ -74,7 +74,7 @@ class HomeAssistant:
             "logger:\n  default: warning\n  logs:\n    homeassistant.components.mqtt: info\n" + self.extra_config
         )
         self.log_path = self.work / "home-assistant.log"
-        self._out = open(self.work / "hass.stdout", "wb")
+        self._out = open(self.work / "hass.stdout", "wb")  # noqa: SIM115 (Home Assistant writes to it until stop())
         # --skip-pip: everything it needs is in the venv already; nothing is installed at run time.
         self.proc = subprocess.Popen(
             [str(HA_VENV / "bin" / "hass"), "--config", str(c), "--skip-pip", "--log-file", str(self.log_path)],

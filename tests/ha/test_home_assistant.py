@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from datetime import datetime
 from pathlib import Path
 
@@ -79,7 +78,7 @@ class Stack:
         self.config = work / "voxnode.toml"
         daemon_config(self.config, self.broker, work / "spool.sqlite", hall=True)
         self.daemon_log = work / "voxnode.log"
-        self._log = open(self.daemon_log, "wb")
+        self._log = open(self.daemon_log, "wb")  # noqa: SIM115 (the daemon writes to it until stop())
         env = {**os.environ, "XDG_CONFIG_HOME": str(alsa), "PYTHONMALLOC": "malloc"}
         self.daemon = subprocess.Popen(
             [sys.executable, "-m", "voxnode", "run", "--config", str(self.config)],
@@ -207,6 +206,8 @@ def test_every_entity_exists_with_its_device_class_unit_and_name(stack):
     assert float(state("node", "rss")) == pytest.approx(health["process"]["rss_bytes"] / 1048576, abs=0.1)
     assert state("node", "leak") == state("node", "spool_backlog") == "off"
     assert state("node", "finals_refused") == "0"
+    # The spool's health (docs/mqtt.md): a writable spool is no problem, and no final was lost.
+    assert state("node", "spool_problem") == "off" and state("node", "finals_lost") == "0"
     for stream in ("kitchen", "hall"):
         assert state(stream, "mute") == "off"
         assert state(stream, "capture") == "off"  # no problem: capturing
@@ -260,7 +261,7 @@ def test_event_entity_fires_on_every_final_and_the_blueprints_act(stack):
         f"      final_event: {event}\n"
     )
     for auto in ("automation.voxnode_lights", "automation.voxnode_assist"):
-        wait_until(lambda: (stack.ha.state(auto) or {}).get("state") == "on", 30, what=f"{auto} to load")
+        wait_until(lambda auto=auto: (stack.ha.state(auto) or {}).get("state") == "on", 30, what=f"{auto} to load")
     listed = stack.ha.ws("blueprint/list", domain="automation")
     for path in (say_path, conv_path):
         assert path in listed and "error" not in listed[path], listed.get(path)

@@ -35,22 +35,72 @@ def make_ca(folder: Path) -> dict[str, Path]:
     def run(*args):
         subprocess.run(["openssl", *args], check=True, capture_output=True)
 
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca_crt, "-days", "30",
-        "-subj", "/CN=voxnode-test-ca")
+    run(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        ca_key,
+        "-out",
+        ca_crt,
+        "-days",
+        "30",
+        "-subj",
+        "/CN=voxnode-test-ca",
+    )
     run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=localhost")
-    run("x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key, "-CAcreateserial", "-out", crt, "-days", "30",
-        "-extfile", ext)
+    run(
+        "x509",
+        "-req",
+        "-in",
+        csr,
+        "-CA",
+        ca_crt,
+        "-CAkey",
+        ca_key,
+        "-CAcreateserial",
+        "-out",
+        crt,
+        "-days",
+        "30",
+        "-extfile",
+        ext,
+    )
     # A second, unrelated CA: a client trusting it must refuse the broker.
     other_key, other_crt = folder / "other-ca.key", folder / "other-ca.crt"
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", other_key, "-out", other_crt, "-days", "30",
-        "-subj", "/CN=someone-else")
+    run(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        other_key,
+        "-out",
+        other_crt,
+        "-days",
+        "30",
+        "-subj",
+        "/CN=someone-else",
+    )
     return {"ca": ca_crt, "cert": crt, "key": key, "other_ca": other_crt}
 
 
 class Broker:
-    def __init__(self, work: Path, *, users: dict[str, str] | None = None, acl: str | None = None,
-                 tls: dict[str, Path] | None = None, host: str = "127.0.0.1", netns: str | None = None,
-                 persistence: bool = False, extra_port: bool = False):
+    def __init__(
+        self,
+        work: Path,
+        *,
+        users: dict[str, str] | None = None,
+        acl: str | None = None,
+        tls: dict[str, Path] | None = None,
+        host: str = "127.0.0.1",
+        netns: str | None = None,
+        persistence: bool = False,
+        extra_port: bool = False,
+    ):
         self.work = work
         self.work.mkdir(parents=True, exist_ok=True)
         self.host = host
@@ -88,7 +138,9 @@ class Broker:
         if self.netns:
             cmd = ["ip", "netns", "exec", self.netns, *cmd]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if not wait_port(self.port, host=self.host) or (self.extra_port and not wait_port(self.extra_port, host=self.host)):
+        if not wait_port(self.port, host=self.host) or (
+            self.extra_port and not wait_port(self.extra_port, host=self.host)
+        ):
             raise RuntimeError(f"mosquitto did not start; log:\n{self.log()}")
         return self
 
@@ -113,8 +165,17 @@ class Monitor:
     """A subscriber that records everything, reconnects fast and resubscribes on every connect
     (a SIGKILLed broker forgets sessions and subscriptions)."""
 
-    def __init__(self, broker: Broker, topics=("voxnode/#", "homeassistant/#"), *, username=None, password=None,
-                 tls_ca: Path | None = None, client_id: str = "monitor", port: int | None = None):
+    def __init__(
+        self,
+        broker: Broker,
+        topics=("voxnode/#", "homeassistant/#"),
+        *,
+        username=None,
+        password=None,
+        tls_ca: Path | None = None,
+        client_id: str = "monitor",
+        port: int | None = None,
+    ):
         self.messages: list[tuple[str, bytes, bool]] = []
         self.lock = threading.Lock()
         self.connected = threading.Event()

@@ -60,12 +60,25 @@ class Feeder:
     """`python -m tests.mqtt.feeder`: the real daemon in a subprocess, emitting synthetic finals."""
 
     def __init__(
-        self, config: Path, *, count: int, interval: float, tag: str, linger: float = 600.0, partials: bool = False
+        self,
+        config: Path,
+        *,
+        count: int,
+        interval: float,
+        tag: str,
+        linger: float = 600.0,
+        partials: bool = False,
+        stdout: bool = False,
+        python: list[str] | None = None,
+        env: dict | None = None,
     ):
+        """`stdout`: the daemon also prints every event as a JSON line (collected in `events`);
+        `python`: the interpreter command (e.g. run as another user), `env`: extra environment."""
         self.accepted: list[str] = []
+        self.events: list[dict] = []
         self.stderr_path = config.parent / f"feeder-{tag}.log"
         args = [
-            sys.executable,
+            *(python or [sys.executable]),
             "-m",
             "tests.mqtt.feeder",
             "--config",
@@ -81,8 +94,10 @@ class Feeder:
         ]
         if partials:
             args.append("--partials")
-        env = {**os.environ, "PYTHONMALLOC": "malloc"}
-        self._err = open(self.stderr_path, "wb")
+        if stdout:
+            args.append("--stdout")
+        env = {**os.environ, "PYTHONMALLOC": "malloc", **(env or {})}
+        self._err = open(self.stderr_path, "wb")  # noqa: SIM115 (the child writes to it until stop() closes it)
         self.proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=self._err, env=env, text=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -91,6 +106,12 @@ class Feeder:
         for line in self.proc.stdout:
             if line.startswith("accepted "):
                 self.accepted.append(line.split()[2])
+            elif line.startswith("{"):
+                self.events.append(json.loads(line))
+
+    def finals(self) -> list[dict]:
+        """The finals the daemon printed on stdout (with --stdout)."""
+        return [e for e in list(self.events) if e.get("type") == "final"]
 
     def wait_accepted(self, n: int, timeout: float = 30.0) -> None:
         end = time.monotonic() + timeout

@@ -1,11 +1,11 @@
-"""Test-only event source: the real daemon (`Daemon` + the CLI's MQTT wiring) fed synthetic finals.
+"""Test-only event source: the real daemon (`Daemon` + the CLI's outputs) fed synthetic finals.
 
-Until the stream pipeline (branch `stream`) lands, nothing in `voxnode run`
-produces finals without the Whisper engine, so this process plays a silent
-file through the real FileSource/Daemon and a DaemonHooks emits one final
-every --interval seconds through the daemon's sinks, exactly as the pipeline
-will. Everything from the sink on (spool, paho, reconnects, shutdown) is the
-production code. Prints `accepted <n> <id>` for each final handed to the sinks.
+The MQTT tests need finals at a rate and count they choose, which speech through the engine
+cannot give, so this process plays a silent file through the real FileSource/Daemon and a
+Hook emits one final every --interval seconds through the daemon's sinks, as the pipeline
+does. Everything from Daemon.emit on (the sequencer, spool, paho, reconnects, shutdown) is the
+production code. Prints `accepted <n> <id>` for each final handed to the daemon (Daemon.emit, the
+pipeline's path: the sequencer stores it in the spool, then the sinks see it).
 
     python -m tests.mqtt.feeder --config C --count N --interval S --tag T [--linger S]
 """
@@ -21,11 +21,12 @@ from pathlib import Path
 from voxnode.config import load_config
 from voxnode.daemon import Daemon, RunOptions
 from voxnode.events import TranscriptEvent
-from voxnode.integrations import build_integrations
+from voxnode.lifecycle import Hook
 from voxnode.logs import setup_logging
+from voxnode.outputs import add_outputs
 
 
-class FinalsSource:
+class FinalsSource(Hook):
     def __init__(self, count: int, interval: float, tag: str, stream: str, start_at: float):
         self.count, self.interval, self.tag, self.stream = count, interval, tag, stream
         self.sent = 0
@@ -38,10 +39,17 @@ class FinalsSource:
         while self.sent < self.count and now >= self.next_at:
             self.sent += 1
             t = time.time()
-            ev = TranscriptEvent("final", self.stream, f"{self.tag}-{self.sent:04d}", f"utterance {self.sent} of {self.tag}",
-                                 t - 1.5, t - 0.2, 200.0, -0.25)
-            for sink in daemon.sinks:
-                sink.emit(ev.as_dict())
+            ev = TranscriptEvent(
+                "final",
+                self.stream,
+                f"{self.tag}-{self.sent:04d}",
+                f"utterance {self.sent} of {self.tag}",
+                t - 1.5,
+                t - 0.2,
+                200.0,
+                -0.25,
+            )
+            daemon.emit(ev.as_dict())  # the pipeline's path: the sequencer stores it, then the sinks see it
             print(f"accepted {self.sent} {ev.id}", flush=True)
             self.next_at += self.interval
 
@@ -57,6 +65,7 @@ def main() -> int:
     p.add_argument("--tag", default="run")
     p.add_argument("--linger", type=float, default=600.0, help="keep running this long after the last final")
     p.add_argument("--partials", action="store_true", help="also emit one partial before each final")
+    p.add_argument("--stdout", action="store_true", help="also print every event as a JSON line (as run --stdout)")
     args = p.parse_args()
     config = load_config(args.config)
     setup_logging(config.log)
@@ -64,24 +73,36 @@ def main() -> int:
     silence = Path(tempfile.mkdtemp(prefix="voxnode-feeder-")) / "silence.raw"
     with open(silence, "wb") as f:
         f.truncate(int(seconds * 16000) * 2)  # sparse zeros: S16_LE 16 kHz mono
-    extra = build_integrations(config)
     source = FinalsSource(args.count, args.interval, args.tag, config.effective_streams()[0].name, time.monotonic())
     if args.partials:
         inner = source.tick
 
         def tick(daemon, now):
             if source.sent < source.count and now >= source.next_at:
-                for sink in daemon.sinks:
-                    sink.emit({"type": "partial", "stream": source.stream, "id": f"{args.tag}-{source.sent + 1:04d}",
-                               "text": "utterance", "start": "2026-12-02T00:00:00.000+00:00",
-                               "end": "2026-12-02T00:00:01.000+00:00", "latency_ms": 50.0, "confidence": -0.5})
+                daemon.emit(
+                    {
+                        "type": "partial",
+                        "stream": source.stream,
+                        "id": f"{args.tag}-{source.sent + 1:04d}",
+                        "text": "utterance",
+                        "start": "2026-12-02T00:00:00.000+00:00",
+                        "end": "2026-12-02T00:00:01.000+00:00",
+                        "latency_ms": 50.0,
+                        "confidence": -0.5,
+                    }
+                )
             inner(daemon, now)
 
         source.tick = tick
-    from voxnode.service.reload import config_loader
+    from voxnode.reload import config_loader
 
-    daemon = Daemon(config, list(extra.sinks), RunOptions(file=str(silence)), hooks=[source, *extra.hooks],
-                    reloader=config_loader(args.config))
+    sinks = []
+    if args.stdout:
+        from voxnode.sinks.stdout import JsonLinesSink
+
+        sinks.append(JsonLinesSink())  # first, as `voxnode run --stdout` puts it
+    daemon = Daemon(config, sinks, RunOptions(file=str(silence)), hooks=[source], reloader=config_loader(args.config))
+    add_outputs(daemon)
     try:
         return daemon.run()
     finally:

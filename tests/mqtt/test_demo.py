@@ -9,8 +9,13 @@ import subprocess
 def test_demo_prints_mqtt_messages_from_a_local_broker(tmp_path, voxnode_cmd):
     cfg = tmp_path / "empty.toml"
     cfg.write_text("")  # [mqtt] off: the demo brings its own broker
-    p = subprocess.run([*voxnode_cmd, "demo", "--config", str(cfg)], capture_output=True, text=True, timeout=90,
-                       env={**os.environ, "PYTHONMALLOC": "malloc"})
+    p = subprocess.run(
+        [*voxnode_cmd, "demo", "--config", str(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env={**os.environ, "PYTHONMALLOC": "malloc"},
+    )
     assert p.returncode == 0, p.stderr
     lines = [line for line in p.stdout.splitlines() if line.startswith("mqtt: ")]
     topics = [line.split()[1] for line in lines]

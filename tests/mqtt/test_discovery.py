@@ -2,8 +2,8 @@
 no longer has (reload, restart with another config, an older layout), discovery switched off, and
 `voxnode mqtt-forget` (what `make uninstall` / `make purge` run).
 
-MqttService runs in-process with a stand-in daemon (snapshot, streams, mute): no audio is needed
-to decide what to announce. tests/ha/ checks the same payloads inside a real Home Assistant.
+MqttBridge and the health reporter run in-process with a stand-in daemon (snapshot, streams, mute):
+no audio is needed to decide what to announce. tests/ha/ checks the same payloads inside a real Home Assistant.
 """
 
 from __future__ import annotations
@@ -19,11 +19,13 @@ from tests.mqtt.broker import Broker, retained
 from tests.mqtt.conftest import ROOT, write_config
 from voxnode.config import Config
 from voxnode.config.audio import StreamConfig
+from voxnode.config.mqtt import node_id_for
+from voxnode.health.reporter import HealthReporter
 from voxnode.mqtt.announcer import Announcer
+from voxnode.mqtt.bridge import MqttBridge
 from voxnode.mqtt.discovery import StreamDevice
-from voxnode.mqtt.service import MqttService
 from voxnode.mqtt.topics import Topics
-from voxnode.service.reload import ReloadResult
+from voxnode.reload import ReloadResult
 
 BASE = "voxnode/testnode"
 NODE_TOPIC = "homeassistant/device/testnode/config"
@@ -53,7 +55,8 @@ def make_config(tmp_path: Path, broker: Broker, streams: dict[str, str], **mqtt)
 
 
 class StandInDaemon:
-    """What MqttService reads from the daemon: its config, streams, snapshot and mute state."""
+    """What MqttBridge and the health reporter read from the daemon: its config, streams, snapshot and
+    mute state (no engine loaded)."""
 
     def __init__(self, config: Config, extra: dict | None = None):
         self.config = config
@@ -88,26 +91,34 @@ class StandInDaemon:
     def request_reload(self):
         pass
 
+    def engine_info(self):
+        return None
+
 
 class Running:
-    """An MqttService ticked by the test as the daemon's main loop would."""
+    """An MqttBridge and the daemon's health reporter, ticked by the test as the daemon's main loop
+    would: the bridge, then the reporter (last, as the daemon orders its hooks)."""
 
-    def __init__(self, config: Config, daemon: StandInDaemon, **kw):
-        self.svc = MqttService(config, **kw)
+    def __init__(self, config: Config, daemon: StandInDaemon, *, thermal_root: str = "/", board_root: str = "/"):
+        self.reporter = HealthReporter(config.health, node_id_for(config.mqtt), daemon, thermal_root=thermal_root)
+        self.svc = MqttBridge(config, self.reporter, board_root=board_root)
         self.daemon = daemon
         self.svc.start()
+        self.reporter.on_ready(daemon)
 
     def tick_until(self, cond, timeout: float = 10.0) -> bool:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            self.svc.tick(self.daemon, time.monotonic())
+            now = time.monotonic()
+            self.svc.tick(self.daemon, now)
+            self.reporter.tick(self.daemon, now)
             if cond():
                 return True
             time.sleep(0.05)
         return cond()
 
     def close(self):
-        self.svc.sink.close()
+        self.svc.stop(time.monotonic())
 
 
 def retained_json(broker: Broker, topic: str) -> dict | None:
@@ -199,7 +210,7 @@ def test_components_no_longer_announced_are_tombstoned_and_the_tombstones_kept(t
         seen = len(mon.on(NODE_TOPIC))
         run = Running(config, StandInDaemon(config), thermal_root=str(no_thermal), board_root=str(no_thermal))
         try:
-            assert run.tick_until(lambda: len(mon.on(NODE_TOPIC)) > seen), attempt
+            assert run.tick_until(lambda seen=seen: len(mon.on(NODE_TOPIC)) > seen), attempt
             run.tick_until(lambda: False, 1.0)
         finally:
             run.close()
@@ -234,7 +245,7 @@ def test_optional_entities_follow_what_the_node_reports(tmp_path, broker):
         assert node["cmps"]["temperature"]["device_class"] == "temperature"
         assert node["cmps"]["throttled"]["device_class"] == "problem"
         assert kitchen["cmps"]["noise_floor"]["unit_of_measurement"] == "dBFS"
-        assert run.svc.last_health["thermal"]["throttled"]["under_voltage"] is True
+        assert run.reporter.latest["thermal"]["throttled"]["under_voltage"] is True
     finally:
         run.close()
 
@@ -247,10 +258,16 @@ def test_without_those_fields_nothing_is_announced_that_would_stay_unknown(tmp_p
     try:
         assert run.tick_until(lambda: retained(broker, stream_topic("kitchen")) and retained(broker, NODE_TOPIC))
         node, kitchen = retained_json(broker, NODE_TOPIC), retained_json(broker, stream_topic("kitchen"))
-        for key in ("temperature", "throttled", "spool_problem", "finals_lost"):
+        for key in ("temperature", "throttled"):
             assert key not in node["cmps"], key
         assert "noise_floor" not in kitchen["cmps"]
-        assert run.svc.last_health["thermal"] == {"soc_temp_c": None, "zones_c": {}, "throttled": None}
+        assert run.reporter.latest["thermal"] == {"soc_temp_c": None, "zones_c": {}, "throttled": None}
+        # The spool's state and the finals lost are in every report MQTT sends: always announced, and fed.
+        mqtt = run.reporter.latest["mqtt"]
+        assert mqtt["spool_writable"] is True and mqtt["spool_error"] == "" and mqtt["unstored_lost"] == 0
+        spool = node["cmps"]["spool_problem"]
+        assert spool["device_class"] == "problem" and "spool_writable" in spool["value_template"]
+        assert "unstored_lost" in node["cmps"]["finals_lost"]["value_template"]
     finally:
         run.close()
 
@@ -299,7 +316,7 @@ def test_announcer_sends_a_removed_streams_tombstones_once():
 
 
 def test_an_area_change_on_reload_reannounces_without_restarting_the_capture(tmp_path, broker):
-    from voxnode.service.reload import plan_reload
+    from voxnode.reload import plan_reload
 
     config = make_config(tmp_path, broker, {"kitchen": ""})
     moved = dataclasses.replace(config, streams=(dataclasses.replace(config.streams[0], area="Living room"),))

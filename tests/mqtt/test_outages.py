@@ -29,8 +29,10 @@ def pbroker(tmp_path):
 
 
 def _report(name: str, stats: dict, accepted: int) -> None:
-    print(f"\n{name}: accepted {accepted}, received {stats['received']}, unique {stats['unique']}, "
-          f"duplicates {stats['duplicates']}, lost 0")
+    print(
+        f"\n{name}: accepted {accepted}, received {stats['received']}, unique {stats['unique']}, "
+        f"duplicates {stats['duplicates']}, lost 0"
+    )
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
@@ -68,8 +70,12 @@ def test_sixty_second_outage(tmp_path, pbroker, monitor_for, feeders):
     f.wait_accepted(140, timeout=60)
     assert mon.wait_for(lambda: len({m["seq"] for m in mon.json_on(TOPIC)}) >= 140, 15), f.log()
     stats = assert_all_finals_arrived(mon, f.accepted, TOPIC)
-    _report(f"60 s outage ({back - down:.0f} s down, {during} finals spooled, caught up {caught_up:.1f} s after "
-            "the broker returned)", stats, len(f.accepted))
+    _report(
+        f"60 s outage ({back - down:.0f} s down, {during} finals spooled, caught up {caught_up:.1f} s after "
+        "the broker returned)",
+        stats,
+        len(f.accepted),
+    )
     assert during >= 100
     assert f.stop() == 0
 

@@ -1,7 +1,8 @@
-"""MqttService in-process against a real Mosquitto: spool bound, bad events, health providers.
+"""MqttBridge in-process against a real Mosquitto: spool bound, bad events, health reports.
 
-A stand-in daemon supplies snapshot()/mute here (no audio needed for these); the
-subprocess tests (test_payloads, test_outages) use the real Daemon.
+A stand-in daemon supplies snapshot()/mute/engine_info to the health reporter here (no audio
+needed for these); the subprocess tests (test_payloads, test_outages, and the decode_workers
+test below) use the real Daemon.
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ import logging
 import time
 
 from tests.mqtt.broker import Broker
+from tests.mqtt.conftest import write_config
+from voxnode.asr.whisper_litert import LiteRtEngineInfo
 from voxnode.config import Config
 from voxnode.events import TranscriptEvent
-from voxnode.mqtt.service import MqttService
+from voxnode.health.reporter import HealthReporter
+from voxnode.mqtt.bridge import MqttBridge
 
 BASE = "voxnode/testnode"
 
@@ -24,8 +28,12 @@ class StandInDaemon:
         self.muted = set()
 
     def snapshot(self):
-        return {"uptime_s": 1.0, "streams": {"mic": {"state": "running", "queue_depth": 0, "dropped_frames": 0,
-                                                      "xruns": 0, "device_errors": 0}}}
+        return {
+            "uptime_s": 1.0,
+            "streams": {
+                "mic": {"state": "running", "queue_depth": 0, "dropped_frames": 0, "xruns": 0, "device_errors": 0}
+            },
+        }
 
     def stream_names(self):
         return ["mic"]
@@ -39,13 +47,27 @@ class StandInDaemon:
     def request_reload(self):
         pass
 
+    def engine_info(self):
+        return None
 
-def make_service(tmp_path, broker: Broker, **mqtt) -> MqttService:
+
+def make_service(tmp_path, broker: Broker, daemon=None, **mqtt) -> MqttBridge:
     base = Config()
-    cfg = dataclasses.replace(base, mqtt=dataclasses.replace(
-        base.mqtt, enabled=True, host="127.0.0.1", port=broker.port, node_id="testnode", reconnect_min_s=0.2,
-        reconnect_max_s=1.0, spool_path=str(tmp_path / "spool.sqlite"), **mqtt))
-    return MqttService(cfg)
+    cfg = dataclasses.replace(
+        base,
+        mqtt=dataclasses.replace(
+            base.mqtt,
+            enabled=True,
+            host="127.0.0.1",
+            port=broker.port,
+            node_id="testnode",
+            reconnect_min_s=0.2,
+            reconnect_max_s=1.0,
+            spool_path=str(tmp_path / "spool.sqlite"),
+            **mqtt,
+        ),
+    )
+    return MqttBridge(cfg, HealthReporter(cfg.health, "testnode", daemon or StandInDaemon()))
 
 
 def final(i: int) -> dict:
@@ -55,22 +77,27 @@ def final(i: int) -> dict:
 
 def test_spool_bound_drops_oldest_counted_and_seq_shows_the_gap(tmp_path, monitor_for, validate, caplog):
     b = Broker(tmp_path / "broker", persistence=True)  # port chosen, broker not started: an outage from the start
-    svc = make_service(tmp_path, b, spool_max_messages=10)
+    # inflight_window=1: paho holds seq 1 in memory (handed before the bound dropped 2..5), so the gap shows.
+    svc = make_service(tmp_path, b, spool_max_messages=10, inflight_window=1)
     svc.start()
-    daemon = StandInDaemon()
     with caplog.at_level(logging.ERROR, logger="voxnode.mqtt"):
         slowest = 0.0
         for i in range(1, 16):
+            event = svc.journal.record(final(i))  # what the daemon's sequencer does before the sinks see it
             t0 = time.perf_counter()
-            svc.sink.emit(final(i))  # the broker is unreachable: emit must still return at once
+            svc.emit(event)  # the broker is unreachable: emit must still return at once
             slowest = max(slowest, time.perf_counter() - t0)
-        assert slowest < 0.1, f"emit blocked for {slowest * 1000:.1f} ms"  # shared CPUs: allow preemption
+            time.sleep(0.01)
+        # A blocking emit would wait for the unreachable broker (seconds, or for ever); 0.5 s leaves room
+        # for preemption on a loaded 2-core machine.
+        assert slowest < 0.5, f"emit blocked for {slowest * 1000:.1f} ms"
         end = time.monotonic() + 5
-        while svc.spool.dropped_total < 5 and time.monotonic() < end:
+        # The publisher thread counts a drop, then logs it: wait for both.
+        while (svc.spool.dropped_total < 5 or "(5 dropped in total)" not in caplog.text) and time.monotonic() < end:
             time.sleep(0.02)
     assert svc.spool.dropped_total == 5 and svc.spool.count == 10
     assert "dropped the 1 oldest unsent final(s), seq 5..5 (5 dropped in total)" in caplog.text
-    report = svc.collect_health(daemon, time.monotonic())
+    report = svc.reporter.report(time.monotonic())
     validate("health", report)
     assert report["mqtt"]["spool_dropped_total"] == 5 and report["mqtt"]["backlog"] == 10
     assert report["mqtt"]["connected"] is False and "cannot connect" in report["mqtt"]["last_error"]
@@ -83,10 +110,10 @@ def test_spool_bound_drops_oldest_counted_and_seq_shows_the_gap(tmp_path, monito
         assert svc.spool.count == 0
         got = [json.loads(p) for p in mon.on(f"{BASE}/mic/transcript")]
         # the monitor subscribed after the replay started, so check the broker-acknowledged count instead
-        assert svc.publisher.stats.published == 10
-        assert all(m["seq"] >= 6 for m in got)
+        assert svc.publisher.stats.published == 11
+        assert all(m["seq"] == 1 or m["seq"] >= 6 for m in got)
     finally:
-        svc.sink.close()
+        svc.stop(time.monotonic())
         b.stop()
 
 
@@ -95,56 +122,84 @@ def test_a_bad_event_does_not_stop_later_finals(tmp_path, broker, monitor_for):
     svc = make_service(tmp_path, broker)
     svc.start()
     try:
-        svc.sink.emit({"type": "final", "text": "no stream key"})
-        svc.sink.emit({**final(1), "oops": object()})  # not JSON-serialisable
-        svc.sink.emit(final(2))
+        svc.emit({"type": "final", "text": "no stream key"})
+        svc.emit({**final(1), "oops": object()})  # not JSON-serialisable
+        svc.emit(final(2))
         assert mon.wait_for(lambda: mon.on(f"{BASE}/mic/transcript"))
         assert [json.loads(p)["id"] for p in mon.on(f"{BASE}/mic/transcript")] == ["f-2"]
         assert svc.publisher.stats.bad_events == 2
     finally:
-        svc.sink.close()
+        svc.stop(time.monotonic())
 
 
 def test_health_survives_a_failing_engine_provider_and_reports_the_engine(tmp_path, broker, monitor_for, validate):
     mon = monitor_for(broker)
-    svc = make_service(tmp_path, broker)
-    daemon = StandInDaemon()
-    calls = {"n": 0}
+    info = LiteRtEngineInfo(
+        engine="whisper-litert",
+        model="whisper-tiny.en",
+        runtime="litert",
+        runtime_version="2.3",
+        quantization="int8",
+        num_threads=2,
+        load_ms=900.0,
+        xnnpack_applied=True,
+        ops_total=120,
+        ops_not_delegated=0,
+    )
 
-    def provider(d):
-        calls["n"] += 1
-        if calls["n"] == 1:
-            raise RuntimeError("engine not ready")
-        return {"runtime": "litert", "model": "whisper-tiny.en", "xnnpack_applied": True, "ops_total": 120,
-                "ops_not_delegated": 0}
+    class EngineLoadingLate(StandInDaemon):
+        calls = 0
 
-    svc._engine_info = provider
+        def engine_info(self):
+            self.calls += 1
+            if self.calls == 1:
+                raise RuntimeError("engine not ready")
+            return info
+
+    daemon = EngineLoadingLate()
+    svc = make_service(tmp_path, broker, daemon)
+    published = []
+    svc.reporter.subscribe(published.append)  # after the service's own listener, which publishes it
     svc.start()
     try:
         assert mon.wait_for(lambda: svc.publisher.stats.connected)
-        svc.tick(daemon, time.monotonic())  # provider raises: model not loaded, no exception
-        first = svc.last_health
-        svc._health_now.set()
-        svc.tick(daemon, time.monotonic())
-        second = svc.last_health
+        svc.reporter.request()
+        svc.reporter.tick(daemon, time.monotonic())  # the provider raises: model not loaded, no exception
+        first = svc.reporter.latest
+        svc.reporter.request()
+        svc.reporter.tick(daemon, time.monotonic())
+        second = svc.reporter.latest
         assert first["model"]["loaded"] is False
-        assert second["model"] == {"name": "whisper-tiny.en", "loaded": True, "xnnpack_all_ops": True,
-                                   "info": provider(daemon)}
+        assert second["model"] == {
+            "name": "whisper-tiny.en",
+            "loaded": True,
+            "xnnpack_all_ops": True,
+            "info": info.as_dict(),
+        }
+        assert published == [first, second]
         validate("health", second)
-        svc.sink.emit(final(1))
+        assert mon.wait_for(lambda: len(mon.on(f"{BASE}/health")) >= 2)
+        assert json.loads(mon.on(f"{BASE}/health")[-1])["model"]["loaded"] is True
+        svc.emit(final(1))
         assert mon.wait_for(lambda: mon.on(f"{BASE}/mic/transcript"))
         assert json.loads(mon.on(f"{BASE}/mic/transcript")[0])["model"] == "whisper-tiny.en"
     finally:
-        svc.sink.close()
+        svc.stop(time.monotonic())
 
 
-def test_engine_info_is_found_on_the_daemon_without_importing_the_engine():
-    from types import SimpleNamespace
-
-    from voxnode.mqtt.service import engine_info_from
-
-    info = {"model": "whisper-tiny.en", "xnnpack_applied": True, "ops_total": 10, "ops_not_delegated": 0}
-    engine = SimpleNamespace(info=SimpleNamespace(as_dict=lambda: info))
-    assert engine_info_from(SimpleNamespace(recognizer=engine)) == info  # the stream branch's Daemon.recognizer
-    assert engine_info_from(SimpleNamespace(speech=SimpleNamespace(engine=engine))) == info
-    assert engine_info_from(SimpleNamespace(recognizer=None)) is None
+def test_health_names_the_loaded_model_with_two_decode_workers(tmp_path, broker, monitor_for, feeders, validate):
+    """stream.decode_workers = 2: the real daemon holds two engines, and health still reports the loaded
+    model (it once probed for one engine attribute, found a list, and said "not loaded")."""
+    mon = monitor_for(broker)
+    cfg = write_config(tmp_path / "c.toml", broker)
+    cfg.write_text(cfg.read_text() + "\n[stream]\ndecode_workers = 2\n")
+    f = feeders(cfg, count=1, interval=0.1, tag="workers")
+    f.wait_accepted(1)
+    assert mon.wait_for(lambda: mon.on(f"{BASE}/health") and mon.on(f"{BASE}/mic/transcript")), f.log()
+    health = validate("health", mon.on(f"{BASE}/health")[-1])
+    assert health["model"]["loaded"] is True and health["model"]["name"] == "whisper-tiny.en"
+    assert health["model"]["xnnpack_all_ops"] is True
+    assert health["model"]["info"]["engine"] == "whisper-litert"
+    assert validate("transcript", mon.on(f"{BASE}/mic/transcript")[0])["model"] == "whisper-tiny.en"
+    assert f.stop() == 0
+    assert "speech model loaded" in f.log() and f.log().count("speech model loaded") == 2, f.log()

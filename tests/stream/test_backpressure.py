@@ -3,6 +3,7 @@ faster than the engine can decode (as on a Pi, which is several times slower
 than this machine).  The engine is the real Whisper engine plus a fixed delay
 per call; the delay is the only thing simulated.
 """
+
 import logging
 import sys
 import threading
@@ -12,10 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voxnode.config import Config
-from voxnode.stream.service import SpeechService
-
 from tests.stream.test_pipeline_alsa import wer
+from voxnode.config import Config
+from voxnode.stream.recognition import Recognition
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import audio_corpus as ac  # noqa: E402
@@ -35,13 +35,6 @@ class SlowedEngine:
         return self.engine.transcribe(audio)
 
 
-@pytest.fixture(scope="module")
-def engine():
-    from voxnode.asr import WhisperEngine, default_model_dir
-
-    return WhisperEngine.load(default_model_dir(), 2)
-
-
 def stream_audio(i):
     a = ac.at_dbfs(ac.tts(SENTS[i], "en-us"), -25)
     b = ac.at_dbfs(ac.tts(SENTS[(i + 1) % 3], "en-us"), -25)
@@ -51,13 +44,14 @@ def stream_audio(i):
 
 def feed_all(service, n_streams):
     """Each stream's frames as fast as its thread can push them (no pacing)."""
+
     def feed(i):
         p = service.pipelines[f"s{i}"]
         x = ac.to_pcm16(stream_audio(i))
         pcm = np.frombuffer(x, dtype="<i2")
         t0 = time.monotonic()
         for k in range(len(pcm) // 320):
-            p.feed(pcm[k * 320:(k + 1) * 320], k, t0 + k * 0.02, time.time() + k * 0.02)
+            p.feed(pcm[k * 320 : (k + 1) * 320], k, t0 + k * 0.02, time.time() + k * 0.02)
         p.flush()
 
     for i in range(n_streams):
@@ -71,10 +65,10 @@ def feed_all(service, n_streams):
 
 def test_engine_behind_skips_partials_first_and_delivers_every_final(engine):
     events = []
-    service = SpeechService(Config(), SlowedEngine(engine, 0.25), lambda e: events.append(e))
+    service = Recognition(Config(), events.append, [SlowedEngine(engine, 0.25)])
     service.start()
     feed_all(service, 3)
-    service.stop(timeout=30)
+    service.stop(time.monotonic() + 30)
     st = service.stats()
     finals = [e for e in events if e.type == "final"]
     assert len(finals) == 6, [(e.stream, e.text) for e in events]
@@ -95,11 +89,11 @@ def test_final_that_must_be_dropped_is_counted_and_logged(engine, caplog):
 
     cfg = dataclasses.replace(cfg, stream=dataclasses.replace(cfg.stream, max_pending_finals=1, partials=False))
     events = []
-    service = SpeechService(cfg, SlowedEngine(engine, 0.4), lambda e: events.append(e))
+    service = Recognition(cfg, events.append, [SlowedEngine(engine, 0.4)])
     service.start()
     with caplog.at_level(logging.WARNING):
         feed_all(service, 3)
-        service.stop(timeout=30)
+        service.stop(time.monotonic() + 30)
     st = service.stats()
     finals = [e for e in events if e.type == "final"]
     lost = sum(s["finals_lost"] for s in st["streams"].values())

@@ -1,4 +1,5 @@
 """`voxnode run --stdout`: transcripts as one JSON object per line, through the real CLI and engine."""
+
 import json
 import subprocess
 import sys
@@ -26,8 +27,9 @@ def test_run_stdout_prints_partial_and_final_json_lines(tmp_path, voxnode_cmd):
         w.setsampwidth(2)
         w.setframerate(16000)
         w.writeframes(ac.to_pcm16(audio))
-    p = subprocess.run(voxnode_cmd + ["run", "--file", str(wav), "--stdout"], capture_output=True, text=True,
-                       timeout=60)
+    p = subprocess.run(
+        voxnode_cmd + ["run", "--file", str(wav), "--stdout"], capture_output=True, text=True, timeout=60
+    )
     assert p.returncode == 0, p.stderr
     events = [json.loads(line) for line in p.stdout.splitlines()]  # every line is one JSON object
     speech = [e for e in events if e["type"] in ("partial", "final")]

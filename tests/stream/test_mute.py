@@ -1,5 +1,6 @@
 """Mute through the daemon's control interface (what the MQTT `cmd` topic and the HA switch call):
 a muted stream's audio never reaches the recogniser; unmuting brings transcripts back."""
+
 from __future__ import annotations
 
 import sys
@@ -10,10 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.stream.test_pipeline_alsa import ListSink, wer
 from voxnode.config import Config
 from voxnode.daemon import Daemon, RunOptions
-
-from tests.stream.test_pipeline_alsa import ListSink, engine, wer  # noqa: F401  (engine is a fixture)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import audio_corpus as ac  # noqa: E402
@@ -37,7 +37,7 @@ def speech_wav(tmp_path_factory):
 
 def _run(wav, engine, muted: bool, levels: bool = True):
     sink = ListSink()
-    daemon = Daemon(Config(), [sink], RunOptions(file=str(wav), levels=levels), recognizer=engine)
+    daemon = Daemon(Config(), [sink], RunOptions(file=str(wav), levels=levels), recognizers=[engine])
     daemon.set_muted("mic", muted)
     t = threading.Thread(target=daemon.run)
     t.start()

@@ -1,4 +1,5 @@
 """Stable-prefix logic for partials."""
+
 from voxnode.stream.partials import StablePrefix
 
 

@@ -4,6 +4,7 @@ VAD -> segmenter -> shared Whisper engine -> events.  No stand-ins.
 The `vx_fifo` PCM (tests/conftest.py) reads a FIFO the test writes one 20 ms
 period at a time, so the daemon sees audio exactly as from a microphone.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,13 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.helpers import FifoWriter
+from voxnode.asr.wer import wer  # noqa: F401  (other stream tests import it from here)
 from voxnode.config import Config
 from voxnode.config.audio import AudioConfig
 from voxnode.daemon import Daemon, RunOptions
-from voxnode.asr.wer import wer  # noqa: F401  (other stream tests import it from here)
 from voxnode.stream.partials import norm
-
-from tests.foundation.helpers import FifoWriter
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import audio_corpus as ac  # noqa: E402
@@ -45,20 +45,13 @@ class ListSink:
         pass
 
 
-@pytest.fixture(scope="module")
-def engine():
-    from voxnode.asr import WhisperEngine, default_model_dir
-
-    return WhisperEngine.load(default_model_dir(), 2)
-
-
 def run_daemon(alsa_dir, audio, engine, config: Config | None = None, settle_s=1.5):
     """Play `audio` into the FIFO in real time through a Daemon; return its events."""
     config = config or Config()
     config = dataclasses.replace(config, audio=AudioConfig(device="vx_fifo"))
     sink = ListSink()
     writer = FifoWriter(alsa_dir / "mic.fifo", ac.to_pcm16(audio), pace_s=0.02)
-    daemon = Daemon(config, [sink], RunOptions(), recognizer=engine)
+    daemon = Daemon(config, [sink], RunOptions(), recognizers=[engine])
     t = threading.Thread(target=daemon.run)
     t.start()
     try:
@@ -69,7 +62,7 @@ def run_daemon(alsa_dir, audio, engine, config: Config | None = None, settle_s=1
         t.join(20)
         writer.close()
     assert not t.is_alive()
-    stats = daemon.speech.stats()
+    stats = daemon.recognition.stats()
     return [e for e in sink.events if e["type"] in ("partial", "final")], stats, daemon
 
 
@@ -101,7 +94,7 @@ def test_speech_silence_speech_gives_two_finals_with_partials_as_prefixes(alsa_d
     for f in finals:
         partials = [e for e in events if e["type"] == "partial" and e["id"] == f["id"]]
         seq = [[norm(w) for w in p["text"].split()] for p in partials]
-        for earlier, later in zip(seq, seq[1:]):
+        for earlier, later in zip(seq, seq[1:], strict=False):
             assert later[: len(earlier)] == earlier, (earlier, later)  # never contradicts what it showed
             assert len(later) > len(earlier)  # only emitted when it grows
         final_words = [norm(w) for w in f["text"].split()]
@@ -113,7 +106,7 @@ def test_speech_silence_speech_gives_two_finals_with_partials_as_prefixes(alsa_d
     # The 2.3 s second sentence is long enough for at least one partial.
     assert any(e["type"] == "partial" and e["id"] == finals[1]["id"] for e in events), events
     assert stats["scheduler"]["finals_dropped"] == 0
-    assert daemon.sources[0].ring.dropped == 0
+    assert daemon.streams["mic"].source.ring.dropped == 0
 
 
 def test_noise_only_gives_nothing(alsa_dir, engine):

@@ -5,6 +5,8 @@ which the scheduler hands out work and what it counts when it cannot, which
 needs an engine whose timing the test controls.  The real Whisper engine runs
 in test_pipeline_alsa.py.
 """
+
+import dataclasses
 import logging
 import threading
 import time
@@ -12,7 +14,11 @@ import time
 import numpy as np
 import pytest
 
-from voxnode.stream.scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome, SchedulerParams
+from voxnode.config import Config
+from voxnode.stream.params import scheduler_params
+from voxnode.stream.scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome
+
+DEFAULTS = scheduler_params(Config())
 
 
 class GateEngine:
@@ -59,9 +65,9 @@ def job(stream, kind, tag, rec):
 def sched():
     made = []
 
-    def make(params=SchedulerParams(), clock=time.monotonic):
+    def make(params=DEFAULTS, clock=time.monotonic):
         eng = GateEngine()
-        s = DecodeScheduler(eng, params, clock)
+        s = DecodeScheduler([eng], params, clock)
         made.append((s, eng))
         return s, eng
 
@@ -125,7 +131,7 @@ def test_newer_partial_replaces_queued_one_and_is_counted(sched):
 
 def test_stale_partial_is_skipped_when_engine_is_behind(sched):
     now = [0.0]
-    s, eng = sched(SchedulerParams(partial_max_wait_s=1.0), clock=lambda: now[0])
+    s, eng = sched(dataclasses.replace(DEFAULTS, partial_max_wait_s=1.0), clock=lambda: now[0])
     rec = Recorder()
     s.start()
     s.submit(job("x", JobKind.FINAL, 0, rec))
@@ -140,7 +146,7 @@ def test_stale_partial_is_skipped_when_engine_is_behind(sched):
 
 
 def test_final_overflow_drops_oldest_counted_and_logged(sched, caplog):
-    s, eng = sched(SchedulerParams(max_pending_finals=2))
+    s, eng = sched(dataclasses.replace(DEFAULTS, max_pending_finals=2))
     rec = Recorder()
     s.start()
     s.submit(job("x", JobKind.FINAL, 0, rec))

@@ -1,12 +1,22 @@
 """Segmenter / endpointing: frame-exact behaviour on scripted VAD decisions."""
+
+import dataclasses
+
 import numpy as np
 import pytest
 
-from voxnode.stream.segmenter import (Chunk, Discarded, Ended, Paused, Segmenter, SegmenterParams,
-                                      Started)
+from voxnode.stream.segmenter import Chunk, Discarded, Ended, Paused, Segmenter, SegmenterParams, Started
 
-P = SegmenterParams(pre_roll_frames=5, onset_frames=3, onset_window_frames=5, tail_frames=4,
-                    hangover_frames=10, min_speech_frames=6, max_utterance_frames=60, cut_search_frames=20)
+P = SegmenterParams(
+    pre_roll_frames=5,
+    onset_frames=3,
+    onset_window_frames=5,
+    tail_frames=4,
+    hangover_frames=10,
+    min_speech_frames=6,
+    max_utterance_frames=60,
+    cut_search_frames=20,
+)
 
 
 def run(flags, params=P, levels=None, sizes=None):
@@ -87,7 +97,9 @@ def test_max_length_cuts_at_quietest_point_and_continues():
     assert frames_of(tail.audio)[0] == 59
     assert head.utterance.uid != tail.utterance.uid
     # Nothing lost or duplicated at the cut.
-    assert frames_of(head.audio) + frames_of(tail.audio) == list(range(frames_of(head.audio)[0], 10 + n + P.tail_frames))
+    assert frames_of(head.audio) + frames_of(tail.audio) == list(
+        range(frames_of(head.audio)[0], 10 + n + P.tail_frames)
+    )
 
 
 def test_flush_finishes_open_utterance():
@@ -97,7 +109,7 @@ def test_flush_finishes_open_utterance():
 
 def test_invalid_params_rejected():
     with pytest.raises(ValueError):
-        SegmenterParams(tail_frames=30, hangover_frames=10)
+        dataclasses.replace(P, tail_frames=30, hangover_frames=10)
 
 
 def test_max_length_cut_never_leaves_an_empty_continuation():

@@ -1,6 +1,9 @@
-"""Speech recognition: Whisper tiny.en on LiteRT (TFLite) with XNNPACK, numpy around it."""
+"""Speech recognition: the `Recognizer` interface (recognizer.py) and one module per backend.
 
-from voxnode.asr.engine import EngineInfo, TranscriptResult, WhisperEngine
+Backends are imported only through backends.py, when `[asr] engine` chooses them.
+"""
+
 from voxnode.asr.locate import default_model_dir
+from voxnode.asr.recognizer import EngineInfo, Recognizer, TranscriptResult
 
-__all__ = ["EngineInfo", "TranscriptResult", "WhisperEngine", "default_model_dir"]
+__all__ = ["EngineInfo", "Recognizer", "TranscriptResult", "default_model_dir"]

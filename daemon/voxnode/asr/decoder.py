@@ -39,8 +39,11 @@ class TokenEmbedding:
     """Rows of the output projection weight, dequantised on demand."""
 
     def __init__(self, interpreter, logits_index: int) -> None:
-        fc = [op for op in interpreter._get_ops_details()
-              if op["op_name"] == "FULLY_CONNECTED" and logits_index in op["outputs"]]
+        fc = [
+            op
+            for op in interpreter._get_ops_details()
+            if op["op_name"] == "FULLY_CONNECTED" and logits_index in op["outputs"]
+        ]
         if not fc:
             raise ModelError("decoder model: no output projection feeding the logits")
         self.index = int(fc[0]["inputs"][1])
@@ -79,10 +82,10 @@ class DecoderRunner:
         # Text tokens only: every special and timestamp token is masked, and
         # Whisper's list of non-speech symbols too.
         self.suppress = np.zeros(vocab, dtype=bool)
-        self.suppress[self.sot:] = True
+        self.suppress[self.sot :] = True
         self.suppress[np.asarray(config["suppress_ids"], dtype=np.int64)] = True
         self.suppress_begin = np.asarray(config["suppress_ids_begin"], dtype=np.int64)
-        self._shape = None
+        self._shape: tuple[int, int] | None = None
 
     def _prepare(self, cross: dict[str, np.ndarray], cache_len: int) -> None:
         shape = (cross["cross_k_0"].shape[1], cache_len)
@@ -116,8 +119,11 @@ class DecoderRunner:
         cache_len = min(len(self.positions), len(prompt) + max_new_tokens)
         max_new_tokens = cache_len - len(prompt)
         self._prepare(cross, cache_len)
-        cache = {f"{kind}_{i}": np.zeros((self.n_heads, cache_len, self.head_dim), np.float32)
-                 for i in range(self.n_layers) for kind in ("self_k", "self_v")}
+        cache = {
+            f"{kind}_{i}": np.zeros((self.n_heads, cache_len, self.head_dim), np.float32)
+            for i in range(self.n_layers)
+            for kind in ("self_k", "self_v")
+        }
         mask = np.full((1, cache_len), EMPTY_SLOT, np.float32)
 
         # Whisper reads "no speech" off the prediction right after <|startoftranscript|>.

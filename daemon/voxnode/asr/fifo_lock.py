@@ -16,7 +16,7 @@ class FifoLock:
         self._next_ticket = 0
         self._serving = 0
 
-    def __enter__(self) -> "FifoLock":
+    def __enter__(self) -> FifoLock:
         with self._cond:
             ticket = self._next_ticket
             self._next_ticket += 1

@@ -39,7 +39,7 @@ def repeated_tail(tokens: list[int]) -> int:
     for n in range(1, len(tokens) // 3 + 1):
         gram = tokens[-n:]
         repeats = 1
-        while len(tokens) >= n * (repeats + 1) and tokens[-n * (repeats + 1):len(tokens) - n * repeats] == gram:
+        while len(tokens) >= n * (repeats + 1) and tokens[-n * (repeats + 1) : len(tokens) - n * repeats] == gram:
             repeats += 1
         if repeats >= 3 and n * repeats >= 12:
             return n * (repeats - 1)

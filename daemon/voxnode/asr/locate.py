@@ -25,6 +25,7 @@ def default_model_dir(configured: str | Path | None = None) -> Path:
         if (d / "manifest.json").is_file():
             return d
     raise ModelError(
-        "no speech model found; looked in " + ", ".join(str(d) for d in candidates)
+        "no speech model found; looked in "
+        + ", ".join(str(d) for d in candidates)
         + " (set asr.model_dir in the config)"
     )

@@ -23,7 +23,7 @@ _MIN_LOG_MEL = _MIN_LOG_HZ / _F_SP
 _LOGSTEP = np.log(6.4) / 27.0
 
 
-def hz_to_mel(hz: np.ndarray) -> np.ndarray:
+def hz_to_mel(hz: float | np.ndarray) -> np.ndarray:
     hz = np.asarray(hz, dtype=np.float64)
     log_part = _MIN_LOG_MEL + np.log(np.maximum(hz, _MIN_LOG_HZ) / _MIN_LOG_HZ) / _LOGSTEP
     return np.where(hz >= _MIN_LOG_HZ, log_part, hz / _F_SP)

@@ -49,8 +49,11 @@ def read_manifest(root: Path) -> dict:
         raise ModelError(f"{path}: missing; {root} is not a converted model directory") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ModelError(f"{path}: unreadable manifest ({e})") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict) \
-            or not isinstance(manifest.get("variants"), dict):
+    if (
+        not isinstance(manifest, dict)
+        or not isinstance(manifest.get("files"), dict)
+        or not isinstance(manifest.get("variants"), dict)
+    ):
         raise ModelError(f"{path}: not a voxnode model manifest (no files/variants)")
     return manifest
 
@@ -77,11 +80,9 @@ def open_model_dir(root: Path, variant: str | None = None) -> ModelFiles:
     manifest = read_manifest(root)
     variants = manifest["variants"]
     if variant is None:
-        variant = "int8" if "int8" in variants else next(iter(variants), None)
+        variant = "int8" if "int8" in variants else next(iter(variants), "")
     if variant not in variants:
-        raise ModelError(
-            f"{root / MANIFEST}: no {variant!r} model variant (has: {', '.join(variants) or 'none'})"
-        )
+        raise ModelError(f"{root / MANIFEST}: no {variant!r} model variant (has: {', '.join(variants) or 'none'})")
     wanted = list(SHARED_FILES) + [variants[variant]["encoder"], variants[variant]["decoder"]]
     paths = {}
     for name in wanted:

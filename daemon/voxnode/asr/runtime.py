@@ -33,9 +33,7 @@ def load_runtime() -> Runtime:
         try:
             from tflite_runtime.interpreter import Interpreter  # type: ignore[import-not-found]
         except ImportError:
-            raise ModelError(
-                f"no TFLite runtime: install ai-edge-litert (import failed: {first})"
-            ) from None
+            raise ModelError(f"no TFLite runtime: install ai-edge-litert (import failed: {first})") from None
         log.warning("ai-edge-litert is not importable (%s); falling back to tflite_runtime", first)
         return Runtime("tflite-runtime", _dist_version("tflite-runtime"), Interpreter)
 
@@ -55,7 +53,7 @@ def physical_cores() -> int:
         cpus = os.sched_getaffinity(0)
     except AttributeError:
         cpus = set(range(os.cpu_count() or 1))
-    cores = set()
+    cores: set[tuple[str, str | int]] = set()
     for cpu in cpus:
         try:
             with open(f"/sys/devices/system/cpu/cpu{cpu}/topology/core_id") as f:

@@ -15,8 +15,9 @@ from voxnode.errors import ModelError
 def _printable_to_byte() -> dict[str, int]:
     # GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for themselves,
     # the rest are shifted to code points 256 and up, in byte order.
-    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) \
-        + list(range(ord("®"), ord("ÿ") + 1))
+    keep = (
+        list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    )
     table = {chr(b): b for b in keep}
     shifted = 0
     for b in range(256):
@@ -33,7 +34,7 @@ class Tokenizer:
         self._to_byte = _printable_to_byte()
 
     @classmethod
-    def from_file(cls, path: Path, eot: int) -> "Tokenizer":
+    def from_file(cls, path: Path, eot: int) -> Tokenizer:
         tokens = Path(path).read_text(encoding="utf-8").split("\n")
         if tokens and tokens[-1] == "":
             tokens.pop()

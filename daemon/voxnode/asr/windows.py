@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-SAMPLE_RATE = 16000
-FRAME = 320  # 20 ms energy frames
+from voxnode.audio.format import PERIOD_FRAMES, SAMPLE_RATE
+
+FRAME = PERIOD_FRAMES  # energy frames
 SMOOTH_FRAMES = 10  # 200 ms: a pause, not the gap between two phonemes
 MAX_WINDOW_S = 28.0  # below the engine's 30 s, so its end-of-speech padding still fits
 SEARCH_S = 10.0  # look for the pause in the last 10 s before the limit
@@ -18,12 +19,14 @@ SEARCH_S = 10.0  # look for the pause in the last 10 s before the limit
 def frame_energy(audio: np.ndarray) -> np.ndarray:
     n = len(audio) // FRAME
     frames = audio[: n * FRAME].reshape(n, FRAME).astype(np.float64)
-    energy = (frames ** 2).mean(axis=1)
+    energy = (frames**2).mean(axis=1)
     kernel = np.ones(SMOOTH_FRAMES) / SMOOTH_FRAMES
     return np.convolve(energy, kernel, mode="same")
 
 
-def split_at_pauses(audio: np.ndarray, max_s: float = MAX_WINDOW_S, search_s: float = SEARCH_S) -> list[tuple[int, int]]:
+def split_at_pauses(
+    audio: np.ndarray, max_s: float = MAX_WINDOW_S, search_s: float = SEARCH_S
+) -> list[tuple[int, int]]:
     """[(start, end)] sample ranges covering `audio`, each at most `max_s` long, cut at the quietest points."""
     total = len(audio)
     max_len = int(max_s * SAMPLE_RATE)

@@ -10,7 +10,7 @@ import alsaaudio
 import numpy as np
 
 from voxnode.audio.alsa_open import OpenedPcm, open_capture
-from voxnode.audio.format import PERIOD_FRAMES, PERIOD_S
+from voxnode.audio.format import PERIOD_FRAMES, PERIOD_S, SAMPLE_RATE
 from voxnode.audio.frames import Frame
 from voxnode.audio.ring import FrameRing
 from voxnode.audio.source import AudioSource
@@ -42,8 +42,11 @@ class AlsaCapture(AudioSource):
                 log.info("stream %s: device %r is back", self.name, opened.device, extra=self._fields(opened.device))
             else:
                 log.info(
-                    "stream %s: capturing from %r (%s)", self.name, opened.device,
-                    ", ".join(f"{k}={v}" for k, v in opened.as_dict().items()), extra=self._fields(opened.device),
+                    "stream %s: capturing from %r (%s)",
+                    self.name,
+                    opened.device,
+                    ", ".join(f"{k}={v}" for k, v in opened.as_dict().items()),
+                    extra=self._fields(opened.device),
                 )
             self.stats.granted = opened.as_dict()
             self.stats.state = "running"
@@ -72,8 +75,12 @@ class AlsaCapture(AudioSource):
             if n == -errno.EPIPE:
                 # pyalsaaudio has already re-prepared the PCM; the lost audio is gone.
                 self.stats.xruns += 1
-                log.warning("stream %s: capture overrun (xrun %d); audio was lost", self.name, self.stats.xruns,
-                            extra=self._fields(opened.device))
+                log.warning(
+                    "stream %s: capture overrun (xrun %d); audio was lost",
+                    self.name,
+                    self.stats.xruns,
+                    extra=self._fields(opened.device),
+                )
                 continue
             if n <= 0:
                 continue
@@ -87,7 +94,7 @@ class AlsaCapture(AudioSource):
                 continue
             pending = np.concatenate((pending, samples)) if pending.size else samples
             # Cut whatever period size ALSA granted into our fixed 20 ms frames.
-            backlog_s = pending.size / 16000.0
+            backlog_s = pending.size / SAMPLE_RATE
             while pending.size >= PERIOD_FRAMES:
                 chunk = np.ascontiguousarray(pending[:PERIOD_FRAMES])
                 pending = pending[PERIOD_FRAMES:]
@@ -106,8 +113,9 @@ class AlsaCapture(AudioSource):
         self.stats.last_error = message
         self.stats.state = "backoff"
         self.stats.retry_in_s = delay
-        log.error("stream %s: %s; retrying in %.1f s", self.name, message, delay,
-                  extra=self._fields(self.stream.device))
+        log.error(
+            "stream %s: %s; retrying in %.1f s", self.name, message, delay, extra=self._fields(self.stream.device)
+        )
         self._stop.wait(delay)
 
     def _fields(self, device: str) -> dict:

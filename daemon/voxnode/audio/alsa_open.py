@@ -123,7 +123,10 @@ def open_capture(device: str, channels: int, periods: int, resample: str) -> Ope
             log.warning(
                 "device %r runs at %s Hz; ALSA's plug layer resamples to %d Hz "
                 "(adds about %.0f ms of latency, and its default converter is simple linear interpolation)",
-                device, native_rate, SAMPLE_RATE, 1000.0 * info.get("period_size", PERIOD_FRAMES) / SAMPLE_RATE,
+                device,
+                native_rate,
+                SAMPLE_RATE,
+                1000.0 * info.get("period_size", PERIOD_FRAMES) / SAMPLE_RATE,
             )
         else:
             log.warning("device %r: ALSA's plug layer converts %s", device, ", ".join(problems))

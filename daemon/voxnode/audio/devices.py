@@ -51,7 +51,9 @@ def _probe_in_child(names: list[str]) -> list[DeviceInfo]:
             [sys.executable, "-m", "voxnode.audio.devices", *pending],
             # Unbuffered bytes: a buffered reader could swallow several lines at once and leave
             # select() waiting on an empty pipe for a line already read.
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            bufsize=0,
         )
         assert child.stdout is not None
         # Start-up (imports) is not part of any device's time limit.
@@ -104,7 +106,7 @@ def format_devices(devices: list[DeviceInfo]) -> str:
         if d.error:
             lines.append(f"{d.name}: cannot open: {d.error}")
             continue
-        note = {True: "16 kHz ok", False: "no 16 kHz: use plug or audio.resample = \"alsa\"", None: "?"}[d.supports_16k]
+        note = {True: "16 kHz ok", False: 'no 16 kHz: use plug or audio.resample = "alsa"', None: "?"}[d.supports_16k]
         lines.append(f"{d.name}: rates {d.rates}; formats {d.formats}; {note}")
     return "\n".join(lines)
 

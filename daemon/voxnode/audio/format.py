@@ -1,6 +1,10 @@
-"""The one audio format the pipeline runs on."""
+"""The one audio format the pipeline runs on: 16 kHz mono S16_LE in 20 ms periods (frames).
+
+Every module that counts samples, frames or seconds of audio takes these from here.
+"""
 
 SAMPLE_RATE = 16000
-PERIOD_FRAMES = 320  # 20 ms at 16 kHz
-PERIOD_S = PERIOD_FRAMES / SAMPLE_RATE
+PERIOD_MS = 20  # one frame: what ALSA delivers per period, the VAD decides on, the segmenter counts
+PERIOD_FRAMES = SAMPLE_RATE * PERIOD_MS // 1000  # 320 samples
+PERIOD_S = PERIOD_MS / 1000
 BYTES_PER_SAMPLE = 2  # S16_LE

@@ -7,7 +7,7 @@ import numpy as np
 
 @dataclass(frozen=True, slots=True)
 class Frame:
-    """20 ms of mono 16 kHz audio as captured.
+    """One period (audio/format.py) of mono audio as captured.
 
     Times are of the first sample, estimated when the period was read: the
     monotonic one for latency arithmetic, the wall-clock one for timestamps
@@ -15,6 +15,6 @@ class Frame:
     """
 
     seq: int
-    samples: np.ndarray  # int16, shape (320,)
+    samples: np.ndarray  # int16, shape (format.PERIOD_FRAMES,)
     t_mono: float
     t_wall: float

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from voxnode.audio.format import PERIOD_S
 from voxnode.audio.frames import Frame
 
-FRAMES_PER_REPORT = 50  # one second of 20 ms frames
+FRAMES_PER_REPORT = round(1.0 / PERIOD_S)  # one report per second
 _LOUD_DBFS = -45.0  # frames above this count as "active" (a crude speech hint, not a VAD)
 
 
@@ -38,6 +39,9 @@ def dbfs(x: float) -> float:
 class LevelMeter:
     def __init__(self, stream: str):
         self.stream = stream
+        self._reset()
+
+    def _reset(self) -> None:
         self._sq = 0.0
         self._n = 0
         self._peak = 0
@@ -64,5 +68,5 @@ class LevelMeter:
             dbfs(self._peak / 32768.0),
             self._active / self._frames,
         )
-        self.__init__(self.stream)
+        self._reset()
         return report

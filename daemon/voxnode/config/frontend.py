@@ -10,7 +10,8 @@ class FrontendConfig:
     highpass_hz: float = setting(
         150.0,
         "High-pass cutoff removing DC, handling noise, rumble and mains hum (also before the VAD); 0 = off.",
-        min=0.0, max=400.0,
+        min=0.0,
+        max=400.0,
     )
     denoise: bool = setting(
         False, "Spectral noise suppression of the audio sent to recognition (adds 20 ms; see docs/frontend.md)."

@@ -7,9 +7,14 @@ from voxnode.config.fields import InvalidValue, setting
 
 @dataclass(frozen=True)
 class HealthConfig:
-    interval_s: float = setting(30.0, "Seconds between health reports ({prefix}/{node}/health, Prometheus).", min=1.0, max=3600.0)
+    interval_s: float = setting(
+        30.0, "Seconds between health reports ({prefix}/{node}/health, Prometheus).", min=1.0, max=3600.0
+    )
     malloc_trim_interval_s: float = setting(
-        300.0, "Seconds between malloc_trim(0) calls that hand freed heap back to the OS; 0 = never.", min=0.0, max=86400.0
+        300.0,
+        "Seconds between malloc_trim(0) calls that hand freed heap back to the OS; 0 = never.",
+        min=0.0,
+        max=86400.0,
     )
     tracemalloc_frames: int = setting(
         0, "Start tracemalloc with this many frames per allocation (costs CPU and memory); 0 = off.", min=0, max=64
@@ -18,7 +23,10 @@ class HealthConfig:
         3600.0, "Window over which the leak watch fits RSS growth.", min=60.0, max=7 * 86400.0
     )
     leak_threshold_mb: float = setting(
-        32.0, "Flag a suspected leak when RSS grows steadily by more than this over leak_window_s.", min=1.0, max=65536.0
+        32.0,
+        "Flag a suspected leak when RSS grows steadily by more than this over leak_window_s.",
+        min=1.0,
+        max=65536.0,
     )
     prometheus: bool = setting(False, "Serve the health metrics for Prometheus (needs the `prometheus` extra).")
     prometheus_host: str = setting("127.0.0.1", "Address the Prometheus endpoint listens on.")

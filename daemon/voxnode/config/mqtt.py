@@ -1,5 +1,7 @@
 """[mqtt]: the broker, topics, the durable spool and Home Assistant discovery."""
 
+import re
+import socket
 from dataclasses import dataclass
 
 from voxnode.config.fields import InvalidValue, setting
@@ -71,6 +73,14 @@ class MqttConfig:
     discovery_prefix: str = setting("homeassistant", "Home Assistant discovery prefix.", pattern=TOPIC_WORD)
 
     def check(self) -> None:
+        if self.enabled and not self.host.strip():
+            raise InvalidValue("host", "must not be empty when MQTT is enabled (the broker's host name or address)")
+        if "://" in self.host or any(c.isspace() for c in self.host) or "/" in self.host:
+            raise InvalidValue(
+                "host",
+                "must be a bare host name or address, e.g. homeassistant.local "
+                "(no mqtt:// scheme, path or spaces; the port goes in mqtt.port)",
+            )
         if self.password and self.password_file:
             raise InvalidValue("password_file", "set either password or password_file, not both")
         if (self.password or self.password_file) and not self.username:
@@ -85,3 +95,14 @@ class MqttConfig:
     @property
     def effective_port(self) -> int:
         return self.port or (8883 if self.tls else 1883)
+
+
+def sanitize_node_id(name: str) -> str:
+    """A host name -> a topic- and Home-Assistant-safe id ([a-zA-Z0-9_-], at most 64 characters)."""
+    cleaned = re.sub(r"[^A-Za-z0-9_-]", "_", name.split(".")[0] if name else "")[:64]
+    return cleaned or "voxnode"
+
+
+def node_id_for(config: MqttConfig) -> str:
+    """This node's name in topics and health reports: mqtt.node_id, else the host name."""
+    return config.node_id or sanitize_node_id(socket.gethostname())

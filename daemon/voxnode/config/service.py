@@ -11,18 +11,20 @@ class ServiceConfig:
         5.0,
         "On SIGTERM, time to finish the utterance in flight and flush the sinks before exiting anyway. "
         "Keep it below the unit's TimeoutStopSec.",
-        min=0.0, max=120.0,
+        min=0.0,
+        max=120.0,
     )
     capture_stall_s: float = setting(
         5.0,
         "A capture that delivers no audio for this long (and reports no device error) counts as stalled: "
         "watchdog pings stop, so systemd restarts voxnode after WatchdogSec.",
-        min=0.5, max=600.0,
+        min=0.5,
+        max=600.0,
     )
     worker_stall_s: float = setting(
         60.0,
         "A stream or decode worker busy with one piece of work for longer than this counts as stuck "
         "(watchdog pings stop). Must exceed the slowest decode on this hardware.",
-        min=1.0, max=3600.0,
+        min=1.0,
+        max=3600.0,
     )
-

@@ -26,8 +26,10 @@ class StreamingConfig:
         -1.5, "Drop a transcript whose mean token log-probability is below this.", min=-20.0, max=0.0
     )
     decode_workers: int = setting(
-        1, "Parallel decodes, each with its own engine instance (~50 MB each; see docs/benchmarks.md).",
-        min=1, max=8,
+        1,
+        "Parallel decodes, each with its own engine instance (~50 MB each; see docs/benchmarks.md).",
+        min=1,
+        max=8,
     )
     max_pending_finals: int = setting(
         64, "Finals queued beyond this drop the oldest (counted and logged).", min=1, max=10000

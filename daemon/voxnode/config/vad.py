@@ -14,8 +14,10 @@ class VadConfig:
         choices=("webrtc", "spectral", "both"),
     )
     threshold: float = setting(
-        1.0, "spectral: band-mean log-likelihood ratio above which a frame is speech (noise alone: 0.58).",
-        min=0.6, max=20.0,
+        1.0,
+        "spectral: band-mean log-likelihood ratio above which a frame is speech (noise alone: 0.58).",
+        min=0.6,
+        max=20.0,
     )
     aggressiveness: int = setting(3, "webrtc: 0 (lenient) .. 3 (strict).", min=0, max=3)
     min_level_dbfs: float = setting(
@@ -33,7 +35,8 @@ class VadConfig:
         200,
         "Silence kept after the last speech; once this much silence is seen the final is decoded ahead of "
         "the endpoint, so it is ready when hangover_ms confirms it.",
-        min=20, max=2000,
+        min=20,
+        max=2000,
     )
     min_speech_ms: int = setting(
         240, "Utterances with less speech than this are discarded (clicks, coughs, door slams).", min=20, max=5000

@@ -7,12 +7,15 @@ kept the VAD on continuously without it.  With the denoiser on, the audio is
 one hop (20 ms) late relative to the VAD decision; the segmenter's pre-roll
 and tail absorb that.
 """
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from voxnode.audio.format import PERIOD_FRAMES
 
 from .denoise import SpectralDenoiser
 from .errors import FrontendError
@@ -23,13 +26,15 @@ from .vad import BothVad, FrameVad, SpectralVad, WebRtcVad
 
 @dataclass(frozen=True)
 class FrontEndParams:
-    highpass_hz: float = 150.0  # 0 disables
-    denoise: bool = False
-    denoise_floor_db: float = -12.0
-    vad_engine: str = "webrtc"  # "webrtc" | "spectral" | "both"
-    vad_threshold: float = 1.0  # spectral: band-mean log-likelihood ratio (noise: 0.58)
-    vad_aggressiveness: int = 3  # webrtc: 0..3
-    vad_min_level_dbfs: float = -62.0
+    """Built from [frontend] and [vad] (stream/params.py), which hold the defaults."""
+
+    highpass_hz: float  # 0 disables
+    denoise: bool
+    denoise_floor_db: float
+    vad_engine: str  # "webrtc" | "spectral" | "both"
+    vad_threshold: float  # spectral: band-mean log-likelihood ratio (noise: 0.58)
+    vad_aggressiveness: int  # webrtc: 0..3
+    vad_min_level_dbfs: float
 
 
 @dataclass(frozen=True)
@@ -41,19 +46,21 @@ class FrontEndOutput:
 
 def make_vad(p: FrontEndParams, bins: int) -> FrameVad:
     if p.vad_engine == "spectral":
-        return SpectralVad(bins=bins, threshold=p.vad_threshold, min_level_dbfs=p.vad_min_level_dbfs)
+        return SpectralVad(threshold=p.vad_threshold, min_level_dbfs=p.vad_min_level_dbfs, bins=bins)
     if p.vad_engine == "webrtc":
         return WebRtcVad(p.vad_aggressiveness)
     if p.vad_engine == "both":
-        return BothVad(SpectralVad(bins=bins, threshold=p.vad_threshold, min_level_dbfs=p.vad_min_level_dbfs),
-                       WebRtcVad(p.vad_aggressiveness))
+        return BothVad(
+            SpectralVad(threshold=p.vad_threshold, min_level_dbfs=p.vad_min_level_dbfs, bins=bins),
+            WebRtcVad(p.vad_aggressiveness),
+        )
     raise FrontendError(f"unknown vad engine {p.vad_engine!r}")
 
 
 class FrontEnd:
-    def __init__(self, params: FrontEndParams, hop: int = 320, rate: int = 16000):
+    def __init__(self, params: FrontEndParams, hop: int = PERIOD_FRAMES):
         self.params = params
-        self._denoiser = SpectralDenoiser(hop, params.denoise_floor_db) if params.denoise else None
+        self._denoiser = SpectralDenoiser(params.denoise_floor_db, hop) if params.denoise else None
         self._analyzer = self._denoiser.analyzer if self._denoiser else StftAnalyzer(hop)
         self.vad = make_vad(params, self._analyzer.bins)
         self.latency_s = self._denoiser.latency_s if self._denoiser else 0.0
@@ -65,8 +72,9 @@ class FrontEnd:
         x = self._hp.process(samples) if self._hp is not None else np.asarray(samples, dtype=np.float32)
         spec = self._analyzer.analyze(x) if self._need_spectrum else None
         speech = self.vad.is_speech(x, spec)
-        level = 10 * math.log10(float(np.dot(x, x)) / max(1, len(x)) / 32768.0 ** 2 + 1e-12)
+        level = 10 * math.log10(float(np.dot(x, x)) / max(1, len(x)) / 32768.0**2 + 1e-12)
         if self._denoiser is not None:
+            assert spec is not None  # the denoiser needs the spectrum, so it was computed
             x = self._denoiser.synth.synthesize(spec * self._denoiser.gain(spec))
         return FrontEndOutput(x, speech, level)
 

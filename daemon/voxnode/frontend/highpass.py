@@ -1,6 +1,6 @@
 """DC removal / high-pass filter for 16 kHz int16 frames.
 
-A 2nd-order Butterworth high-pass (default 80 Hz) removes DC offset, handling
+A 2nd-order Butterworth high-pass (frontend.highpass_hz, 150 Hz by default) removes DC offset, handling
 noise and most mains hum/HVAC rumble before VAD and recognition.
 
 A per-sample IIR loop in Python costs ~1 ms per 20 ms frame, which alone would
@@ -9,11 +9,14 @@ response is truncated (it decays below 1e-6 well inside the tap count) and
 applied as a streaming FIR with numpy's C convolution: same response, no
 added delay (it stays minimum-phase), ~0.1 ms per frame.
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
+
+from voxnode.audio.format import SAMPLE_RATE
 
 from .errors import FrontendError
 
@@ -47,7 +50,7 @@ def impulse_response(b: np.ndarray, a: np.ndarray, n: int) -> np.ndarray:
 class HighPass:
     """Streaming high-pass: feed consecutive frames, get filtered float32 frames."""
 
-    def __init__(self, cutoff_hz: float = 150.0, rate: int = 16000, taps: int = 1024):
+    def __init__(self, cutoff_hz: float, rate: int = SAMPLE_RATE, taps: int = 1024):
         b, a = butterworth_highpass_biquad(cutoff_hz, rate)
         h = impulse_response(b, a, taps)
         # Stop where the tail no longer matters; keeps the convolution short.
@@ -64,7 +67,3 @@ class HighPass:
         n = len(x)
         self._tail = y[n:].copy()
         return y[:n]
-
-    def reset(self) -> None:
-        self._tail[:] = 0
-

@@ -5,9 +5,12 @@ sqrt-Hann pair gives perfect reconstruction on overlap-add, so a gain of 1
 returns the input delayed by exactly one hop (20 ms look-ahead, the only
 latency the denoiser adds).
 """
+
 from __future__ import annotations
 
 import numpy as np
+
+from voxnode.audio.format import PERIOD_FRAMES
 
 from .errors import FrontendError
 
@@ -15,7 +18,7 @@ from .errors import FrontendError
 class StftAnalyzer:
     """Turns consecutive hop-sized frames into complex spectra of the last window."""
 
-    def __init__(self, hop: int = 320):
+    def __init__(self, hop: int = PERIOD_FRAMES):
         self.hop = hop
         self.win_len = 2 * hop
         self.window = np.sqrt(np.hanning(self.win_len + 1)[:-1]).astype(np.float32)
@@ -25,12 +28,9 @@ class StftAnalyzer:
     def analyze(self, frame: np.ndarray) -> np.ndarray:
         if len(frame) != self.hop:
             raise FrontendError(f"frame has {len(frame)} samples, expected {self.hop}")
-        self._buf[: self.hop] = self._buf[self.hop:]
-        self._buf[self.hop:] = frame
+        self._buf[: self.hop] = self._buf[self.hop :]
+        self._buf[self.hop :] = frame
         return np.fft.rfft(self._buf * self.window)
-
-    def reset(self) -> None:
-        self._buf[:] = 0
 
 
 class StftSynthesizer:
@@ -45,8 +45,8 @@ class StftSynthesizer:
         block = np.fft.irfft(spectrum, n=len(self.window)).astype(np.float32) * self.window
         self._ola += block
         out = self._ola[: self.hop].copy()
-        self._ola[: self.hop] = self._ola[self.hop:]
-        self._ola[self.hop:] = 0
+        self._ola[: self.hop] = self._ola[self.hop :]
+        self._ola[self.hop :] = 0
         return out
 
 
@@ -62,9 +62,16 @@ class NoiseTracker:
     catches up within one window (~1.6 s); it follows a drop at once.
     """
 
-    def __init__(self, bins: int, subwindow_frames: int = 10, subwindows: int = 8,
-                 smoothing: float = 0.7, bias: float = 2.0, presence_ratio: float = 3.0,
-                 noise_alpha: float = 0.9):
+    def __init__(
+        self,
+        bins: int,
+        subwindow_frames: int = 10,
+        subwindows: int = 8,
+        smoothing: float = 0.7,
+        bias: float = 2.0,
+        presence_ratio: float = 3.0,
+        noise_alpha: float = 0.9,
+    ):
         self._smooth = smoothing
         self._bias = bias
         self._ratio = presence_ratio

@@ -11,11 +11,14 @@ Two implementations behind one interface, chosen by `vad.engine`:
 Both only say "this frame looks like speech"; onset confirmation, hangover
 and minimum lengths belong to the segmenter.
 """
+
 from __future__ import annotations
 
 from typing import Protocol
 
 import numpy as np
+
+from voxnode.audio.format import PERIOD_FRAMES, SAMPLE_RATE
 
 from .errors import FrontendError
 from .spectrum import NoiseTracker
@@ -36,8 +39,15 @@ class SpectralVad:
     colour, and grows quickly with speech: a level-free threshold.
     """
 
-    def __init__(self, rate: int = 16000, bins: int = 321, threshold: float = 1.0,
-                 band_hz: tuple[float, float] = (200.0, 4000.0), min_level_dbfs: float = -62.0):
+    def __init__(
+        self,
+        *,
+        threshold: float,
+        min_level_dbfs: float,
+        bins: int = PERIOD_FRAMES + 1,
+        rate: int = SAMPLE_RATE,
+        band_hz: tuple[float, float] = (200.0, 4000.0),
+    ):
         hz_per_bin = rate / 2 / (bins - 1)
         self._lo = int(band_hz[0] / hz_per_bin)
         self._hi = int(band_hz[1] / hz_per_bin) + 1
@@ -45,14 +55,16 @@ class SpectralVad:
         self._threshold = threshold
         # Below this band level nothing is speech a recogniser could use, and
         # a digitally silent input must not trigger on the first dither.
-        full_scale = (32768.0 ** 2) * (bins - 1) / 2
+        full_scale = (32768.0**2) * (bins - 1) / 2
         self._min_power = full_scale * (self._hi - self._lo) * 10 ** (min_level_dbfs / 10)
         self.last_llr = 0.0
 
-    def is_speech(self, frame: np.ndarray, spectrum: np.ndarray) -> bool:
-        power = spectrum.real ** 2 + spectrum.imag ** 2
-        noise = self.tracker.update(power)[self._lo:self._hi] + 1e-3
-        p = power[self._lo:self._hi]
+    def is_speech(self, frame: np.ndarray, spectrum: np.ndarray | None) -> bool:
+        if spectrum is None:
+            raise FrontendError("the spectral VAD needs the frame's spectrum")
+        power = spectrum.real**2 + spectrum.imag**2
+        noise = self.tracker.update(power)[self._lo : self._hi] + 1e-3
+        p = power[self._lo : self._hi]
         g = np.minimum(p / noise, 1e6) + 1e-9
         self.last_llr = float(np.mean(g - np.log(g) - 1))
         if not self.tracker.warmed_up:
@@ -63,7 +75,7 @@ class SpectralVad:
 class WebRtcVad:
     """Adapter for the WebRTC VAD; aggressiveness 0 (lenient) .. 3 (strict)."""
 
-    def __init__(self, aggressiveness: int = 2, rate: int = 16000):
+    def __init__(self, aggressiveness: int, rate: int = SAMPLE_RATE):
         try:
             import webrtcvad  # optional dependency: pip install webrtcvad-wheels
         except ImportError as exc:  # pragma: no cover - depends on install
@@ -84,7 +96,7 @@ class BothVad:
     def __init__(self, first: FrameVad, second: FrameVad):
         self._a, self._b = first, second
 
-    def is_speech(self, frame: np.ndarray, spectrum: np.ndarray) -> bool:
+    def is_speech(self, frame: np.ndarray, spectrum: np.ndarray | None) -> bool:
         a = self._a.is_speech(frame, spectrum)  # both always run: the spectral one tracks noise every frame
         b = self._b.is_speech(frame, spectrum)
         return a and b

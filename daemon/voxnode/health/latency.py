@@ -31,8 +31,11 @@ class LatencyWindows:
             values = sorted(self._by_stream.get(stream, ()))
         if not values:
             return {}
-        return {"latency_p50_ms": _pct(values, 0.50), "latency_p95_ms": _pct(values, 0.95),
-                "latency_window": len(values)}
+        return {
+            "latency_p50_ms": _pct(values, 0.50),
+            "latency_p95_ms": _pct(values, 0.95),
+            "latency_window": len(values),
+        }
 
 
 def _pct(sorted_values: list[float], q: float) -> float:

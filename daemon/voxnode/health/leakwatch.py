@@ -34,18 +34,22 @@ class LeakWatch:
         ys = [r for _, r in self._samples]
         mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
         var = sum((x - mx) ** 2 for x in xs)
-        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / var if var else 0.0
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var if var else 0.0
         self.growth_bytes = slope * self.window_s
-        ups = sum(1 for a, b in zip(ys, ys[1:]) if b > a)
-        downs = sum(1 for a, b in zip(ys, ys[1:]) if b < a)
+        steps = list(zip(ys, ys[1:], strict=False))  # consecutive pairs
+        ups = sum(1 for a, b in steps if b > a)
+        downs = sum(1 for a, b in steps if b < a)
         steady = ups >= 2 * max(1, downs)
         return self._set(self.growth_bytes > self.threshold_bytes and steady)
 
     def _set(self, flag: bool) -> bool:
         if flag and not self.suspected:
-            log.warning("possible memory leak: RSS grew %.1f MB over the last %.0f s and keeps growing "
-                        "(send {\"cmd\": \"memory\"} on the cmd topic for the top allocations)",
-                        self.growth_bytes / 1e6, self.window_s)
+            log.warning(
+                "possible memory leak: RSS grew %.1f MB over the last %.0f s and keeps growing "
+                '(send {"cmd": "memory"} on the cmd topic for the top allocations)',
+                self.growth_bytes / 1e6,
+                self.window_s,
+            )
         elif self.suspected and not flag:
             log.info("RSS growth back under the leak threshold")
         self.suspected = flag

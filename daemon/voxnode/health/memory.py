@@ -119,7 +119,10 @@ class TraceSnapshots:
             tracemalloc.start(1)
             started_now = True
         snap = tracemalloc.take_snapshot().filter_traces(
-            (tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, "<frozen importlib._bootstrap>"))
+            (
+                tracemalloc.Filter(False, tracemalloc.__file__),
+                tracemalloc.Filter(False, "<frozen importlib._bootstrap>"),
+            )
         )
         current, peak = tracemalloc.get_traced_memory()
         stats = snap.statistics("lineno")

@@ -8,8 +8,14 @@ from pathlib import Path
 
 # Raspberry Pi get_throttled bits (vcgencmd docs): current state in the low bits, "has occurred" in 16+.
 THROTTLE_BITS = {
-    0: "under_voltage", 1: "freq_capped", 2: "throttled", 3: "soft_temp_limit",
-    16: "under_voltage_occurred", 17: "freq_capped_occurred", 18: "throttled_occurred", 19: "soft_temp_limit_occurred",
+    0: "under_voltage",
+    1: "freq_capped",
+    2: "throttled",
+    3: "soft_temp_limit",
+    16: "under_voltage_occurred",
+    17: "freq_capped_occurred",
+    18: "throttled_occurred",
+    19: "soft_temp_limit_occurred",
 }
 
 
@@ -48,7 +54,9 @@ class Thermal:
             pass
         if self._vcgencmd:
             try:
-                out = subprocess.run([self._vcgencmd, "get_throttled"], capture_output=True, text=True, timeout=2).stdout
+                out = subprocess.run(
+                    [self._vcgencmd, "get_throttled"], capture_output=True, text=True, timeout=2
+                ).stdout
                 return int(out.strip().split("=")[1], 16)  # "throttled=0x50000"
             except (OSError, subprocess.SubprocessError, IndexError, ValueError):
                 return None

@@ -20,15 +20,15 @@ from __future__ import annotations
 import json
 import logging
 
-from voxnode.mqtt.client import dumps
+from voxnode.mqtt.capabilities import Capabilities
 from voxnode.mqtt.discovery import (
-    Capabilities,
     StreamDevice,
     node_payload,
     stream_payload,
     stream_tombstone_payload,
     tombstones,
 )
+from voxnode.mqtt.journal import dumps
 from voxnode.mqtt.topics import Topics
 
 log = logging.getLogger("voxnode.mqtt")
@@ -128,9 +128,11 @@ class Announcer:
             gone = {k: p for k, (p, _live) in self._known.get(topic, {}).items() if k not in payload["cmps"]}
             payload["cmps"].update(tombstones(gone))
         for topic, known in self._known.items():
-            stream = self.topics.stream_of_discovery(topic)
-            if topic not in desired and stream is not None and any(live for _, live in known.values()):
-                desired[topic] = stream_tombstone_payload(self.topics, stream, {k: p for k, (p, _) in known.items()})
+            gone_stream = self.topics.stream_of_discovery(topic)
+            if topic not in desired and gone_stream is not None and any(live for _, live in known.values()):
+                desired[topic] = stream_tombstone_payload(
+                    self.topics, gone_stream, {k: p for k, (p, _) in known.items()}
+                )
         out = []
         for topic, payload in desired.items():
             data = dumps(payload)

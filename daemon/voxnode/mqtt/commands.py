@@ -21,6 +21,9 @@ COMMANDS = {
     "memory": (),
 }
 OPTIONAL = ("id",)
+# A command is a flat object (depth 1). json.loads recurses per level and raises RecursionError (no
+# reply, a traceback) at about 1000; anything nested beyond this is refused before parsing.
+MAX_DEPTH = 8
 
 
 class CommandError(ValueError):
@@ -39,17 +42,55 @@ class Command:
     id: str | None = None
 
 
-def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Command:
+def check_size(payload: bytes, max_bytes: int) -> None:
+    """Before a command is queued: an oversized one is refused at once, never held in memory."""
     if len(payload) > max_bytes:
         raise CommandError(
             "too_large", f"command is {len(payload)} bytes; the limit is {max_bytes} (mqtt.max_command_bytes)"
         )
+
+
+def json_depth(text: str) -> int:
+    """Deepest nesting of [ and { outside strings (a linear pre-check; the payload is size-checked)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for c in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+    return deepest
+
+
+def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Command:
+    check_size(payload, max_bytes)
     try:
-        data = json.loads(payload.decode("utf-8"))
+        text = payload.decode("utf-8")
     except UnicodeDecodeError:
         raise CommandError("malformed", "command is not UTF-8 text") from None
+    depth = json_depth(text)
+    if depth > MAX_DEPTH:
+        raise CommandError(
+            "malformed",
+            f"command nests {depth} levels deep (the limit is {MAX_DEPTH}); "
+            'a command is a flat JSON object like {"cmd": "health"}',
+        )
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as e:
         raise CommandError("malformed", f"command is not JSON: {e.msg} at position {e.pos}") from None
+    except RecursionError:  # json_depth should have caught it
+        raise CommandError("malformed", "command is nested too deeply") from None
     if not isinstance(data, dict):
         raise CommandError("malformed", 'command must be a JSON object like {"cmd": "health"}')
     cid = data.get("id")

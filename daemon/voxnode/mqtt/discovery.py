@@ -11,7 +11,7 @@ Rules checked against a real Home Assistant (tests/ha/):
 - `qos` sits on every component: releases before mid-2026 ignore a device-level one
   and would subscribe to finals at QoS 0.
 - Optional entities are announced only when the health report carries the field
-  they read (`Capabilities`), so nothing stays `unknown` forever.
+  they read (`capabilities.Capabilities`), so nothing stays `unknown` forever.
 - A component that is no longer announced is sent once as {"p": platform} (a
   tombstone); without it Home Assistant keeps the entity as an orphan.
 """
@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from voxnode import __version__
+from voxnode.mqtt.capabilities import Capabilities
 from voxnode.mqtt.topics import Topics
 
 ORIGIN = {"name": "voxnode", "sw": __version__}
@@ -30,46 +31,6 @@ STATE_MAX = 255
 MUTE_ON, MUTE_OFF = "ON", "OFF"
 # A stream whose capture is in neither state is a problem (backoff = the device keeps failing).
 CAPTURE_OK_STATES = ("running", "starting")
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """Which optional health fields this node reports: each enables the entity that reads it.
-
-    A release that measures a field puts its key in every report (null until measured), so the
-    first report decides; the service keeps the union of every report of a run (`|`), so an
-    entity once announced is not withdrawn when one report lacks a value.
-    """
-
-    temperature: bool = False  # thermal.soc_temp_c is a number: the board has a thermal zone
-    throttling: bool = False  # thermal.throttled is an object: Raspberry Pi firmware flags
-    spool_problem: bool = False  # mqtt.spool_problem
-    finals_lost: bool = False  # mqtt.finals_lost
-    noise_floor: frozenset[str] = frozenset()  # streams whose report has noise_floor_dbfs
-
-    @classmethod
-    def from_health(cls, report: dict) -> Capabilities:
-        thermal = report.get("thermal") or {}
-        mqtt = report.get("mqtt") or {}
-        streams = report.get("streams") or {}
-        return cls(
-            temperature=thermal.get("soc_temp_c") is not None,
-            throttling=thermal.get("throttled") is not None,
-            spool_problem="spool_problem" in mqtt,
-            finals_lost="finals_lost" in mqtt,
-            noise_floor=frozenset(
-                name for name, st in streams.items() if isinstance(st, dict) and "noise_floor_dbfs" in st
-            ),
-        )
-
-    def __or__(self, other: Capabilities) -> Capabilities:
-        return Capabilities(
-            temperature=self.temperature or other.temperature,
-            throttling=self.throttling or other.throttling,
-            spool_problem=self.spool_problem or other.spool_problem,
-            finals_lost=self.finals_lost or other.finals_lost,
-            noise_floor=self.noise_floor | other.noise_floor,
-        )
 
 
 @dataclass(frozen=True)
@@ -218,7 +179,8 @@ def node_payload(topics: Topics, caps: Capabilities, *, board: str | None, backl
             f"voxnode_{node}_finals_lost",
             "Finals lost",
             health,
-            "{{ (value_json.mqtt or {}).finals_lost | default(None) }}",
+            # Finals with no durable copy (the spool could not store them) that the broker refused.
+            "{{ (value_json.mqtt or {}).unstored_lost | default(None) }}",
             unit_of_measurement="finals",
             state_class="total_increasing",
             **diag,
@@ -243,8 +205,9 @@ def node_payload(topics: Topics, caps: Capabilities, *, board: str | None, backl
             f"voxnode_{node}_spool_problem",
             "Spool problem",
             health,
-            "{{ 'ON' if (value_json.mqtt or {}).spool_problem else 'OFF' }}",
-            "{{ {'problem': (value_json.mqtt or {}).spool_problem} | to_json }}",
+            # On while the spool cannot store finals; the attribute says why, and what to do.
+            "{{ 'ON' if (value_json.mqtt or {}).spool_writable == false else 'OFF' }}",
+            "{{ {'problem': (value_json.mqtt or {}).spool_error or none} | to_json }}",
         )
     if caps.throttling:
         flags = "(value_json.thermal.throttled or {})"

@@ -23,7 +23,7 @@ import time
 
 from voxnode.config import Config
 from voxnode.errors import VoxnodeError
-from voxnode.mqtt.client import make_paho_client
+from voxnode.mqtt.connection import make_paho_client
 from voxnode.mqtt.topics import Topics
 
 log = logging.getLogger("voxnode.mqtt")
@@ -84,7 +84,7 @@ def forget(config: Config, *, timeout_s: float = 15.0) -> list[str]:
         with lock:
             todo = sorted(retained)
         infos = [client.publish(topic, b"", qos=1, retain=True) for topic in todo]
-        for topic, info in zip(todo, infos):
+        for topic, info in zip(todo, infos, strict=True):
             info.wait_for_publish(max(0.1, deadline - time.monotonic()))
             if not info.is_published():
                 raise ForgetError(f"mqtt-forget: clearing {topic} was not acknowledged by {where}")

@@ -2,21 +2,9 @@
 
 from __future__ import annotations
 
-import re
-import socket
 from dataclasses import dataclass
 
-from voxnode.config.mqtt import MqttConfig
-
-
-def sanitize_node_id(name: str) -> str:
-    """A host name -> a topic- and Home-Assistant-safe id ([a-zA-Z0-9_-], at most 64 characters)."""
-    cleaned = re.sub(r"[^A-Za-z0-9_-]", "_", name.split(".")[0] if name else "")[:64]
-    return cleaned or "voxnode"
-
-
-def node_id_for(config: MqttConfig) -> str:
-    return config.node_id or sanitize_node_id(socket.gethostname())
+from voxnode.config.mqtt import MqttConfig, node_id_for
 
 
 @dataclass(frozen=True)

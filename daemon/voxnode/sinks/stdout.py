@@ -1,3 +1,5 @@
+"""Events as JSON lines on stdout (`--stdout`), or as readable lines on the log."""
+
 from __future__ import annotations
 
 import json
@@ -22,13 +24,6 @@ class JsonLinesSink:
             except BrokenPipeError:
                 pass  # `voxnode run --stdout | head` closed the pipe; nothing more to say
 
-    def close(self) -> None:
-        with self._lock:
-            try:
-                self._out.flush()
-            except (BrokenPipeError, ValueError):
-                pass
-
 
 class LogSink:
     """Human-readable lines on the log, for people watching a terminal without --stdout."""
@@ -39,12 +34,19 @@ class LogSink:
     def emit(self, event: dict) -> None:
         kind = event.get("type")
         if kind == "level":
-            self._log.info("[%s] level %5.1f dBFS  peak %5.1f dBFS  active %3.0f%%", event["stream"],
-                           event["rms_dbfs"], event["peak_dbfs"], 100 * event["active"])
+            self._log.info(
+                "[%s] level %5.1f dBFS  peak %5.1f dBFS  active %3.0f%%",
+                event["stream"],
+                event["rms_dbfs"],
+                event["peak_dbfs"],
+                100 * event["active"],
+            )
         elif kind in ("final", "partial"):
             # STREAM= and UTTERANCE_ID= become journal fields under systemd.
-            self._log.info("[%s] %s: %s", event["stream"], kind, event["text"],
-                           extra={"STREAM": event["stream"], "UTTERANCE_ID": event.get("id", "")})
-
-    def close(self) -> None:
-        pass
+            self._log.info(
+                "[%s] %s: %s",
+                event["stream"],
+                kind,
+                event["text"],
+                extra={"STREAM": event["stream"], "UTTERANCE_ID": event.get("id", "")},
+            )

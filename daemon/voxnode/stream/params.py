@@ -1,10 +1,14 @@
 """Config sections ([frontend], [vad], [stream]) -> the parameters the modules use.
 
 The modules count in 20 ms frames and seconds; the config speaks in
-milliseconds a person can reason about.  This is the one place that converts.
+milliseconds a person can reason about.  This is the one place that converts,
+and the config is the one place that holds defaults: the parameter classes have
+none of their own (tests build them from a default `Config()` here too).
 """
+
 from __future__ import annotations
 
+from voxnode.audio.format import PERIOD_MS
 from voxnode.config import Config
 from voxnode.frontend.chain import FrontEndParams
 
@@ -12,28 +16,43 @@ from .pipeline import PipelineParams
 from .scheduler import SchedulerParams
 from .segmenter import SegmenterParams
 
-FRAME_MS = 20
-
 
 def frames(ms: int) -> int:
-    return max(1, round(ms / FRAME_MS))
+    return max(1, round(ms / PERIOD_MS))
+
+
+def frontend_params(config: Config) -> FrontEndParams:
+    f, v = config.frontend, config.vad
+    return FrontEndParams(
+        highpass_hz=f.highpass_hz,
+        denoise=f.denoise,
+        denoise_floor_db=f.denoise_floor_db,
+        vad_engine=v.engine,
+        vad_threshold=v.threshold,
+        vad_aggressiveness=v.aggressiveness,
+        vad_min_level_dbfs=v.min_level_dbfs,
+    )
+
+
+def segmenter_params(config: Config) -> SegmenterParams:
+    v, s = config.vad, config.stream
+    return SegmenterParams(
+        pre_roll_frames=frames(v.pre_roll_ms) if v.pre_roll_ms else 0,
+        onset_frames=frames(v.onset_ms),
+        onset_window_frames=frames(v.onset_window_ms),
+        tail_frames=frames(v.tail_ms),
+        hangover_frames=frames(v.hangover_ms),
+        min_speech_frames=frames(v.min_speech_ms),
+        max_utterance_frames=frames(s.max_utterance_ms),
+        cut_search_frames=frames(s.cut_search_ms),
+    )
 
 
 def pipeline_params(config: Config) -> PipelineParams:
-    f, v, s = config.frontend, config.vad, config.stream
+    s = config.stream
     return PipelineParams(
-        frontend=FrontEndParams(
-            highpass_hz=f.highpass_hz, denoise=f.denoise, denoise_floor_db=f.denoise_floor_db,
-            vad_engine=v.engine, vad_threshold=v.threshold, vad_aggressiveness=v.aggressiveness,
-            vad_min_level_dbfs=v.min_level_dbfs,
-        ),
-        segmenter=SegmenterParams(
-            pre_roll_frames=frames(v.pre_roll_ms) if v.pre_roll_ms else 0,
-            onset_frames=frames(v.onset_ms), onset_window_frames=frames(v.onset_window_ms),
-            tail_frames=frames(v.tail_ms), hangover_frames=frames(v.hangover_ms),
-            min_speech_frames=frames(v.min_speech_ms), max_utterance_frames=frames(s.max_utterance_ms),
-            cut_search_frames=frames(s.cut_search_ms),
-        ),
+        frontend=frontend_params(config),
+        segmenter=segmenter_params(config),
         partials=s.partials,
         partial_interval_s=s.partial_interval_ms / 1000,
         partial_min_audio_s=s.partial_min_audio_ms / 1000,
@@ -44,5 +63,8 @@ def pipeline_params(config: Config) -> PipelineParams:
 
 def scheduler_params(config: Config) -> SchedulerParams:
     s = config.stream
-    return SchedulerParams(workers=s.decode_workers, max_pending_finals=s.max_pending_finals,
-                           partial_max_wait_s=s.partial_max_wait_ms / 1000)
+    return SchedulerParams(
+        workers=s.decode_workers,
+        max_pending_finals=s.max_pending_finals,
+        partial_max_wait_s=s.partial_max_wait_ms / 1000,
+    )

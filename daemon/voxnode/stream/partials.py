@@ -9,6 +9,7 @@ free to differ; it is decoded from the whole utterance).
 The last word of a hypothesis decoded while speech is still going on is
 often cut mid-word, so it is never considered (`drop_last`).
 """
+
 from __future__ import annotations
 
 import re
@@ -47,7 +48,7 @@ class StablePrefix:
         if prev is None:
             return None
         agreed = 0
-        for a, b in zip(prev, hyp):
+        for a, b in zip(prev, hyp, strict=False):  # up to the shorter one
             if norm(a) != norm(b):
                 break
             agreed += 1
@@ -55,7 +56,7 @@ class StablePrefix:
         if agreed <= n:
             return None
         # The agreed words must extend what was already shown, not contradict it.
-        if any(norm(a) != norm(b) for a, b in zip(self._stable, hyp[:n])):
+        if any(norm(a) != norm(b) for a, b in zip(self._stable, hyp[:n], strict=False)):
             return None
         self._stable.extend(hyp[n:agreed])
         return self.text

@@ -6,41 +6,56 @@ come back on a decode worker thread and are turned into events there (under
 the stream's lock), so a final is published as soon as the engine is done,
 not at the next frame.
 """
+
 from __future__ import annotations
 
 import logging
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from voxnode.audio.format import SAMPLE_RATE
+from voxnode.asr.recognizer import TranscriptResult
+from voxnode.audio.format import PERIOD_S, SAMPLE_RATE
 from voxnode.events import TranscriptEvent
 from voxnode.frontend.chain import FrontEnd, FrontEndParams
 
 from .partials import StablePrefix
-from .scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome
-from .segmenter import Chunk, Discarded, Ended, Paused, Resumed, Segmenter, SegmenterParams, Started, Utterance
+from .scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome, JobResult
+from .segmenter import (
+    Chunk,
+    Discarded,
+    Ended,
+    Paused,
+    Resumed,
+    Segmenter,
+    SegmenterParams,
+    SegmentEvent,
+    Started,
+    Utterance,
+)
 
 log = logging.getLogger(__name__)
 
-FRAME_S = 0.02
 PARTIAL_QUIET_FRAMES = 3
 _NON_SPEECH = re.compile(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|♪")
 
 
 @dataclass(frozen=True)
 class PipelineParams:
-    frontend: FrontEndParams = field(default_factory=FrontEndParams)
-    segmenter: SegmenterParams = field(default_factory=SegmenterParams)
-    partials: bool = True
-    partial_interval_s: float = 0.5
-    partial_min_audio_s: float = 0.8
-    no_speech_threshold: float = 0.6
-    min_confidence: float = -1.5  # mean token log-prob; below: treated as noise
+    """Built from [frontend], [vad] and [stream] (stream/params.py), which hold the defaults."""
+
+    frontend: FrontEndParams
+    segmenter: SegmenterParams
+    partials: bool
+    partial_interval_s: float
+    partial_min_audio_s: float
+    no_speech_threshold: float
+    min_confidence: float  # mean token log-prob; below: treated as noise
 
 
 @dataclass
@@ -77,15 +92,21 @@ class _UttState:
     last_partial_t: float = 0.0
     partial_job: DecodeJob | None = None
     spec_job: DecodeJob | None = None
-    spec_result: Any = None
+    spec_result: TranscriptResult | None = None
     ended: bool = False
     final_job: DecodeJob | None = None
     done: bool = False
 
 
 class StreamPipeline:
-    def __init__(self, name: str, params: PipelineParams, scheduler: DecodeScheduler,
-                 emit: Callable[[TranscriptEvent], None], clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        name: str,
+        params: PipelineParams,
+        scheduler: DecodeScheduler,
+        emit: Callable[[TranscriptEvent], None],
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.name = name
         self.params = params
         self._sched = scheduler
@@ -127,8 +148,12 @@ class StreamPipeline:
         """Hold partials (all streams) from the first silent frames after enough speech
         until this stream's speculative final is queued or speech resumes."""
         silence = self.segmenter.silence_frames
-        hold = (active is not None and 0 < silence and active.voiced >= self.params.segmenter.min_speech_frames
-                and silence <= self.params.segmenter.tail_frames)
+        hold = (
+            active is not None
+            and silence > 0
+            and active.voiced >= self.params.segmenter.min_speech_frames
+            and silence <= self.params.segmenter.tail_frames
+        )
         if hold != self._holding:
             self._holding = hold
             self._sched.hold_partials(self.name, hold)
@@ -138,7 +163,7 @@ class StreamPipeline:
             self._on_segment(ev)
 
     # ---- segment events ---------------------------------------------------------
-    def _on_segment(self, ev: Any) -> None:
+    def _on_segment(self, ev: SegmentEvent) -> None:
         utt = ev.utterance
         with self._lock:
             if isinstance(ev, Started):
@@ -193,7 +218,7 @@ class StreamPipeline:
                 return  # in a pause the speculative final is the better use of the engine
             if now - st.last_partial_t < self.params.partial_interval_s:
                 return
-            if len(utt.chunks) * FRAME_S < self.params.partial_min_audio_s:
+            if len(utt.chunks) * PERIOD_S < self.params.partial_min_audio_s:
                 return
             st.last_partial_t = now
             st.partial_job = self._job(JobKind.PARTIAL, utt.audio(), (utt.uid, -2, len(utt.chunks)))
@@ -208,7 +233,7 @@ class StreamPipeline:
             self._sched.cancel(job)
 
     # ---- results (decode worker thread) -------------------------------------------
-    def _on_done(self, job: DecodeJob, outcome: JobOutcome, result: Any) -> None:
+    def _on_done(self, job: DecodeJob, outcome: JobOutcome, result: JobResult) -> None:
         with self._lock:
             if outcome == JobOutcome.DONE:
                 self.stats.decode_s += job.finished - job.started
@@ -216,26 +241,27 @@ class StreamPipeline:
             st = self._utts.get(job.tag[0])
             if st is None or st.done:
                 return
+            done = result if outcome == JobOutcome.DONE and isinstance(result, TranscriptResult) else None
             if job is st.final_job:
-                if outcome == JobOutcome.DONE:
-                    self._publish_final(st, result)
+                if done is not None:
+                    self._publish_final(st, done)
                 else:
                     self._lose_final(st, outcome, result)
-            elif job is st.spec_job and outcome == JobOutcome.DONE:
-                st.spec_result = result
+            elif job is st.spec_job and done is not None:
+                st.spec_result = done
                 if not st.ended:
                     # Decoded at a pause, so its last word is complete: also a partial hypothesis.
-                    self._publish_partial(st, job, result, drop_last=False)
+                    self._publish_partial(st, job, done, drop_last=False)
             elif job is st.spec_job:
                 st.spec_job = None  # the endpoint will submit a fresh final
-            elif not st.ended and result is not None and not isinstance(result, Exception):
+            elif not st.ended and isinstance(result, TranscriptResult):
                 # A partial, or a speculation voided because speech resumed: either way a
                 # hypothesis of the utterance so far.
                 self._publish_partial(st, job, result, drop_last=job.kind == JobKind.PARTIAL)
 
-    def _publish_partial(self, st: _UttState, job: DecodeJob, result: Any, drop_last: bool) -> None:
+    def _publish_partial(self, st: _UttState, job: DecodeJob, result: TranscriptResult, drop_last: bool) -> None:
         text = clean_text(result.text)
-        if not text or getattr(result, "no_speech_prob", 0.0) > self.params.no_speech_threshold:
+        if not text or result.no_speech_prob > self.params.no_speech_threshold:
             return
         grown = st.prefix.update(text, drop_last=drop_last)
         if grown is None:
@@ -245,33 +271,63 @@ class StreamPipeline:
         last_speech = next((c for c in reversed(st.utt.chunks[:n]) if c.speech), covered)
         self.stats.partials += 1
         # end = end of the speech this partial has heard; latency from the end of its audio.
-        self._emit(self._event("partial", st, grown, last_speech.t_wall + FRAME_S,
-                               (self._clock() - covered.t_mono - FRAME_S) * 1e3, result.confidence))
+        self._emit(
+            self._event(
+                "partial",
+                st,
+                grown,
+                last_speech.t_wall + PERIOD_S,
+                (self._clock() - covered.t_mono - PERIOD_S) * 1e3,
+                result.confidence,
+            )
+        )
 
-    def _publish_final(self, st: _UttState, result: Any) -> None:
+    def _publish_final(self, st: _UttState, result: TranscriptResult) -> None:
         st.done = True
         self._utts.pop(st.utt.uid, None)
         text = clean_text(result.text)
         end_wall, end_mono = st.utt.speech_end()
-        if (not text or getattr(result, "no_speech_prob", 0.0) > self.params.no_speech_threshold
-                or result.confidence < self.params.min_confidence):
+        if (
+            not text
+            or result.no_speech_prob > self.params.no_speech_threshold
+            or result.confidence < self.params.min_confidence
+        ):
             self.stats.suppressed += 1
-            log.debug("stream %s: utterance %d suppressed (text %r, no_speech %.2f, conf %.2f)", self.name,
-                      st.utt.uid, result.text, getattr(result, "no_speech_prob", 0.0), result.confidence)
+            log.debug(
+                "stream %s: utterance %d suppressed (text %r, no_speech %.2f, conf %.2f)",
+                self.name,
+                st.utt.uid,
+                result.text,
+                result.no_speech_prob,
+                result.confidence,
+            )
             return
         self.stats.finals += 1
         self._emit(self._event("final", st, text, end_wall, (self._clock() - end_mono) * 1e3, result.confidence))
 
-    def _lose_final(self, st: _UttState, outcome: JobOutcome, result: Any) -> None:
+    def _lose_final(self, st: _UttState, outcome: JobOutcome, result: JobResult) -> None:
         st.done = True
         self._utts.pop(st.utt.uid, None)
         self.stats.finals_lost += 1
-        log.error("stream %s: final for utterance %d lost (%s%s)", self.name, st.utt.uid, outcome.value,
-                  f": {result}" if result is not None else "")
+        log.error(
+            "stream %s: final for utterance %d lost (%s%s)",
+            self.name,
+            st.utt.uid,
+            outcome.value,
+            f": {result}" if result is not None else "",
+        )
 
-    def _event(self, kind: str, st: _UttState, text: str, end_wall: float, latency_ms: float,
-               confidence: float) -> TranscriptEvent:
+    def _event(
+        self, kind: str, st: _UttState, text: str, end_wall: float, latency_ms: float, confidence: float
+    ) -> TranscriptEvent:
         first = next((c for c in st.utt.chunks if c.speech), st.utt.chunks[0])
-        return TranscriptEvent(type=kind, stream=self.name, id=f"{self._id_prefix}-{st.utt.uid}", text=text,
-                               start=first.t_wall, end=end_wall, latency_ms=latency_ms,
-                               confidence=float(confidence))
+        return TranscriptEvent(
+            type=kind,
+            stream=self.name,
+            id=f"{self._id_prefix}-{st.utt.uid}",
+            text=text,
+            start=first.t_wall,
+            end=end_wall,
+            latency_ms=latency_ms,
+            confidence=float(confidence),
+        )

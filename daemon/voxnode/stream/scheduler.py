@@ -16,6 +16,7 @@ Rules, in order:
    than `max_pending_finals` are queued is the oldest one dropped, and that
    is counted, logged and reported to its owner.
 """
+
 from __future__ import annotations
 
 import enum
@@ -24,21 +25,16 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any
 
 import numpy as np
 
+from voxnode.asr.recognizer import Recognizer, TranscriptResult
 from voxnode.heartbeat import Heartbeat
 
 log = logging.getLogger(__name__)
-
-
-class Recognizer(Protocol):
-    """What the scheduler needs from the engine (voxnode.asr.WhisperEngine)."""
-
-    def transcribe(self, audio: np.ndarray) -> Any:
-        """float32 mono 16 kHz in [-1, 1] -> result with .text, .confidence, .no_speech_prob."""
 
 
 class JobKind(enum.IntEnum):
@@ -55,12 +51,16 @@ class JobOutcome(enum.Enum):
     CANCELLED = "cancelled"  # owner withdrew it (speech resumed, utterance discarded)
 
 
+# What a finished job reports: the transcript (DONE), the engine's exception (FAILED), else None.
+JobResult = TranscriptResult | Exception | None
+
+
 @dataclass(eq=False)
 class DecodeJob:
     stream: str
     kind: JobKind
     audio: np.ndarray
-    on_done: Callable[["DecodeJob", JobOutcome, Any], None]
+    on_done: Callable[[DecodeJob, JobOutcome, JobResult], None]
     tag: Any = None  # owner's bookkeeping (utterance id, pause id, ...)
     submitted: float = 0.0
     started: float = 0.0
@@ -71,9 +71,11 @@ class DecodeJob:
 
 @dataclass(frozen=True)
 class SchedulerParams:
-    workers: int = 1
-    max_pending_finals: int = 64
-    partial_max_wait_s: float = 1.0
+    """Built from [stream] (stream/params.py), which holds the defaults."""
+
+    workers: int
+    max_pending_finals: int
+    partial_max_wait_s: float
 
 
 @dataclass
@@ -90,11 +92,14 @@ class SchedulerStats:
 
 
 class DecodeScheduler:
-    def __init__(self, recognizer: Recognizer | list[Recognizer], params: SchedulerParams,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, recognizers: Sequence[Recognizer], params: SchedulerParams, clock: Callable[[], float] = time.monotonic
+    ):
         # Worker i uses engine i % len: one engine instance serialises its calls, so
         # parallel decoding needs as many engines as workers (see docs/benchmarks.md).
-        self._recs = list(recognizer) if isinstance(recognizer, (list, tuple)) else [recognizer]
+        if not recognizers:
+            raise ValueError("the decode scheduler needs at least one recognizer")
+        self._recs = list(recognizers)
         self.params = params
         self._clock = clock
         self._cv = threading.Condition()
@@ -187,19 +192,29 @@ class DecodeScheduler:
             oldest = min((d[0].submitted for qs in self._queues.values() for d in qs.values() if d), default=now)
             s = self._stats
             return {
-                "queue_depth": s.queue_depth, "max_queue_depth": s.max_queue_depth,
-                "finals_pending": self._pending_finals(), "oldest_wait_ms": round((now - oldest) * 1e3, 1),
-                "submitted": dict(s.submitted), "completed": dict(s.completed),
-                "partials_skipped": s.partials_skipped, "finals_dropped": s.finals_dropped,
-                "failed": s.failed, "cancelled": s.cancelled, "busy_s": round(s.busy_s, 3),
+                "queue_depth": s.queue_depth,
+                "max_queue_depth": s.max_queue_depth,
+                "finals_pending": self._pending_finals(),
+                "oldest_wait_ms": round((now - oldest) * 1e3, 1),
+                "submitted": dict(s.submitted),
+                "completed": dict(s.completed),
+                "partials_skipped": s.partials_skipped,
+                "finals_dropped": s.finals_dropped,
+                "failed": s.failed,
+                "cancelled": s.cancelled,
+                "busy_s": round(s.busy_s, 3),
                 "timings_ms": {k.name: _percentiles(self._timings[k]) for k in JobKind if self._timings[k]},
             }
 
     # ---- lifecycle --------------------------------------------------------------
     def start(self) -> None:
         for i in range(self.params.workers):
-            t = threading.Thread(target=self._work, args=(self.heartbeats[i], self._recs[i % len(self._recs)]),
-                                 name=f"decode-{i}", daemon=True)
+            t = threading.Thread(
+                target=self._work,
+                args=(self.heartbeats[i], self._recs[i % len(self._recs)]),
+                name=f"decode-{i}",
+                daemon=True,
+            )
             t.start()
             self._threads.append(t)
 
@@ -268,7 +283,8 @@ class DecodeScheduler:
 
     def _run(self, job: DecodeJob, rec: Recognizer) -> None:
         job.started = self._clock()
-        outcome, result = JobOutcome.DONE, None
+        outcome = JobOutcome.DONE
+        result: JobResult
         try:
             result = rec.transcribe(job.audio)
         except Exception as exc:  # engine errors must not kill the worker
@@ -294,8 +310,11 @@ class DecodeScheduler:
                 s.partials_skipped += 1
             elif outcome == JobOutcome.DROPPED:
                 s.finals_dropped += 1
-                log.warning("final for stream %s dropped: engine too far behind (%d finals pending)",
-                            job.stream, self._pending_finals())
+                log.warning(
+                    "final for stream %s dropped: engine too far behind (%d finals pending)",
+                    job.stream,
+                    self._pending_finals(),
+                )
             elif outcome == JobOutcome.FAILED:
                 s.failed += 1
             elif outcome == JobOutcome.CANCELLED:
@@ -313,5 +332,9 @@ class DecodeScheduler:
 def _percentiles(samples: deque[tuple[float, float]]) -> dict[str, float]:
     waits = np.array([w for w, _ in samples]) * 1e3
     runs = np.array([r for _, r in samples]) * 1e3
-    return {"wait_p50": round(float(np.percentile(waits, 50)), 1), "wait_p95": round(float(np.percentile(waits, 95)), 1),
-            "run_p50": round(float(np.percentile(runs, 50)), 1), "run_p95": round(float(np.percentile(runs, 95)), 1)}
+    return {
+        "wait_p50": round(float(np.percentile(waits, 50)), 1),
+        "wait_p95": round(float(np.percentile(waits, 95)), 1),
+        "run_p50": round(float(np.percentile(runs, 50)), 1),
+        "run_p95": round(float(np.percentile(runs, 95)), 1),
+    }

@@ -16,6 +16,7 @@ come out, so it is unit-testable frame by frame.
   and continue with the rest as a new utterance;
 * minimum speech: utterances with fewer voiced frames are discarded.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -23,19 +24,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from voxnode.audio.format import SAMPLE_RATE
+
 
 @dataclass(frozen=True)
 class SegmenterParams:
-    """Everything in frames (20 ms each); built from the [vad]/[stream] config."""
+    """Everything in frames (audio/format.py); built from [vad] and [stream] (stream/params.py),
+    which hold the defaults."""
 
-    pre_roll_frames: int = 15
-    onset_frames: int = 3
-    onset_window_frames: int = 5
-    tail_frames: int = 10
-    hangover_frames: int = 25
-    min_speech_frames: int = 12
-    max_utterance_frames: int = 750
-    cut_search_frames: int = 100
+    pre_roll_frames: int
+    onset_frames: int
+    onset_window_frames: int
+    tail_frames: int
+    hangover_frames: int
+    min_speech_frames: int
+    max_utterance_frames: int
+    cut_search_frames: int
 
     def __post_init__(self) -> None:
         if self.onset_frames > self.onset_window_frames:
@@ -82,7 +86,7 @@ class Utterance:
     def speech_end(self) -> tuple[float, float]:
         """(wall, mono) time at the end of the last speech frame."""
         c = self.chunks[self.last_speech]
-        dur = len(c.samples) / 16000
+        dur = len(c.samples) / SAMPLE_RATE
         return c.t_wall + dur, c.t_mono + dur
 
 
@@ -154,7 +158,7 @@ class Segmenter:
 
     def _idle(self, chunk: Chunk) -> list[SegmentEvent]:
         self._history.append(chunk)
-        window = list(self._history)[-self.p.onset_window_frames:]
+        window = list(self._history)[-self.p.onset_window_frames :]
         if sum(c.speech for c in window) < self.p.onset_frames:
             return []
         utt = Utterance(uid=self._next_uid, chunks=list(self._history))
@@ -214,7 +218,7 @@ class Segmenter:
         n = len(utt.chunks)
         lo = n - self.p.cut_search_frames
         # Not after the newest frame: the continuation must hold at least one frame.
-        levels = np.array([c.level_db for c in utt.chunks[lo:n - 1]])
+        levels = np.array([c.level_db for c in utt.chunks[lo : n - 1]])
         cut = lo + int(np.argmin(levels)) + 1
         head = Utterance(uid=utt.uid, chunks=utt.chunks[:cut])
         rest = Utterance(uid=self._next_uid, chunks=utt.chunks[cut:])

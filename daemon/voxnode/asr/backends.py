@@ -1,0 +1,47 @@
+"""`[asr] engine` -> the backend module that implements it.
+
+A backend is imported only when chosen: its runtime (LiteRT, an NPU SDK, ...) loads native
+libraries that other installs may lack. To add one: write asr/<name>.py with a `Recognizer`
+subclass, add its name to ENGINES in config/asr.py and here (a test keeps the two in step).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import TYPE_CHECKING
+
+from voxnode.asr.recognizer import Recognizer
+from voxnode.errors import ConfigError
+
+if TYPE_CHECKING:
+    from voxnode.config.asr import AsrConfig
+
+log = logging.getLogger(__name__)
+
+# engine name -> (module, class)
+BACKENDS: dict[str, tuple[str, str]] = {
+    "whisper-litert": ("voxnode.asr.whisper_litert", "WhisperEngine"),
+}
+
+
+def recognizer_class(engine: str) -> type[Recognizer]:
+    try:
+        module_name, class_name = BACKENDS[engine]
+    except KeyError:
+        raise ConfigError(f"asr.engine = {engine!r}: unknown engine; known: {', '.join(BACKENDS)}") from None
+    cls = getattr(importlib.import_module(module_name), class_name)
+    if not (isinstance(cls, type) and issubclass(cls, Recognizer)):
+        raise TypeError(f"{module_name}.{class_name} is not a Recognizer")
+    return cls
+
+
+def load_recognizer(config: AsrConfig) -> Recognizer:
+    """The model `[asr]` names, loaded; raises ModelError saying what is wrong."""
+    return recognizer_class(config.engine).from_config(config)
+
+
+def load_recognizers(config: AsrConfig, count: int) -> list[Recognizer]:
+    """`count` instances of the model: an instance decodes one utterance at a time, so each decode
+    worker has its own (~50 MB each; see docs/benchmarks.md)."""
+    return [load_recognizer(config) for _ in range(count)]

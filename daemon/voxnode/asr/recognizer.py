@@ -1,0 +1,81 @@
+"""What every speech-recognition backend offers the rest of voxnode: the `Recognizer` interface.
+
+One module per backend (asr/whisper_litert.py, ...), each a `Recognizer` subclass;
+asr/backends.py maps the `[asr] engine` names to them. Nothing outside asr/ imports a
+backend module: the daemon, the decode scheduler, health and `voxnode transcribe` see
+only this interface and its typed results.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from voxnode.config.asr import AsrConfig
+
+
+@dataclass(frozen=True)
+class TranscriptResult:
+    text: str
+    tokens: list[int]
+    confidence: float  # mean log-probability per token (0 is certain)
+    no_speech_prob: float
+    encode_ms: float
+    decode_ms: float
+    duration_s: float
+    stop_reason: str = "eot"  # eot, token_cap, repetition, silence, no_speech or repetitive
+
+    @property
+    def probability(self) -> float:
+        """Geometric-mean token probability, exp(confidence), in [0, 1]."""
+        return math.exp(self.confidence)
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    """What a loaded backend reports about itself (health `model.info`, logs). Backends subclass it
+    to add their own figures; `as_dict()` carries them too."""
+
+    engine: str  # the [asr] engine name
+    model: str
+    runtime: str
+    runtime_version: str
+    quantization: str
+    num_threads: int
+    load_ms: float
+
+    @property
+    def fully_accelerated(self) -> bool | None:
+        """Every op of the model runs on the fast path (XNNPACK for LiteRT); None when it does not apply."""
+        return None
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for key, value in d.items():
+            if isinstance(value, tuple):
+                d[key] = list(value)
+        return d
+
+
+class Recognizer(ABC):
+    """One loaded speech model.
+
+    `transcribe()` may be called from any thread; an instance serves one call at a time (callers
+    queue), so parallel decoding needs one instance per decode worker.
+    """
+
+    info: EngineInfo
+
+    @classmethod
+    @abstractmethod
+    def from_config(cls, config: AsrConfig) -> Recognizer:
+        """Load the model `[asr]` names; raises ModelError saying what is wrong."""
+
+    @abstractmethod
+    def transcribe(self, audio: np.ndarray) -> TranscriptResult:
+        """float32 mono 16 kHz audio in [-1, 1], at most 30 s -> text, confidence and timings."""

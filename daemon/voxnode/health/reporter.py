@@ -1,0 +1,140 @@
+"""The one health reporter: MQTT publishes its reports, Prometheus serves them, STATUS= lines read
+its stream view. Schema: docs/schemas/health.json.
+
+It runs on the daemon's main thread (a Hook, ticked after the others): every health.interval_s,
+or at once when asked (`request()`, from any thread: an MQTT `health` command, a reconnect, a mute),
+it does the memory housekeeping (malloc_trim, the leak watch) and, when something listens, builds
+the full report and hands it to the listeners. It is also a sink: finals' latencies feed the
+per-stream p50/p95 and the last latency.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+from voxnode.config.health import HealthConfig
+from voxnode.health.latency import LatencyWindows
+from voxnode.health.report import HealthMonitor
+from voxnode.lifecycle import Hook
+
+if TYPE_CHECKING:
+    from voxnode.asr.recognizer import EngineInfo
+    from voxnode.daemon import Daemon
+
+log = logging.getLogger(__name__)
+
+
+class HealthSource(Protocol):
+    """What the reporter reads (the Daemon; a stand-in in tests)."""
+
+    def snapshot(self) -> dict:
+        """uptime_s, per-stream state and counters ("streams"), engine back-pressure ("speech")."""
+
+    def is_muted(self, stream: str) -> bool: ...
+
+    def engine_info(self) -> EngineInfo | None: ...
+
+
+class HealthReporter(Hook):
+    def __init__(
+        self,
+        config: HealthConfig,
+        node: str,
+        source: HealthSource,
+        *,
+        monitor: HealthMonitor | None = None,
+        thermal_root: str = "/",
+    ):
+        self.config = config
+        self.source = source
+        self.monitor = monitor or HealthMonitor(config, node, thermal_root=thermal_root)
+        self.latency = LatencyWindows()
+        self.last_latency_ms: float | None = None
+        self.latest: dict | None = None  # the last full report
+        self._sections: dict[str, Callable[[], dict]] = {}
+        self._listeners: list[Callable[[dict], None]] = []
+        self._now = threading.Event()
+        self._next = 0.0
+        self._last_error = ""
+
+    # ---- registration (before the daemon runs) ---------------------------------------------------
+
+    def add_section(self, key: str, provider: Callable[[], dict]) -> None:
+        """An output's own figures, reported under `key` (MQTT: "mqtt"); called with each report."""
+        self._sections[key] = provider
+
+    def subscribe(self, listener: Callable[[dict], None]) -> None:
+        """Called on the main thread with every full report. Without listeners none is built."""
+        self._listeners.append(listener)
+
+    # ---- any thread --------------------------------------------------------------------------------
+
+    def emit(self, event: dict) -> None:
+        """A sink: finals carry their latency."""
+        if event.get("type") == "final" and isinstance(event.get("latency_ms"), (int, float)):
+            self.latency.add(str(event.get("stream")), event["latency_ms"])
+            self.last_latency_ms = float(event["latency_ms"])
+
+    def request(self) -> None:
+        """Report at the next tick instead of at the next interval."""
+        self._now.set()
+
+    # ---- what the report and STATUS= share -------------------------------------------------------
+
+    def streams(self, snapshot: dict | None = None) -> dict[str, dict]:
+        """Per stream: capture state and counters, recognition RTF, mute, latency p50/p95."""
+        snap = self.source.snapshot() if snapshot is None else snapshot
+        out = {}
+        for name, st in (snap.get("streams") or {}).items():
+            out[name] = {**st, "muted": self.source.is_muted(name), **self.latency.report(name)}
+        return out
+
+    def engine_info(self) -> EngineInfo | None:
+        """The loaded model; None before it is loaded (also for transcripts' `model`, any thread)."""
+        try:
+            return self.source.engine_info()
+        except Exception as e:  # an engine that cannot say what it is must not stop health reports
+            log.debug("engine info unavailable: %s", e)
+            return None
+
+    def report(self, now: float) -> dict:
+        """The full report (runs the memory housekeeping first)."""
+        self.monitor.housekeeping(now)
+        snapshot = self.source.snapshot()
+        report = self.monitor.collect({**snapshot, "streams": self.streams(snapshot)}, self.engine_info(), None)
+        for key, provider in self._sections.items():
+            report[key] = provider()
+        self.latest = report
+        return report
+
+    # ---- Hook --------------------------------------------------------------------------------------
+
+    @property
+    def tick_interval_s(self) -> float:
+        return max(0.1, min(1.0, self.config.interval_s))  # it acts every interval_s; 1 s of jitter is nothing
+
+    def on_ready(self, daemon: Daemon) -> None:
+        self.request()
+
+    def tick(self, daemon: Daemon, now: float) -> None:
+        if not (self._now.is_set() or now >= self._next):
+            return
+        self._now.clear()
+        self._next = now + self.config.interval_s
+        # Runs on the main thread: an exception here would stop the daemon, so none gets out.
+        try:
+            if not self._listeners:
+                self.monitor.housekeeping(now)  # malloc_trim and the leak watch run whatever outputs are on
+                return
+            report = self.report(now)
+            for listener in self._listeners:
+                listener(report)
+        except Exception as e:
+            if type(e).__name__ != self._last_error:
+                log.exception("health report failed (further failures of this kind are logged at debug)")
+            else:
+                log.debug("health report failed: %s", e)
+            self._last_error = type(e).__name__

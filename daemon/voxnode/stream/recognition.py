@@ -1,0 +1,103 @@
+"""Recognition for every stream of the process: the engines, the decode scheduler that shares them,
+and one StreamPipeline per stream.
+
+A `Component`: started before the streams (it loads the engines `[asr]` names unless given some)
+and stopped after them, so that the finals still queued are decoded and published.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from voxnode.asr.recognizer import EngineInfo, Recognizer
+from voxnode.config import Config
+from voxnode.events import TranscriptEvent
+from voxnode.heartbeat import Heartbeat
+from voxnode.lifecycle import Component
+
+from .params import pipeline_params, scheduler_params
+from .pipeline import StreamPipeline
+from .scheduler import DecodeScheduler
+
+log = logging.getLogger(__name__)
+
+
+class Recognition(Component):
+    def __init__(
+        self,
+        config: Config,
+        emit: Callable[[TranscriptEvent], None],
+        recognizers: Sequence[Recognizer] = (),
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self._config = config
+        self._emit = emit
+        self._clock = clock
+        self.recognizers = list(recognizers)  # empty: start() loads [asr] engine, one per decode worker
+        self._scheduler: DecodeScheduler | None = None
+        self.pipelines: dict[str, StreamPipeline] = {}
+
+    @property
+    def scheduler(self) -> DecodeScheduler:
+        if self._scheduler is None:
+            raise RuntimeError("recognition has not started")
+        return self._scheduler
+
+    def start(self) -> None:
+        if not self.recognizers:
+            from voxnode.asr.backends import load_recognizers
+
+            self.recognizers = load_recognizers(self._config.asr, self._config.stream.decode_workers)
+        self._scheduler = DecodeScheduler(self.recognizers, scheduler_params(self._config), self._clock)
+        self._scheduler.start()
+
+    @property
+    def started(self) -> bool:
+        return self._scheduler is not None
+
+    def engine_info(self) -> EngineInfo | None:
+        """The loaded model (every decode worker's engine is the same one); None before start()."""
+        return self.recognizers[0].info if self.recognizers else None
+
+    def pipeline(self, stream: str, config: Config | None = None) -> StreamPipeline:
+        """A new pipeline for `stream` (replacing a stopped one of the same name after a reload)."""
+        p = StreamPipeline(stream, pipeline_params(config or self._config), self.scheduler, self._emit, self._clock)
+        self.pipelines[stream] = p
+        return p
+
+    def remove(self, stream: str) -> None:
+        """The stream stopped (its pipeline was flushed); its queued finals still complete."""
+        self.pipelines.pop(stream, None)
+
+    def reconfigure(self, config: Config) -> None:
+        """After a reload: new pipelines use `config`; queue limits apply at once.
+        The number of decode workers changes only with a restart."""
+        self._config = config
+        if self._scheduler is not None:
+            self._scheduler.params = scheduler_params(config)
+
+    def heartbeats(self) -> list[Heartbeat]:
+        return self._scheduler.heartbeats if self._scheduler is not None else []
+
+    def stop(self, deadline: float) -> None:
+        """After every pipeline is flushed: decode and publish the queued finals by `deadline`, then stop."""
+        if self._scheduler is None:
+            return
+        timeout = max(0.0, deadline - time.monotonic())
+        dropped = self._scheduler.stats()["finals_dropped"]
+        self._scheduler.stop(drain_finals=True, timeout=timeout)
+        st = self.stats()
+        cut = st["scheduler"]["finals_dropped"] - dropped
+        if cut:
+            log.warning("recognition: %d queued final(s) not decoded within %.1f s", cut, timeout)
+        log.info("speech stopped: %s", st)
+
+    def stats(self) -> dict[str, Any]:
+        """Scheduler back-pressure counters and each pipeline's; call once started."""
+        return {
+            "scheduler": self.scheduler.stats(),
+            "streams": {n: p.stats.as_dict() for n, p in self.pipelines.items()},
+        }

@@ -1,0 +1,83 @@
+"""One stream's consumer thread: frames from the capture ring -> sound levels and the speech pipeline."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from voxnode.audio.frames import Frame
+from voxnode.audio.levels import LevelMeter
+from voxnode.audio.ring import FrameRing
+from voxnode.heartbeat import Heartbeat
+
+from .pipeline import StreamPipeline
+
+# A stream worker in silence takes its frames IDLE_BATCH at a time (100 ms: speech onsets are
+# seen up to that much later, endpoints and finals not at all); at most MAX_BATCH per wake-up.
+IDLE_BATCH = 5
+MAX_BATCH = 50
+
+
+class StreamWorker:
+    """Consumes one stream's ring until it is closed, then flushes the utterance in flight."""
+
+    def __init__(
+        self,
+        name: str,
+        ring: FrameRing,
+        pipeline: StreamPipeline,
+        emit: Callable[[dict], None],
+        levels: bool = False,
+        is_muted: Callable[[str], bool] = lambda _name: False,
+    ):
+        self.name = name
+        self.ring = ring
+        self.pipeline = pipeline
+        self.emit = emit  # level reports (the pipeline emits transcripts itself)
+        self.levels = levels
+        self.is_muted = is_muted
+        self.heartbeat = Heartbeat(f"stream-{name}")
+        self._thread = threading.Thread(target=self._run, name=f"stream-{name}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def wait(self, deadline: float) -> bool:
+        """After the ring is closed: let the frames and the utterance in flight finish by `deadline`;
+        False if cut off."""
+        self._thread.join(max(0.0, deadline - time.monotonic()))
+        return not self._thread.is_alive()
+
+    def _run(self) -> None:
+        meter = LevelMeter(self.name) if self.levels else None
+        silence = None
+        ring = self.ring
+        while True:
+            # In silence, wake once per IDLE_BATCH frames instead of once per frame (the wake-up,
+            # not the signal work, is most of the idle CPU); once speech starts, every frame is
+            # handled as it arrives, so endpoints and finals are not delayed.
+            frames = ring.get_batch(MAX_BATCH, IDLE_BATCH if self.pipeline.idle else 1, timeout=0.5)
+            if not frames:
+                if ring.closed:
+                    break
+                continue
+            with self.heartbeat.busy():
+                for frame in frames:
+                    if self.is_muted(self.name):
+                        # A muted microphone hears silence: speech before the mute still ends
+                        # and gets its final, nothing said after it is transcribed or measured.
+                        if silence is None or silence.shape != frame.samples.shape:
+                            silence = np.zeros_like(frame.samples)
+                        frame = Frame(frame.seq, silence, frame.t_mono, frame.t_wall)
+                    report = meter.add(frame) if meter is not None else None
+                    if report is not None:
+                        self.emit(report.as_dict())
+                    self.pipeline.feed(frame.samples, frame.seq, frame.t_mono, frame.t_wall)
+        with self.heartbeat.busy():
+            self.pipeline.flush()  # the utterance in flight (or a file's last one) still gets its final

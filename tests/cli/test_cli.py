@@ -1,0 +1,70 @@
+"""The `voxnode` command line: run, devices, demo, --version, and its one-line errors."""
+
+import json
+import subprocess
+
+
+def test_run_on_a_file_prints_level_json(tmp_path, voxnode_cmd):
+    wav = tmp_path / "tone.wav"
+    subprocess.run(
+        ["sox", "-n", "-r", "16000", "-c", "1", "-b", "16", str(wav), "synth", "2.0", "sine", "440", "vol", "0.5"],
+        check=True,
+    )
+    p = subprocess.run(
+        voxnode_cmd + ["run", "--file", str(wav), "--stdout", "--levels"], capture_output=True, text=True, timeout=30
+    )
+    assert p.returncode == 0, p.stderr
+    events = [json.loads(line) for line in p.stdout.splitlines()]
+    levels = [e for e in events if e["type"] == "level"]
+    assert len(levels) == 2 and all(e["stream"] == "mic" for e in levels)
+    assert all(-12 < e["rms_dbfs"] < -6 for e in levels), levels  # a 0.5 sine is -9 dBFS
+
+
+def test_run_with_missing_device_reports_it(voxnode_cmd):
+    p = subprocess.run(
+        voxnode_cmd + ["run", "--device", "no_such_pcm", "--duration", "1.5"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert p.returncode == 0
+    assert "cannot open ALSA capture device 'no_such_pcm'" in p.stderr and "retrying in" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_device_override_with_streams_is_a_clear_error(tmp_path, voxnode_cmd):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[[streams]]\nname = "a"\ndevice = "x"\n')
+    p = subprocess.run(voxnode_cmd + ["run", "--config", str(cfg), "--device", "y"], capture_output=True, text=True)
+    assert p.returncode == 1 and "--device 'y' cannot be used with [[streams]]" in p.stderr
+
+
+def test_devices_lists_and_probes_test_pcms(voxnode_cmd, alsa_dir):
+    p = subprocess.run(voxnode_cmd + ["devices", "--no-probe"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and "vx_file" in p.stdout
+    (alsa_dir / "in.raw").write_bytes(b"\0" * 6400)
+    p = subprocess.run(voxnode_cmd + ["devices"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    lines = {line.split(":")[0]: line for line in p.stdout.splitlines()}
+    assert "16 kHz ok" in lines["vx_file"] and "S16_LE" in lines["vx_file"]
+    assert "no answer within" in lines["vx_fifo"]  # a FIFO with no writer blocks ALSA's open
+
+
+def test_demo_plays_the_bundled_clip_through_alsa(voxnode_cmd):
+    p = subprocess.run(voxnode_cmd + ["demo", "--stdout"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "capturing from 'voxnode_demo'" in p.stderr
+    events = [json.loads(line) for line in p.stdout.splitlines()]
+    levels = [e for e in events if e["type"] == "level"]
+    loud = [e for e in levels if e["rms_dbfs"] > -40]
+    quiet = [e for e in levels if e["rms_dbfs"] < -80]
+    assert len(loud) >= 4 and len(quiet) >= 1, levels  # ~5 s of speech, lead-in and tail silence
+    finals = [e["text"].lower() for e in events if e["type"] == "final"]
+    assert len(finals) == 1 and "kitchen lights" in finals[0] and "timer" in finals[0], finals
+
+
+def test_version(voxnode_cmd):
+    from voxnode import __version__
+
+    p = subprocess.run(voxnode_cmd + ["--version"], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.strip() == f"voxnode {__version__}"

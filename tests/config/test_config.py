@@ -1,0 +1,102 @@
+import dataclasses
+import subprocess
+
+import pytest
+
+from tests.alsa_env import ROOT
+from voxnode.config import Config, load_config, parse_config, render_reference
+from voxnode.config.root import Config as RootConfig
+from voxnode.errors import ConfigError
+
+BAD_CONFIGS = {
+    "unknown key": ('[audio]\ndevise = "hw:1"\n', "audio.devise", "did you mean 'device'"),
+    "wrong type": ('[audio]\nring_seconds = "ten"\n', "audio.ring_seconds", "expected a number"),
+    "out of range": ("[audio]\nbuffer_periods = 1000\n", "audio.buffer_periods", "between 2 and 64"),
+    "TOML syntax": ("[audio\ndevice = 1\n", "TOML syntax error", "line 1"),
+    "bad choice": ('[log]\nlevel = "loud"\n', "log.level", '"debug", "info", "warning", "error"'),
+    "unknown section": ("[audoi]\n", "'audoi'", "did you mean 'audio'"),
+    "stream without device": ('[[streams]]\nname = "k"\n', "streams[0].device", "required"),
+    "duplicate stream": (
+        '[[streams]]\nname = "k"\ndevice = "a"\n[[streams]]\nname = "k"\ndevice = "b"\n',
+        "streams",
+        "more than once",
+    ),
+    "bad stream name": ('[[streams]]\nname = "kit chen"\ndevice = "a"\n', "streams[0].name", "must match"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_CONFIGS))
+def test_check_config_rejects_with_one_line_naming_the_key(case, tmp_path, voxnode_cmd):
+    text, key, detail = BAD_CONFIGS[case]
+    f = tmp_path / "bad.toml"
+    f.write_text(text)
+    p = subprocess.run(voxnode_cmd + ["check-config", "--config", str(f)], capture_output=True, text=True)
+    assert p.returncode == 1
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert "Traceback" not in p.stderr
+    assert str(f) in lines[0] and key in lines[0] and detail in lines[0], lines[0]
+    assert p.stdout == ""
+
+
+def test_check_config_prints_effective_config(tmp_path, voxnode_cmd):
+    f = tmp_path / "ok.toml"
+    f.write_text('[audio]\ndevice = "plughw:1,0"\nring_seconds = 5\n')
+    p = subprocess.run(voxnode_cmd + ["check-config", "--config", str(f)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    # The printed config is itself valid and equal to what was loaded.
+    again = parse_config(p.stdout)
+    assert again == load_config(f)
+    assert again.audio.device == "plughw:1,0" and again.audio.ring_seconds == 5.0
+
+
+def test_missing_explicit_config_is_an_error(tmp_path, voxnode_cmd):
+    p = subprocess.run(
+        voxnode_cmd + ["check-config", "--config", str(tmp_path / "nope.toml")], capture_output=True, text=True
+    )
+    assert p.returncode == 1
+    assert "nope.toml does not exist" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_default_path_missing_means_defaults(monkeypatch, tmp_path):
+    import voxnode.config.loader as loader
+
+    monkeypatch.setattr(loader, "DEFAULT_PATH", tmp_path / "absent.toml")
+    assert load_config() == Config()
+
+
+def test_config_is_immutable():
+    c = Config()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        c.audio.device = "x"  # type: ignore[misc]
+
+
+def test_reference_file_is_in_sync_and_loads_to_defaults():
+    shipped = (ROOT / "config" / "voxnode.toml").read_text()
+    assert shipped == render_reference(), "run `make config-reference` after changing settings"
+    assert parse_config(shipped) == RootConfig()
+
+
+def test_every_setting_is_documented():
+    import dataclasses
+
+    def walk(cls):
+        for f in dataclasses.fields(cls):
+            assert f.metadata.get("doc"), f"{cls.__name__}.{f.name} has no doc"
+            if f.metadata.get("section"):
+                walk(f.type if isinstance(f.type, type) else type(f.default_factory()))
+            if f.metadata.get("table_list"):
+                walk(f.metadata["table_list"])
+
+    walk(RootConfig)
+
+
+def test_streams_resolve_and_device_override():
+    c = Config()
+    (s,) = c.effective_streams()
+    assert (s.name, s.device) == ("mic", "default")
+    assert c.with_device("hw:2").effective_streams()[0].device == "hw:2"
+    multi = parse_config('[[streams]]\nname = "a"\ndevice = "x"\nchannel = 1\n')
+    assert multi.effective_streams()[0].open_channels == 2
+    with pytest.raises(ConfigError, match="--device"):
+        multi.with_device("hw:2")

@@ -1,0 +1,81 @@
+"""One lifecycle: the daemon starts its components in order (outputs, recognition, streams) and stops
+them in reverse, so an output is up before the first transcript and still up for the last one."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+
+from voxnode.config import Config
+from voxnode.daemon import Daemon, RunOptions
+from voxnode.demo import bundled_clip
+from voxnode.errors import VoxnodeError
+from voxnode.lifecycle import Component, start_all, stop_all
+
+
+class Output(Component):
+    """An output as MQTT is one: a component and a sink; it writes down what happens to it."""
+
+    def __init__(self, name: str, log: list[str]):
+        self.name, self.log = name, log
+
+    def start(self) -> None:
+        self.log.append(f"{self.name} start")
+
+    def stop(self, deadline: float) -> None:
+        self.log.append(f"{self.name} stop")
+
+    def emit(self, event: dict) -> None:
+        if event["type"] == "final":
+            self.log.append(f"{self.name} final: {event['text']}")
+
+
+class Broken(Output):
+    def start(self) -> None:
+        raise VoxnodeError("Prometheus endpoint 127.0.0.1:9464: Address already in use")
+
+
+def test_outputs_are_up_before_the_first_final_and_until_the_last():
+    log: list[str] = []
+    daemon = Daemon(Config(), [], RunOptions(file=str(bundled_clip()), file_realtime=False))
+    first, second = Output("mqtt", log), Output("prometheus", log)
+    for output in (first, second):
+        daemon.add_component(output)
+    daemon.add_sink(first)
+    assert daemon.components[:2] == [first, second]
+    assert daemon.components[2:] == [daemon.recognition, daemon.streams]
+    assert daemon.run() == 0
+    # The clip's one utterance ends with the file: its final is decoded while the daemon stops,
+    # after the streams, and still reaches the output before it closes.
+    assert log[:2] == ["mqtt start", "prometheus start"]
+    assert log[-2:] == ["prometheus stop", "mqtt stop"]
+    finals = [line for line in log if "final:" in line]
+    assert len(finals) == 1 and "kitchen" in finals[0], log
+
+
+def test_a_component_that_cannot_start_stops_those_started_before_it():
+    log: list[str] = []
+    daemon = Daemon(Config(), [], RunOptions(file=str(bundled_clip())))
+    daemon.add_component(Output("mqtt", log))
+    daemon.add_component(Broken("prometheus", log))
+    with pytest.raises(VoxnodeError, match="Address already in use"):
+        daemon.run()
+    assert log == ["mqtt start", "mqtt stop"]  # the broken one is not stopped: it never started
+    assert not daemon.recognition.started  # nothing after the broken one was started
+
+
+def test_one_failing_stop_does_not_keep_the_others_running(caplog):
+    log: list[str] = []
+
+    class StopFails(Output):
+        def stop(self, deadline: float) -> None:
+            raise RuntimeError("socket already closed")
+
+    parts = [Output("a", log), StopFails("b", log), Output("c", log)]
+    start_all(parts)
+    with caplog.at_level(logging.ERROR, logger="voxnode.lifecycle"):
+        stop_all(parts, time.monotonic() + 1)
+    assert log == ["a start", "b start", "c start", "c stop", "a stop"]
+    assert "StopFails: stop failed" in caplog.text

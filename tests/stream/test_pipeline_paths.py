@@ -1,0 +1,194 @@
+"""StreamPipeline's paths frame by frame: pause and resume, discard, promote, a speculative result
+ahead of the endpoint, lost and suppressed finals, flush.
+
+Two stand-ins, so that each path is hit exactly: the VAD answers from a script (the real VADs are
+tested in tests/frontend), and a fake scheduler records what the pipeline asks of it and lets the
+test finish each job when and how it chooses (the real scheduler's order and back-pressure are
+tested in test_scheduler.py, the whole chain with the real engine in test_pipeline_alsa.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import numpy as np
+import pytest
+
+from voxnode.asr.recognizer import TranscriptResult
+from voxnode.audio.format import PERIOD_FRAMES, PERIOD_S
+from voxnode.config import Config
+from voxnode.stream.params import pipeline_params
+from voxnode.stream.pipeline import StreamPipeline
+from voxnode.stream.scheduler import DecodeJob, JobKind, JobOutcome
+
+# Defaults in frames: onset 3 of 5, tail 10, hangover 25, minimum speech 12, pre-roll 15.
+TAIL, HANGOVER = 10, 25
+
+
+class ScriptedVad:
+    def __init__(self):
+        self.script: list[bool] = []
+
+    def is_speech(self, frame, spectrum):
+        return self.script.pop(0)
+
+
+class FakeScheduler:
+    def __init__(self):
+        self.submitted: list[DecodeJob] = []
+        self.cancelled: list[DecodeJob] = []
+        self.promoted: list[DecodeJob] = []
+        self.holds: list[bool] = []
+
+    def submit(self, job):
+        self.submitted.append(job)
+
+    def cancel(self, job):  # a queued job: reported back at once, as the real one does
+        job.cancelled = True
+        self.cancelled.append(job)
+        job.on_done(job, JobOutcome.CANCELLED, None)
+
+    def promote(self, job):
+        job.kind = JobKind.FINAL
+        self.promoted.append(job)
+        return True
+
+    def hold_partials(self, stream, hold):
+        self.holds.append(hold)
+
+    def finish(self, job, result=None, outcome=JobOutcome.DONE):
+        job.started, job.finished = 1.0, 1.2
+        job.on_done(job, outcome, result)
+
+
+def result(text, no_speech_prob=0.01, confidence=-0.2) -> TranscriptResult:
+    return TranscriptResult(text, [], confidence, no_speech_prob, 10.0, 20.0, 1.0)
+
+
+class Rig:
+    def __init__(self, **stream):
+        cfg = Config()
+        cfg = dataclasses.replace(cfg, stream=dataclasses.replace(cfg.stream, **{"partials": False, **stream}))
+        self.sched = FakeScheduler()
+        self.events = []
+        self.now = 0.0
+        self.pipeline = StreamPipeline("mic", pipeline_params(cfg), self.sched, self.events.append, lambda: self.now)
+        self.vad = ScriptedVad()
+        self.pipeline.frontend.vad = self.vad
+        self.seq = 0
+        self.rng = np.random.default_rng(0)
+
+    def feed(self, pattern: str) -> None:
+        """'1' a speech frame, '0' a silent one, as the VAD will say; 20 ms each."""
+        for c in pattern:
+            self.vad.script.append(c == "1")
+            samples = self.rng.integers(-300, 300, PERIOD_FRAMES).astype(np.int16)
+            t = self.seq * PERIOD_S
+            self.now = t + PERIOD_S
+            self.pipeline.feed(samples, self.seq, t, 1_700_000_000.0 + t)
+            self.seq += 1
+
+    def jobs(self, kind):
+        return [j for j in self.sched.submitted if j.kind == kind]
+
+    def finals(self):
+        return [e for e in self.events if e.type == "final"]
+
+
+def test_speech_resuming_in_a_pause_voids_the_speculation_and_the_next_pause_is_promoted():
+    r = Rig()
+    r.feed("0" * 20 + "1" * 30 + "0" * TAIL)
+    (spec,) = r.jobs(JobKind.SPECULATIVE)  # decoded ahead of the endpoint, at the pause
+    assert r.sched.holds == [True]  # partials held from the first silent frame of the pause
+    r.feed("1" * 10)  # the speaker goes on
+    assert r.sched.holds == [True, False]
+    assert r.sched.cancelled == [spec] and r.finals() == []
+    r.feed("0" * HANGOVER)
+    specs = r.jobs(JobKind.SPECULATIVE) + r.jobs(JobKind.FINAL)
+    assert len(specs) == 2 and specs[1] is not spec
+    assert r.sched.promoted == [specs[1]]  # the endpoint confirmed the second pause: its decode is the final
+    r.sched.finish(specs[1], result("turn on the lights"))
+    (final,) = r.finals()
+    assert final.text == "turn on the lights" and r.pipeline.stats.speculative_hits == 1
+    # Latency: from the end of the last speech frame (frame 69) to the moment the result came back.
+    assert final.latency_ms == pytest.approx((r.now - 70 * PERIOD_S) * 1e3)
+    assert final.latency_ms == pytest.approx(HANGOVER * PERIOD_S * 1e3)  # the hangover, no decode wait
+
+
+def test_too_little_speech_is_discarded_without_a_decode():
+    r = Rig()
+    r.feed("0" * 20 + "1" * 5 + "0" * HANGOVER)
+    assert r.sched.submitted == [] and r.events == []
+    assert r.pipeline.stats.discarded == 1 and r.pipeline.idle
+
+
+def test_a_speculative_result_ready_before_the_endpoint_is_published_at_the_endpoint():
+    r = Rig()
+    r.feed("0" * 20 + "1" * 30 + "0" * TAIL)
+    (spec,) = r.jobs(JobKind.SPECULATIVE)
+    r.sched.finish(spec, result("open the garage door"))
+    assert r.finals() == []  # not before the hangover confirms the endpoint
+    r.feed("0" * (HANGOVER - TAIL))
+    assert [e.text for e in r.finals()] == ["open the garage door"]
+    assert r.sched.promoted == [] and len(r.sched.submitted) == 1  # no second decode
+
+
+def test_a_failed_speculation_gets_a_fresh_final_at_the_endpoint():
+    r = Rig()
+    r.feed("0" * 20 + "1" * 30 + "0" * TAIL)
+    (spec,) = r.jobs(JobKind.SPECULATIVE)
+    r.sched.finish(spec, RuntimeError("engine hiccup"), JobOutcome.FAILED)
+    r.feed("0" * (HANGOVER - TAIL))
+    (final_job,) = r.jobs(JobKind.FINAL)
+    assert final_job is not spec and r.sched.promoted == []
+    r.sched.finish(final_job, result("play some music"))
+    assert [e.text for e in r.finals()] == ["play some music"]
+
+
+def test_a_lost_final_is_counted_and_logged_not_published(caplog):
+    r = Rig()
+    r.feed("0" * 20 + "1" * 30 + "0" * HANGOVER)
+    (final_job,) = r.sched.promoted
+    with caplog.at_level(logging.ERROR, logger="voxnode.stream.pipeline"):
+        r.sched.finish(final_job, None, JobOutcome.DROPPED)
+    assert r.finals() == [] and r.pipeline.stats.finals_lost == 1
+    assert "stream mic: final for utterance 0 lost (dropped)" in caplog.text
+
+
+def test_noise_and_unsure_results_are_suppressed():
+    for res in (result("thank you", no_speech_prob=0.9), result("uh", confidence=-3.0), result("[BLANK_AUDIO]")):
+        r = Rig()
+        r.feed("0" * 20 + "1" * 30 + "0" * HANGOVER)
+        r.sched.finish(r.sched.promoted[0], res)
+        assert r.finals() == [] and r.pipeline.stats.suppressed == 1, res
+
+
+def test_flush_ends_the_open_utterance_with_a_final():
+    r = Rig()
+    r.feed("0" * 20 + "1" * 30 + "0" * TAIL)
+    (spec,) = r.jobs(JobKind.SPECULATIVE)
+    r.feed("1" * 5)  # speech again: the speculation no longer covers the utterance
+    r.pipeline.flush()  # end of the file
+    (final_job,) = r.jobs(JobKind.FINAL)
+    assert spec in r.sched.cancelled
+    r.sched.finish(final_job, result("set a timer"))
+    assert [e.text for e in r.finals()] == ["set a timer"] and r.pipeline.idle
+
+
+def test_partials_grow_as_hypotheses_agree_and_the_one_in_flight_is_withdrawn_at_the_end():
+    r = Rig(partials=True)
+    r.feed("0" * 20 + "1" * 40)  # 0.8 s of audio and 0.5 s since the start: a partial is due
+    (p1,) = r.jobs(JobKind.PARTIAL)
+    r.sched.finish(p1, result("turn on the kitchen"))
+    r.feed("1" * 25)
+    p2 = r.jobs(JobKind.PARTIAL)[-1]
+    r.sched.finish(p2, result("turn on the kitchen lights"))
+    partials = [e for e in r.events if e.type == "partial"]
+    # The last word of a hypothesis may be cut: only what two hypotheses agree on is shown.
+    assert [p.text for p in partials] == ["turn on the"]
+    r.feed("1" * 25)
+    p3 = r.jobs(JobKind.PARTIAL)[-1]
+    assert not p3.finished
+    r.pipeline.flush()
+    assert p3 in r.sched.cancelled  # the utterance ended: its pending partial is withdrawn
