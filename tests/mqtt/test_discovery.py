@@ -58,10 +58,9 @@ class StandInDaemon:
     """What MqttBridge and the health reporter read from the daemon: its config, streams, snapshot and
     mute state (no engine loaded)."""
 
-    def __init__(self, config: Config, extra: dict | None = None):
+    def __init__(self, config: Config):
         self.config = config
         self.muted: set[str] = set()
-        self.extra = extra or {}
 
     def stream_names(self):
         return [s.name for s in self.config.effective_streams()]
@@ -76,7 +75,6 @@ class StandInDaemon:
                     "dropped_frames": 0,
                     "xruns": 0,
                     "device_errors": 0,
-                    **self.extra,
                 }
                 for n in self.stream_names()
             },
@@ -236,15 +234,13 @@ def test_optional_entities_follow_what_the_node_reports(tmp_path, broker):
     (board / "proc/device-tree").mkdir(parents=True)
     (board / "proc/device-tree/model").write_bytes(b"Raspberry Pi 5 Model B Rev 1.0\x00")
     config = make_config(tmp_path, broker, {"kitchen": ""})
-    daemon = StandInDaemon(config, extra={"noise_floor_dbfs": -61.5})
-    run = Running(config, daemon, thermal_root=str(board), board_root=str(board))
+    run = Running(config, StandInDaemon(config), thermal_root=str(board), board_root=str(board))
     try:
         assert run.tick_until(lambda: retained(broker, stream_topic("kitchen")) and retained(broker, NODE_TOPIC))
-        node, kitchen = retained_json(broker, NODE_TOPIC), retained_json(broker, stream_topic("kitchen"))
+        node = retained_json(broker, NODE_TOPIC)
         assert node["dev"]["hw"] == "Raspberry Pi 5 Model B Rev 1.0"
         assert node["cmps"]["temperature"]["device_class"] == "temperature"
         assert node["cmps"]["throttled"]["device_class"] == "problem"
-        assert kitchen["cmps"]["noise_floor"]["unit_of_measurement"] == "dBFS"
         assert run.reporter.latest["thermal"]["throttled"]["under_voltage"] is True
     finally:
         run.close()
@@ -260,7 +256,18 @@ def test_without_those_fields_nothing_is_announced_that_would_stay_unknown(tmp_p
         node, kitchen = retained_json(broker, NODE_TOPIC), retained_json(broker, stream_topic("kitchen"))
         for key in ("temperature", "throttled"):
             assert key not in node["cmps"], key
-        assert "noise_floor" not in kitchen["cmps"]
+        # A stream's entities each read a field every report carries: none is optional.
+        assert set(kitchen["cmps"]) == {
+            "transcript",
+            "final",
+            "partial",
+            "last_final",
+            "mute",
+            "capture",
+            "latency",
+            "dropped_frames",
+            "xruns",
+        }
         assert run.reporter.latest["thermal"] == {"soc_temp_c": None, "zones_c": {}, "throttled": None}
         # The spool's state and the finals lost are in every report MQTT sends: always announced, and fed.
         mqtt = run.reporter.latest["mqtt"]

@@ -123,7 +123,7 @@ class Announcer:
         node_topic = self.topics.discovery
         desired[node_topic] = node_payload(self.topics, self._caps, board=self.board, backlog_limit=self.backlog_limit)
         for stream in self._streams:
-            desired[self.topics.stream_discovery(stream.name)] = stream_payload(self.topics, stream, self._caps)
+            desired[self.topics.stream_discovery(stream.name)] = stream_payload(self.topics, stream)
         for topic, payload in desired.items():
             gone = {k: p for k, (p, _live) in self._known.get(topic, {}).items() if k not in payload["cmps"]}
             payload["cmps"].update(tombstones(gone))

@@ -5,7 +5,7 @@ Two kinds of device (docs/mqtt.md#home-assistant), each one retained message:
   entities, and the reload / publish-health buttons;
 - one per stream, {discovery_prefix}/device/{node}/{stream}/config, linked to the
   node (`via_device`) and placed in the stream's `area`: transcript, final event,
-  partial, last final, mute switch, capture problem, counters, latency, noise floor.
+  partial, last final, mute switch, capture problem, counters, latency.
 
 Rules checked against a real Home Assistant (tests/ha/):
 - `qos` sits on every component: releases before mid-2026 ignore a device-level one
@@ -174,17 +174,16 @@ def node_payload(topics: Topics, caps: Capabilities, *, board: str | None, backl
         state_class="total_increasing",
         **diag,
     )
-    if caps.finals_lost:
-        c["finals_lost"] = _sensor(
-            f"voxnode_{node}_finals_lost",
-            "Finals lost",
-            health,
-            # Finals with no durable copy (the spool could not store them) that the broker refused.
-            "{{ (value_json.mqtt or {}).unstored_lost | default(None) }}",
-            unit_of_measurement="finals",
-            state_class="total_increasing",
-            **diag,
-        )
+    c["finals_lost"] = _sensor(
+        f"voxnode_{node}_finals_lost",
+        "Finals lost",
+        health,
+        # Finals with no durable copy (the spool could not store them) that the broker refused.
+        "{{ (value_json.mqtt or {}).unstored_lost | default(None) }}",
+        unit_of_measurement="finals",
+        state_class="total_increasing",
+        **diag,
+    )
     c["leak"] = _problem(
         f"voxnode_{node}_leak",
         "Memory leak",
@@ -200,15 +199,14 @@ def node_payload(topics: Topics, caps: Capabilities, *, board: str | None, backl
         health,
         "{{ 'ON' if ((value_json.mqtt or {}).backlog | default(0)) > %d else 'OFF' }}" % backlog_limit,
     )
-    if caps.spool_problem:
-        c["spool_problem"] = _problem(
-            f"voxnode_{node}_spool_problem",
-            "Spool problem",
-            health,
-            # On while the spool cannot store finals; the attribute says why, and what to do.
-            "{{ 'ON' if (value_json.mqtt or {}).spool_writable == false else 'OFF' }}",
-            "{{ {'problem': (value_json.mqtt or {}).spool_error or none} | to_json }}",
-        )
+    c["spool_problem"] = _problem(
+        f"voxnode_{node}_spool_problem",
+        "Spool problem",
+        health,
+        # On while the spool cannot store finals; the attribute says why, and what to do.
+        "{{ 'ON' if (value_json.mqtt or {}).spool_writable == false else 'OFF' }}",
+        "{{ {'problem': (value_json.mqtt or {}).spool_error or none} | to_json }}",
+    )
     if caps.throttling:
         flags = "(value_json.thermal.throttled or {})"
         c["throttled"] = _problem(
@@ -233,7 +231,7 @@ def node_payload(topics: Topics, caps: Capabilities, *, board: str | None, backl
     return out
 
 
-def stream_payload(topics: Topics, stream: StreamDevice, caps: Capabilities) -> dict:
+def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
     """One stream's device: what it hears and how its capture is doing."""
     node, s, health = topics.node, stream.name, topics.health
     device = {
@@ -335,18 +333,6 @@ def stream_payload(topics: Topics, stream: StreamDevice, caps: Capabilities) -> 
         state_class="total_increasing",
         **diag,
     )
-    if s in caps.noise_floor:
-        c["noise_floor"] = _sensor(
-            f"{uid}_noise_floor",
-            "Noise floor",
-            health,
-            "{{ %s.noise_floor_dbfs | default(None) }}" % st,
-            unit_of_measurement="dBFS",
-            state_class="measurement",
-            suggested_display_precision=1,
-            icon="mdi:waveform",
-            **diag,
-        )
     return out
 
 
