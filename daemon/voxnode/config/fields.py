@@ -21,10 +21,14 @@ def setting(
     pattern: str | None = None,
     secret: bool = False,
     aliases: tuple[tuple[Any, Any], ...] = (),
+    compare: bool = True,
 ) -> Any:
     """A scalar setting. `doc` is the one-line comment shown in the reference file.
 
     `aliases`: (old value, value) pairs still accepted from older configs, e.g. ((True, "all"),).
+    compare=False: the setting does not take part in `==`, so a reload that changes only it
+    does not count as a change of its section (e.g. a stream's Home Assistant area must not
+    restart the stream's capture).
     """
     meta = {
         "doc": doc,
@@ -37,7 +41,7 @@ def setting(
     }
     if isinstance(default, (list, dict, set)):
         raise TypeError("use tuples for list defaults: config objects are immutable")
-    return field(default=default, metadata=meta)
+    return field(default=default, metadata=meta, compare=compare)
 
 
 def section(cls: type, doc: str) -> Any:
