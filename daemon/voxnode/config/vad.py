@@ -81,8 +81,9 @@ class VadConfig:
     )
     sentence_end_hangover_ms: int = setting(
         200,
-        "Sentence-aware endpoint: once the speculative decode at tail_ms ends a sentence (a closing mark the decoder gave p >= 0.6, "
-        "decoder finished on its own), the pause ends after this much silence instead of hangover_ms.",
+        "Sentence-aware endpoint: once the speculative decode at tail_ms ends a sentence (a closing mark the "
+        "decoder gave p >= 0.6, decoder finished on its own), the pause ends after this much silence instead "
+        "of hangover_ms.",
         min=20,
         max=5000,
     )
