@@ -124,6 +124,7 @@ convert-model: deps-run .venv-convert/.installed
 	.venv-convert/bin/python scripts/convert_model.py
 	.venv-convert/bin/python scripts/convert_model.py --fp32 --no-int8 --no-verify --out build/whisper-tiny.en-fp32
 
+<<<<<<< HEAD
 # Rebuild the Silero VAD v6 TFLite model (package data of the front-end), checked against onnxruntime.
 convert-silero: deps-corpus .venv-convert/.installed
 	.venv-convert/bin/python scripts/convert_silero.py
@@ -135,6 +136,13 @@ eval-vad: deps-corpus .venv-bench/.installed
 bench-asr: deps-corpus .venv-bench/.installed
 	@test -d build/whisper-tiny.en-fp32 || { echo "run 'make convert-model' first for the fp32 side"; exit 1; }
 	.venv-bench/bin/python scripts/bench_asr.py --fp32-dir build/whisper-tiny.en-fp32
+=======
+# "ASR engine" (voxnode greedy and with the defaults, faster-whisper greedy and beam 5) and
+# "ASR decode time per final" in docs/benchmarks.md; the other ASR sections' commands are there.
+bench-asr: deps-corpus venv-test .venv-bench/.installed
+	.venv-bench/bin/python scripts/bench_asr.py
+	.venv-bench/bin/python scripts/bench_final_latency.py
+>>>>>>> i12-accuracy
 
 # `sudo make install`: /opt/voxnode (venv + model), /etc/voxnode/config.toml (kept if edited),
 # the systemd unit, enabled and started when systemd runs. DESTDIR=dir lays the files out under dir.

@@ -88,8 +88,8 @@ def measure(threads: int, clips: list[np.ndarray], finals: list[str], repeat: in
                 r = final(audio, spec)
                 runs[spec].append(((time.perf_counter() - t0) * 1000, (cpu_s() - c0) * 1000, r.encode_ms, r.decode_ms))
                 if rep == 0:
-                    fallbacks[spec] += r.temperature > 0
-                    retries[spec] += r.window_s > max(parse_final(spec)[1], np.ceil(len(audio) / 16000 + 1))
+                    fallbacks[spec] += int(r.temperature > 0)
+                    retries[spec] += int(r.window_s > max(parse_final(spec)[1], np.ceil(len(audio) / 16000 + 1)))
         for n in names:
             per_clip[n].append(np.median(np.array(runs[n]), axis=0))
     out = {}

@@ -14,9 +14,17 @@ class AsrConfig:
     )
     model_dir: str = setting("", 'Folder of the converted model; "" = the bundled models/whisper-tiny.en.')
     num_threads: int = setting(0, "Inference threads; 0 = half the CPU cores, at least 1.", min=0, max=64)
-    beam_size: int = setting(5, "Beam width for finals (1 = greedy); partials are always greedy.", min=1, max=8)
+    # Finals' defaults, chosen for live latency (end of speech -> final p95 <= 800 ms with the hangover,
+    # so a final of an utterance < 8 s should decode in a median ~150-200 ms on a 2-core x86) and for WER
+    # (docs/benchmarks.md, "ASR beam size" and "ASR decode time per final"; 50 real utterances, clean /
+    # babble 10 dB; final wall ms median with 2 threads, machine shared, load ~4-5):
+    #   greedy, 6 s: 7.3 / 27.8 %, 208 ms     beam 3, 6 s: 4.4 / 22.0 %, 225 ms
+    #   beam 2, 6 s: 5.6 / 22.0 %, 212 ms     beam 5, 6 s: 4.1 / 22.0 %, 244 ms
+    #   beam 5, 10 s (the earlier default): 3.4 / 22.0 %, 291 ms (the 10 s window doubles the encode)
+    # Beam 3 in 6 s keeps most of beam 5's gain over greedy at +8 % time instead of +40 %.
+    beam_size: int = setting(3, "Beam width for finals (1 = greedy); partials are always greedy.", min=1, max=8)
     min_window_s: float = setting(
-        10.0,
+        6.0,
         "Shortest encoder window for finals, seconds (audio is zero-padded up to it); partials use 6.",
         min=6.0,
         max=30.0,
