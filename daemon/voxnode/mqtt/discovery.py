@@ -5,7 +5,7 @@ Two kinds of device (docs/mqtt.md#home-assistant), each one retained message:
   entities, and the reload / publish-health buttons;
 - one per stream, {discovery_prefix}/device/{node}/{stream}/config, linked to the
   node (`via_device`) and placed in the stream's `area`: transcript, final event,
-  partial, last final, mute switch, capture problem, counters, latency.
+  partial, last final, mute switch, capture problem, counters, latency, noise floor.
 
 Rules checked against a real Home Assistant (tests/ha/):
 - `qos` sits on every component: releases before mid-2026 ignore a device-level one
@@ -331,6 +331,19 @@ def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
         "{{ %s.xruns | default(None) }}" % st,
         unit_of_measurement="xruns",
         state_class="total_increasing",
+        **diag,
+    )
+    # The room's level under the speech (frontend/noise_floor.py), in the stream's report once it
+    # has had audio; unknown before.
+    c["noise_floor"] = _sensor(
+        f"{uid}_noise_floor",
+        "Noise floor",
+        health,
+        "{{ %s.noise_floor_dbfs | default(None) }}" % st,
+        unit_of_measurement="dBFS",
+        state_class="measurement",
+        suggested_display_precision=1,
+        icon="mdi:waveform",
         **diag,
     )
     return out
