@@ -18,13 +18,15 @@ import pytest
 from voxnode.asr.recognizer import TranscriptResult
 from voxnode.audio.format import PERIOD_FRAMES, PERIOD_S
 from voxnode.config import Config
-from voxnode.stream.params import pipeline_params
+from voxnode.stream.params import frames, pipeline_params
 from voxnode.stream.pipeline import StreamPipeline
 from voxnode.stream.scheduler import DecodeJob, JobKind, JobOutcome
 
-# Defaults in frames: onset 3 of 5, tail 10, hangover 25, minimum speech 12, pre-roll 15;
-# sentence-aware endpoints: 10 after a finished sentence, 35 after an open one.
-TAIL, HANGOVER, SENTENCE_END, OPEN = 10, 25, 10, 35
+# Defaults in frames: onset 3 of 5, tail 10, minimum speech 12, pre-roll 15; the endpoint's
+# hangovers: ordinary, after a finished sentence, after an open one.
+_V = Config().vad
+TAIL, HANGOVER = frames(_V.tail_ms), frames(_V.hangover_ms)
+SENTENCE_END, OPEN = frames(_V.sentence_end_hangover_ms), frames(_V.open_hangover_ms)
 
 
 class ScriptedVad:
@@ -71,8 +73,9 @@ class Rig:
     def __init__(self, **stream):
         cfg = Config()
         cfg = dataclasses.replace(cfg, stream=dataclasses.replace(cfg.stream, **{"partials": False, **stream}))
-        # The scripted VAD decides alone: the noise gate (tested in tests/frontend) would veto it.
-        cfg = dataclasses.replace(cfg, vad=dataclasses.replace(cfg.vad, noise_gate=False))
+        # The scripted VAD decides alone (in place of WebRTC's): the noise gate (tested in
+        # tests/frontend) would veto it.
+        cfg = dataclasses.replace(cfg, vad=dataclasses.replace(cfg.vad, noise_gate=False, engine="webrtc"))
         self.sched = FakeScheduler()
         self.events = []
         self.now = 0.0
@@ -158,12 +161,24 @@ def test_an_open_sentence_still_ends_after_the_long_hangover():
     r = Rig()
     r.feed("0" * 20 + "1" * 30 + "0" * TAIL)
     (spec,) = r.jobs(JobKind.SPECULATIVE)
-    r.sched.finish(spec, result("open the garage door"))  # no closing punctuation: open
+    r.sched.finish(spec, result("open the garage door and"))  # a trailing "and": open
     r.feed("0" * (OPEN - TAIL - 1))
     assert r.finals() == []
     r.feed("0")
-    assert [e.text for e in r.finals()] == ["open the garage door"]
+    assert [e.text for e in r.finals()] == ["open the garage door and"]
     assert r.sched.promoted == [] and len(r.sched.submitted) == 1  # the speculation is the final
+
+
+def test_no_closing_mark_keeps_the_ordinary_hangover():
+    r = Rig()
+    r.feed("0" * 20 + "1" * 30 + "0" * TAIL)
+    (spec,) = r.jobs(JobKind.SPECULATIVE)
+    r.sched.finish(spec, result("open the garage door"))  # a command or a fragment: text cannot tell
+    r.feed("0" * (HANGOVER - TAIL - 1))
+    assert r.finals() == []
+    r.feed("0")
+    assert [e.text for e in r.finals()] == ["open the garage door"]
+    assert r.pipeline.stats.endpoints_open == r.pipeline.stats.endpoints_sentence_end == 0
 
 
 def test_a_decode_that_did_not_end_cleanly_keeps_the_ordinary_hangover():

@@ -156,7 +156,11 @@ class StreamPipeline:
         nf = self.frontend.noise_floor
         if nf is None or nf.frames == 0:
             return {}
-        return {"noise_floor_dbfs": round(nf.floor_dbfs, 1), "noise_spectrum_dbfs": nf.spectrum_dbfs()}
+        room: dict = {"noise_floor_dbfs": round(nf.floor_dbfs, 1)}
+        spectrum = nf.spectrum_dbfs()  # sampled less often than the level: may not have begun yet
+        if spectrum:
+            room["noise_spectrum_dbfs"] = spectrum
+        return room
 
     @property
     def idle(self) -> bool:
