@@ -64,7 +64,7 @@ $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
-	$(BIN)/python -m pip install -q -e '.[test,prometheus]'
+	$(BIN)/python -m pip install -q -e '.[test,prometheus,zeroconf]'
 	@touch $@ $(VENV)/.installed
 
 check-config: venv

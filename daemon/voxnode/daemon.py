@@ -33,7 +33,7 @@ from voxnode.stream.worker import StreamWorker
 
 if TYPE_CHECKING:
     from voxnode.asr.recognizer import EngineInfo, Recognizer
-    from voxnode.events import TranscriptEvent
+    from voxnode.events import TranscriptEvent, WakeEvent
     from voxnode.heartbeat import Heartbeat
     from voxnode.sinks import Sink
 
@@ -142,7 +142,7 @@ class Daemon:
         for sink in self.sinks:
             sink.emit(event)
 
-    def _emit_transcript(self, event: TranscriptEvent) -> None:
+    def _emit_transcript(self, event: TranscriptEvent | WakeEvent) -> None:
         self.emit(event.as_dict())
 
     # ---- streams -----------------------------------------------------------------------------
@@ -188,7 +188,7 @@ class Daemon:
                 now = time.monotonic()
                 if deadline is not None and now >= deadline:
                     break
-                if all(not rt.worker.is_alive() for rt in self.streams):
+                if len(self.streams) and all(not rt.worker.is_alive() for rt in self.streams):
                     if not self.options.file:
                         # Live capture never ends by itself: this is a crash, and a non-zero exit
                         # lets systemd's Restart=on-failure bring the daemon back.
