@@ -23,6 +23,7 @@ from voxnode.audio.wavfile import read_audio
 from voxnode.config import Config
 from voxnode.config.audio import StreamConfig
 from voxnode.config.mqtt import node_id_for
+from voxnode.config.wake import wake_streams
 from voxnode.errors import VoxnodeError
 from voxnode.health.reporter import HealthReporter
 from voxnode.lifecycle import TICK_S, Component, Hook, start_all, stop_all
@@ -294,6 +295,9 @@ class Daemon:
 
     def stream_names(self) -> list[str]:
         return [s.name for s in self.config.effective_streams()]
+
+    def wake_streams(self) -> frozenset[str]:
+        return wake_streams(self.config)
 
     def set_muted(self, stream: str, muted: bool) -> None:
         if stream not in self.stream_names():

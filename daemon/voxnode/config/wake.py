@@ -1,9 +1,15 @@
 """[wake]: transcribe only what is said after a wake word (docs/voice-assistant.md)."""
 
+from __future__ import annotations
+
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from voxnode.config.audio import StreamConfig
 from voxnode.config.fields import setting
+
+if TYPE_CHECKING:
+    from voxnode.config.root import Config
 
 # The microWakeWord models the pymicro-wakeword wheel ships (its models/ folder): name -> phrase.
 SHIPPED_MODELS = {"okay_nabu": "Okay Nabu", "hey_jarvis": "Hey Jarvis", "hey_mycroft": "Hey Mycroft", "alexa": "Alexa"}
@@ -44,3 +50,8 @@ def stream_wake_model(wake: WakeConfig, stream: StreamConfig) -> str | None:
     if stream.wake:
         return stream.wake
     return wake.model if wake.enabled else None
+
+
+def wake_streams(config: Config) -> frozenset[str]:
+    """The names of the streams that listen for a wake word."""
+    return frozenset(s.name for s in config.effective_streams() if stream_wake_model(config.wake, s) is not None)

@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING
 
 from voxnode.config import Config
+from voxnode.config.wake import wake_streams
 from voxnode.control import DaemonControl
 from voxnode.events import iso8601
 from voxnode.health.memory import TraceSnapshots
@@ -41,6 +42,7 @@ class MqttBridge(Component, Hook):
         self.reporter = reporter
         self.topics = Topics.from_config(config.mqtt)
         self.streams = [s.name for s in config.effective_streams()]
+        self.wake_streams = wake_streams(config)
         spool_path = config.mqtt.spool_path or default_spool_path()
         self.spool = Spool(spool_path, config.mqtt.spool_max_messages)
         self._commands: queue.Queue[bytes] = queue.Queue(COMMAND_QUEUE)
@@ -81,6 +83,9 @@ class MqttBridge(Component, Hook):
             self.publisher.submit_final(event)
         elif kind == "partial":
             self.publisher.submit_partial(event)
+        elif kind == "wake":
+            # Worth something only now: not spooled, dropped while the broker is away.
+            self.publisher.publish_now(self.topics.wake(event["stream"]), dumps(event), qos=1)
         # level reports and other diagnostics stay local (stdout/log)
 
     # ---- Hook ----------------------------------------------------------------------------------
@@ -96,8 +101,9 @@ class MqttBridge(Component, Hook):
         # Streams can come and go on a reload: Home Assistant must see the new entity list.
         # [mqtt] and [health] themselves apply after a restart (the reload summary says so).
         names = list(daemon.stream_names())
-        if result.ok and names != self.streams:
-            self.streams = names
+        wake = daemon.wake_streams()
+        if result.ok and (names != self.streams or wake != self.wake_streams):
+            self.streams, self.wake_streams = names, wake
             for topic, payload in self._announcements():
                 self.publisher.publish_now(topic, payload, qos=1, retain=True)
             self.reporter.request()
@@ -133,7 +139,7 @@ class MqttBridge(Component, Hook):
     def _announcements(self) -> list[tuple[str, bytes]]:
         if not self.config.mqtt.discovery:
             return []
-        return [(self.topics.discovery, dumps(discovery_payload(self.topics, self.streams)))]
+        return [(self.topics.discovery, dumps(discovery_payload(self.topics, self.streams, self.wake_streams)))]
 
     # ---- commands ------------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 Topic {discovery_prefix}/device/{node}/config, retained. Availability follows
 {prefix}/{node}/status; sensors read the transcript and health topics, and a
 switch per stream sends mute/unmute commands and reads its state from health.
+A stream with a wake word also gets an event entity that fires on each wake word.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from voxnode.mqtt.topics import Topics
 ORIGIN = {"name": "voxnode", "sw": __version__}
 
 
-def discovery_payload(topics: Topics, streams: list[str]) -> dict:
+def discovery_payload(topics: Topics, streams: list[str], wake_streams: frozenset[str] = frozenset()) -> dict:
     node = topics.node
     cmps: dict[str, dict] = {}
     for s in streams:
@@ -49,6 +50,8 @@ def discovery_payload(topics: Topics, streams: list[str]) -> dict:
             "value_template": "{{ 'ON' if value_json.streams['%s'].muted else 'OFF' }}" % s,  # noqa: UP031 (Jinja and JSON braces)
             "icon": "mdi:microphone-off",
         }
+        if s in wake_streams:
+            cmps[f"{s}_wake"] = wake_event_component(topics, s)
     cmps["rss"] = {
         "p": "sensor",
         "name": "Memory (RSS)",
@@ -105,5 +108,21 @@ def discovery_payload(topics: Topics, streams: list[str]) -> dict:
         "pl_avail": "online",
         "pl_not_avail": "offline",
         "cmps": cmps,
+        "qos": 1,
+    }
+
+
+def wake_event_component(topics: Topics, stream: str) -> dict:
+    """An event entity per wake word heard: automations trigger on it (a chime, a light); its
+    attributes carry the word and the probability. Payload: docs/schemas/wake.json."""
+    return {
+        "p": "event",
+        "name": f"{stream} wake word",
+        "unique_id": f"voxnode_{topics.node}_{stream}_wake",
+        "state_topic": topics.wake(stream),
+        "event_types": ["wake"],
+        "value_template": "{{ {'event_type': 'wake', 'wake_word': value_json.wake_word, "
+        "'phrase': value_json.phrase, 'probability': value_json.probability} | to_json }}",
+        "icon": "mdi:account-voice",
         "qos": 1,
     }

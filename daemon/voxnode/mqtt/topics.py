@@ -47,6 +47,9 @@ class Topics:
     def partial(self, stream: str) -> str:
         return f"{self.base}/{stream}/partial"
 
+    def wake(self, stream: str) -> str:
+        return f"{self.base}/{stream}/wake"
+
     @property
     def discovery(self) -> str:
         return f"{self.discovery_prefix}/device/{self.node}/config"

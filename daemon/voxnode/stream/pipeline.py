@@ -161,7 +161,7 @@ class StreamPipeline:
             for ev in self.segmenter.reset():
                 self._on_segment(ev)
             self.stats.wakes += 1
-            log.info("stream %s: wake word %s (%.2f)", self.name, gate.word, probability, extra={"STREAM": self.name})
+            log.debug("stream %s: wake word %s (%.2f)", self.name, gate.word, probability)
             self._emit(WakeEvent(self.name, gate.word, gate.params.model.phrase, probability, t_wall))
             return False
         return gate.open
