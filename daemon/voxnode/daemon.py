@@ -82,6 +82,7 @@ class Daemon:
         self.recognition = Recognition(config, self._emit_transcript, recognizers)
         self.streams = Streams(self._make_stream, config.effective_streams())
         self._outputs: list[Component] = []
+        self._servers: list[Component] = []
 
     # ---- assembly (before run) ---------------------------------------------------------------
 
@@ -89,6 +90,11 @@ class Daemon:
         """An output with threads or servers (MQTT, Prometheus): started before recognition and the
         streams, in the order added, and stopped after them."""
         self._outputs.append(component)
+
+    def add_server(self, component: Component) -> None:
+        """A server that submits its own decode jobs (Wyoming): started after recognition, stopped
+        before it, so the finals it is waiting for are still decoded."""
+        self._servers.append(component)
 
     def add_sink(self, sink: Sink) -> None:
         self.sinks.insert(len(self.sinks) - 1, sink)
@@ -100,7 +106,7 @@ class Daemon:
     def components(self) -> list[Component]:
         """Started in this order, stopped in reverse: the outputs are up before the first transcript
         and still up for the last one."""
-        return [*self._outputs, self.recognition, self.streams]
+        return [*self._outputs, self.recognition, *self._servers, self.streams]
 
     def _hooks(self) -> list[Hook]:
         return [*self.hooks, self.reporter]  # the reporter last: it sees what the others just did

@@ -1,7 +1,9 @@
-"""The optional outputs `[mqtt]` and `[health]` ask for, added to a daemon before it runs.
+"""The optional outputs `[mqtt]` and `[health]` ask for, and the `[wyoming]` server, added to a
+daemon before it runs.
 
 MQTT is a component (its threads), a sink (transcripts) and a hook (commands on the main thread);
-Prometheus is a component (its HTTP server) fed by the daemon's health reporter.
+Prometheus is a component (its HTTP server) fed by the daemon's health reporter; the Wyoming
+server is a component that submits to the recognition's decode scheduler (`add_server`).
 """
 
 from __future__ import annotations
@@ -25,3 +27,9 @@ def add_outputs(daemon: Daemon) -> None:
         exporter = PrometheusExporter(config.health)
         daemon.reporter.subscribe(exporter.update)
         daemon.add_component(exporter)
+    if config.wyoming.enabled:
+        from voxnode.wyoming_stt.server import WyomingServer
+
+        wyoming = WyomingServer(config, daemon.recognition)
+        daemon.add_server(wyoming)
+        daemon.reporter.add_section("wyoming", wyoming.health)
