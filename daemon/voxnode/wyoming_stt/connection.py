@@ -32,6 +32,7 @@ from .request import AudioTooLong, RequestParams, TranscribeRequest, remainder
 
 log = logging.getLogger(__name__)
 
+LINGER_S = 1.0  # at most this long reading a client's leftovers before closing (see _close)
 LANGUAGES = ("en",)  # Whisper tiny.en: English only; a request for another language is refused
 
 
@@ -75,6 +76,7 @@ class Connection:
         self.request: TranscribeRequest | None = None
         self._streaming_started = False
         self._language: str | None = None
+        self.answering = False  # between audio-stop and the transcript queued for writing
 
     async def run(self) -> None:
         writer_task = asyncio.create_task(self._write_all())
@@ -90,7 +92,7 @@ class Connection:
                 await asyncio.wait_for(writer_task, 5.0)
             except (TimeoutError, asyncio.CancelledError):
                 writer_task.cancel()
-            self._writer.close()
+            await self._close()
 
     async def refuse(self, code: str, text: str) -> None:
         """Tell the client why it is not served, and close."""
@@ -98,6 +100,20 @@ class Connection:
         try:
             await async_write_event(error_event(code, text), self._writer)
         except (ConnectionError, OSError):
+            pass
+        await self._close()
+
+    async def _close(self) -> None:
+        """Close so that what we wrote last (an error event) reaches the client: closing a socket with
+        unread input makes the kernel send a reset, and the client may lose our last event with it. So
+        our side is shut first and the client's leftovers are read and dropped for a moment."""
+        try:
+            if self._writer.can_write_eof() and not self._writer.is_closing():
+                self._writer.write_eof()
+            async with asyncio.timeout(LINGER_S):
+                while await self._reader.read(65536):
+                    pass
+        except (TimeoutError, ConnectionError, OSError):
             pass
         self._writer.close()
 
@@ -198,9 +214,18 @@ class Connection:
             self._send(TranscriptStart(language=self._language or LANGUAGES[0]).event())
 
     async def _finish(self, request: TranscribeRequest) -> None:
+        self.answering = True
+        try:
+            await self._answer(request)
+        finally:
+            self.answering = False
+
+    async def _answer(self, request: TranscribeRequest) -> None:
         loop = asyncio.get_running_loop()
         stopped = loop.time()
-        outcome = await request.finish()
+        future = request.finish()
+        log.debug("wyoming %s: final submitted (%.2f s of audio)", self.key, request.audio_s)
+        outcome = await future
         if outcome.error:
             self._fail("transcription-failed", outcome.error)
             return

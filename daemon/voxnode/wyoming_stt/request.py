@@ -109,10 +109,6 @@ class TranscribeRequest:
         self.closed = False  # finished or abandoned: late partials are ignored
 
     @property
-    def awaiting_final(self) -> bool:
-        return self._final_future is not None and not self._final_future.done()
-
-    @property
     def audio_s(self) -> float:
         return len(self._frames) * PERIOD_FRAMES / SAMPLE_RATE
 

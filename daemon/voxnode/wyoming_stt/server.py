@@ -142,7 +142,7 @@ class WyomingServer(Component):
 
     async def _drain(self) -> None:
         """Connections waiting for a final get it until the deadline; then every connection is closed."""
-        while any(c.request is not None and c.request.awaiting_final for c in self._tasks.values()):
+        while any(c.answering for c in self._tasks.values()):
             if time.monotonic() >= self._deadline:
                 break
             await asyncio.sleep(0.02)
