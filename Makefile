@@ -19,7 +19,7 @@ APT_CORPUS := pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds
 export PYTHONMALLOC := malloc
 
 .PHONY: demo run test lint deps-run deps-test deps-corpus venv venv-test check-config config-reference clean \
-        bench-mqtt bench-stream bench-asr convert-model install uninstall purge test-arm64
+        bench-mqtt bench-stream bench-asr bench-wake bench-wyoming convert-model install uninstall purge test-arm64
 
 demo: venv
 	$(BIN)/voxnode demo
@@ -78,6 +78,15 @@ bench-mqtt: venv-test
 
 bench-stream: deps-test venv-test
 	$(BIN)/python scripts/bench_stream.py --streams 1,4,10 --speak-s 60 --idle-s 12
+
+# Wake words: false accepts in an hour of real speech and noise, acceptance on a synthetic set,
+# detector CPU (docs/benchmarks.md#wake-word). Wyoming: audio-stop -> transcript vs the engine's
+# compute time, 4 concurrent clients and leavers (docs/benchmarks.md#wyoming-speech-to-text).
+bench-wake: deps-corpus venv-test
+	$(BIN)/python scripts/bench_wake.py --write docs/wake_benchmark.json
+
+bench-wyoming: deps-corpus venv-test
+	$(BIN)/python scripts/bench_wyoming.py --write docs/wyoming_benchmark.json
 
 # Build-time tools live in their own venvs: tensorflow and faster-whisper never enter the runtime.
 .venv-convert/.installed: scripts/requirements-convert.txt

@@ -1,5 +1,6 @@
-"""Test side of the Wyoming tests: wyoming's own client (AsyncTcpClient), a voxnode daemon with the
-server on in a subprocess, and audio in the formats clients send."""
+"""The client side of the Wyoming tests and benchmark: wyoming's own client (AsyncTcpClient), a
+`voxnode run` with the server on and no microphone in a subprocess, and audio in the formats
+clients send."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import speech_corpus as sc
 from wyoming.asr import Transcribe
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
@@ -20,14 +22,11 @@ from wyoming.event import Event
 
 from voxnode.mqtt.localbroker import free_port
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import speech_corpus as sc  # noqa: E402
-
 
 class WyomingDaemon:
     """`voxnode run` with no microphone and the Wyoming server on a free port."""
 
-    def __init__(self, folder: Path, **wyoming):
+    def __init__(self, folder: Path, python: str = sys.executable, **wyoming):
         self.port = free_port()
         settings = {"enabled": True, "host": "127.0.0.1", "port": self.port, **wyoming}
         lines = ['[log]\nlevel = "debug"\n[audio]\ndevice = ""\n[wyoming]']
@@ -37,7 +36,7 @@ class WyomingDaemon:
         self.log_path = folder / "daemon.log"
         self._log = open(self.log_path, "w")  # noqa: SIM115 (closed in stop)
         env = {**os.environ, "PYTHONMALLOC": "malloc"}
-        cmd = [sys.executable, "-m", "voxnode", "run", "--config", str(self.config)]
+        cmd = [python, "-m", "voxnode", "run", "--config", str(self.config)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self._log, env=env)
         deadline = time.monotonic() + 60
         while "speech-to-text server on" not in self.log():
