@@ -12,8 +12,9 @@ APT_RUN  := python3-venv python3-dev gcc pkg-config libasound2-dev alsa-utils li
 # and check the unit with systemd-analyze (package systemd; a container may lack it);
 # qemu-user runs the ARM64 check (test-arm64).
 APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl systemd qemu-user
-# Benchmarks also use real recorded speech and music (scripts/speech_corpus.py says what each is).
-APT_CORPUS := pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 \
+# Benchmarks also use real recorded speech and music (scripts/speech_corpus.py says what each is),
+# and flite voices for the synthetic wake-word set (scripts/bench_wake.py).
+APT_CORPUS := flite pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 \
               asterisk-core-sounds-en-wav asterisk-moh-opsound-wav
 
 export PYTHONMALLOC := malloc

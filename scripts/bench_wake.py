@@ -10,11 +10,11 @@
    phrase are left out. The detector runs on it 20 ms at a time, as on a microphone, faster than
    real time (it counts frames, not seconds); every detection is a false accept.
 2. Acceptance: a synthetic test set (no recordings of these words ship in Debian): each wake
-   phrase spoken by espeak-ng in 8 voices, 3 rates and 2 pitches, placed in 3 rooms (dry; "near":
-   synthetic impulse response, RT60 0.3 s, direct-to-reverberant +6 dB; "far": RT60 0.6 s, DRR
-   -3 dB) and mixed with pink, babble, HVAC or real music at 10 dB SNR (speech frames vs noise):
-   576 clips per phrase. A clip is accepted when the detector fires between the phrase's start and
-   1.5 s after its end.
+   phrase spoken by espeak-ng (8 voices) and flite (5 voices), at 3 rates and 2 pitches, placed in
+   3 rooms (dry; "near": synthetic impulse response, RT60 0.3 s, direct-to-reverberant +6 dB;
+   "far": RT60 0.6 s, DRR -3 dB) and mixed with pink, babble, HVAC or real music at 10 dB SNR
+   (phrase frames vs noise): 936 clips per phrase. A clip is accepted when the detector fires
+   between the phrase's start and 1.5 s after its end.
 3. CPU: process time of the detector over the false-accept audio / its duration (% of one core).
 
 Each of the four shipped models runs with XNNPACK (as shipped) and okay_nabu also with LiteRT's
@@ -48,35 +48,47 @@ from voxnode.wake.models import load_wake_model  # noqa: E402
 RATE = 16000
 PHRASES = {"okay_nabu": "okay nabu", "hey_jarvis": "hey jarvis", "hey_mycroft": "hey mycroft", "alexa": "alexa"}
 WAKE_WORDS = {"nabu", "jarvis", "mycroft", "alexa"}
-VOICES = ["en-us", "en-gb", "en-us+f3", "en-gb+m3", "en-us+m7", "en-gb-x-rp+f2", "en-us+f2", "en-029"]
-RATES = [130, 160, 190]
-PITCHES = [35, 65]
+# (synthesiser, voice): espeak-ng's formant voices and variants, and flite's CMU voices (diphone
+# kal/kal16, clustergen awb/rms/slt), which sound more like a person; both are Debian packages.
+VOICES = [
+    ("espeak", v) for v in ("en-us", "en-gb", "en-us+f3", "en-gb+m3", "en-us+m7", "en-gb-x-rp+f2", "en-us+f2", "en-029")
+]
+VOICES += [("flite", v) for v in ("slt", "rms", "awb", "kal16", "kal")]
+RATES = ["slow", "normal", "fast"]
+ESPEAK_RATE = {"slow": 130, "normal": 160, "fast": 190}  # words per minute
+FLITE_STRETCH = {"slow": 1.2, "normal": 1.0, "fast": 0.85}  # duration_stretch
+PITCHES = ["low", "high"]
+ESPEAK_PITCH = {"low": 35, "high": 65}  # espeak-ng -p (0-99, default 50)
+FLITE_CENTS = {"low": -200, "high": 200}  # sox pitch shift for flite, which has no per-call pitch option
 ROOMS = {"dry": None, "near": (0.3, 6.0), "far": (0.6, -3.0)}  # (RT60 s, direct-to-reverberant dB)
 ACCEPT_NOISES = ["pink", "babble", "hvac", "music"]
 FA_NOISES = ["pink", "babble", "hvac", "music"]
 FA_SNRS = [20, 10, 5]
 ACCEPT_SNR = 10.0
 LATE_S = 1.5  # a detection up to this long after the phrase ends counts as accepting it
+REFRACTORY_MS = 2000  # wake.refractory_ms default
+SWEEP = [0.8, 0.7, 0.6, 0.5, 0.4]  # cutoffs tried below each model's own
 
 
 # ---- audio ------------------------------------------------------------------------------------
 
 
-def speak(text: str, voice: str, speed: int, pitch: int) -> np.ndarray:
-    key = f"wake-{voice}-{speed}-{pitch}-{text}".replace(" ", "_").replace("+", "p")
+def speak(text: str, engine: str, voice: str, rate: str, pitch: str) -> np.ndarray:
+    key = f"wake-{engine}-{voice}-{rate}-{pitch}-{text}".replace(" ", "_").replace("+", "p")
     path = ac.cache_dir() / f"{key}.raw"
     if not path.exists():
-        wav = subprocess.run(
-            ["espeak-ng", "-v", voice, "-s", str(speed), "-p", str(pitch), "--stdout", text],
-            check=True,
-            capture_output=True,
-        ).stdout
-        raw = subprocess.run(
-            ["sox", "-t", "wav", "-", "-r", str(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw", "-"],
-            input=wav,
-            check=True,
-            capture_output=True,
-        ).stdout
+        to_raw = ["-r", str(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw", "-"]
+        if engine == "espeak":
+            cmd = ["espeak-ng", "-v", voice, "-s", str(ESPEAK_RATE[rate]), "-p", str(ESPEAK_PITCH[pitch]), "--stdout"]
+            wav = subprocess.run([*cmd, text], check=True, capture_output=True).stdout
+            raw = subprocess.run(["sox", "-t", "wav", "-", *to_raw], input=wav, check=True, capture_output=True).stdout
+        else:
+            tmp = path.with_suffix(".wav")
+            stretch = f"duration_stretch={FLITE_STRETCH[rate]}"
+            subprocess.run(["flite", "-voice", voice, "--setf", stretch, "-t", text, "-o", str(tmp)], check=True)
+            shift = ["pitch", str(FLITE_CENTS[pitch])]
+            raw = subprocess.run(["sox", str(tmp), *to_raw, *shift], check=True, capture_output=True).stdout
+            tmp.unlink()
         path.write_bytes(raw)
     return np.frombuffer(path.read_bytes(), dtype="<i2").astype(np.float32)
 
@@ -111,19 +123,39 @@ def add_noise(clean: np.ndarray, kind: str, snr_db: float, seed: int, music: lis
 
 @dataclass
 class Run:
-    detections: list[float]
+    series: np.ndarray  # per 20 ms frame: the detector's averaged probability after that frame
     cpu_s: float
 
 
-def detect(model: str, audio: np.ndarray, xnnpack: bool = True, refractory_ms: int = 2000) -> Run:
-    d = WakeDetector(load_wake_model(model), refractory_ms, xnnpack=xnnpack)
+def detect(model: str, audio: np.ndarray, xnnpack: bool = True) -> Run:
+    """The averaged probability after every frame, from a detector that never fires (cutoff above
+    any probability), so that every cutoff can be tried on one run (`events`)."""
+    d = WakeDetector(load_wake_model(model, threshold=0.9999), 0, xnnpack=xnnpack)
     pcm = np.clip(np.round(audio), -32768, 32767).astype(np.int16)
-    hits = []
+    n = (len(pcm) - 320) // 320 + 1
+    series = np.zeros(max(0, n), dtype=np.float32)
     t0 = time.process_time()
-    for i in range(0, len(pcm) - 319, 320):
-        if d.process(pcm[i : i + 320]) is not None:
-            hits.append(i / RATE)
-    return Run(hits, time.process_time() - t0)
+    for k in range(n):
+        d.process(pcm[k * 320 : (k + 1) * 320])
+        series[k] = d.last_probability
+    return Run(series, time.process_time() - t0)
+
+
+def events(series: np.ndarray, cutoff: float, refractory_ms: int = REFRACTORY_MS) -> list[float]:
+    """Where the detector with this cutoff fires (seconds): the averaged probability above the cutoff,
+    then nothing for the refractory period (as WakeDetector does)."""
+    gap = refractory_ms // 20
+    out, allowed = [], 0
+    for i in np.flatnonzero(series > cutoff):
+        if i >= allowed:
+            out.append(float(i + 1) * 0.02)
+            allowed = i + gap
+    return out
+
+
+def cutoffs_for(model: str) -> list[tuple[str, float]]:
+    own = load_wake_model(model).cutoff
+    return [("model", own)] + [(f"{c:g}", c) for c in SWEEP if c < own]
 
 
 # ---- 1. false accepts -------------------------------------------------------------------------
@@ -186,21 +218,31 @@ def false_accepts(models: list[str], minutes: float) -> dict:
     edges = np.linspace(0, len(audio) / RATE, len(info["noise_blocks"]) + 1)
     for model, xnn in configs:
         r = detect(model, audio, xnn)
-        where = [
-            info["noise_blocks"][min(int(np.searchsorted(edges, t, "right")) - 1, len(edges) - 2)] for t in r.detections
-        ]
         key = f"{model}{'' if xnn else ' (reference kernels)'}"
+        per_cutoff = {}
+        for label, cutoff in cutoffs_for(model):
+            hits = events(r.series, cutoff)
+            where = [
+                info["noise_blocks"][min(int(np.searchsorted(edges, t, "right")) - 1, len(edges) - 2)] for t in hits
+            ]
+            per_cutoff[label] = {
+                "cutoff": cutoff,
+                "false_accepts": len(hits),
+                "per_hour": round(len(hits) / hours, 2),
+                "at_s": [round(t, 1) for t in hits],
+                "in": where,
+            }
         results[key] = {
-            "false_accepts": len(r.detections),
-            "per_hour": round(len(r.detections) / hours, 2),
-            "at_s": [round(t, 1) for t in r.detections],
-            "in": where,
+            "cutoffs": per_cutoff,
             "cpu_percent_of_core": round(100 * r.cpu_s / (len(audio) / RATE), 2),
             "us_per_20ms_frame": round(r.cpu_s / (len(audio) / 320) * 1e6, 1),
         }
+        own = per_cutoff["model"]
         print(
-            f"FA {key}: {len(r.detections)} in {hours * 60:.0f} min ({results[key]['per_hour']}/h), "
-            f"CPU {results[key]['cpu_percent_of_core']} % of a core",
+            f"FA {key}: {own['false_accepts']} in {hours * 60:.0f} min ({own['per_hour']}/h) at its cutoff "
+            f"{own['cutoff']}; "
+            + ", ".join(f"{v['per_hour']}/h at {k}" for k, v in per_cutoff.items() if k != "model")
+            + f"; CPU {results[key]['cpu_percent_of_core']} % of a core",
             flush=True,
         )
     return {"audio": info, "models": results}
@@ -216,19 +258,20 @@ def acceptance(models: list[str]) -> dict:
     configs = [(m, True) for m in models] + ([("okay_nabu", False)] if "okay_nabu" in models else [])
     for model, xnn in configs:
         phrase = PHRASES[model]
-        by: dict[str, list[int]] = {}
-        n_ok = n = 0
+        cuts = cutoffs_for(model)
+        by: dict[str, list[int]] = {}  # at the model's own cutoff
+        ok_at = {label: 0 for label, _ in cuts}
+        n = 0
         clip_id = 0
-        for voice in VOICES:
+        for engine, voice in VOICES:
             for speed in RATES:
                 for pitch in PITCHES:
-                    dry = ac.at_dbfs(speak(phrase, voice, speed, pitch), -26)
+                    dry = ac.at_dbfs(speak(phrase, engine, voice, speed, pitch), -26)
                     for room, spec in ROOMS.items():
-                        x = (
-                            dry
-                            if spec is None
-                            else np.convolve(dry, impulse_response(*spec, rng))[: len(dry) + RATE // 2]
-                        )
+                        if spec is None:
+                            x = dry
+                        else:
+                            x = np.convolve(dry, impulse_response(*spec, rng))[: len(dry) + RATE // 2]
                         x = ac.at_dbfs(x.astype(np.float32), -26)
                         for kind in ACCEPT_NOISES:
                             clip_id += 1
@@ -240,27 +283,37 @@ def acceptance(models: list[str]) -> dict:
                             noisy = ac.mix(clean, noise_for(kind, len(clean), clip_id, music), ACCEPT_SNR, labels)
                             r = detect(model, noisy, xnn)
                             t_end = lead + len(dry) / RATE
-                            ok = any(lead <= t <= t_end + LATE_S for t in r.detections)
                             n += 1
-                            n_ok += ok
-                            for k in (
-                                f"voice {voice}",
-                                f"rate {speed}",
-                                f"pitch {pitch}",
-                                f"room {room}",
-                                f"noise {kind}",
-                            ):
-                                by.setdefault(k, [0, 0])
-                                by[k][0] += ok
-                                by[k][1] += 1
+                            for label, cutoff in cuts:
+                                ok = any(lead <= t <= t_end + LATE_S for t in events(r.series, cutoff))
+                                ok_at[label] += ok
+                                if label != "model":
+                                    continue
+                                tags = (
+                                    f"voice {voice}",
+                                    f"rate {speed}",
+                                    f"pitch {pitch}",
+                                    f"room {room}",
+                                    f"noise {kind}",
+                                )
+                                for k in tags:
+                                    by.setdefault(k, [0, 0])
+                                    by[k][0] += ok
+                                    by[k][1] += 1
         key = f"{model}{'' if xnn else ' (reference kernels)'}"
         results[key] = {
-            "accepted": n_ok,
             "clips": n,
-            "percent": round(100 * n_ok / n, 1),
-            "by": {k: round(100 * a / b, 1) for k, (a, b) in by.items()},
+            "cutoffs": {
+                label: {"cutoff": c, "accepted": ok_at[label], "percent": round(100 * ok_at[label] / n, 1)}
+                for label, c in cuts
+            },
+            "by_at_model_cutoff": {k: round(100 * a / b, 1) for k, (a, b) in by.items()},
         }
-        print(f"accept {key}: {n_ok}/{n} = {results[key]['percent']} %", flush=True)
+        print(
+            f"accept {key}: "
+            + ", ".join(f"{v['percent']} % at {k} ({v['cutoff']})" for k, v in results[key]["cutoffs"].items()),
+            flush=True,
+        )
     return results
 
 

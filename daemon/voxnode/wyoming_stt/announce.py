@@ -21,10 +21,16 @@ MDNS_GROUP = "224.0.0.251"
 
 def lan_address() -> str:
     """The address other hosts reach this one by: the source address of a route to the mDNS group."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.setblocking(False)
-        s.connect((MDNS_GROUP, 1))  # UDP: no packet is sent
-        return str(s.getsockname()[0])
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.setblocking(False)
+            s.connect((MDNS_GROUP, 1))  # UDP: no packet is sent
+            return str(s.getsockname()[0])
+    except OSError as e:
+        raise ConfigError(
+            f"wyoming.zeroconf = true: no IPv4 route for mDNS ({e.strerror or e}); "
+            "set it to false and add the server in Home Assistant by host and port"
+        ) from None
 
 
 class Announcement:
