@@ -77,9 +77,15 @@ def test_stream_override_and_config_keys():
     assert wake_params(c, "c").model.name == "alexa"
     off = dataclasses.replace(c, wake=WakeConfig(enabled=False))
     assert wake_params(off, "a") is None and wake_params(off, "c").model.name == "alexa"
-    bad = dataclasses.replace(c, streams=(StreamConfig(name="a", device="x", wake="nope"),))
-    with pytest.raises(ConfigError, match=r"streams\[0\].wake = 'nope'"):
+    bad = dataclasses.replace(c, streams=(StreamConfig(name="a", device="x", wake="nope.json"),))
+    with pytest.raises(ConfigError, match=r"streams\[0\].wake = 'nope.json': manifest nope.json does not exist"):
         wake_params(bad, "a")
+    with pytest.raises(ConfigError, match=r"streams\[1\].wake: is 'hey_siri': not a shipped model"):
+        parse_config(
+            '[[streams]]\nname = "a"\ndevice = "x"\n[[streams]]\nname = "b"\ndevice = "y"\nwake = "hey_siri"\n'
+        )
+    with pytest.raises(ConfigError, match=r"wake.model: is 'computer': not a shipped model"):
+        parse_config('[wake]\nmodel = "computer"\n')
 
 
 def test_through_real_alsa_only_what_follows_the_wake_word_is_transcribed(alsa_dir, engine):

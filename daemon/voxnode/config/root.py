@@ -15,7 +15,7 @@ from voxnode.config.mqtt import MqttConfig
 from voxnode.config.service import ServiceConfig
 from voxnode.config.stream import StreamingConfig
 from voxnode.config.vad import VadConfig
-from voxnode.config.wake import WakeConfig
+from voxnode.config.wake import STREAM_WAKE_OFF, STREAM_WAKE_ON, WakeConfig, wake_spec_problem
 from voxnode.config.wyoming import WyomingConfig
 
 
@@ -47,6 +47,13 @@ class Config:
         for name in names:
             if names.count(name) > 1:
                 raise InvalidValue("streams", f"stream name {name!r} is used more than once")
+        problem = wake_spec_problem(self.wake.model)
+        if problem:
+            raise InvalidValue("wake.model", f"is {self.wake.model!r}: {problem}")
+        for i, s in enumerate(self.streams):
+            problem = None if s.wake in ("", STREAM_WAKE_OFF, STREAM_WAKE_ON) else wake_spec_problem(s.wake)
+            if problem:
+                raise InvalidValue(f"streams[{i}].wake", f"is {s.wake!r}: {problem}")
         if not self.effective_streams() and not self.wyoming.enabled:
             raise InvalidValue(
                 "audio.device", 'is "" (no microphone) and [wyoming] is not enabled: there is nothing to do'

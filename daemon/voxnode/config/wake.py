@@ -41,6 +41,13 @@ class WakeConfig:
     )
 
 
+def wake_spec_problem(spec: str) -> str | None:
+    """Why `spec` cannot name a model (checked with the config; the file itself is read at start)."""
+    if spec in SHIPPED_MODELS or spec.endswith((".json", ".tflite")) or "/" in spec:
+        return None
+    return f"not a shipped model ({', '.join(SHIPPED_MODELS)}) nor a path to a model's JSON manifest"
+
+
 def stream_wake_model(wake: WakeConfig, stream: StreamConfig) -> str | None:
     """The wake word model a stream listens for, or None when it transcribes everything."""
     if stream.wake == STREAM_WAKE_OFF:
