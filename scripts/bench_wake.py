@@ -290,6 +290,7 @@ def acceptance(models: list[str]) -> dict:
                                 if label != "model":
                                     continue
                                 tags = (
+                                    engine,
                                     f"voice {voice}",
                                     f"rate {speed}",
                                     f"pitch {pitch}",

@@ -42,8 +42,8 @@ from voxnode.asr.wer import corpus_wer  # noqa: E402
 DECODE_LINE = re.compile(r"wyoming (wyoming-\d+): ([\d.]+) s of audio -> .* \(decode (\d+) ms, queued (\d+) ms")
 
 
-def pct(xs: list[float], q: float) -> float:
-    return round(float(np.percentile(xs, q)), 1) if xs else float("nan")
+def pct(xs: list[float], q: float, digits: int = 1) -> float:
+    return round(float(np.percentile(xs, q)), digits) if xs else float("nan")
 
 
 def decode_times(log: str) -> dict[str, tuple[float, float, float]]:
@@ -64,7 +64,11 @@ async def sequential(d: WyomingDaemon, clips: list, repeats: int) -> dict:
     out = []
     for row in rows:
         ex = row["ex"]
-        audio_s, decode_ms, queued_ms = times[row["key"]]
+        audio_s, decode_ms, queued_ms = times.get(row["key"], (0.0, 0.0, 0.0))
+        if not decode_ms or ex.stop_to_transcript_s is None:
+            # Digital silence (an Asterisk "silence" prompt): the engine's silence guard answers at once.
+            print(f"no decode time for {row['clip']} ({row['key']}): {ex.types} {ex.error}", flush=True)
+            continue
         stop_ms = ex.stop_to_transcript_s * 1e3
         out.append(
             {
@@ -84,8 +88,8 @@ async def sequential(d: WyomingDaemon, clips: list, repeats: int) -> dict:
     return {
         "requests": len(out),
         "errors": sum(r["error"] is not None for r in out),
-        "ratio_p50": pct(ratios, 50),
-        "ratio_p95": pct(ratios, 95),
+        "ratio_p50": pct(ratios, 50, 3),
+        "ratio_p95": pct(ratios, 95, 3),
         "ratio_max": round(max(ratios), 3),
         "overhead_ms_p50": pct(over, 50),
         "overhead_ms_p95": pct(over, 95),

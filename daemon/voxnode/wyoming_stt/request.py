@@ -4,12 +4,15 @@ Decoding goes through the daemon's DecodeScheduler, keyed by the connection (`wy
 final is a FINAL job, served before any partial and round robin with the microphones' finals and
 the other clients'; partials are PARTIAL jobs, skipped first when the engine is behind.
 
-The audio goes through the same front-end as a microphone's (high-pass, and the denoiser when
-`frontend.denoise` is on), so the engine sees what it sees from the microphones. The VAD only
-decides when a partial is worth computing: while speech goes on (as the microphone pipeline does),
-and only while the client sends in about real time. A client that uploads a recording in one burst
-has no use for partials, and a partial still running when audio-stop arrives would delay the
-final by its whole duration (a decode cannot be interrupted).
+The engine gets the audio as the client sent it (converted to 16 kHz mono), as `voxnode transcribe`
+does: Home Assistant's satellites already clean it (the server's info asks for auto gain and noise
+suppression). The front-end (high-pass + VAD) runs only to decide when a partial is worth
+computing: while speech goes on (as the microphone pipeline does), and only while the client sends
+in about real time. A client that uploads a recording in one burst has no use for partials (and a
+partial still running at audio-stop would delay the final by its whole duration: a decode cannot
+be interrupted), so its audio is only converted and kept. Measured (scripts/bench_wyoming.py):
+running the front-end on every frame of a burst upload put 30-80 ms of catching up between the
+client's audio-stop and the final's decode.
 
 Thread use: `start`, `add`, `finish` and `abandon` run on the server's event loop; decode results
 come back on a decode thread and are handed to the loop with `call_soon_threadsafe`.
@@ -96,9 +99,10 @@ class TranscribeRequest:
         self._frontend = FrontEnd(params.frontend)
         self.converter: AudioConverter | None = None
         self._bytes = 0
-        self._pending = np.zeros(0, dtype=np.float32)  # converted, not yet a whole frame
-        self._frames: list[np.ndarray] = []  # front-end output, int16 scale
-        self._silence = PARTIAL_QUIET_FRAMES  # frames since the last speech frame
+        self._parts: list[np.ndarray] = []  # converted audio, float32 [-1, 1]
+        self._samples = 0
+        self._pending = np.zeros(0, dtype=np.float32)  # not yet a whole frame for the VAD, int16 scale
+        self._silence = PARTIAL_QUIET_FRAMES  # VAD frames since the last speech frame
         self._started = time.monotonic()
         self._last_partial_audio_s = 0.0
         self._partial: DecodeJob | None = None
@@ -110,7 +114,7 @@ class TranscribeRequest:
 
     @property
     def audio_s(self) -> float:
-        return len(self._frames) * PERIOD_FRAMES / SAMPLE_RATE
+        return self._samples / SAMPLE_RATE
 
     def start(self, rate: int, width: int, channels: int) -> None:
         """audio-start: the format (raises convert.FormatError)."""
@@ -127,22 +131,25 @@ class TranscribeRequest:
         if self._partial_due():
             self._submit_partial()
 
-    def _feed(self, audio: np.ndarray, last: bool = False) -> None:
-        x = np.concatenate([self._pending, audio * np.float32(32768.0)]) if self._pending.size else audio * 32768.0
+    def _feed(self, audio: np.ndarray) -> None:
+        self._parts.append(audio)
+        self._samples += audio.size
+        if not self.params.partials or self.closed:
+            return
+        if self._ahead() >= self.params.partial_interval_s:
+            self._pending = np.zeros(0, dtype=np.float32)  # a burst: no partials, so no VAD
+            self._silence = PARTIAL_QUIET_FRAMES
+            return
+        x = np.concatenate([self._pending, audio * np.float32(32768.0)])
         whole = len(x) - len(x) % PERIOD_FRAMES
         for i in range(0, whole, PERIOD_FRAMES):
-            self._frame(x[i : i + PERIOD_FRAMES])
-        self._pending = x[whole:].astype(np.float32)
-        if last and self._pending.size:
-            n = self._pending.size
-            padded = np.concatenate([self._pending, np.zeros(PERIOD_FRAMES - n, dtype=np.float32)])
-            self._frame(padded, keep=n)
-            self._pending = np.zeros(0, dtype=np.float32)
+            speech = self._frontend.process(x[i : i + PERIOD_FRAMES]).speech
+            self._silence = 0 if speech else self._silence + 1
+        self._pending = x[whole:]
 
-    def _frame(self, frame: np.ndarray, keep: int = PERIOD_FRAMES) -> None:
-        fe = self._frontend.process(frame)
-        self._frames.append(fe.samples[:keep])
-        self._silence = 0 if fe.speech else self._silence + 1
+    def _ahead(self) -> float:
+        """How far ahead of real time the client sends, in seconds."""
+        return self.audio_s - (time.monotonic() - self._started)
 
     def _partial_due(self) -> bool:
         p = self.params
@@ -151,11 +158,10 @@ class TranscribeRequest:
         audio_s = self.audio_s
         if audio_s < p.partial_min_audio_s or audio_s - self._last_partial_audio_s < p.partial_interval_s:
             return False
-        ahead = audio_s - (time.monotonic() - self._started)  # how far ahead of real time the client sends
-        return ahead < p.partial_interval_s
+        return self._ahead() < p.partial_interval_s
 
     def _audio(self) -> np.ndarray:
-        return self._frontend.for_recognition(np.concatenate(self._frames))
+        return np.concatenate(self._parts).astype(np.float32, copy=False)
 
     def _submit_partial(self) -> None:
         self._last_partial_audio_s = self.audio_s
@@ -183,12 +189,12 @@ class TranscribeRequest:
         """audio-stop: the final is decoded from all the audio; the future completes on the loop."""
         fut: asyncio.Future[FinalOutcome] = self._loop.create_future()
         self._final_future = fut
-        if self.converter is not None:
-            self._feed(self.converter.convert(b"", last=True), last=True)
         self.closed = True
+        if self.converter is not None:
+            self._feed(self.converter.convert(b"", last=True))
         if self._partial is not None and not self._partial.finished:
             self._sched.cancel(self._partial)  # queued: withdrawn; running: its result is ignored
-        if not self._frames:
+        if not self._samples:
             fut.set_result(FinalOutcome("", None))
             return fut
         self._final = DecodeJob(self.key, JobKind.FINAL, self._audio(), self._final_done)
