@@ -145,3 +145,54 @@ def test_without_the_wake_word_nothing_is_transcribed_and_listening_times_out(al
 
 def test_off_by_default():
     assert Config().wake.enabled is False and wake_params(Config(), "mic") is None
+
+
+def _offline(audio: np.ndarray, config_text: str):
+    """The real front-end, gate and segmenter, frames fed as fast as they go; the scheduler records
+    the jobs (tests/stream/test_pipeline_paths.FakeScheduler)."""
+    from tests.stream.test_pipeline_paths import FakeScheduler
+    from voxnode.stream.params import pipeline_params
+    from voxnode.stream.pipeline import StreamPipeline
+    from voxnode.stream.wake_gate import WakeGate
+
+    config = parse_config(config_text)
+    sched, events = FakeScheduler(), []
+    pipeline = StreamPipeline(
+        "mic", pipeline_params(config), sched, events.append, wake=WakeGate(wake_params(config, "mic"))
+    )
+    pcm = np.clip(np.round(audio), -32768, 32767).astype(np.int16)
+    for k in range(len(pcm) // 320):
+        t = k * 0.02
+        pipeline.feed(pcm[k * 320 : (k + 1) * 320], k, t, 1_700_000_000.0 + t)
+    pipeline.flush()
+    return pipeline, sched, events
+
+
+def test_one_wake_word_opens_one_utterance_even_a_long_one_cut_at_its_maximum():
+    talk = np.concatenate([speech(s) for s in (COMMAND, BEFORE, AFTER, COMMAND, BEFORE)])  # ~9 s, no pause
+    audio = np.concatenate([ac.silence(0.5), speech(WAKE, speed=150), ac.silence(0.5), talk, ac.silence(1.0)])
+    pipeline, sched, events = _offline(audio, "[wake]\nenabled = true\n[stream]\nmax_utterance_ms = 3000\n")
+    assert [e.as_dict()["type"] for e in events] == ["wake"]
+    assert {j.tag[0] for j in sched.submitted} == {0}, [(j.kind, j.tag) for j in sched.submitted]  # the first part only
+    assert pipeline.wake.state.value == "closed" and pipeline.stats.discarded >= 1  # the rest was dropped
+    assert max(j.audio.size for j in sched.submitted) <= 3.0 * 16000
+
+
+def test_a_click_after_the_wake_word_does_not_end_listening():
+    click = ac.at_dbfs(ac.noise("white", 1600, seed=1), -20)  # 100 ms: too short to be an utterance
+    audio = np.concatenate(
+        [
+            ac.silence(0.5),
+            speech(WAKE, speed=150),
+            ac.silence(0.8),
+            click,
+            ac.silence(1.0),
+            speech(COMMAND),
+            ac.silence(1.0),
+        ]
+    )
+    pipeline, sched, events = _offline(audio, '[wake]\nenabled = true\n[vad]\nengine = "spectral"\n')
+    assert [e.as_dict()["type"] for e in events] == ["wake"]
+    assert pipeline.stats.discarded >= 1 and pipeline.stats.wake_timeouts == 0
+    decoded = [j for j in sched.submitted if j.audio.size > 1.0 * 16000]
+    assert decoded, [(j.kind, j.audio.size) for j in sched.submitted]  # the command went to the recogniser
