@@ -8,11 +8,10 @@ from typing import Protocol
 class DaemonControl(Protocol):
     def stream_names(self) -> list[str]: ...
 
-    def wake_streams(self) -> frozenset[str]:
-        """The streams that listen for a wake word (Home Assistant's wake event entities)."""
-
     def set_muted(self, stream: str, muted: bool) -> None:
         """Raises KeyError for an unknown stream."""
+
+    def is_muted(self, stream: str) -> bool: ...
 
     def request_reload(self) -> None:
         """Reload the configuration soon (as SIGHUP does); returns at once."""

@@ -61,7 +61,9 @@ def test_wake_event_topic_final_carries_the_word_and_home_assistant_gets_an_even
     assert "fan" in finals[0]["text"].lower() and "weather" not in finals[0]["text"].lower()
     for partial in mon.on(f"{BASE}/mic/partial"):
         assert "weather" not in validate("partial", partial)["text"].lower()
-    discovery = validate("discovery", mon.on("homeassistant/device/testnode/config")[0])
-    entity = discovery["cmps"]["mic_wake"]
+    # One Home Assistant device per stream: the wake event entity sits on the stream's device.
+    discovery = validate("discovery", mon.on("homeassistant/device/testnode/mic/config")[-1])
+    entity = discovery["cmps"]["wake"]
     assert entity["p"] == "event" and entity["state_topic"] == f"{BASE}/mic/wake" and entity["event_types"] == ["wake"]
+    assert entity["qos"] == 1
     assert "Traceback" not in p.stderr

@@ -26,7 +26,7 @@ class Config:
     streams: tuple[StreamConfig, ...] = table_list(
         StreamConfig,
         "Several microphones in one process: one [[streams]] table each. Replaces the single [audio] device.",
-        example={"name": "kitchen", "device": "plughw:1,0", "channel": 0},
+        example={"name": "kitchen", "device": "plughw:1,0", "channel": 0, "area": "Kitchen"},
     )
     asr: AsrConfig = section(AsrConfig, "Speech recognition.")
     frontend: FrontendConfig = section(FrontendConfig, "Audio clean-up before VAD and recognition.")
@@ -66,7 +66,7 @@ class Config:
         a = self.audio
         if not a.device:
             return ()  # no microphone: the Wyoming server alone (Config.check requires it then)
-        return (StreamConfig(name="mic", device=a.device, channel=a.channel, channels=a.channels),)
+        return (StreamConfig(name="mic", device=a.device, channel=a.channel, channels=a.channels, area=a.area),)
 
     def with_device(self, device: str) -> Config:
         """`voxnode run --device`: override the single stream's device."""
