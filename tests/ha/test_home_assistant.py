@@ -4,7 +4,8 @@ Everything is real: Mosquitto, Home Assistant with its MQTT integration added th
 flow, and `voxnode run` (the CLI, the Whisper engine) capturing two streams from ALSA FIFO PCMs fed
 in real time, with espeak-ng speech. Assertions read Home Assistant's own state machine and
 registries. The tests run in order on one set-up (module fixture): entities, mute, finals and the
-blueprints, buttons, and last the removal of a stream on reload.
+blueprints, the wake word (the hall stream listens for "okay nabu"), buttons, and last the removal
+of a stream on reload.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ def daemon_config(path: Path, broker: Broker, spool: Path, *, hall: bool) -> Non
         '[[streams]]\nname = "kitchen"\ndevice = "ha_kitchen"\narea = "Kitchen"\n'
     )
     if hall:
-        text += '\n[[streams]]\nname = "hall"\ndevice = "ha_hall"\n'
+        # hall listens for a wake word (issue 15): its device gets a wake event entity.
+        text += '\n[[streams]]\nname = "hall"\ndevice = "ha_hall"\nwake = "okay_nabu"\n'
     path.write_text(text)
 
 
@@ -322,6 +324,53 @@ def test_event_entity_fires_on_every_final_and_the_blueprints_act(stack):
     )
     traces = stack.ha.ws("trace/list", domain="automation", item_id="voxnode_assist")
     assert [t["script_execution"] for t in traces] == ["finished", "finished"], traces
+
+
+def test_a_spoken_wake_word_fires_the_wake_event_entity_and_only_what_follows_is_transcribed(stack):
+    reg = stack.registry()
+    hall = stack.live_components("hall")
+    assert "wake" not in stack.live_components("kitchen")  # kitchen transcribes without a wake word
+    wake_entity = reg[hall["wake"]["unique_id"]]["entity_id"]
+    final_entity = reg[hall["final"]["unique_id"]]["entity_id"]
+    changes = stack.ha.subscribe("state_changed")
+
+    def say(text: str, speed: int = 160) -> bytes:
+        return ac.to_pcm16(ac.at_dbfs(ac.tts(text, "en-us", speed), -25))
+
+    def silence(s: float) -> bytes:
+        return b"\0" * int(32000 * s)
+
+    # A sentence before the wake word (must never be transcribed), the word, then the command.
+    done = stack.mics["hall"].say(
+        silence(1.0)
+        + say("what is the weather like")
+        + silence(1.2)
+        + say("okay nabu", 150)
+        + silence(0.6)
+        + say(PHRASE)
+        + silence(2.0)
+    )
+    assert done.wait(60)
+
+    def fired(entity_id: str, event_type: str) -> list[dict]:
+        with stack.ha.events_lock():
+            got = [e["data"]["new_state"] for e in changes if e["data"]["entity_id"] == entity_id]
+        return [s for s in got if s and s["attributes"].get("event_type") == event_type]
+
+    finals = wait_until(lambda: fired(final_entity, "final"), 90, what="a final on hall after the wake word")
+    wakes = fired(wake_entity, "wake")
+    assert len(wakes) == 1, wakes
+    a = wakes[0]["attributes"]
+    assert a["wake_word"] == "okay_nabu" and a["phrase"] == "Okay Nabu" and 0 < a["probability"] <= 1, a
+    assert a["friendly_name"] == f"voxnode {NODE} hall Wake word"
+    assert len(finals) == 1, finals
+    assert wer(PHRASE, finals[0]["attributes"]["text"]) <= 0.25, finals[0]["attributes"]
+    # The transcript sensor's attributes are the whole final: it names the word that opened it, and
+    # nothing said before the word reached the recogniser.
+    transcript = stack.ha.state(reg[hall["transcript"]["unique_id"]]["entity_id"])
+    assert transcript["attributes"]["wake_word"] == "okay_nabu", transcript
+    assert "weather" not in transcript["state"].lower()
+    assert not [m for m in stack.monitor.on(f"{BASE}/hall/partial") if b"weather" in m.lower()]
 
 
 def test_buttons_publish_health_and_reload_and_a_removed_stream_disappears(stack):
