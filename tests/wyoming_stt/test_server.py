@@ -31,7 +31,9 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    d = WyomingDaemon(tmp_path_factory.mktemp("wyoming"), max_audio_s=10.0, max_clients=6, idle_timeout_s=5.0)
+    d = WyomingDaemon(
+        tmp_path_factory.mktemp("wyoming"), max_audio_s=10.0, max_clients=6, idle_timeout_s=5.0, name="hall stt"
+    )
     yield d
     assert d.stop() == 0, d.log()
     assert "Traceback" not in d.log()
@@ -49,7 +51,8 @@ def test_describe_names_the_model_and_language(daemon):
 
     info = run(describe())
     (asr,) = info.asr
-    assert asr.name == "voxnode" and asr.installed and asr.supports_transcript_streaming
+    # wyoming.name: Home Assistant names the service after the program (tests/ha: the default name).
+    assert asr.name == "hall stt" and asr.installed and asr.supports_transcript_streaming
     (model,) = asr.models
     assert model.name == "whisper-tiny.en" and model.languages == ["en"]
     assert "voxnode running: 0 stream(s)" in daemon.log()  # no microphone: the server alone

@@ -194,7 +194,8 @@ class WyomingServer(Component):
         return Info(
             asr=[
                 AsrProgram(
-                    name="voxnode",
+                    # Home Assistant names the config entry and the speech-to-text entity after this.
+                    name=self.name,
                     description=f"voxnode speech-to-text ({self.name})",
                     attribution=Attribution(name="voxnode", url=VOXNODE_URL),
                     installed=True,
