@@ -12,15 +12,16 @@ APT_RUN  := python3-venv python3-dev gcc pkg-config libasound2-dev alsa-utils li
 # and check the unit with systemd-analyze (package systemd; a container may lack it);
 # qemu-user runs the ARM64 check (test-arm64).
 APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl systemd qemu-user
-# Benchmarks also use real recorded speech and music (scripts/speech_corpus.py says what each is).
-APT_CORPUS := pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 \
+# Benchmarks also use real recorded speech and music (scripts/speech_corpus.py says what each is),
+# and flite voices for the synthetic wake-word set (scripts/bench_wake.py).
+APT_CORPUS := flite pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 \
               asterisk-core-sounds-en-wav asterisk-moh-opsound-wav
 
 export PYTHONMALLOC := malloc
 
 .PHONY: demo run test test-ha ha-venv ha-venv-or-skip lint deps-run deps-test deps-corpus venv venv-test \
-        check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise convert-model convert-silero \
-        eval-vad install uninstall purge test-arm64 soak
+        check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-wyoming \
+        convert-model convert-silero eval-vad install uninstall purge test-arm64 soak
 
 demo: venv
 	$(BIN)/voxnode demo
@@ -80,7 +81,7 @@ $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
-	$(BIN)/python -m pip install -q -e '.[test,prometheus]'
+	$(BIN)/python -m pip install -q -e '.[test,prometheus,zeroconf]'
 	@touch $@ $(VENV)/.installed
 
 check-config: venv
@@ -108,6 +109,15 @@ LIVE_ARGS ?= --label default
 bench-live-noise: deps-corpus venv .venv-bench/.installed
 	.venv-bench/bin/python scripts/bench_live_noise.py --noise-alone --write docs/benchmarks.md $(LIVE_ARGS)
 
+# Wake words: false accepts in an hour of real speech and noise, acceptance on a synthetic set,
+# detector CPU (docs/benchmarks.md#wake-word). Wyoming: audio-stop -> transcript vs the engine's
+# compute time, 4 concurrent clients and leavers (docs/benchmarks.md#wyoming-speech-to-text).
+bench-wake: deps-corpus venv-test
+	$(BIN)/python scripts/bench_wake.py --write docs/wake_benchmark.json
+
+bench-wyoming: deps-corpus venv-test
+	$(BIN)/python scripts/bench_wyoming.py --write docs/wyoming_benchmark.json
+
 # Build-time tools live in their own venvs: tensorflow and faster-whisper never enter the runtime.
 .venv-convert/.installed: scripts/requirements-convert.txt
 	$(PYTHON) -m venv .venv-convert
@@ -124,7 +134,6 @@ convert-model: deps-run .venv-convert/.installed
 	.venv-convert/bin/python scripts/convert_model.py
 	.venv-convert/bin/python scripts/convert_model.py --fp32 --no-int8 --no-verify --out build/whisper-tiny.en-fp32
 
-<<<<<<< HEAD
 # Rebuild the Silero VAD v6 TFLite model (package data of the front-end), checked against onnxruntime.
 convert-silero: deps-corpus .venv-convert/.installed
 	.venv-convert/bin/python scripts/convert_silero.py
@@ -133,16 +142,11 @@ convert-silero: deps-corpus .venv-convert/.installed
 eval-vad: deps-corpus .venv-bench/.installed
 	PYTHONMALLOC=malloc .venv-bench/bin/python scripts/eval_vad.py --rss --write docs/vad_eval.md
 
-bench-asr: deps-corpus .venv-bench/.installed
-	@test -d build/whisper-tiny.en-fp32 || { echo "run 'make convert-model' first for the fp32 side"; exit 1; }
-	.venv-bench/bin/python scripts/bench_asr.py --fp32-dir build/whisper-tiny.en-fp32
-=======
 # "ASR engine" (voxnode greedy and with the defaults, faster-whisper greedy and beam 5) and
 # "ASR decode time per final" in docs/benchmarks.md; the other ASR sections' commands are there.
 bench-asr: deps-corpus venv-test .venv-bench/.installed
 	.venv-bench/bin/python scripts/bench_asr.py
 	.venv-bench/bin/python scripts/bench_final_latency.py
->>>>>>> i12-accuracy
 
 # `sudo make install`: /opt/voxnode (venv + model), /etc/voxnode/config.toml (kept if edited),
 # the systemd unit, enabled and started when systemd runs. DESTDIR=dir lays the files out under dir.
