@@ -53,6 +53,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--hotwords", metavar="WORDS", help="comma-separated words or phrases made more likely; replaces [asr] hotwords"
     )
     tr.add_argument("--beam-size", type=int, metavar="N", help="beam width (1 = greedy); replaces [asr] beam_size")
+    tr.add_argument(
+        "--max-duration",
+        type=float,
+        default=None,
+        metavar="S",
+        help="refuse files longer than S seconds of audio (default 4 h); files are streamed, "
+        "FIFOs/pipes read with a 10 s timeout, devices refused",
+    )
+
+    with_config(
+        sub.add_parser(
+            "mqtt-forget",
+            help="remove this node's retained MQTT messages (Home Assistant drops its devices); "
+            "make uninstall/purge run it",
+        )
+    )
 
     demo = with_config(sub.add_parser("demo", help="run on a bundled speech clip through a real ALSA PCM"))
     demo.add_argument("--stdout", action="store_true", help="write every event as one JSON line on stdout")
@@ -86,6 +102,10 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         sys.stdout.write(render_reference())
         return 0
     config = load_config(args.config)
+    # The files the config refers to, checked exactly as `voxnode run` checks them at start.
+    from voxnode.mqtt.credentials import check_files
+
+    check_files(config.mqtt)
     sys.stdout.write(render_effective(config))
     print(f"# config OK ({args.config or 'built-in defaults or /etc/voxnode/config.toml'})", file=sys.stderr)
     return 0
@@ -151,7 +171,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_transcribe(args: argparse.Namespace) -> int:
     from voxnode.asr.backends import load_recognizer
     from voxnode.asr.transcribe import transcribe_files
+    from voxnode.audio.audio_stream import MAX_SECONDS
 
+    limit = MAX_SECONDS if args.max_duration is None else args.max_duration
+    if not 0 < limit < float("inf"):
+        raise VoxnodeError(f"--max-duration {args.max_duration}: must be a positive number of seconds")
     config = _load(args)
     overrides: dict = {}
     if args.prompt is not None:
@@ -164,7 +188,21 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
             return 2
         overrides["beam_size"] = args.beam_size
     asr = dataclasses.replace(config.asr, **overrides)
-    return transcribe_files(load_recognizer(asr), args.files, raw=args.raw, as_json=args.json)
+    return transcribe_files(load_recognizer(asr), args.files, raw=args.raw, as_json=args.json, max_seconds=limit)
+
+
+def cmd_mqtt_forget(args: argparse.Namespace) -> int:
+    from voxnode.mqtt.forget import forget
+
+    config = _load(args)
+    if not config.mqtt.enabled:
+        print("voxnode mqtt-forget: mqtt.enabled is false in the config; no broker to clean up", file=sys.stderr)
+        return 0
+    cleared = forget(config)
+    for topic in cleared:
+        print(f"cleared {topic}")
+    print(f"voxnode mqtt-forget: {len(cleared)} retained message(s) removed from {config.mqtt.host}", file=sys.stderr)
+    return 0
 
 
 COMMANDS = {
@@ -173,4 +211,5 @@ COMMANDS = {
     "check-config": cmd_check_config,
     "demo": cmd_demo,
     "transcribe": cmd_transcribe,
+    "mqtt-forget": cmd_mqtt_forget,
 }
