@@ -1,8 +1,10 @@
-"""The optional outputs `[mqtt]` and `[health]` ask for, added to a daemon before it runs.
+"""The optional outputs `[mqtt]` and `[health]` ask for, and the `[wyoming]` server, added to a
+daemon before it runs.
 
 MQTT is a component (its threads), a sink (transcripts), a hook (commands on the main thread) and
 the journal that gives finals their seq (the daemon's sequencer stores each final there first);
-Prometheus is a component (its HTTP server) fed by the daemon's health reporter.
+Prometheus is a component (its HTTP server) fed by the daemon's health reporter; the Wyoming
+server is a component that submits to the recognition's decode scheduler (`add_server`).
 """
 
 from __future__ import annotations
@@ -27,3 +29,9 @@ def add_outputs(daemon: Daemon) -> None:
         exporter = PrometheusExporter(config.health)
         daemon.reporter.subscribe(exporter.update)
         daemon.add_component(exporter)
+    if config.wyoming.enabled:
+        from voxnode.wyoming_stt.server import WyomingServer
+
+        wyoming = WyomingServer(config, daemon.recognition)
+        daemon.add_server(wyoming)
+        daemon.reporter.add_section("wyoming", wyoming.health)
