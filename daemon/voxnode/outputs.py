@@ -1,7 +1,7 @@
 """The optional outputs `[mqtt]` and `[health]` ask for, added to a daemon before it runs.
 
 MQTT is a component (its threads), a sink (transcripts) and a hook (commands on the main thread);
-Prometheus is a component (its HTTP server) fed by the daemon's health reporter.
+Prometheus is a component (its HTTP server) that reads the daemon's health reporter at each scrape.
 """
 
 from __future__ import annotations
@@ -22,6 +22,4 @@ def add_outputs(daemon: Daemon) -> None:
     if config.health.prometheus:
         from voxnode.health.prometheus import PrometheusExporter
 
-        exporter = PrometheusExporter(config.health)
-        daemon.reporter.subscribe(exporter.update)
-        daemon.add_component(exporter)
+        daemon.add_component(PrometheusExporter(config.health, daemon.reporter))

@@ -25,9 +25,11 @@ from voxnode.mqtt.client import MqttPublisher, dumps
 from voxnode.mqtt.commands import CommandError, error_reply, parse_command
 from voxnode.mqtt.discovery import discovery_payload
 from voxnode.mqtt.spool import Spool, default_spool_path
+from voxnode.mqtt.status import ONLINE, status_payload
 from voxnode.mqtt.topics import Topics
 
 if TYPE_CHECKING:
+    from voxnode.daemon import Daemon
     from voxnode.reload import ReloadResult
 
 log = logging.getLogger("voxnode.mqtt")
@@ -47,6 +49,7 @@ class MqttBridge(Component, Hook):
         self._traces = TraceSnapshots()
         self._memory_busy = threading.Lock()
         self._memory_thread: threading.Thread | None = None
+        self._started = time.time()  # for the status message; the daemon was made just before
         self.publisher = MqttPublisher(
             config.mqtt,
             self.topics,
@@ -55,6 +58,7 @@ class MqttBridge(Component, Hook):
             on_command=self._queue_command,
             on_connected=reporter.request,
             announcements=self._announcements,
+            status=self._status,
         )
         reporter.add_section("mqtt", self.mqtt_stats)
         reporter.subscribe(self.publish_health)
@@ -92,6 +96,9 @@ class MqttBridge(Component, Hook):
         except Exception:  # noqa: BLE001
             log.exception("MQTT: a command failed")
 
+    def on_ready(self, daemon: Daemon) -> None:
+        self.publish_status()  # the model has loaded since the connect: its name is known now
+
     def on_reloaded(self, daemon: DaemonControl, result: ReloadResult) -> None:
         # Streams can come and go on a reload: Home Assistant must see the new entity list.
         # [mqtt] and [health] themselves apply after a restart (the reload summary says so).
@@ -101,6 +108,19 @@ class MqttBridge(Component, Hook):
             for topic, payload in self._announcements():
                 self.publisher.publish_now(topic, payload, qos=1, retain=True)
             self.reporter.request()
+        if result.ok:
+            self.publish_status()  # the config checksum (and maybe the streams) changed
+
+    # ---- status ----------------------------------------------------------------------------------
+
+    def _status(self, state: str) -> bytes:
+        """The status payload (any thread: paho's on connect, the main thread on ready and reload)."""
+        return status_payload(
+            state, self.topics.node, self._started, self.reporter.node_info(), self._model_name() or None, self.streams
+        )
+
+    def publish_status(self) -> None:
+        self.publisher.publish_now(self.topics.status, self._status(ONLINE), qos=1, retain=True)
 
     # ---- health --------------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from voxnode.errors import MqttConfigError, SpoolError
 from voxnode.mqtt.credentials import read_password
 from voxnode.mqtt.mailbox import Mailbox
 from voxnode.mqtt.spool import Spool
+from voxnode.mqtt.status import OFFLINE, ONLINE
 from voxnode.mqtt.topics import Topics
 
 log = logging.getLogger("voxnode.mqtt")
@@ -43,6 +44,32 @@ CLOSE_ACK_WAIT_S = 3.0
 
 def dumps(obj: dict) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def make_paho_client(c: MqttConfig, client_id: str) -> mqtt.Client:
+    """A paho client with the configured protocol, credentials and TLS (not yet connected).
+
+    Raises MqttConfigError naming the setting when a password or TLS file cannot be used."""
+    protocol = mqtt.MQTTv5 if c.protocol == "5" else mqtt.MQTTv311
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id, protocol=protocol)
+    if c.username:
+        client.username_pw_set(c.username, read_password(c))
+    if c.tls:
+        for key in ("tls_ca", "tls_cert", "tls_key"):
+            path = getattr(c, key)
+            if path and not os.access(path, os.R_OK):
+                raise MqttConfigError(f"mqtt.{key} = {path!r}: file does not exist or is not readable")
+        try:
+            client.tls_set(
+                ca_certs=c.tls_ca or None,
+                certfile=c.tls_cert or None,
+                keyfile=c.tls_key or None,
+                cert_reqs=ssl.CERT_REQUIRED,
+            )
+        except (ssl.SSLError, OSError, ValueError) as e:
+            raise MqttConfigError(f"mqtt TLS files (tls_ca/tls_cert/tls_key) cannot be loaded: {e}") from None
+        client.tls_insecure_set(c.tls_insecure)
+    return client
 
 
 @dataclass
@@ -71,6 +98,7 @@ class MqttPublisher:
         on_command: Callable[[bytes], None] = lambda payload: None,
         on_connected: Callable[[], None] = lambda: None,
         announcements: Callable[[], list[tuple[str, bytes]]] = lambda: [],
+        status: Callable[[str], bytes] = lambda state: state.encode(),
     ):
         self.config = config
         self.topics = topics
@@ -80,6 +108,7 @@ class MqttPublisher:
         self._on_command = on_command
         self._on_connected = on_connected
         self._announcements = announcements
+        self._status = status  # "online"/"offline" -> the status payload (mqtt/status.py)
         self._mailbox = Mailbox({"final": FINALS_QUEUE, "partial": PARTIALS_QUEUE})
         self._inflight: dict[int, int] = {}  # paho mid -> spool seq; publisher thread only
         self._handed_up_to = 0  # highest seq handed to paho; publisher thread only
@@ -92,28 +121,9 @@ class MqttPublisher:
 
     def _make_client(self) -> mqtt.Client:
         c = self.config
-        protocol = mqtt.MQTTv5 if c.protocol == "5" else mqtt.MQTTv311
-        client_id = c.client_id or f"voxnode-{self.topics.node}"
-        client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id, protocol=protocol)
-        if c.username:
-            client.username_pw_set(c.username, read_password(c))
-        if c.tls:
-            for key in ("tls_ca", "tls_cert", "tls_key"):
-                path = getattr(c, key)
-                if path and not os.access(path, os.R_OK):
-                    raise MqttConfigError(f"mqtt.{key} = {path!r}: file does not exist or is not readable")
-            try:
-                client.tls_set(
-                    ca_certs=c.tls_ca or None,
-                    certfile=c.tls_cert or None,
-                    keyfile=c.tls_key or None,
-                    cert_reqs=ssl.CERT_REQUIRED,
-                )
-            except (ssl.SSLError, OSError, ValueError) as e:
-                raise MqttConfigError(f"mqtt TLS files (tls_ca/tls_cert/tls_key) cannot be loaded: {e}") from None
-            client.tls_insecure_set(c.tls_insecure)
+        client = make_paho_client(c, c.client_id or f"voxnode-{self.topics.node}")
         # Broker restarts fire the will too, so on_connect republishes "online" every time.
-        client.will_set(self.topics.status, "offline", qos=1, retain=True)
+        client.will_set(self.topics.status, self._status(OFFLINE), qos=1, retain=True)
         # paho's annotations say int; it computes with the floats the config allows (0.1 s and up).
         client.reconnect_delay_set(min_delay=c.reconnect_min_s, max_delay=c.reconnect_max_s)  # type: ignore[arg-type]
         client.max_inflight_messages_set(min(c.inflight_window, 65535))
@@ -189,7 +199,7 @@ class MqttPublisher:
             flags.session_present,
             self.spool.count,
         )
-        client.publish(self.topics.status, "online", qos=1, retain=True)
+        client.publish(self.topics.status, self._status(ONLINE), qos=1, retain=True)
         client.subscribe([(self.topics.cmd, 1), (self.topics.ha_status, 1)])
         for topic, payload in self._announcements():
             client.publish(topic, payload, qos=1, retain=True)
@@ -352,7 +362,7 @@ class MqttPublisher:
         self._mailbox.put("stop")
         self._thread.join(10.0)
         if self.stats.connected:
-            info = self.client.publish(self.topics.status, "offline", qos=1, retain=True)
+            info = self.client.publish(self.topics.status, self._status(OFFLINE), qos=1, retain=True)
             deadline = time.monotonic() + CLOSE_ACK_WAIT_S
             while time.monotonic() < deadline and self.stats.connected:
                 self._drain_acks_after_stop()

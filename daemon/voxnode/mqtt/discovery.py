@@ -1,6 +1,6 @@
 """Home Assistant MQTT discovery: one device-based config message announcing every entity.
 
-Topic {discovery_prefix}/device/{node}/config, retained. Availability follows
+Topic {discovery_prefix}/device/{node}/config, retained. Availability follows the `state` of
 {prefix}/{node}/status; sensors read the transcript and health topics, and a
 switch per stream sends mute/unmute commands and reads its state from health.
 """
@@ -102,6 +102,7 @@ def discovery_payload(topics: Topics, streams: list[str]) -> dict:
         },
         "o": ORIGIN,
         "avty_t": topics.status,
+        "avty_tpl": "{{ value_json.state }}",  # the status is JSON (mqtt/status.py)
         "pl_avail": "online",
         "pl_not_avail": "offline",
         "cmps": cmps,

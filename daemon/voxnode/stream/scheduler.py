@@ -93,7 +93,11 @@ class SchedulerStats:
 
 class DecodeScheduler:
     def __init__(
-        self, recognizers: Sequence[Recognizer], params: SchedulerParams, clock: Callable[[], float] = time.monotonic
+        self,
+        recognizers: Sequence[Recognizer],
+        params: SchedulerParams,
+        clock: Callable[[], float] = time.monotonic,
+        on_decoded: Callable[[str, str, float], None] | None = None,
     ):
         # Worker i uses engine i % len: one engine instance serialises its calls, so
         # parallel decoding needs as many engines as workers (see docs/benchmarks.md).
@@ -101,6 +105,9 @@ class DecodeScheduler:
             raise ValueError("the decode scheduler needs at least one recognizer")
         self._recs = list(recognizers)
         self.params = params
+        # (stream, kind, engine seconds) after every decode, on the decode thread: the health
+        # reporter's decode-time histogram. Must not block.
+        self._on_decoded = on_decoded
         self._clock = clock
         self._cv = threading.Condition()
         self._queues: dict[JobKind, dict[str, deque[DecodeJob]]] = {k: {} for k in JobKind}
@@ -298,6 +305,11 @@ class DecodeScheduler:
             if job.cancelled and outcome == JobOutcome.DONE:
                 outcome = JobOutcome.CANCELLED
             self._cv.notify_all()
+        if self._on_decoded is not None:
+            try:
+                self._on_decoded(job.stream, job.kind.name.lower(), job.finished - job.started)
+            except Exception:  # noqa: BLE001 - an observer must not cost a transcript
+                log.exception("decode observer failed")
         self._account(job, outcome)
         job.on_done(job, outcome, result)
 
