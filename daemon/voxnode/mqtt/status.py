@@ -32,16 +32,3 @@ def status_payload(
         **info.as_dict(),
     }
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-def parse_state(payload: bytes) -> str | None:
-    """`online`/`offline` from a status message: this JSON, or the plain text of releases before it."""
-    text = payload.decode("utf-8", errors="replace").strip()
-    if text in (ONLINE, OFFLINE):
-        return text
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    state = data.get("state") if isinstance(data, dict) else None
-    return state if state in (ONLINE, OFFLINE) else None
