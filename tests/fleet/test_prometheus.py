@@ -177,3 +177,22 @@ def test_dashboard_queries_run_on_prometheus_and_show_the_daemon(scraped_daemon,
     assert all(any(a in e for a in allowed) for e in empty), empty
     rules = json.loads(get(f"http://127.0.0.1:{prometheus_server.port}/api/v1/rules"))["data"]["groups"][0]["rules"]
     assert len(rules) == 14 and all(r["health"] in ("ok", "unknown") for r in rules), rules
+
+
+@needs_prometheus
+def test_node_exporter_textfile_copy_passes_promtool(scraped_daemon, tmp_path):
+    """The timer's command, run as written in the unit (URL and folder pointed at this test)."""
+    unit = (MONITORING / "node-exporter" / "voxnode-textfile.service").read_text()
+    command = re.search(r"^ExecStart=/bin/sh -c '(.*)'$", unit, re.M).group(1)
+    assert "$" not in command.replace("^(", "")  # systemd would substitute a $VAR
+    command = command.replace("http://127.0.0.1:9464/metrics", scraped_daemon.url)
+    command = command.replace("/var/lib/prometheus/node-exporter", str(tmp_path))
+    scrape_with_finals(scraped_daemon)
+    subprocess.run(["/bin/sh", "-c", command], check=True, timeout=30)
+    text = (tmp_path / "voxnode.prom").read_text()
+    assert not (tmp_path / "voxnode.prom.tmp").exists()
+    lint = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True)
+    assert lint.returncode == 0 and not lint.stdout.strip(), lint.stdout + lint.stderr
+    names = served_names(text)
+    assert not [n for n in names if n.startswith("process_")]  # node_exporter has its own
+    assert set(names) >= MUST_SERVE
