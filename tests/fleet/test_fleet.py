@@ -226,6 +226,21 @@ def test_read_only_user_older_releases_and_stale_reports(tmp_path):
             nodes["stale"]["problems"][0].startswith("health ")
             and "old (due every 30 s)" in nodes["stale"]["problems"][0]
         )
+        # Live: one JSON document per refresh, until Ctrl-C (exit 0).
+        live = subprocess.Popen(
+            [sys.executable, "-m", "voxnode", "fleet", "--config", str(cfg), "--json", "--interval", "0.2"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            docs = [json.loads(live.stdout.readline()) for _ in range(3)]
+        finally:
+            live.send_signal(signal.SIGINT)
+            out, err = live.communicate(timeout=15)
+        assert live.returncode == 0 and "Traceback" not in err, err
+        assert all(sorted(n["node"] for n in d["nodes"]) == ["old", "stale"] for d in docs)
+        assert docs[0]["time"] < docs[2]["time"] and docs[2]["connected"]
     finally:
         pub.close()
         b.stop()
