@@ -14,7 +14,6 @@ histograms are the ones the reporter fills as finals and decodes happen.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -164,6 +163,7 @@ _STREAM_PIPELINE = {
 }
 # speech.scheduler -> metric (scale: ms -> s)
 _SCHEDULER = {
+    "workers": ("voxnode_decode_workers", 1.0),
     "queue_depth": ("voxnode_decode_queue_jobs", 1.0),
     "max_queue_depth": ("voxnode_decode_queue_peak_jobs", 1.0),
     "finals_pending": ("voxnode_decode_pending_finals", 1.0),
@@ -268,13 +268,12 @@ class VoxnodeCollector:
             info.model_sha256 or "",
             info.config_sha256,
         )
-        fams.add("voxnode_start_time_seconds", round(time.time() - float(snapshot.get("uptime_s") or 0.0), 1))
+        fams.add("voxnode_start_time_seconds", round(r.started_wall, 3))
         fams.add("voxnode_model_loaded", engine is not None)
         self._process(fams)
         self._streams(fams, snapshot)
         speech = snapshot.get("speech") or {}
         self._scheduler(fams, speech.get("scheduler") or {})
-        fams.add("voxnode_decode_workers", r.source.config.stream.decode_workers)
         for sample in r.final_latency.samples():
             fams.add_histogram("voxnode_final_latency_seconds", sample)
         for sample in r.decode_time.samples():

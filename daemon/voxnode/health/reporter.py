@@ -61,6 +61,7 @@ class HealthReporter(Hook):
     ):
         self.config = config
         self.source = source
+        self.started_wall = time.time()  # the daemon makes its reporter as it starts
         self.monitor = monitor or HealthMonitor(config, node, thermal_root=thermal_root)
         self.latency = LatencyWindows()
         self.last_latency_ms: float | None = None

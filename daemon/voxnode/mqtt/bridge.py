@@ -49,7 +49,6 @@ class MqttBridge(Component, Hook):
         self._traces = TraceSnapshots()
         self._memory_busy = threading.Lock()
         self._memory_thread: threading.Thread | None = None
-        self._started = time.time()  # for the status message; the daemon was made just before
         self.publisher = MqttPublisher(
             config.mqtt,
             self.topics,
@@ -116,7 +115,12 @@ class MqttBridge(Component, Hook):
     def _status(self, state: str) -> bytes:
         """The status payload (any thread: paho's on connect, the main thread on ready and reload)."""
         return status_payload(
-            state, self.topics.node, self._started, self.reporter.node_info(), self._model_name() or None, self.streams
+            state,
+            self.topics.node,
+            self.reporter.started_wall,
+            self.reporter.node_info(),
+            self._model_name() or None,
+            self.streams,
         )
 
     def publish_status(self) -> None:

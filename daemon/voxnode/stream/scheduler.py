@@ -199,6 +199,7 @@ class DecodeScheduler:
             oldest = min((d[0].submitted for qs in self._queues.values() for d in qs.values() if d), default=now)
             s = self._stats
             return {
+                "workers": len(self.heartbeats),  # params.workers follows a reload; the threads do not
                 "queue_depth": s.queue_depth,
                 "max_queue_depth": s.max_queue_depth,
                 "finals_pending": self._pending_finals(),
