@@ -83,7 +83,16 @@ def cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def run_phase(service, daemon, seconds: float, final_every: float | None) -> tuple[float, int]:
+def sequenced(service):
+    """What the daemon puts in front of the sinks: finals are stored (and get their seq) on this thread."""
+    from voxnode.sequencer import Sequencer
+
+    seq = Sequencer(service.journal, service.emit)
+    seq.start()
+    return seq
+
+
+def run_phase(service, sequencer, daemon, seconds: float, final_every: float | None) -> tuple[float, int]:
     """Drive tick() at 10 Hz like Daemon.run; returns (CPU % of one core, finals sent)."""
     n = 0
     start_wall, start_cpu = time.monotonic(), cpu()
@@ -94,7 +103,7 @@ def run_phase(service, daemon, seconds: float, final_every: float | None) -> tup
         if final_every is not None and now >= next_final:
             t = time.time()
             n += 1
-            service.emit(
+            sequencer.submit(
                 TranscriptEvent(
                     "final", "kitchen", f"bench-{n}", "turn on the kitchen lights", t - 2, t - 0.3, 300.0, -0.2
                 ).as_dict()
@@ -104,9 +113,9 @@ def run_phase(service, daemon, seconds: float, final_every: float | None) -> tup
     return 100.0 * (cpu() - start_cpu) / (time.monotonic() - start_wall), n
 
 
-def wait_drained(service, timeout=30.0) -> None:
+def wait_drained(service, sequencer, timeout=30.0) -> None:
     end = time.monotonic() + timeout
-    while service.publisher.backlog and time.monotonic() < end:
+    while (sequencer.depth or service.publisher.backlog) and time.monotonic() < end:
         time.sleep(0.05)
 
 
@@ -134,15 +143,16 @@ def main() -> int:
     daemon = StandInDaemon()
     service = MqttBridge(config, HealthReporter(config.health, "bench", daemon))
     service.start()
+    sequencer = sequenced(service)
     try:
         end = time.monotonic() + 5
         while not service.publisher.stats.connected and time.monotonic() < end:
             time.sleep(0.02)
         assert service.publisher.stats.connected, "could not connect to the local broker"
         service.reporter.on_ready(daemon)
-        run_phase(service, daemon, 2.0, None)  # warm-up (imports, first report)
+        run_phase(service, sequencer, daemon, 2.0, None)  # warm-up (imports, first report)
 
-        idle, _ = run_phase(service, daemon, args.seconds, None)
+        idle, _ = run_phase(service, sequencer, daemon, args.seconds, None)
 
         # per health report: collection + JSON + publish, on the calling thread and paho's
         c0 = cpu()
@@ -152,26 +162,27 @@ def main() -> int:
         per_report_ms = 1000 * (cpu() - c0) / reports
 
         # per final: all threads, from emit to PUBACK-and-delete
-        wait_drained(service)
+        wait_drained(service, sequencer)
         c0, w0 = cpu(), time.monotonic()
         for i in range(args.finals):
             t = time.time()
-            service.emit(
+            sequencer.submit(
                 TranscriptEvent(
                     "final", "kitchen", f"op-{i}", "what is the weather tomorrow", t - 2, t - 0.3, 300.0, -0.2
                 ).as_dict()
             )
             time.sleep(0.005)  # finals arrive apart, so every one pays its own transaction and fsync
-        wait_drained(service)
+        wait_drained(service, sequencer)
         per_final_ms = 1000 * (cpu() - c0) / args.finals  # sleeping costs no CPU
         per_final_wall_ms = 1000 * (time.monotonic() - w0) / args.finals
 
         service.reporter.config = dataclasses.replace(config.health, interval_s=5.0)
-        busy, sent = run_phase(service, daemon, args.seconds, 1.0)
-        wait_drained(service)
+        busy, sent = run_phase(service, sequencer, daemon, args.seconds, 1.0)
+        wait_drained(service, sequencer)
         published = service.publisher.stats.published
         health_bytes = len(json.dumps(service.reporter.latest or {}))
     finally:
+        sequencer.stop(time.monotonic() + 10)
         service.stop(time.monotonic())
         broker.stop()
 
@@ -220,8 +231,8 @@ def spool_memory(base: Config, work: Path) -> dict:
 
     from voxnode.health.memory import Heap
     from voxnode.health.process import rss_bytes
-    from voxnode.mqtt.client import FINALS_QUEUE
     from voxnode.mqtt.localbroker import free_port
+    from voxnode.sequencer import QUEUE as FINALS_QUEUE
 
     cfg = dataclasses.replace(
         base,
@@ -239,6 +250,7 @@ def spool_memory(base: Config, work: Path) -> dict:
     before = rss_bytes()
     service = MqttBridge(cfg, HealthReporter(cfg.health, "bench-mem", StandInDaemon()))
     service.start()
+    sequencer = sequenced(service)
     peak = [before]
     stop = threading.Event()
 
@@ -254,7 +266,7 @@ def spool_memory(base: Config, work: Path) -> dict:
     for burst in range(3):  # the spool grows 10k, 20k, 30k: RSS must not follow it
         for i in range(FINALS_QUEUE):
             t = time.time()
-            service.emit(
+            sequencer.submit(
                 TranscriptEvent("final", "kitchen", f"mem-{burst}-{i}", text, t - 2, t - 0.3, 300.0, -0.2).as_dict()
             )
         end = time.monotonic() + 120
@@ -271,6 +283,7 @@ def spool_memory(base: Config, work: Path) -> dict:
         "after_mb": after,
         "spool_mb": service.spool.size_bytes() / 1e6,
     }
+    sequencer.stop(time.monotonic() + 10)
     service.stop(time.monotonic())
     return out
 

@@ -114,10 +114,28 @@ do_install() {
     install_unit
 }
 
+# Home Assistant keeps a node's devices as long as the broker retains their discovery configs:
+# clear them (and the node's status/health/mute states) while voxnode and its config are still here.
+# VOXNODE_BIN: the voxnode to run it with (default the installed one; tests point it elsewhere).
+forget_broker() {
+    bin=${VOXNODE_BIN:-$OPT/venv/bin/voxnode}
+    if [ ! -x "$bin" ] || [ ! -e "$ETC/config.toml" ]; then
+        say "skipped clearing this node's retained MQTT messages (no $bin or no $ETC/config.toml)"
+        return 0
+    fi
+    if "$bin" mqtt-forget --config "$ETC/config.toml"; then
+        say "cleared this node's retained MQTT messages: Home Assistant removes its devices"
+    else
+        say "WARNING: could not clear this node's retained MQTT messages (see above): Home Assistant keeps" \
+            "its devices until you delete them there"
+    fi
+}
+
 do_uninstall() {
     if systemd_running; then
         systemctl disable --now "$UNIT" 2>/dev/null || true
     fi
+    forget_broker  # after the service stopped (it would announce itself again), before its venv goes
     rm -f "$UNITDIR/$UNIT"
     if systemd_running; then
         systemctl daemon-reload

@@ -45,6 +45,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tr.add_argument("--raw", action="store_true", help="files are headerless S16_LE 16 kHz mono")
     tr.add_argument("--json", action="store_true", help="one JSON object per file instead of plain text")
+    tr.add_argument(
+        "--max-duration",
+        type=float,
+        default=None,
+        metavar="S",
+        help="refuse files longer than S seconds of audio (default 4 h); files are streamed, "
+        "FIFOs/pipes read with a 10 s timeout, devices refused",
+    )
+
+    with_config(
+        sub.add_parser(
+            "mqtt-forget",
+            help="remove this node's retained MQTT messages (Home Assistant drops its devices); "
+            "make uninstall/purge run it",
+        )
+    )
 
     fleet = with_config(
         sub.add_parser("fleet", help="every node's status and health from the MQTT broker, as a live table")
@@ -118,6 +134,10 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         sys.stdout.write(render_reference())
         return 0
     config = load_config(args.config)
+    # The files the config refers to, checked exactly as `voxnode run` checks them at start.
+    from voxnode.mqtt.credentials import check_files
+
+    check_files(config.mqtt)
     sys.stdout.write(render_effective(config))
     print(f"# config OK ({args.config or 'built-in defaults or /etc/voxnode/config.toml'})", file=sys.stderr)
     return 0
@@ -194,9 +214,27 @@ def cmd_fleet(args: argparse.Namespace) -> int:
 def cmd_transcribe(args: argparse.Namespace) -> int:
     from voxnode.asr.backends import load_recognizer
     from voxnode.asr.transcribe import transcribe_files
+    from voxnode.audio.audio_stream import MAX_SECONDS
+
+    limit = MAX_SECONDS if args.max_duration is None else args.max_duration
+    if not 0 < limit < float("inf"):
+        raise VoxnodeError(f"--max-duration {args.max_duration}: must be a positive number of seconds")
+    config = _load(args)
+    return transcribe_files(load_recognizer(config.asr), args.files, raw=args.raw, as_json=args.json, max_seconds=limit)
+
+
+def cmd_mqtt_forget(args: argparse.Namespace) -> int:
+    from voxnode.mqtt.forget import forget
 
     config = _load(args)
-    return transcribe_files(load_recognizer(config.asr), args.files, raw=args.raw, as_json=args.json)
+    if not config.mqtt.enabled:
+        print("voxnode mqtt-forget: mqtt.enabled is false in the config; no broker to clean up", file=sys.stderr)
+        return 0
+    cleared = forget(config)
+    for topic in cleared:
+        print(f"cleared {topic}")
+    print(f"voxnode mqtt-forget: {len(cleared)} retained message(s) removed from {config.mqtt.host}", file=sys.stderr)
+    return 0
 
 
 COMMANDS = {
@@ -205,5 +243,6 @@ COMMANDS = {
     "check-config": cmd_check_config,
     "demo": cmd_demo,
     "transcribe": cmd_transcribe,
+    "mqtt-forget": cmd_mqtt_forget,
     "fleet": cmd_fleet,
 }

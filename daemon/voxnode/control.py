@@ -11,5 +11,7 @@ class DaemonControl(Protocol):
     def set_muted(self, stream: str, muted: bool) -> None:
         """Raises KeyError for an unknown stream."""
 
+    def is_muted(self, stream: str) -> bool: ...
+
     def request_reload(self) -> None:
         """Reload the configuration soon (as SIGHUP does); returns at once."""

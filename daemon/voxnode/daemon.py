@@ -15,11 +15,11 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from voxnode.audio.alsa_capture import AlsaCapture
+from voxnode.audio.audio_stream import AudioStream
 from voxnode.audio.file_source import FileSource
 from voxnode.audio.format import PERIOD_S
 from voxnode.audio.ring import FrameRing
 from voxnode.audio.source import AudioSource
-from voxnode.audio.wavfile import read_audio
 from voxnode.config import Config
 from voxnode.config.audio import StreamConfig
 from voxnode.config.mqtt import node_id_for
@@ -27,6 +27,7 @@ from voxnode.errors import VoxnodeError
 from voxnode.health.reporter import HealthReporter
 from voxnode.lifecycle import TICK_S, Component, Hook, start_all, stop_all
 from voxnode.reload import ReloadResult, plan_reload
+from voxnode.sequencer import FinalStore, Sequencer
 from voxnode.stream.recognition import Recognition
 from voxnode.stream.runtime import StreamRuntime, Streams
 from voxnode.stream.worker import StreamWorker
@@ -83,6 +84,8 @@ class Daemon:
         )
         self.streams = Streams(self._make_stream, config.effective_streams())
         self._outputs: list[Component] = []
+        # With a journal (the MQTT spool), finals get their durable seq before any sink sees them.
+        self.sequencer: Sequencer | None = None
 
     # ---- assembly (before run) ---------------------------------------------------------------
 
@@ -97,11 +100,17 @@ class Daemon:
     def add_hook(self, hook: Hook) -> None:
         self.hooks.append(hook)
 
+    def use_journal(self, journal: FinalStore) -> None:
+        """Store every final in `journal` (the MQTT spool, which gives it its seq) before any sink sees
+        it: transcripts then pass through a sequencer thread, started after the outputs."""
+        self.sequencer = Sequencer(journal, self._fan_out)
+
     @property
     def components(self) -> list[Component]:
         """Started in this order, stopped in reverse: the outputs are up before the first transcript
-        and still up for the last one."""
-        return [*self._outputs, self.recognition, self.streams]
+        and still up for the last one; the sequencer stores the last finals before the outputs close."""
+        sequencer = [self.sequencer] if self.sequencer is not None else []
+        return [*self._outputs, *sequencer, self.recognition, self.streams]
 
     def _hooks(self) -> list[Hook]:
         return [*self.hooks, self.reporter]  # the reporter last: it sees what the others just did
@@ -140,7 +149,14 @@ class Daemon:
     # ---- events ------------------------------------------------------------------------------
 
     def emit(self, event: dict) -> None:
-        """Hand one event to every sink (any thread)."""
+        """Hand one event to every sink (any thread). Transcripts go through the sequencer when there
+        is one (finals stored first; partials behind them, so they never overtake a final)."""
+        if self.sequencer is not None and event.get("type") in ("final", "partial"):
+            self.sequencer.submit(event)
+        else:
+            self._fan_out(event)
+
+    def _fan_out(self, event: dict) -> None:
         for sink in self.sinks:
             sink.emit(event)
 
@@ -152,8 +168,10 @@ class Daemon:
     def _make_source(self, stream: StreamConfig) -> AudioSource:
         ring = FrameRing(max(1, int(self.config.audio.ring_seconds / PERIOD_S)))
         if self.options.file:
-            audio = read_audio(self.options.file, raw=self.options.file.endswith(".raw"))
-            return FileSource(stream.name, audio, ring, realtime=self.options.file_realtime)
+            # Streamed: the header is checked now (a bad file stops the start with one line), the samples
+            # are read block by block as they are played, so a long file never sits whole in memory.
+            audio = AudioStream(self.options.file, raw=self.options.file.endswith(".raw"))
+            return FileSource(stream.name, audio.blocks(), ring, realtime=self.options.file_realtime)
         return AlsaCapture(stream, self.config.audio, ring)
 
     def _make_stream(self, stream: StreamConfig) -> StreamRuntime:
@@ -290,6 +308,12 @@ class Daemon:
             "streams": {rt.name: rt.snapshot() for rt in self.streams},
             # Engine back-pressure: queue depth, waits, skipped partials, dropped finals.
             "speech": speech,
+            # Transcripts waiting for the spool's disk, and finals the full queue refused.
+            "sequencer": (
+                {"queue_depth": self.sequencer.depth, "refused": self.sequencer.refused}
+                if self.sequencer is not None
+                else None
+            ),
         }
 
     # ---- DaemonControl (voxnode.control): what remote commands (MQTT cmd topic) may change ----

@@ -27,7 +27,3 @@ class ModelError(VoxnodeError):
 
 class MqttConfigError(VoxnodeError):
     """The MQTT settings cannot work (unreadable password file, TLS files missing)."""
-
-
-class SpoolError(VoxnodeError):
-    """The durable MQTT spool cannot be opened or written."""

@@ -1,6 +1,7 @@
 """The optional outputs `[mqtt]` and `[health]` ask for, added to a daemon before it runs.
 
-MQTT is a component (its threads), a sink (transcripts) and a hook (commands on the main thread);
+MQTT is a component (its threads), a sink (transcripts), a hook (commands on the main thread) and
+the journal that gives finals their seq (the daemon's sequencer stores each final there first);
 Prometheus is a component (its HTTP server) that reads the daemon's health reporter at each scrape.
 """
 
@@ -19,6 +20,7 @@ def add_outputs(daemon: Daemon) -> None:
         daemon.add_component(mqtt)
         daemon.add_sink(mqtt)
         daemon.add_hook(mqtt)
+        daemon.use_journal(mqtt.journal)
     if config.health.prometheus:
         from voxnode.health.prometheus import PrometheusExporter
 

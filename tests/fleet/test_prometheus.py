@@ -22,7 +22,7 @@ from voxnode.health.metrics import METRICS  # noqa: E402
 
 ROOT = MONITORING.parent
 # Families this run must serve: MQTT on, one stream, finals decoded. Absent here by design:
-# thermal and throttling (no thermal zone), noise floor (issue 9), issue 11's spool fields.
+# thermal and throttling (no thermal zone), noise floor (issue 9).
 MUST_SERVE = {
     "voxnode_build_info",
     "voxnode_node_info",
@@ -41,6 +41,9 @@ MUST_SERVE = {
     "voxnode_mqtt_connected",
     "voxnode_mqtt_backlog_messages",
     "voxnode_mqtt_published_total",
+    "voxnode_mqtt_spool_writable",
+    "voxnode_mqtt_unstored_total",
+    "voxnode_mqtt_unstored_lost_total",
 }
 
 

@@ -28,7 +28,9 @@ def toml_value(v) -> str:
     return json.dumps(str(v))
 
 
-def write_config(path: Path, broker: Broker | None, *, stream: str = "mic", health: dict | None = None, **mqtt) -> Path:
+def write_config(
+    path: Path, broker: Broker | None, *, stream: str = "mic", stream_area: str = "", health: dict | None = None, **mqtt
+) -> Path:
     settings = {
         "enabled": True,
         "host": broker.host if broker else "127.0.0.1",
@@ -48,6 +50,8 @@ def write_config(path: Path, broker: Broker | None, *, stream: str = "mic", heal
     text += "\n[health]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in h.items())
     if stream != "mic":
         text += f'\n[[streams]]\nname = "{stream}"\ndevice = "null"\n'
+        if stream_area:
+            text += f"area = {toml_value(stream_area)}\n"
     path.write_text(text)
     return path
 
@@ -56,12 +60,25 @@ class Feeder:
     """`python -m tests.mqtt.feeder`: the real daemon in a subprocess, emitting synthetic finals."""
 
     def __init__(
-        self, config: Path, *, count: int, interval: float, tag: str, linger: float = 600.0, partials: bool = False
+        self,
+        config: Path,
+        *,
+        count: int,
+        interval: float,
+        tag: str,
+        linger: float = 600.0,
+        partials: bool = False,
+        stdout: bool = False,
+        python: list[str] | None = None,
+        env: dict | None = None,
     ):
+        """`stdout`: the daemon also prints every event as a JSON line (collected in `events`);
+        `python`: the interpreter command (e.g. run as another user), `env`: extra environment."""
         self.accepted: list[str] = []
+        self.events: list[dict] = []
         self.stderr_path = config.parent / f"feeder-{tag}.log"
         args = [
-            sys.executable,
+            *(python or [sys.executable]),
             "-m",
             "tests.mqtt.feeder",
             "--config",
@@ -77,7 +94,9 @@ class Feeder:
         ]
         if partials:
             args.append("--partials")
-        env = {**os.environ, "PYTHONMALLOC": "malloc"}
+        if stdout:
+            args.append("--stdout")
+        env = {**os.environ, "PYTHONMALLOC": "malloc", **(env or {})}
         self._err = open(self.stderr_path, "wb")  # noqa: SIM115 (the child writes to it until stop() closes it)
         self.proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=self._err, env=env, text=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -87,6 +106,12 @@ class Feeder:
         for line in self.proc.stdout:
             if line.startswith("accepted "):
                 self.accepted.append(line.split()[2])
+            elif line.startswith("{"):
+                self.events.append(json.loads(line))
+
+    def finals(self) -> list[dict]:
+        """The finals the daemon printed on stdout (with --stdout)."""
+        return [e for e in list(self.events) if e.get("type") == "final"]
 
     def wait_accepted(self, n: int, timeout: float = 30.0) -> None:
         end = time.monotonic() + timeout

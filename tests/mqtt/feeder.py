@@ -3,8 +3,9 @@
 The MQTT tests need finals at a rate and count they choose, which speech through the engine
 cannot give, so this process plays a silent file through the real FileSource/Daemon and a
 Hook emits one final every --interval seconds through the daemon's sinks, as the pipeline
-does. Everything from the sink on (spool, paho, reconnects, shutdown) is the production code.
-Prints `accepted <n> <id>` for each final handed to the sinks.
+does. Everything from Daemon.emit on (the sequencer, spool, paho, reconnects, shutdown) is the
+production code. Prints `accepted <n> <id>` for each final handed to the daemon (Daemon.emit, the
+pipeline's path: the sequencer stores it in the spool, then the sinks see it).
 
     python -m tests.mqtt.feeder --config C --count N --interval S --tag T [--linger S]
 """
@@ -48,7 +49,7 @@ class FinalsSource(Hook):
                 200.0,
                 -0.25,
             )
-            daemon.emit(ev.as_dict())
+            daemon.emit(ev.as_dict())  # the pipeline's path: the sequencer stores it, then the sinks see it
             print(f"accepted {self.sent} {ev.id}", flush=True)
             self.next_at += self.interval
 
@@ -64,6 +65,7 @@ def main() -> int:
     p.add_argument("--tag", default="run")
     p.add_argument("--linger", type=float, default=600.0, help="keep running this long after the last final")
     p.add_argument("--partials", action="store_true", help="also emit one partial before each final")
+    p.add_argument("--stdout", action="store_true", help="also print every event as a JSON line (as run --stdout)")
     args = p.parse_args()
     config = load_config(args.config)
     setup_logging(config.log)
@@ -94,7 +96,12 @@ def main() -> int:
         source.tick = tick
     from voxnode.reload import config_loader
 
-    daemon = Daemon(config, [], RunOptions(file=str(silence)), hooks=[source], reloader=config_loader(args.config))
+    sinks = []
+    if args.stdout:
+        from voxnode.sinks.stdout import JsonLinesSink
+
+        sinks.append(JsonLinesSink())  # first, as `voxnode run --stdout` puts it
+    daemon = Daemon(config, sinks, RunOptions(file=str(silence)), hooks=[source], reloader=config_loader(args.config))
     add_outputs(daemon)
     try:
         return daemon.run()

@@ -42,7 +42,13 @@ def test_every_payload_type_matches_its_schema(tmp_path, broker, monitor_for, fe
     assert h["streams"]["mic"]["latency_p95_ms"] == 200.0  # the feeder's finals all say 200 ms
     validate("memory", mon.on(f"{BASE}/debug/memory")[0])
     validate("error", mon.on(f"{BASE}/error")[0])
-    validate("discovery", mon.on("homeassistant/device/testnode/config")[0])
+    discovery = [m for m in mon.matching("/config") if m[0].startswith("homeassistant/device/testnode/")]
+    assert {t for t, _, _ in discovery} == {
+        "homeassistant/device/testnode/config",
+        "homeassistant/device/testnode/mic/config",
+    }
+    for _, p, _ in discovery:
+        validate("discovery", p)
     for p in mon.on(f"{BASE}/status"):
         validate("status", p)
     assert f.stop() == 0
@@ -91,29 +97,42 @@ def test_online_is_republished_after_a_broker_restart(tmp_path, broker, monitor_
     f.stop()
 
 
-def test_discovery_announces_device_and_reannounces_when_ha_comes_online(
+def test_discovery_announces_node_and_stream_devices_and_reannounces_when_ha_comes_online(
     tmp_path, broker, monitor_for, feeders, validate
 ):
     mon = monitor_for(broker)
-    cfg = write_config(tmp_path / "c.toml", broker, stream="kitchen")
+    cfg = write_config(tmp_path / "c.toml", broker, stream="kitchen", stream_area="Kitchen")
     f = feeders(cfg, count=1, interval=0.1, tag="disc")
-    topic = "homeassistant/device/testnode/config"
-    assert mon.wait_for(lambda: mon.on(topic)), f.log()
-    d = validate("discovery", mon.on(topic)[0])
-    assert retained(broker, topic) is not None
-    assert d["o"]["name"] == "voxnode" and d["avty_t"] == f"{BASE}/status"
-    assert d["dev"]["ids"] == ["voxnode_testnode"]
-    cmps = d["cmps"]
-    assert cmps["kitchen_transcript"]["state_topic"] == f"{BASE}/kitchen/transcript"
-    sw = cmps["kitchen_mute"]
-    assert sw["p"] == "switch" and sw["command_topic"] == f"{BASE}/cmd"
-    assert json.loads(sw["payload_on"]) == {"cmd": "mute", "stream": "kitchen"}
-    for name in ("kitchen_latency", "rss", "cpu", "temperature"):
-        assert cmps[name]["p"] == "sensor" and cmps[name]["state_topic"] == f"{BASE}/health"
-    assert len({c["unique_id"] for c in cmps.values()}) == len(cmps)
-    n = len(mon.on(topic))
+    node_topic, stream_topic = "homeassistant/device/testnode/config", "homeassistant/device/testnode/kitchen/config"
+    assert mon.wait_for(lambda: mon.on(node_topic) and mon.on(stream_topic)), f.log()
+    node, stream = validate("discovery", mon.on(node_topic)[-1]), validate("discovery", mon.on(stream_topic)[-1])
+    assert retained(broker, node_topic) is not None and retained(broker, stream_topic) is not None
+    assert node["o"]["name"] == "voxnode" and node["avty_t"] == f"{BASE}/status" == stream["avty_t"]
+    assert node["dev"]["ids"] == ["voxnode_testnode"]
+    assert stream["dev"]["via_device"] == "voxnode_testnode" and stream["dev"]["sa"] == "Kitchen"
+    assert "qos" not in node and "qos" not in stream  # a device-level qos is ignored by HA < mid-2026
+    for d in (node, stream):
+        for key, c in d["cmps"].items():
+            assert c["qos"] == 1, key
+    cmps = stream["cmps"]
+    assert cmps["transcript"]["state_topic"] == f"{BASE}/kitchen/transcript"
+    assert cmps["final"]["p"] == "event" and cmps["final"]["event_types"] == ["final"]
+    assert cmps["partial"]["enabled_by_default"] is False
+    sw = cmps["mute"]
+    assert sw["p"] == "switch" and sw["command_topic"] == f"{BASE}/kitchen/mute/set"
+    assert sw["state_topic"] == f"{BASE}/kitchen/mute/state"
+    assert (sw["payload_on"], sw["payload_off"], sw["state_on"], sw["state_off"]) == ("ON", "OFF", "ON", "OFF")
+    assert cmps["capture"]["device_class"] == "problem"
+    assert cmps["xruns"]["state_class"] == cmps["dropped_frames"]["state_class"] == "total_increasing"
+    for name in ("rss", "cpu", "backlog", "finals_refused", "leak", "spool_backlog"):
+        assert node["cmps"][name]["state_topic"] == f"{BASE}/health"
+    assert json.loads(node["cmps"]["reload"]["payload_press"]) == {"cmd": "reload"}
+    assert json.loads(node["cmps"]["publish_health"]["payload_press"]) == {"cmd": "health"}
+    uids = [c["unique_id"] for d in (node, stream) for c in d["cmps"].values()]
+    assert len(set(uids)) == len(uids)
+    n = len(mon.on(node_topic))
     mon.client.publish("homeassistant/status", "online", qos=1)
-    assert mon.wait_for(lambda: len(mon.on(topic)) > n), "no re-announcement after homeassistant/status online"
+    assert mon.wait_for(lambda: len(mon.on(node_topic)) > n), "no re-announcement after homeassistant/status online"
     f.stop()
 
 
@@ -129,14 +148,24 @@ def test_commands_mute_health_and_refusals(tmp_path, broker, monitor_for, feeder
     def send(payload):
         mon.client.publish(f"{BASE}/cmd", payload, qos=1)
 
+    state = f"{BASE}/mic/mute/state"
+    assert mon.wait_for(lambda: mon.on(state)[-1:] == [b"OFF"]), "no retained mute state on connect"
     n = len(mon.on(f"{BASE}/health"))
     send(json.dumps({"cmd": "mute", "stream": "mic"}))
     assert mon.wait_for(lambda: len(mon.on(f"{BASE}/health")) > n and last_health()["streams"]["mic"]["muted"])
+    assert mon.wait_for(lambda: mon.on(state)[-1:] == [b"ON"]) and retained(broker, state) == b"ON"
     n = len(mon.on(f"{BASE}/health"))
     send(json.dumps({"cmd": "health"}))  # on demand, while the interval is an hour
     assert mon.wait_for(lambda: len(mon.on(f"{BASE}/health")) > n)
     send(json.dumps({"cmd": "unmute", "stream": "mic"}))
     assert mon.wait_for(lambda: last_health()["streams"]["mic"]["muted"] is False)
+    assert mon.wait_for(lambda: mon.on(state)[-1:] == [b"OFF"])
+    # The Home Assistant switch's own topic: ON/OFF, as Frigate does it.
+    mon.client.publish(f"{BASE}/mic/mute/set", b"ON", qos=1)
+    assert mon.wait_for(lambda: mon.on(state)[-1:] == [b"ON"] and last_health()["streams"]["mic"]["muted"])
+    mon.client.publish(f"{BASE}/mic/mute/set", b"OFF", qos=1)
+    assert mon.wait_for(lambda: mon.on(state)[-1:] == [b"OFF"] and not last_health()["streams"]["mic"]["muted"])
+    assert retained(broker, state) == b"OFF"
 
     bad = [
         (b"\xff\xfe", "malformed"),
@@ -146,13 +175,28 @@ def test_commands_mute_health_and_refusals(tmp_path, broker, monitor_for, feeder
         (b'{"cmd": "mute"}', "bad_argument"),
         (b'{"cmd": "health", "extra": 1}', "bad_argument"),
         (json.dumps({"cmd": "health", "pad": "x" * 400}).encode(), "too_large"),
+        (b"[" * 120 + b"]" * 120, "malformed"),  # nested: refused before json.loads (tests/reliability: 3000 deep)
+        ((f"{BASE}/mic/mute/set", b"maybe"), "bad_argument"),
+        ((f"{BASE}/garage/mute/set", b"ON"), "unknown_stream"),
     ]
     for payload, _ in bad:
-        send(payload)
+        if isinstance(payload, tuple):
+            mon.client.publish(payload[0], payload[1], qos=1)
+        else:
+            send(payload)
     assert mon.wait_for(lambda: len(mon.on(f"{BASE}/error")) >= len(bad)), f.log()
     errors = [validate("error", p) for p in mon.on(f"{BASE}/error")]
-    assert [e["error"] for e in errors] == [code for _, code in bad]
-    assert "garage" in errors[3]["message"] and "mic" in errors[3]["message"]
+    # Oversized commands are answered by paho's thread before queueing, the others in order by the main thread.
+    by_received = {e["received"]: e for e in errors}
+    assert len(by_received) == len(bad)
+    for payload, code in bad:
+        body = payload[1] if isinstance(payload, tuple) else payload
+        assert by_received[body[:200].decode("utf-8", errors="replace")]["error"] == code, (body[:40], code)
+    garage = by_received['{"cmd": "mute", "stream": "garage"}']
+    assert "garage" in garage["message"] and "mic" in garage["message"]
+    assert "nests 120 levels deep" in by_received["[" * 120 + "]" * 80]["message"]
+    assert "mic/mute/set" in by_received["maybe"]["message"] and "ON or OFF" in by_received["maybe"]["message"]
+    assert "garage/mute/set" in by_received["ON"]["message"] and "streams: mic" in by_received["ON"]["message"]
     send(json.dumps({"cmd": "reload"}))
     assert mon.wait_for(lambda: "config reloaded: kept mic" in f.log()), f.log()  # Daemon.reload, main thread
     n = len(mon.on(f"{BASE}/health"))
@@ -189,4 +233,5 @@ def test_voxnode_run_cli_publishes_status_health_discovery(tmp_path, broker, mon
     assert h["memory"]["allocator"] == "malloc" and h["memory"]["tracemalloc"]["current_bytes"] > 0
     assert h["streams"]["mic"]["state"] in ("running", "starting", "finished")
     validate("discovery", mon.on("homeassistant/device/testnode/config")[0])
+    validate("discovery", mon.on("homeassistant/device/testnode/mic/config")[0])
     assert "Traceback" not in p.stderr

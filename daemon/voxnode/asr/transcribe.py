@@ -1,31 +1,56 @@
 """`voxnode transcribe FILE...`: audio files in, one transcript per file out.
 
 A file that cannot be read costs only its own line (on stderr); the others
-are still transcribed and the exit status says whether all succeeded.
+are still transcribed and the exit status says whether all succeeded. Files are
+streamed (voxnode.audio.audio_stream): at most one window plus one read block
+of audio is in memory, however long the file.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
 
 import numpy as np
 
 from voxnode.asr.recognizer import Recognizer
-from voxnode.asr.windows import SAMPLE_RATE, split_at_pauses
+from voxnode.asr.windows import FRAME, MAX_WINDOW_S, SAMPLE_RATE, SMOOTH_FRAMES, split_at_pauses
+from voxnode.audio.audio_stream import MAX_SECONDS, AudioStream
 from voxnode.errors import AudioFileError
 
+# The cut search looks at smoothed energy up to the window limit; this much audio beyond it keeps the
+# smoothing at the limit the same as over the whole file.
+_LOOKAHEAD = SMOOTH_FRAMES * FRAME
 
-def transcribe_audio(engine: Recognizer, audio: np.ndarray) -> dict:
-    """Any length of 16 kHz mono audio -> merged result of its windows."""
+
+def windows(blocks: Iterable[np.ndarray], max_s: float = MAX_WINDOW_S) -> Iterator[np.ndarray]:
+    """Blocks of 16 kHz audio -> windows of at most `max_s`, each cut as split_at_pauses cuts (at the
+    quietest moment before the limit), holding at most one window plus one block."""
+    max_len = int(max_s * SAMPLE_RATE)
+    buf = np.zeros(0, dtype=np.float32)
+    for block in blocks:
+        buf = np.concatenate((buf, block)) if buf.size else block
+        while buf.size > max_len + _LOOKAHEAD:
+            (_, cut), *_ = split_at_pauses(buf[: max_len + _LOOKAHEAD], max_s)
+            yield buf[:cut]
+            buf = buf[cut:]
+    for start, end in split_at_pauses(buf, max_s) if buf.size else ():
+        yield buf[start:end]
+
+
+def transcribe_audio(engine: Recognizer, audio: np.ndarray | Iterable[np.ndarray]) -> dict:
+    """Any length of 16 kHz mono audio (an array, or blocks of one) -> merged result of its windows."""
     texts, tokens = [], []
     encode_ms = decode_ms = 0.0
     weighted_logprob = 0.0
     weight = 0
-    for start, end in split_at_pauses(audio):
-        r = engine.transcribe(audio[start:end])
+    samples = 0
+    for window in windows([audio] if isinstance(audio, np.ndarray) else audio):
+        samples += window.size
+        r = engine.transcribe(window)
         if r.text:
             texts.append(r.text)
             tokens.extend(r.tokens)
@@ -36,7 +61,7 @@ def transcribe_audio(engine: Recognizer, audio: np.ndarray) -> dict:
         decode_ms += r.decode_ms
     return {
         "text": " ".join(texts),
-        "duration_s": round(len(audio) / SAMPLE_RATE, 3),
+        "duration_s": round(samples / SAMPLE_RATE, 3),
         "encode_ms": round(encode_ms, 1),
         "decode_ms": round(decode_ms, 1),
         "tokens": tokens,
@@ -51,16 +76,16 @@ def transcribe_files(
     as_json: bool = False,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
+    max_seconds: float = MAX_SECONDS,
 ) -> int:
     """Print one line per file (text, or a JSON object); errors go to `err`. Returns the exit status."""
-    from voxnode.audio.wavfile import read_audio
-
     failed = 0
     for path in paths:
         try:
-            audio = read_audio(path, raw=raw)
-            if len(audio) == 0:
-                raise AudioFileError(f"{path}: no audio samples")
+            # The header and the known length are checked here, the rest while the windows are transcribed;
+            # a file that turns out bad midway (a pipe that stops, past the limit) prints only its error.
+            with AudioStream(path, raw=raw, max_seconds=max_seconds) as stream:
+                result = transcribe_audio(engine, stream.blocks())
         except AudioFileError as e:
             print(f"voxnode: {e}", file=err, flush=True)
             failed += 1
@@ -69,7 +94,6 @@ def transcribe_files(
             print(f"voxnode: {path}: cannot read audio: {e}", file=err, flush=True)
             failed += 1
             continue
-        result = transcribe_audio(engine, audio)
         if as_json:
             print(json.dumps({"file": str(path), **result}, ensure_ascii=False), file=out, flush=True)
         else:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -11,6 +13,9 @@ from voxnode.audio.frames import Frame
 from voxnode.audio.ring import FrameRing
 from voxnode.audio.source import AudioSource
 from voxnode.audio.wavfile import float_to_s16
+from voxnode.errors import AudioFileError
+
+log = logging.getLogger(__name__)
 
 
 class FileSource(AudioSource):
@@ -21,22 +26,44 @@ class FileSource(AudioSource):
     takes them and waits for room instead of dropping, since a file can wait.
     """
 
-    def __init__(self, name: str, audio: np.ndarray, ring: FrameRing, realtime: bool = True):
+    def __init__(self, name: str, audio: np.ndarray | Iterable[np.ndarray], ring: FrameRing, realtime: bool = True):
+        """`audio`: one array, or blocks of any size (AudioStream.blocks(): a long file is never whole in memory)."""
         super().__init__(name, ring)
-        pcm = audio if audio.dtype == np.int16 else float_to_s16(audio)
-        pad = (-pcm.size) % PERIOD_FRAMES
-        self._pcm = np.concatenate((pcm, np.zeros(pad, dtype=np.int16))) if pad else pcm
+        self._blocks = [audio] if isinstance(audio, np.ndarray) else audio
         self.realtime = realtime
         self.stats.granted = {"device": f"file:{name}", "rate": SAMPLE_RATE, "channels": 1}
+
+    def _periods(self):
+        """20 ms int16 periods from the blocks; the last one padded with silence."""
+        carry = np.zeros(0, dtype=np.int16)
+        for block in self._blocks:
+            pcm = block if block.dtype == np.int16 else float_to_s16(block)
+            pcm = np.concatenate((carry, pcm)) if carry.size else pcm
+            whole = pcm.size - pcm.size % PERIOD_FRAMES
+            for i in range(0, whole, PERIOD_FRAMES):
+                yield pcm[i : i + PERIOD_FRAMES]
+            carry = pcm[whole:]
+        if carry.size:
+            yield np.concatenate((carry, np.zeros(PERIOD_FRAMES - carry.size, dtype=np.int16)))
 
     def _run(self) -> None:
         self.stats.state = "running"
         t0_mono, t0_wall = time.monotonic(), time.time()
-        for seq in range(self._pcm.size // PERIOD_FRAMES):
+        periods = self._periods()
+        seq = -1
+        while True:
+            try:
+                chunk = next(periods, None)
+            except AudioFileError as e:  # found while reading (a pipe went quiet, truncation): the file ends here
+                self.stats.last_error = str(e)
+                log.error("stream %s: %s", self.name, e, extra={"STREAM": self.name})
+                break
             if self.stopping:
                 return
+            if chunk is None:
+                break
+            seq += 1
             offset = seq * PERIOD_S
-            chunk = self._pcm[seq * PERIOD_FRAMES : (seq + 1) * PERIOD_FRAMES]
             frame = Frame(seq=seq, samples=chunk, t_mono=t0_mono + offset, t_wall=t0_wall + offset)
             if self.realtime:
                 # A frame exists only once its last sample has "arrived".

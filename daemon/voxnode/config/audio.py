@@ -5,6 +5,12 @@ from dataclasses import dataclass
 from voxnode.config.fields import InvalidValue, setting
 
 STREAM_NAME_PATTERN = r"[A-Za-z0-9_-]{1,32}"
+# A Home Assistant area name: printable text, no control characters, at most 100 characters.
+AREA_PATTERN = r"[^\x00-\x1f\x7f]{1,100}"
+AREA_DOC = (
+    'Home Assistant area suggested for this stream\'s device, e.g. "Kitchen" '
+    '(used when Home Assistant first sees the device); "" = none.'
+)
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,9 @@ class AudioConfig:
         1.0, "First retry delay after a device fails to open or disappears.", min=0.1, max=60.0
     )
     retry_max_s: float = setting(30.0, "Longest retry delay (the delay doubles up to this).", min=1.0, max=3600.0)
+    area: str = setting(
+        "", AREA_DOC.replace("this stream's", 'the single stream\'s ("mic")'), pattern=AREA_PATTERN, compare=False
+    )
 
     def check(self) -> None:
         if self.channels and self.channel >= self.channels:
@@ -44,6 +53,7 @@ class StreamConfig:
     device: str = setting("", "ALSA capture PCM of this stream.")
     channel: int = setting(0, "Channel of a multi-channel device that carries the voice.", min=0, max=31)
     channels: int = setting(0, "Channels to open the device with; 0 = just enough for `channel`.", min=0, max=32)
+    area: str = setting("", AREA_DOC, pattern=AREA_PATTERN, compare=False)
 
     def check(self) -> None:
         if not self.name:

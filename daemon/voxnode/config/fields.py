@@ -20,12 +20,18 @@ def setting(
     choices: tuple[Any, ...] | None = None,
     pattern: str | None = None,
     secret: bool = False,
+    compare: bool = True,
 ) -> Any:
-    """A scalar setting. `doc` is the one-line comment shown in the reference file."""
+    """A scalar setting. `doc` is the one-line comment shown in the reference file.
+
+    compare=False: the setting does not take part in `==`, so a reload that changes only it
+    does not count as a change of its section (e.g. a stream's Home Assistant area must not
+    restart the stream's capture).
+    """
     meta = {"doc": doc, "min": min, "max": max, "choices": choices, "pattern": pattern, "secret": secret}
     if isinstance(default, (list, dict, set)):
         raise TypeError("use tuples for list defaults: config objects are immutable")
-    return field(default=default, metadata=meta)
+    return field(default=default, metadata=meta, compare=compare)
 
 
 def section(cls: type, doc: str) -> Any:

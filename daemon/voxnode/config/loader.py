@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import re
 import tomllib
 import types
@@ -16,6 +17,13 @@ from voxnode.config.root import Config
 from voxnode.errors import ConfigError
 
 DEFAULT_PATH = Path("/etc/voxnode/config.toml")
+# The reference file with every key is about 12 KB; a megabyte is a mistake (a log or a device given as
+# --config), and reading it whole must not cost the node its memory.
+MAX_CONFIG_BYTES = 1 << 20
+# Our deepest legitimate nesting is [[streams]] (2 brackets) or an array value (1); tomllib recurses per
+# level and raises RecursionError (a traceback) at about 330 levels, so deeper input is refused first.
+MAX_TOML_DEPTH = 16
+BOM = "\ufeff"
 
 
 def load_config(path: str | Path | None = None) -> Config:
@@ -30,27 +38,102 @@ def load_config(path: str | Path | None = None) -> Config:
         path = DEFAULT_PATH
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        # Bounded read: `--config <(...)` (a pipe) still works, a device or a huge file does not fill memory.
+        with open(path, "rb") as f:
+            raw = f.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
     except IsADirectoryError:
         raise ConfigError(f"config file {path} is a directory") from None
     except PermissionError:
         raise ConfigError(f"config file {path} is not readable (permission denied)") from None
+    except OSError as e:
+        raise ConfigError(f"config file {path} cannot be read: {e.strerror or e}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {path} is larger than {MAX_CONFIG_BYTES >> 20} MiB; is it the right file?")
     return parse_config(raw, str(path))
 
 
 def parse_config(raw: bytes | str, source: str = "<config>") -> Config:
     if isinstance(raw, bytes):
         try:
-            raw = raw.decode("utf-8")
+            text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise ConfigError(f"{source}: not UTF-8 text (byte {e.start})") from None
+            line = raw.count(b"\n", 0, e.start) + 1
+            raise ConfigError(
+                f"{source}: line {line}: not UTF-8 text (byte {e.start}); save the file as UTF-8"
+            ) from None
+    else:
+        text = raw
+    # Windows editors (Notepad) start UTF-8 files with a byte order mark; TOML has no use for it.
+    text = text.removeprefix(BOM)
+    depth, line = toml_nesting(text)
+    if depth > MAX_TOML_DEPTH:
+        raise ConfigError(
+            f"{source}: line {line}: arrays or inline tables nested {depth} levels deep; the limit is {MAX_TOML_DEPTH}"
+        )
     try:
-        data = tomllib.loads(raw)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{source}: TOML syntax error: {e}") from None
+    except RecursionError:  # toml_nesting should have caught it; never a traceback
+        raise ConfigError(f"{source}: nested too deeply to read") from None
     return build(Config, data, "", source)
+
+
+def toml_nesting(text: str) -> tuple[int, int]:
+    """(deepest [ / { nesting, its line) outside strings and comments: a cheap pre-check before tomllib."""
+    depth = deepest = 0
+    deepest_line = line = 1
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+        elif c == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif c in "\"'":
+            i, line = _skip_string(text, i, line)
+            continue
+        elif c in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest, deepest_line = depth, line
+        elif c in "]}":
+            depth = max(0, depth - 1)
+        i += 1
+    return deepest, deepest_line
+
+
+def _skip_string(text: str, i: int, line: int) -> tuple[int, int]:
+    """Index just past the string starting at text[i] (basic, literal, multi-line), and the line there."""
+    quote = text[i]
+    delim = quote * 3 if text.startswith(quote * 3, i) else quote
+    j = i + len(delim)
+    n = len(text)
+    while j < n:
+        c = text[j]
+        if c == "\\" and quote == '"':
+            if j + 1 < n and text[j + 1] == "\n":
+                line += 1
+            j += 2
+            continue
+        if c == "\n":
+            line += 1
+            if len(delim) == 1:
+                return j, line - 1  # an unterminated one-line string: tomllib reports it
+        if text.startswith(delim, j):
+            j += len(delim)
+            # A multi-line string may end with up to two extra quotes: five quotes close 'a' as 'a""'.
+            extra = 0
+            while len(delim) == 3 and extra < 2 and j < n and text[j] == quote:
+                j += 1
+                extra += 1
+            return j, line
+        j += 1
+    return n, line
 
 
 def build(cls: type, data: dict[str, Any], prefix: str, source: str) -> Any:
@@ -74,6 +157,8 @@ def build(cls: type, data: dict[str, Any], prefix: str, source: str) -> Any:
             key = _join(prefix, e.key)
             value = getattr(obj, e.key, None)
             shown = f" = {_show(value)}" if value is not None and not isinstance(value, tuple) else ""
+            if known.get(e.key) is not None and known[e.key].metadata.get("secret"):
+                shown = ""  # never echo a password, even a misplaced one
             raise ConfigError(f"{source}: {key}{shown}: {e.message}") from None
     return obj
 
@@ -96,6 +181,8 @@ def _check_scalar(hint: Any, meta: Any, value: Any, key: str, source: str) -> An
     given = value
 
     def fail(why: str) -> ConfigError:
+        if meta.get("secret"):  # a password typed as a number is still a password
+            return ConfigError(f"{source}: {key}: {why}")
         return ConfigError(f"{source}: {key} = {_show(given)}: {why}")
 
     origin = typing.get_origin(hint)
@@ -117,6 +204,9 @@ def _check_scalar(hint: Any, meta: Any, value: Any, key: str, source: str) -> An
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise fail("expected a number")
         value = float(value)
+        if not math.isfinite(value):
+            # nan compares false with every bound, so it would slip past min/max and disable a check
+            raise fail("expected a finite number (not nan or inf)")
     elif hint is str and not isinstance(value, str):
         raise fail("expected a string")
     lo, hi = meta.get("min"), meta.get("max")
@@ -155,6 +245,8 @@ def _show(value: Any) -> str:
         return "{table}"
     if isinstance(value, list):
         return "[...]"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     return repr(value)
 
 

@@ -65,10 +65,22 @@ class MqttConfig:
     max_command_bytes: int = setting(
         4096, "Longest accepted command payload on {prefix}/{node}/cmd.", min=64, max=1048576
     )
-    discovery: bool = setting(True, "Announce a Home Assistant device (MQTT discovery).")
+    discovery: bool = setting(
+        True,
+        "Announce the node and its streams to Home Assistant (MQTT discovery); false also "
+        "removes what an earlier run announced.",
+    )
     discovery_prefix: str = setting("homeassistant", "Home Assistant discovery prefix.", pattern=TOPIC_WORD)
 
     def check(self) -> None:
+        if self.enabled and not self.host.strip():
+            raise InvalidValue("host", "must not be empty when MQTT is enabled (the broker's host name or address)")
+        if "://" in self.host or any(c.isspace() for c in self.host) or "/" in self.host:
+            raise InvalidValue(
+                "host",
+                "must be a bare host name or address, e.g. homeassistant.local "
+                "(no mqtt:// scheme, path or spaces; the port goes in mqtt.port)",
+            )
         if self.password and self.password_file:
             raise InvalidValue("password_file", "set either password or password_file, not both")
         if (self.password or self.password_file) and not self.username:

@@ -24,7 +24,7 @@ class Config:
     streams: tuple[StreamConfig, ...] = table_list(
         StreamConfig,
         "Several microphones in one process: one [[streams]] table each. Replaces the single [audio] device.",
-        example={"name": "kitchen", "device": "plughw:1,0", "channel": 0},
+        example={"name": "kitchen", "device": "plughw:1,0", "channel": 0, "area": "Kitchen"},
     )
     asr: AsrConfig = section(AsrConfig, "Speech recognition.")
     frontend: FrontendConfig = section(FrontendConfig, "Audio clean-up before VAD and recognition.")
@@ -47,7 +47,7 @@ class Config:
         if self.streams:
             return self.streams
         a = self.audio
-        return (StreamConfig(name="mic", device=a.device, channel=a.channel, channels=a.channels),)
+        return (StreamConfig(name="mic", device=a.device, channel=a.channel, channels=a.channels, area=a.area),)
 
     def with_device(self, device: str) -> Config:
         """`voxnode run --device`: override the single stream's device."""

@@ -19,7 +19,7 @@ import time
 from voxnode.config.mqtt import MqttConfig, sanitize_node_id
 from voxnode.errors import VoxnodeError
 from voxnode.fleet.nodes import NodeState
-from voxnode.mqtt.client import make_paho_client
+from voxnode.mqtt.connection import make_paho_client
 
 # Retained messages come back to back; half a second with none after the SUBACK means no more.
 QUIET_S = 0.5

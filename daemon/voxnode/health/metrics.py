@@ -123,7 +123,7 @@ METRICS: dict[str, MetricDef] = _defs(
     ("voxnode_decode_busy_seconds_total", C, "Engine time spent decoding, all workers."),
     # MQTT (present when [mqtt] is enabled)
     ("voxnode_mqtt_connected", G, "1 while connected to the broker."),
-    ("voxnode_mqtt_backlog_messages", G, "Finals not yet acknowledged by the broker (spool and queue)."),
+    ("voxnode_mqtt_backlog_messages", G, "Finals not yet acknowledged by the broker (spool and memory)."),
     ("voxnode_mqtt_inflight_messages", G, "Finals handed to the MQTT client, awaiting PUBACK."),
     ("voxnode_mqtt_spool_messages", G, "Finals in the spool."),
     ("voxnode_mqtt_spool_bytes", G, "Size of the spool files."),
@@ -132,9 +132,9 @@ METRICS: dict[str, MetricDef] = _defs(
     ("voxnode_mqtt_unstored_total", C, "Finals the spool could not store (sent from memory without seq)."),
     ("voxnode_mqtt_unstored_lost_total", C, "Finals without a durable copy lost before the broker had them."),
     ("voxnode_mqtt_published_total", C, "Finals acknowledged by the broker."),
-    ("voxnode_mqtt_rejected_total", C, "Finals the broker refused (MQTT 5 PUBACK error)."),
+    ("voxnode_mqtt_rejected_total", C, "Refusals by the broker (MQTT 5 PUBACK error), retries included."),
     ("voxnode_mqtt_partials_dropped_total", C, "Partials dropped (link down or slow)."),
-    ("voxnode_mqtt_finals_refused_total", C, "Finals the publisher queue could not take."),
+    ("voxnode_mqtt_finals_refused_total", C, "Finals without a durable copy that could not be queued."),
     ("voxnode_mqtt_bad_events_total", C, "Events the publisher could not handle (a bug upstream)."),
     ("voxnode_mqtt_connects_total", C, "Connections to the broker."),
     ("voxnode_mqtt_disconnects_total", C, "Lost connections."),
@@ -174,8 +174,9 @@ _SCHEDULER = {
     "cancelled": ("voxnode_decode_cancelled_total", 1.0),
     "busy_s": ("voxnode_decode_busy_seconds_total", 1.0),
 }
-# health mqtt section -> metric. spool_writable, unstored, unstored_lost: issue 11's fields, exported
-# where the running release reports them.
+# health mqtt section -> metric: one metric per fact the section reports (issue 11's spool_writable,
+# unstored, unstored_lost included). Not exported: spool_error and last_error (text: in the health
+# report and the log), held_seq and retry_in_s (a refused final being retried: rejected_total rises).
 _MQTT = {
     "connected": "voxnode_mqtt_connected",
     "backlog": "voxnode_mqtt_backlog_messages",

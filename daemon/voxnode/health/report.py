@@ -38,6 +38,7 @@ class HealthMonitor:
         self.leak = LeakWatch(config.leak_window_s, config.leak_threshold_mb * 1e6)
         self.allocator = python_allocator()
         self._next_trim = clock() + config.malloc_trim_interval_s
+        self._rss_before_housekeeping: int | None = None
         if config.tracemalloc_frames and not tracemalloc.is_tracing():
             tracemalloc.start(config.tracemalloc_frames)
             log.info(
@@ -52,18 +53,21 @@ class HealthMonitor:
 
     def housekeeping(self, now: float) -> None:
         """Trim the heap when due or after a large free; feed the leak watch. Cheap; called per report."""
+        # The report's RSS is taken before the trim: sampled right after it, RSS read about 12 MB under the
+        # VmRSS the process holds between reports (the heap grows back within seconds).
+        self._rss_before_housekeeping = rss_bytes()
         heap = self.heap.info()
         due = self.config.malloc_trim_interval_s and now >= self._next_trim
         big_free = heap is not None and heap["free_bytes"] >= TRIM_FREE_BYTES
         if due or big_free:
-            returned = self.heap.trim(rss_bytes(), rss_bytes)
+            returned = self.heap.trim(self._rss_before_housekeeping, rss_bytes)
             self._next_trim = now + (self.config.malloc_trim_interval_s or 0)
             if returned >= 1 << 20:
                 log.info("malloc_trim returned %.1f MB to the OS", returned / 1e6)
         self.leak.add(now, rss_bytes())
 
     def collect(self, daemon_snapshot: dict, engine: EngineInfo | None, mqtt: dict | None) -> dict:
-        rss = rss_bytes()
+        rss, self._rss_before_housekeeping = self._rss_before_housekeeping or rss_bytes(), None
         streams = {}
         for name, st in (daemon_snapshot.get("streams") or {}).items():
             streams[name] = {k: v for k, v in st.items() if _jsonable(v)}

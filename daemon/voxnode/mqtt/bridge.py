@@ -1,15 +1,19 @@
-"""Ties the MQTT publisher to the daemon: transcripts, health reports, commands, discovery.
+"""Ties the MQTT publisher to the daemon: transcripts, health reports, commands, mute, Home
+Assistant discovery.
 
 `MqttBridge` is a Component (it owns the publisher thread, paho's network thread and the
-memory-snapshot thread), a sink (finals to the durable spool, partials to a small lossy queue;
-never blocks) and a Hook: the daemon calls `tick` from its main thread every 0.1 s, and everything
-that touches the daemon (mute, reload) happens there. paho's thread only queues commands for it.
+memory-snapshot thread), provides the finals journal (`journal`: the daemon's sequencer stores each
+final in the spool through it, which gives the final its seq), is a sink (stored finals wake the
+publisher, partials go to a small lossy queue; never blocks) and a Hook: the daemon calls `tick`
+from its main thread every 0.1 s, and everything that touches the daemon (mute, reload) or decides
+what to announce happens there. paho's thread only queues what arrives.
 Health reports come from the daemon's HealthReporter, which hands each one to `publish_health`.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import queue
 import threading
 import time
@@ -19,11 +23,14 @@ from voxnode.config import Config
 from voxnode.control import DaemonControl
 from voxnode.events import iso8601
 from voxnode.health.memory import TraceSnapshots
+from voxnode.health.nodeinfo import board_model
 from voxnode.health.reporter import HealthReporter
 from voxnode.lifecycle import Component, Hook
-from voxnode.mqtt.client import MqttPublisher, dumps
-from voxnode.mqtt.commands import CommandError, error_reply, parse_command
-from voxnode.mqtt.discovery import discovery_payload
+from voxnode.mqtt.announcer import Announcer
+from voxnode.mqtt.client import MqttPublisher
+from voxnode.mqtt.commands import Command, CommandError, check_size, error_reply, parse_command, parse_mute_set
+from voxnode.mqtt.discovery import MUTE_OFF, MUTE_ON, StreamDevice
+from voxnode.mqtt.journal import FinalsJournal, dumps
 from voxnode.mqtt.spool import Spool, default_spool_path
 from voxnode.mqtt.status import ONLINE, status_payload
 from voxnode.mqtt.topics import Topics
@@ -35,30 +42,70 @@ if TYPE_CHECKING:
 log = logging.getLogger("voxnode.mqtt")
 
 COMMAND_QUEUE = 32  # commands are rare; a flood beyond this is refused with an error reply
+# After a connect, discovery waits for the echo of the sync marker (Topics.sync), i.e. for what the
+# broker retains on the discovery topics, so the first announcement already has its tombstones.
+# A broker whose ACL hides the marker gets the announcement after this long instead.
+SYNC_WAIT_S = 3.0
+
+
+def stream_devices(config: Config) -> list[StreamDevice]:
+    return [StreamDevice(s.name, s.area) for s in config.effective_streams()]
 
 
 class MqttBridge(Component, Hook):
-    def __init__(self, config: Config, reporter: HealthReporter):
+    def __init__(self, config: Config, reporter: HealthReporter, *, board_root: str = "/"):
         self.config = config
         self.reporter = reporter
         self.topics = Topics.from_config(config.mqtt)
         self.streams = [s.name for s in config.effective_streams()]
         spool_path = config.mqtt.spool_path or default_spool_path()
         self.spool = Spool(spool_path, config.mqtt.spool_max_messages)
-        self._commands: queue.Queue[bytes] = queue.Queue(COMMAND_QUEUE)
+        self.announcer = Announcer(
+            self.topics,
+            enabled=config.mqtt.discovery,
+            board=board_model(board_root),
+            backlog_limit=config.mqtt.inflight_window,
+        )
+        self.announcer.set_streams(stream_devices(config))
+        self._commands: queue.Queue[tuple[str, bytes]] = queue.Queue(COMMAND_QUEUE)  # (topic, payload)
+        self._retained_lock = threading.Lock()
+        self._retained: dict[str, bytes] = {}  # discovery topic -> retained payload, from paho's thread
+        self._stale_mute: set[str] = set()  # retained mute states of streams not configured, same
+        self._connected = threading.Event()
+        self._synced = threading.Event()  # the sync marker came back after the last connect
+        # Main thread: no announcement before this (unless synced); none at all before the first connect
+        # has been handled here: paho flags the link up a moment before the connect hook runs.
+        self._hold_until: float | None = math.inf
+        self._ha_online = threading.Event()
         self._traces = TraceSnapshots()
         self._memory_busy = threading.Lock()
         self._memory_thread: threading.Thread | None = None
+        t = self.topics
         self.publisher = MqttPublisher(
             config.mqtt,
-            self.topics,
+            t,
             self.spool,
             model_name=self._model_name,
-            on_command=self._queue_command,
-            on_connected=reporter.request,
-            announcements=self._announcements,
+            # The discovery topics too, discovery on or off: what the broker retains there is what
+            # Home Assistant knows of this node (the Announcer cleans it up).
+            # Retained mute states too: one left by a stream that is no longer configured is cleared.
+            subscriptions=(
+                t.cmd,
+                t.mute_set_filter,
+                t.ha_status,
+                t.discovery,
+                t.stream_discovery_filter,
+                t.mute_state_filter,
+                t.sync,
+            ),
+            sync_topic=t.sync,
+            on_message=self._on_message,
+            on_connected=self._on_connected,
             status=self._status,
         )
+        # Gives finals their seq: outputs.add_outputs hands it to the daemon's sequencer, which
+        # records each final here before any sink sees it.
+        self.journal = FinalsJournal(self.spool, self.topics, self._model_name)
         reporter.add_section("mqtt", self.mqtt_stats)
         reporter.subscribe(self.publish_health)
 
@@ -79,9 +126,23 @@ class MqttBridge(Component, Hook):
     # ---- sink ----------------------------------------------------------------------------------
 
     def emit(self, event: dict) -> None:
+        """Finals come here already stored in the spool, with their seq (the daemon's sequencer records
+        them in `journal` first): this only wakes the publisher. A final the spool could not store
+        (`"seq": null`) is handed to the publisher to be sent from memory. A final that did not come
+        through a sequencer (no `seq` key: a script or test emitting directly) is recorded here first."""
         kind = event.get("type")
         if kind == "final":
-            self.publisher.submit_final(event)
+            if "seq" not in event:
+                try:
+                    event = self.journal.record(event)
+                except Exception:  # noqa: BLE001 - a malformed event (a bug upstream) must not stop later ones
+                    self.publisher.stats.bad_events += 1
+                    log.exception("MQTT: cannot store final %r; skipped", event)
+                    return
+            if event["seq"] is None:
+                self.publisher.submit_unstored(event)
+            else:
+                self.publisher.submit_stored()
         elif kind == "partial":
             self.publisher.submit_partial(event)
         # level reports and other diagnostics stay local (stdout/log)
@@ -94,21 +155,29 @@ class MqttBridge(Component, Hook):
             self._run_commands(daemon)
         except Exception:  # noqa: BLE001
             log.exception("MQTT: a command failed")
+        try:
+            self._follow_broker(daemon, now)
+            self._announce(now)
+        except Exception:  # noqa: BLE001
+            log.exception("MQTT: announcing to Home Assistant failed")
 
     def on_ready(self, daemon: Daemon) -> None:
         self.publish_status()  # the model has loaded since the connect: its name is known now
 
-    def on_reloaded(self, daemon: DaemonControl, result: ReloadResult) -> None:
-        # Streams can come and go on a reload: Home Assistant must see the new entity list.
-        # [mqtt] and [health] themselves apply after a restart (the reload summary says so).
+    def on_reloaded(self, daemon: Daemon, result: ReloadResult) -> None:
+        # Streams can come and go on a reload, and their areas change: Home Assistant follows
+        # (removed streams' devices are sent as tombstones). [mqtt] and [health] themselves apply
+        # after a restart (the reload summary says so).
+        if not result.ok:
+            return
         names = list(daemon.stream_names())
-        if result.ok and names != self.streams:
-            self.streams = names
-            for topic, payload in self._announcements():
-                self.publisher.publish_now(topic, payload, qos=1, retain=True)
-            self.reporter.request()
-        if result.ok:
-            self.publish_status()  # the config checksum (and maybe the streams) changed
+        for gone in sorted(set(self.streams) - set(names)):
+            self.publisher.publish_now(self.topics.mute_state(gone), b"", qos=1, retain=True)  # clears it
+        self.streams = names
+        self.announcer.set_streams(stream_devices(daemon.config))
+        self._publish_mute_states(daemon)
+        self.reporter.request()
+        self.publish_status()  # the config checksum (and maybe the streams) changed
 
     # ---- status ----------------------------------------------------------------------------------
 
@@ -126,9 +195,71 @@ class MqttBridge(Component, Hook):
     def publish_status(self) -> None:
         self.publisher.publish_now(self.topics.status, self._status(ONLINE), qos=1, retain=True)
 
+    # ---- Home Assistant ------------------------------------------------------------------------
+
+    def _on_connected(self) -> None:  # paho's thread, before anything of this connection arrives
+        self._synced.clear()
+        self._connected.set()
+        self.reporter.request()
+
+    def _follow_broker(self, daemon: DaemonControl, now: float) -> None:
+        """A (re)connect, Home Assistant's birth message, retained discovery messages: main thread."""
+        if self._connected.is_set():
+            self._connected.clear()
+            self.announcer.force()
+            self._hold_until = now + SYNC_WAIT_S
+            self._publish_mute_states(daemon)
+        if self._synced.is_set():  # read before the retained messages: they came before the marker
+            self._hold_until = None
+        if self._ha_online.is_set():
+            self._ha_online.clear()
+            log.info("MQTT: Home Assistant came online; announcing the node again")
+            self.announcer.force()
+            self.reporter.request()
+        with self._retained_lock:
+            retained, self._retained = self._retained, {}
+            mute_states, self._stale_mute = self._stale_mute, set()
+        for topic, payload in retained.items():
+            self.announcer.saw_retained(topic, payload)
+        for topic in sorted(mute_states):
+            if self.topics.stream_of_mute_state(topic) not in self.streams:
+                self.publisher.publish_now(topic, b"", qos=1, retain=True)  # a stream removed while we were away
+
+    def _announce(self, now: float) -> None:
+        if self._hold_until is not None:
+            if now < self._hold_until:  # math.inf: not connected yet
+                return
+            log.warning(
+                "MQTT: no echo of %s within %.0f s (does the ACL let this user read it?); announcing "
+                "to Home Assistant without waiting for the retained configs",
+                self.topics.sync,
+                SYNC_WAIT_S,
+            )
+            self._hold_until = None
+        for topic, payload in self.announcer.pending():
+            if not payload:
+                log.info("MQTT: discovery is off; removing the retained Home Assistant config on %s", topic)
+            self.publisher.publish_now(topic, payload, qos=1, retain=True)
+
+    def _publish_mute_states(self, daemon: DaemonControl) -> None:
+        for name in self.streams:
+            self._publish_mute_state(name, daemon.is_muted(name))
+
+    def _publish_mute_state(self, stream: str, muted: bool) -> None:
+        state = MUTE_ON if muted else MUTE_OFF
+        self.publisher.publish_now(self.topics.mute_state(stream), state, qos=1, retain=True)
+
     # ---- health --------------------------------------------------------------------------------
 
     def publish_health(self, report: dict) -> None:
+        """A report from the daemon's HealthReporter (main thread). The entities that read it are
+        announced first, so they exist when it comes (and those it enables, e.g. the temperature
+        on a board with a thermal zone, are added with it)."""
+        self.announcer.add_capabilities(report)
+        try:
+            self._announce(time.monotonic())
+        except Exception:  # noqa: BLE001 - the report still goes out
+            log.exception("MQTT: announcing to Home Assistant failed")
         self.publisher.publish_now(self.topics.health, dumps(report), qos=0, retain=True)
 
     def mqtt_stats(self) -> dict:
@@ -140,10 +271,18 @@ class MqttBridge(Component, Hook):
             "spool_messages": self.spool.count,
             "spool_bytes": self.spool.size_bytes(),
             "spool_dropped_total": self.spool.dropped_total,
+            "spool_writable": self.spool.writable,
+            "spool_error": self.spool.error,
+            "unstored": self.spool.unstored,
             "published": st.published,
             "rejected": st.rejected,
+            "held_seq": st.held_seq,
+            "retry_in_s": st.retry_in_s,
             "partials_dropped": st.partials_dropped,
-            "finals_refused": st.finals_refused,
+            # Finals the publisher could not hold in memory, and those the daemon's sequencer could
+            # not queue for the spool (the journal hears of those).
+            "finals_refused": st.finals_refused + self.journal.refused,
+            "unstored_lost": st.unstored_lost,
             "bad_events": st.bad_events,
             "connects": st.connects,
             "disconnects": st.disconnects,
@@ -154,38 +293,64 @@ class MqttBridge(Component, Hook):
         info = self.reporter.engine_info()
         return info.model if info is not None else ""
 
-    def _announcements(self) -> list[tuple[str, bytes]]:
-        if not self.config.mqtt.discovery:
-            return []
-        return [(self.topics.discovery, dumps(discovery_payload(self.topics, self.streams)))]
+    # ---- what arrives (paho's thread: queue it, nothing more) ----------------------------------
+
+    def _on_message(self, topic: str, payload: bytes, retained: bool) -> None:
+        t = self.topics
+        if topic == t.cmd or t.stream_of_mute_set(topic) is not None:
+            self._queue_command(topic, payload)
+        elif topic == t.sync:
+            self._synced.set()
+        elif topic == t.ha_status:
+            if payload.strip().lower() == b"online":
+                self._ha_online.set()
+        elif retained and self.announcer.is_discovery_topic(topic):
+            # Only retained copies say what the broker holds; live ones are our own announcements.
+            with self._retained_lock:
+                self._retained[topic] = payload
+        elif retained and payload and t.stream_of_mute_state(topic) is not None:
+            with self._retained_lock:
+                self._stale_mute.add(topic)
 
     # ---- commands ------------------------------------------------------------------------------
 
-    def _queue_command(self, payload: bytes) -> None:  # paho's thread
+    def _queue_command(self, topic: str, payload: bytes) -> None:  # paho's thread
         try:
-            self._commands.put_nowait(payload)
+            # Before queueing: 40 oversized commands once held 32 x 16 MB in the queue (RSS 159 -> 295 MB).
+            check_size(payload, self.config.mqtt.max_command_bytes)
+        except CommandError as e:
+            log.warning("MQTT command refused: %s", e.message)
+            self._reply_error(e, payload)
+            return
+        try:
+            self._commands.put_nowait((topic, payload))
         except queue.Full:
             self._reply_error(CommandError("busy", f"more than {COMMAND_QUEUE} commands waiting; try again"), payload)
+
+    def _parse(self, topic: str, payload: bytes, streams: list[str]) -> Command:
+        if topic == self.topics.cmd:
+            return parse_command(payload, max_bytes=self.config.mqtt.max_command_bytes, streams=streams)
+        stream = self.topics.stream_of_mute_set(topic)
+        return parse_mute_set(topic, stream or "", payload, streams=streams)
 
     def _run_commands(self, daemon: DaemonControl) -> None:
         while True:
             try:
-                payload = self._commands.get_nowait()
+                topic, payload = self._commands.get_nowait()
             except queue.Empty:
                 return
             try:
-                cmd = parse_command(
-                    payload, max_bytes=self.config.mqtt.max_command_bytes, streams=list(daemon.stream_names())
-                )
+                cmd = self._parse(topic, payload, list(daemon.stream_names()))
             except CommandError as e:
                 log.warning("MQTT command refused: %s", e.message)
                 self._reply_error(e, payload)
                 continue
             log.info("MQTT command: %s%s", cmd.name, f" {cmd.stream}" if cmd.stream else "")
             if cmd.name in ("mute", "unmute"):
-                assert cmd.stream is not None  # parse_command requires it for these
+                assert cmd.stream is not None  # both parsers require it for these
                 daemon.set_muted(cmd.stream, cmd.name == "mute")
-                self.reporter.request()  # the HA switch reads its state from health
+                self._publish_mute_state(cmd.stream, cmd.name == "mute")  # the HA switch's state
+                self.reporter.request()
             elif cmd.name == "reload":
                 daemon.request_reload()
             elif cmd.name == "health":

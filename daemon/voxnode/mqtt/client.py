@@ -1,9 +1,13 @@
 """The MQTT connection and the publisher thread that moves finals from the spool to the broker.
 
 Threads:
-- the caller (pipeline threads) only puts events into a bounded Mailbox;
-- the publisher thread owns the spool: it stores each final (durable), hands
-  at most `inflight_window` of them to paho, and deletes them on PUBACK;
+- the daemon's sequencer stores each final in the spool (FinalsJournal: that
+  gives it its seq) before the sink sees it; the sink only wakes this thread
+  (or, for a final the spool could not store, hands it over in a bounded Mailbox);
+- the publisher thread hands at most `inflight_window` spooled finals to paho,
+  in seq order, and deletes them on PUBACK. A final the broker refuses stays in
+  the spool and holds back the later ones until a retry is accepted
+  (mqtt/refusals.py), so fixing the ACL delivers everything in seq order;
 - paho's network thread connects, reconnects with backoff forever, and
   resends what it was handed (with the same packet) after a reconnect; its
   callbacks only post to the Mailbox or publish small retained messages.
@@ -14,77 +18,31 @@ reconnects, and neither grows without bound.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import ssl
 import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import paho.mqtt.client as mqtt
-from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode
+from paho.mqtt.enums import MQTTErrorCode
 
 from voxnode.config.mqtt import MqttConfig
-from voxnode.errors import MqttConfigError, SpoolError
-from voxnode.mqtt.credentials import read_password
+from voxnode.mqtt.connection import connect_failure, make_paho_client, refusal_hint
+from voxnode.mqtt.journal import dumps
 from voxnode.mqtt.mailbox import Mailbox
+from voxnode.mqtt.refusals import HeldFinal
 from voxnode.mqtt.spool import Spool
+from voxnode.mqtt.stats import MqttStats
 from voxnode.mqtt.status import OFFLINE, ONLINE
 from voxnode.mqtt.topics import Topics
 
 log = logging.getLogger("voxnode.mqtt")
 
-FINALS_QUEUE = 10000  # finals waiting for the publisher thread (seconds of work at worst)
+FINALS_QUEUE = 10000  # finals without a durable copy held in memory for the broker, at most
 PARTIALS_QUEUE = 100  # partials are disposable: when the link is slow, drop them first
 CLOSE_ACK_WAIT_S = 3.0
-
-
-def dumps(obj: dict) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-def make_paho_client(c: MqttConfig, client_id: str) -> mqtt.Client:
-    """A paho client with the configured protocol, credentials and TLS (not yet connected).
-
-    Raises MqttConfigError naming the setting when a password or TLS file cannot be used."""
-    protocol = mqtt.MQTTv5 if c.protocol == "5" else mqtt.MQTTv311
-    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id, protocol=protocol)
-    if c.username:
-        client.username_pw_set(c.username, read_password(c))
-    if c.tls:
-        for key in ("tls_ca", "tls_cert", "tls_key"):
-            path = getattr(c, key)
-            if path and not os.access(path, os.R_OK):
-                raise MqttConfigError(f"mqtt.{key} = {path!r}: file does not exist or is not readable")
-        try:
-            client.tls_set(
-                ca_certs=c.tls_ca or None,
-                certfile=c.tls_cert or None,
-                keyfile=c.tls_key or None,
-                cert_reqs=ssl.CERT_REQUIRED,
-            )
-        except (ssl.SSLError, OSError, ValueError) as e:
-            raise MqttConfigError(f"mqtt TLS files (tls_ca/tls_cert/tls_key) cannot be loaded: {e}") from None
-        client.tls_insecure_set(c.tls_insecure)
-    return client
-
-
-@dataclass
-class MqttStats:
-    connected: bool = False
-    connects: int = 0
-    disconnects: int = 0
-    published: int = 0  # finals acknowledged by the broker
-    rejected: int = 0  # finals the broker refused (v5 PUBACK error, e.g. ACL); they stay in the spool
-    partials_dropped: int = 0
-    finals_refused: int = 0  # finals the mailbox could not take (publisher stalled); logged as errors
-    last_error: str = ""
-    last_connect_wall: float = 0.0
-    inflight: int = 0
-    bad_events: int = 0  # events the publisher could not handle (a bug upstream); logged with a traceback
+UNSTORED = 0  # the in-flight "seq" of a final the spool could not store (real seqs start at 1)
 
 
 class MqttPublisher:
@@ -95,9 +53,10 @@ class MqttPublisher:
         spool: Spool,
         *,
         model_name: Callable[[], str] = lambda: "",
-        on_command: Callable[[bytes], None] = lambda payload: None,
+        subscriptions: tuple[str, ...] = (),
+        sync_topic: str | None = None,
+        on_message: Callable[[str, bytes, bool], None] = lambda topic, payload, retained: None,
         on_connected: Callable[[], None] = lambda: None,
-        announcements: Callable[[], list[tuple[str, bytes]]] = lambda: [],
         status: Callable[[str], bytes] = lambda state: state.encode(),
     ):
         self.config = config
@@ -105,13 +64,17 @@ class MqttPublisher:
         self.spool = spool
         self.stats = MqttStats()
         self._model_name = model_name
-        self._on_command = on_command
+        self._subscriptions = tuple(subscriptions)  # subscribed (QoS 1) on every connect
+        self._sync_topic = sync_topic  # published (empty) right after subscribing; see Topics.sync
+        self._on_message_hook = on_message  # paho's thread: must only queue
         self._on_connected = on_connected
-        self._announcements = announcements
         self._status = status  # "online"/"offline" -> the status payload (mqtt/status.py)
-        self._mailbox = Mailbox({"final": FINALS_QUEUE, "partial": PARTIALS_QUEUE})
-        self._inflight: dict[int, int] = {}  # paho mid -> spool seq; publisher thread only
-        self._handed_up_to = 0  # highest seq handed to paho; publisher thread only
+        # "stored": a wake-up (one pending is enough); "unstored": finals the spool could not keep.
+        self._mailbox = Mailbox({"stored": 1, "unstored": FINALS_QUEUE, "partial": PARTIALS_QUEUE})
+        # Publisher thread only:
+        self._inflight: dict[int, int] = {}  # paho mid -> spool seq (UNSTORED for a final from memory)
+        self._handed_up_to = 0  # spooled finals up to here were handed to paho (or are held, below)
+        self._held = HeldFinal(config.reconnect_min_s, config.reconnect_max_s)  # the oldest refused final
         self._thread = threading.Thread(target=self._run, name="mqtt-publisher", daemon=True)
         self._stopped = threading.Event()
         self._last_logged_failure = ""
@@ -135,7 +98,16 @@ class MqttPublisher:
         return client
 
     def start(self) -> None:
+        if self.config.protocol == "3.1.1" and self.config.qos:
+            log.warning(
+                "MQTT 3.1.1: a broker that refuses a final (an ACL denial) drops it without telling "
+                'voxnode, so refused finals are lost unnoticed; use mqtt.protocol = "5" to have them '
+                "detected, reported and retried"
+            )
         self._thread.start()
+        # No MQTT 5 Maximum Packet Size: Mosquitto 2.0.11 (Debian 12) drops an oversized QoS 1 message but
+        # keeps it in flight for ever, and after 20 of them no command reaches us at all (seen in
+        # tests/reliability/test_bounded_input.py). Oversized commands are refused before queueing instead.
         self.client.connect_async(self.config.host, self.config.effective_port, keepalive=self.config.keepalive)
         self.client.loop_start()
         log.info(
@@ -150,12 +122,17 @@ class MqttPublisher:
 
     # ---- producer side (any thread, never blocks) ---------------------------------------------
 
-    def submit_final(self, event: dict) -> bool:
-        if self._mailbox.put("final", event):
+    def submit_stored(self) -> None:
+        """A final was stored in the spool (FinalsJournal): send it when the window has room."""
+        self._mailbox.put("stored")
+
+    def submit_unstored(self, event: dict) -> bool:
+        """A final the spool could not store (no seq): published from memory, bounded."""
+        if self._mailbox.put("unstored", event):
             return True
         self.stats.finals_refused += 1
         log.error(
-            "MQTT: publisher queue full (%d finals waiting); final %s of stream %s is NOT spooled",
+            "MQTT: %d finals without a durable copy already wait for the broker; final %s of stream %s is dropped",
             FINALS_QUEUE,
             event.get("id"),
             event.get("stream"),
@@ -166,7 +143,7 @@ class MqttPublisher:
         if not self._mailbox.put("partial", event):
             self.stats.partials_dropped += 1
 
-    def publish_now(self, topic: str, payload: bytes, qos: int = 0, retain: bool = False) -> bool:
+    def publish_now(self, topic: str, payload: bytes | str, qos: int = 0, retain: bool = False) -> bool:
         """Best-effort publish of a status-like message: skipped while disconnected (it would be stale)."""
         if not self.stats.connected:
             return False
@@ -175,18 +152,18 @@ class MqttPublisher:
 
     @property
     def backlog(self) -> int:
-        return self.spool.count + self._mailbox.depth()
+        return self.spool.count + self._mailbox.depth("unstored") + self._unstored_inflight
+
+    @property
+    def _unstored_inflight(self) -> int:
+        return sum(1 for seq in list(self._inflight.values()) if seq == UNSTORED)
 
     # ---- paho callbacks (paho's thread) --------------------------------------------------------
 
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
         where = f"{self.config.host}:{self.config.effective_port}"
         if reason_code.is_failure:
-            hint = {
-                "Not authorized": "check mqtt.username and mqtt.password/password_file and the broker's ACL",
-                "Bad user name or password": "check mqtt.username and mqtt.password/password_file",
-                "Client identifier not valid": "set mqtt.client_id to something the broker accepts",
-            }.get(str(reason_code), "see the broker's log")
+            hint = refusal_hint(reason_code)
             self._report_failure(f"MQTT broker {where} refused the connection: {reason_code} ({hint}); retrying")
             return
         self.stats.connected = True
@@ -200,9 +177,10 @@ class MqttPublisher:
             self.spool.count,
         )
         client.publish(self.topics.status, self._status(ONLINE), qos=1, retain=True)
-        client.subscribe([(self.topics.cmd, 1), (self.topics.ha_status, 1)])
-        for topic, payload in self._announcements():
-            client.publish(topic, payload, qos=1, retain=True)
+        if self._subscriptions:
+            client.subscribe([(topic, 1) for topic in self._subscriptions])
+        if self._sync_topic:
+            client.publish(self._sync_topic, b"", qos=1)
         self._mailbox.put("connected")
         try:
             self._on_connected()
@@ -210,16 +188,8 @@ class MqttPublisher:
             log.exception("MQTT: on_connected hook failed")
 
     def _on_connect_fail(self, client, userdata) -> None:
-        err = sys.exc_info()[1]
         where = f"{self.config.host}:{self.config.effective_port}"
-        if isinstance(err, ssl.SSLCertVerificationError):
-            why = f"TLS certificate not accepted: {err.verify_message} (check mqtt.tls_ca and the broker's host name)"
-        elif isinstance(err, ssl.SSLError):
-            why = f"TLS handshake failed: {err.reason or err} (is the port a TLS listener? is mqtt.tls right?)"
-        elif isinstance(err, OSError):
-            why = err.strerror or str(err) or type(err).__name__
-        else:
-            why = "connection failed"
+        why = connect_failure(sys.exc_info()[1])
         self._report_failure(
             f"MQTT: cannot connect to {where}: {why}; retrying with backoff (up to {self.config.reconnect_max_s:.0f} s)"
         )
@@ -251,13 +221,7 @@ class MqttPublisher:
 
     def _on_message(self, client, userdata, msg) -> None:
         try:
-            if msg.topic == self.topics.cmd:
-                self._on_command(msg.payload)
-            elif msg.topic == self.topics.ha_status and msg.payload.strip().lower() == b"online":
-                log.info("MQTT: Home Assistant came online; announcing the device again")
-                for topic, payload in self._announcements():
-                    client.publish(topic, payload, qos=1, retain=True)
-                self._on_connected()
+            self._on_message_hook(msg.topic, msg.payload, bool(msg.retain))
         except Exception:  # noqa: BLE001 - whatever arrives must not kill paho's thread
             log.exception("MQTT: handling a message on %s failed", msg.topic)
 
@@ -266,12 +230,16 @@ class MqttPublisher:
     def _run(self) -> None:
         stopping = False
         while True:
-            items = self._mailbox.take_all(timeout=0.5)
+            wait = 0.5
+            retry_in = self._held.retry_in_s()
+            if retry_in is not None:
+                wait = min(wait, max(0.01, retry_in))
+            items = self._mailbox.take_all(timeout=wait)
             acked: list[int] = []
             for kind, item in items:
                 try:
-                    if kind == "final":
-                        self._spool_final(item)
+                    if kind == "unstored":
+                        self._publish_unstored(item)
                     elif kind == "partial":
                         self._publish_partial(item)
                     elif kind == "ack":
@@ -283,38 +251,30 @@ class MqttPublisher:
                 except Exception:  # noqa: BLE001 - one bad event must not stop every later final
                     self.stats.bad_events += 1
                     log.exception("MQTT: cannot publish %s event %r; skipped", kind, item)
-            try:
-                self.spool.ack(acked)
-            except SpoolError as e:
-                log.error("%s", e)
+            self.spool.ack(acked)  # a spool that cannot write keeps them: logged there, sent again after a restart
             self.stats.published += len(acked)
             self._fill_window()
             self.stats.inflight = len(self._inflight)
+            self.stats.held_seq = self._held.seq
+            retry_in = self._held.retry_in_s()
+            self.stats.retry_in_s = round(retry_in, 1) if retry_in is not None else None
             if stopping:
                 self._stopped.set()
                 return
 
-    def _spool_final(self, event: dict) -> None:
-        seq = self.spool.next_seq
-        payload = {**event, "seq": seq}
-        payload.setdefault("model", self._model_name())
-        try:
-            dropped = self.spool.append(seq, self.topics.transcript(event["stream"]), dumps(payload))
-        except SpoolError as e:
-            # Nowhere durable to keep it: still try to deliver it while this process lives.
-            log.error("%s; publishing final %s without a durable copy", e, event.get("id"))
-            self.client.publish(self.topics.transcript(event["stream"]), dumps(payload), qos=self.config.qos)
-            return
-        if dropped:
+    def _publish_unstored(self, event: dict) -> None:
+        if self._unstored_inflight >= FINALS_QUEUE:
+            self.stats.finals_refused += 1
             log.error(
-                "MQTT spool full (%d finals): dropped the %d oldest unsent final(s), seq %d..%d "
-                "(%d dropped in total); raise mqtt.spool_max_messages or fix the broker link",
-                self.spool.max_messages,
-                len(dropped),
-                dropped[0],
-                dropped[-1],
-                self.spool.dropped_total,
+                "MQTT: %d finals without a durable copy already wait for the broker; final %s of stream %s is dropped",
+                FINALS_QUEUE,
+                event.get("id"),
+                event.get("stream"),
             )
+            return
+        info = self.client.publish(self.topics.transcript(event["stream"]), dumps(event), qos=self.config.qos)
+        if self.config.qos and info.rc != MQTTErrorCode.MQTT_ERR_QUEUE_SIZE:
+            self._inflight[info.mid] = UNSTORED
 
     def _publish_partial(self, event: dict) -> None:
         if self.stats.connected:
@@ -325,31 +285,76 @@ class MqttPublisher:
             self.stats.partials_dropped += 1
 
     def _ack(self, mid: int, reason_code) -> int | None:
+        """A PUBACK: the seq to delete from the spool, or None (refused, from memory, or not a final)."""
         seq = self._inflight.pop(mid, None)
         if seq is None:
             return None  # a status/discovery message, not a final
-        if reason_code is not None and getattr(reason_code, "is_failure", False):
-            self.stats.rejected += 1
-            log.error(
-                "MQTT: broker refused final seq %d on %s: %s (check the broker's ACL for this user); "
-                "it stays in the spool and is retried after the next restart",
-                seq,
-                self.topics.base,
-                reason_code,
-            )
+        refused = reason_code is not None and getattr(reason_code, "is_failure", False)
+        if seq == UNSTORED:
+            if refused:
+                self.stats.rejected += 1
+                self.stats.unstored_lost += 1
+                log.error(
+                    "MQTT: broker refused a final that has no durable copy (the spool cannot store): %s; "
+                    "it is lost (check the broker's ACL for this user)",
+                    reason_code,
+                )
             return None
-        return seq
+        if not refused:
+            refusals = self._held.accepted(seq)
+            if refusals is not None:
+                log.warning(
+                    "MQTT: broker accepted final seq %d after %d refusal(s); sending the finals held behind it",
+                    seq,
+                    refusals,
+                )
+            return seq
+        self.stats.rejected += 1
+        # Keep seq order: nothing after the oldest refused final is handed out until the broker takes it.
+        self._handed_up_to = min(self._handed_up_to, seq - 1)
+        delay = self._held.refused(seq)
+        if delay is not None:
+            message = (
+                f"MQTT: broker refused final seq {seq} on {self.topics.base}/...: {reason_code} (check the "
+                "broker's ACL for this user); it stays in the spool and is retried with backoff up to "
+                f"{self.config.reconnect_max_s:.0f} s, later finals wait behind it"
+            )
+            if self._held.refusals == 1:
+                log.error("%s", message)
+                self.stats.last_error = message
+            else:
+                log.debug("%s (refusal %d, next try in %.1f s)", message, self._held.refusals, delay)
+        return None
 
     def _fill_window(self) -> None:
-        room = self.config.inflight_window - len(self._inflight)
+        spooled_inflight = {s for s in self._inflight.values() if s != UNSTORED}
+        if self._held.seq is not None:
+            # Only the held final goes out, alone, when its backoff has passed.
+            if self._held.seq in spooled_inflight or not self._held.due():
+                return
+            m = self.spool.get(self._held.seq)
+            if m is None:  # dropped by the spool bound meanwhile: nothing to wait for
+                self._held.forget()
+                return
+            info = self.client.publish(m.topic, m.payload, qos=self.config.qos)
+            if info.rc != MQTTErrorCode.MQTT_ERR_QUEUE_SIZE:
+                self._inflight[info.mid] = m.seq
+            return
+        room = self.config.inflight_window - len(spooled_inflight)
         if room <= 0 or self.spool.count == 0:
             return
-        for m in self.spool.after(self._handed_up_to, room):
+        for m in self.spool.after(self._handed_up_to, room + len(spooled_inflight)):
+            if m.seq in spooled_inflight:
+                self._handed_up_to = m.seq  # handed before a refusal rewound us; its PUBACK is on the way
+                continue
+            if room <= 0:
+                break
             # QoS 0 finals (mqtt.qos = 0) get no PUBACK: they leave the spool once handed over.
             info = self.client.publish(m.topic, m.payload, qos=self.config.qos)
             if info.rc == MQTTErrorCode.MQTT_ERR_QUEUE_SIZE:
                 break
             self._handed_up_to = m.seq
+            room -= 1
             if self.config.qos == 0:
                 self.spool.ack([m.seq])
             else:
@@ -391,8 +396,5 @@ class MqttPublisher:
                 seq = self._ack(*item)
                 if seq is not None:
                     acked.append(seq)
-        try:
-            self.spool.ack(acked)
-        except SpoolError as e:
-            log.error("%s", e)
+        self.spool.ack(acked)
         self.stats.published += len(acked)

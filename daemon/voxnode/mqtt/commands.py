@@ -1,7 +1,9 @@
-"""Remote commands on {prefix}/{node}/cmd: parsed and checked here, carried out by the daemon.
+"""Remote commands, parsed and checked here, carried out by the daemon.
 
-A command is one JSON object: {"cmd": NAME, ...arguments, "id": optional
-correlation string}. Anything else gets a reply on {prefix}/{node}/error that
+On {prefix}/{node}/cmd a command is one JSON object: {"cmd": NAME, ...arguments,
+"id": optional correlation string}. On {prefix}/{node}/{stream}/mute/set the
+payload is ON or OFF (the Home Assistant switch), the same as {"cmd": "mute"} /
+{"cmd": "unmute"}. Anything else gets a reply on {prefix}/{node}/error that
 names the problem, and changes nothing.
 """
 
@@ -19,6 +21,9 @@ COMMANDS = {
     "memory": (),
 }
 OPTIONAL = ("id",)
+# A command is a flat object (depth 1). json.loads recurses per level and raises RecursionError (no
+# reply, a traceback) at about 1000; anything nested beyond this is refused before parsing.
+MAX_DEPTH = 8
 
 
 class CommandError(ValueError):
@@ -37,17 +42,55 @@ class Command:
     id: str | None = None
 
 
-def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Command:
+def check_size(payload: bytes, max_bytes: int) -> None:
+    """Before a command is queued: an oversized one is refused at once, never held in memory."""
     if len(payload) > max_bytes:
         raise CommandError(
             "too_large", f"command is {len(payload)} bytes; the limit is {max_bytes} (mqtt.max_command_bytes)"
         )
+
+
+def json_depth(text: str) -> int:
+    """Deepest nesting of [ and { outside strings (a linear pre-check; the payload is size-checked)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for c in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+    return deepest
+
+
+def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Command:
+    check_size(payload, max_bytes)
     try:
-        data = json.loads(payload.decode("utf-8"))
+        text = payload.decode("utf-8")
     except UnicodeDecodeError:
         raise CommandError("malformed", "command is not UTF-8 text") from None
+    depth = json_depth(text)
+    if depth > MAX_DEPTH:
+        raise CommandError(
+            "malformed",
+            f"command nests {depth} levels deep (the limit is {MAX_DEPTH}); "
+            'a command is a flat JSON object like {"cmd": "health"}',
+        )
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as e:
         raise CommandError("malformed", f"command is not JSON: {e.msg} at position {e.pos}") from None
+    except RecursionError:  # json_depth should have caught it
+        raise CommandError("malformed", "command is nested too deeply") from None
     if not isinstance(data, dict):
         raise CommandError("malformed", 'command must be a JSON object like {"cmd": "health"}')
     cid = data.get("id")
@@ -76,6 +119,22 @@ def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Comm
                 "unknown_stream", f"{name}: no stream {stream!r}; streams: {', '.join(streams)}", command=name, cid=cid
             )
     return Command(name=name, stream=stream, id=cid)
+
+
+MUTE_PAYLOADS = {"ON": "mute", "OFF": "unmute"}
+
+
+def parse_mute_set(topic: str, stream: str, payload: bytes, *, streams: list[str]) -> Command:
+    """ON/OFF on {prefix}/{node}/{stream}/mute/set -> the mute or unmute command."""
+    text = payload.decode("utf-8", errors="replace").strip()
+    name = MUTE_PAYLOADS.get(text.upper()) if len(payload) <= 16 else None
+    if name is None:
+        raise CommandError("bad_argument", f"{topic}: payload must be ON or OFF, got {text[:40]!r}", command="mute")
+    if stream not in streams:
+        raise CommandError(
+            "unknown_stream", f"{topic}: no stream {stream!r}; streams: {', '.join(streams)}", command=name
+        )
+    return Command(name=name, stream=stream)
 
 
 def error_reply(err: CommandError, payload: bytes, time_iso: str) -> dict:

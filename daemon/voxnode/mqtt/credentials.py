@@ -1,14 +1,22 @@
-"""The MQTT password: from a file, the config, or a systemd credential."""
+"""The files [mqtt] refers to: the password (file or systemd credential) and the TLS files.
+
+`voxnode run` and `voxnode check-config` both go through `check_files`, so a
+config that check-config passes does not fail at start for a missing,
+unreadable or malformed password or certificate file.
+"""
 
 from __future__ import annotations
 
 import os
+import ssl
 from collections.abc import Mapping
 
 from voxnode.config.mqtt import MqttConfig
 from voxnode.errors import MqttConfigError
 
 CREDENTIAL_NAME = "mqtt-password"
+# A password is one line; reading more would let a wrong path (a device, a log) fill memory.
+MAX_PASSWORD_BYTES = 4096
 
 
 def read_password(c: MqttConfig, environ: Mapping[str, str] = os.environ) -> str | None:
@@ -22,10 +30,69 @@ def read_password(c: MqttConfig, environ: Mapping[str, str] = os.environ) -> str
         candidate = os.path.join(environ["CREDENTIALS_DIRECTORY"], CREDENTIAL_NAME)
         if os.path.exists(candidate):
             path, key = candidate, f"systemd credential {CREDENTIAL_NAME}"
-    if path:
+    if not path:
+        return c.password or None
+    try:
+        if not os.path.isfile(path) and os.path.exists(path):
+            raise MqttConfigError(f"{key} = {path!r}: not a regular file")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_PASSWORD_BYTES + 1)
+    except OSError as e:
+        raise MqttConfigError(f"{key} = {path!r}: {e.strerror or e}") from None
+    line = raw.split(b"\n", 1)[0].rstrip(b"\r")
+    if b"\n" not in raw and len(raw) > MAX_PASSWORD_BYTES:
+        raise MqttConfigError(
+            f"{key} = {path!r}: first line is longer than {MAX_PASSWORD_BYTES} bytes; is it the password file?"
+        )
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise MqttConfigError(
+            f"{key} = {path!r}: the password is not UTF-8 text (byte {e.start} of the first "
+            "line); MQTT passwords are UTF-8"
+        ) from None
+
+
+def tls_context(c: MqttConfig) -> ssl.SSLContext | None:
+    """The client's TLS context (None without TLS): the CA, the client certificate, host name checks."""
+    if not c.tls:
+        return None
+    for key in ("tls_ca", "tls_cert", "tls_key"):
+        path = getattr(c, key)
+        if path and not os.path.isfile(path):
+            why = "does not exist" if not os.path.exists(path) else "is not a regular file"
+            raise MqttConfigError(f"mqtt.{key} = {path!r}: {why}")
+        if path and not os.access(path, os.R_OK):
+            raise MqttConfigError(f"mqtt.{key} = {path!r}: not readable by this user")
+    try:
+        context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=c.tls_ca or None)
+    except (ssl.SSLError, OSError, ValueError) as e:
+        raise MqttConfigError(f"mqtt.tls_ca = {c.tls_ca!r}: not a PEM CA certificate ({_why(e)})") from None
+    if c.tls_cert:
         try:
-            with open(path, encoding="utf-8") as f:
-                return f.readline().rstrip("\r\n")
-        except OSError as e:
-            raise MqttConfigError(f"{key} = {path!r}: {e.strerror or e}") from None
-    return c.password or None
+            context.load_cert_chain(c.tls_cert, c.tls_key)
+        except (ssl.SSLError, OSError, ValueError) as e:
+            raise MqttConfigError(
+                f"mqtt.tls_cert = {c.tls_cert!r} / tls_key = {c.tls_key!r}: cannot be loaded "
+                f"({_why(e)}); both must be PEM and the key must match the certificate"
+            ) from None
+    context.check_hostname = not c.tls_insecure
+    context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
+def _why(e: Exception) -> str:
+    if isinstance(e, ssl.SSLError):
+        return e.reason or str(e)
+    if isinstance(e, OSError):
+        return e.strerror or str(e)
+    return str(e)
+
+
+def check_files(c: MqttConfig, environ: Mapping[str, str] = os.environ) -> None:
+    """Everything `voxnode run` reads for [mqtt] before connecting; raises MqttConfigError."""
+    if not c.enabled:
+        return
+    if c.username:
+        read_password(c, environ)
+    tls_context(c)

@@ -1,110 +1,350 @@
-"""Home Assistant MQTT discovery: one device-based config message announcing every entity.
+"""Home Assistant MQTT device discovery: the payloads, as pure functions of what the node knows.
 
-Topic {discovery_prefix}/device/{node}/config, retained. Availability follows the `state` of
-{prefix}/{node}/status; sensors read the transcript and health topics, and a
-switch per stream sends mute/unmute commands and reads its state from health.
+Two kinds of device (docs/mqtt.md#home-assistant), each one retained message:
+- the node, {discovery_prefix}/device/{node}/config: process, board and MQTT
+  entities, and the reload / publish-health buttons;
+- one per stream, {discovery_prefix}/device/{node}/{stream}/config, linked to the
+  node (`via_device`) and placed in the stream's `area`: transcript, final event,
+  partial, last final, mute switch, capture problem, counters, latency.
+Availability follows the `state` of the JSON {prefix}/{node}/status (mqtt/status.py).
+
+Rules checked against a real Home Assistant (tests/ha/):
+- `qos` sits on every component: releases before mid-2026 ignore a device-level one
+  and would subscribe to finals at QoS 0.
+- Optional entities are announced only when the health report carries the field
+  they read (`capabilities.Capabilities`), so nothing stays `unknown` forever.
+- A component that is no longer announced is sent once as {"p": platform} (a
+  tombstone); without it Home Assistant keeps the entity as an orphan.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from voxnode import __version__
+from voxnode.mqtt.capabilities import Capabilities
 from voxnode.mqtt.topics import Topics
 
 ORIGIN = {"name": "voxnode", "sw": __version__}
+QOS = 1  # on every component: the switch and buttons publish with it, the rest subscribe with it
+# Home Assistant keeps at most 255 characters of a state; the whole final is in the attributes.
+STATE_MAX = 255
+MUTE_ON, MUTE_OFF = "ON", "OFF"
+# A stream whose capture is in neither state is a problem (backoff = the device keeps failing).
+CAPTURE_OK_STATES = ("running", "starting")
 
 
-def discovery_payload(topics: Topics, streams: list[str]) -> dict:
-    node = topics.node
-    cmps: dict[str, dict] = {}
-    for s in streams:
-        cmps[f"{s}_transcript"] = {
-            "p": "sensor",
-            "name": f"{s} transcript",
-            "unique_id": f"voxnode_{node}_{s}_transcript",
-            "state_topic": topics.transcript(s),
-            # HA states are limited to 255 characters; the full text is in the attributes.
-            "value_template": "{{ value_json.text[:255] }}",
-            "json_attributes_topic": topics.transcript(s),
-            "icon": "mdi:microphone-message",
-        }
-        cmps[f"{s}_latency"] = {
-            "p": "sensor",
-            "name": f"{s} latency p95",
-            "unique_id": f"voxnode_{node}_{s}_latency_p95",
-            "state_topic": topics.health,
-            "value_template": "{{ value_json.streams['%s'].latency_p95_ms | default(None) }}" % s,  # noqa: UP031 (Jinja and JSON braces)
-            "unit_of_measurement": "ms",
-            "device_class": "duration",
-            "state_class": "measurement",
-            "entity_category": "diagnostic",
-        }
-        cmps[f"{s}_mute"] = {
-            "p": "switch",
-            "name": f"{s} mute",
-            "unique_id": f"voxnode_{node}_{s}_mute",
-            "command_topic": topics.cmd,
-            "payload_on": '{"cmd":"mute","stream":"%s"}' % s,  # noqa: UP031 (Jinja and JSON braces)
-            "payload_off": '{"cmd":"unmute","stream":"%s"}' % s,  # noqa: UP031 (Jinja and JSON braces)
-            "state_topic": topics.health,
-            "value_template": "{{ 'ON' if value_json.streams['%s'].muted else 'OFF' }}" % s,  # noqa: UP031 (Jinja and JSON braces)
-            "icon": "mdi:microphone-off",
-        }
-    cmps["rss"] = {
-        "p": "sensor",
-        "name": "Memory (RSS)",
-        "unique_id": f"voxnode_{node}_rss",
-        "state_topic": topics.health,
-        "value_template": "{{ (value_json.process.rss_bytes / 1048576) | round(1) }}",
-        "unit_of_measurement": "MiB",
-        "device_class": "data_size",
-        "state_class": "measurement",
-        "entity_category": "diagnostic",
-    }
-    cmps["cpu"] = {
-        "p": "sensor",
-        "name": "CPU",
-        "unique_id": f"voxnode_{node}_cpu",
-        "state_topic": topics.health,
-        "value_template": "{{ value_json.process.cpu_percent }}",
-        "unit_of_measurement": "%",
-        "state_class": "measurement",
-        "entity_category": "diagnostic",
-        "icon": "mdi:cpu-64-bit",
-    }
-    cmps["temperature"] = {
-        "p": "sensor",
-        "name": "SoC temperature",
-        "unique_id": f"voxnode_{node}_soc_temp",
-        "state_topic": topics.health,
-        "value_template": "{{ value_json.thermal.soc_temp_c }}",
-        "unit_of_measurement": "°C",
-        "device_class": "temperature",
-        "state_class": "measurement",
-        "entity_category": "diagnostic",
-    }
-    cmps["backlog"] = {
-        "p": "sensor",
-        "name": "MQTT backlog",
-        "unique_id": f"voxnode_{node}_mqtt_backlog",
-        "state_topic": topics.health,
-        "value_template": "{{ value_json.mqtt.backlog }}",
-        "unit_of_measurement": "messages",
-        "state_class": "measurement",
-        "entity_category": "diagnostic",
-    }
+@dataclass(frozen=True)
+class StreamDevice:
+    name: str
+    area: str = ""  # Home Assistant's suggested_area for the stream's device ("" = none)
+
+
+def node_device_id(topics: Topics) -> str:
+    return f"voxnode_{topics.node}"
+
+
+def stream_device_id(topics: Topics, stream: str) -> str:
+    # ":" cannot occur in a node id or a stream name: node "a_b" and stream "b" of node "a" stay apart.
+    return f"voxnode_{topics.node}:{stream}"
+
+
+def _stream(s: str) -> str:
+    """Jinja for one stream's health object; {} when the report lacks the stream (it stopped)."""
+    return f"(value_json.streams[{s!r}] | default({{}}))"
+
+
+def _base(topics: Topics, device: dict) -> dict:
     return {
-        "dev": {
-            "ids": [f"voxnode_{node}"],
-            "name": f"voxnode {node}",
-            "mf": "voxnode",
-            "mdl": "voxnode speech-to-text node",
-            "sw": __version__,
-        },
+        "dev": device,
         "o": ORIGIN,
         "avty_t": topics.status,
         "avty_tpl": "{{ value_json.state }}",  # the status is JSON (mqtt/status.py)
         "pl_avail": "online",
         "pl_not_avail": "offline",
-        "cmps": cmps,
-        "qos": 1,
+        "cmps": {},
     }
+
+
+def _sensor(uid: str, name: str, state_topic: str, template: str, **extra) -> dict:
+    return {
+        "p": "sensor",
+        "name": name,
+        "unique_id": uid,
+        "state_topic": state_topic,
+        "value_template": template,
+        "qos": QOS,
+        **extra,
+    }
+
+
+def _problem(uid: str, name: str, state_topic: str, template: str, attributes: str | None = None, **extra) -> dict:
+    cfg = {
+        "p": "binary_sensor",
+        "name": name,
+        "unique_id": uid,
+        "state_topic": state_topic,
+        "value_template": template,
+        "device_class": "problem",
+        "payload_on": "ON",
+        "payload_off": "OFF",
+        "qos": QOS,
+        "entity_category": "diagnostic",
+        **extra,
+    }
+    if attributes:
+        cfg["json_attributes_topic"] = state_topic
+        cfg["json_attributes_template"] = attributes
+    return cfg
+
+
+def _button(uid: str, name: str, topics: Topics, command: str, **extra) -> dict:
+    return {
+        "p": "button",
+        "name": name,
+        "unique_id": uid,
+        "command_topic": topics.cmd,
+        "payload_press": '{"cmd":"%s"}' % command,
+        "qos": QOS,
+        "retain": False,
+        **extra,
+    }
+
+
+def node_payload(topics: Topics, caps: Capabilities, *, board: str | None, backlog_limit: int) -> dict:
+    """The node's device: process, board and MQTT health, and the buttons."""
+    node, health = topics.node, topics.health
+    device = {
+        "ids": [node_device_id(topics)],
+        "name": f"voxnode {node}",
+        "mf": "voxnode",
+        "mdl": "voxnode speech-to-text node",
+        "sw": __version__,
+    }
+    if board:
+        device["hw"] = board
+    out = _base(topics, device)
+    c = out["cmps"]
+    diag = {"entity_category": "diagnostic"}
+    c["rss"] = _sensor(
+        f"voxnode_{node}_rss",
+        "Memory (RSS)",
+        health,
+        "{{ (value_json.process.rss_bytes / 1048576) | round(1) }}",
+        unit_of_measurement="MiB",
+        device_class="data_size",
+        state_class="measurement",
+        **diag,
+    )
+    c["cpu"] = _sensor(
+        f"voxnode_{node}_cpu",
+        "CPU",
+        health,
+        "{{ value_json.process.cpu_percent }}",
+        unit_of_measurement="%",
+        state_class="measurement",
+        icon="mdi:cpu-64-bit",
+        **diag,
+    )
+    if caps.temperature:
+        c["temperature"] = _sensor(
+            f"voxnode_{node}_soc_temp",
+            "SoC temperature",
+            health,
+            "{{ value_json.thermal.soc_temp_c }}",
+            unit_of_measurement="°C",
+            device_class="temperature",
+            state_class="measurement",
+            **diag,
+        )
+    c["backlog"] = _sensor(
+        f"voxnode_{node}_mqtt_backlog",
+        "MQTT backlog",
+        health,
+        "{{ (value_json.mqtt or {}).backlog | default(None) }}",
+        unit_of_measurement="messages",
+        state_class="measurement",
+        icon="mdi:tray-full",
+        **diag,
+    )
+    c["finals_refused"] = _sensor(
+        f"voxnode_{node}_finals_refused",
+        "Finals refused",
+        health,
+        "{{ (value_json.mqtt or {}).finals_refused | default(None) }}",
+        unit_of_measurement="finals",
+        state_class="total_increasing",
+        **diag,
+    )
+    c["finals_lost"] = _sensor(
+        f"voxnode_{node}_finals_lost",
+        "Finals lost",
+        health,
+        # Finals with no durable copy (the spool could not store them) that the broker refused.
+        "{{ (value_json.mqtt or {}).unstored_lost | default(None) }}",
+        unit_of_measurement="finals",
+        state_class="total_increasing",
+        **diag,
+    )
+    c["leak"] = _problem(
+        f"voxnode_{node}_leak",
+        "Memory leak",
+        health,
+        "{{ 'ON' if value_json.memory.leak.suspected else 'OFF' }}",
+        "{{ value_json.memory.leak | to_json }}",
+    )
+    # More finals waiting than one in-flight window: the broker is not taking them as fast as they come
+    # (link down between reports, or refused by an ACL: they stay in the spool).
+    c["spool_backlog"] = _problem(
+        f"voxnode_{node}_spool_backlog",
+        "Spool backlog",
+        health,
+        "{{ 'ON' if ((value_json.mqtt or {}).backlog | default(0)) > %d else 'OFF' }}" % backlog_limit,
+    )
+    c["spool_problem"] = _problem(
+        f"voxnode_{node}_spool_problem",
+        "Spool problem",
+        health,
+        # On while the spool cannot store finals; the attribute says why, and what to do.
+        "{{ 'ON' if (value_json.mqtt or {}).spool_writable == false else 'OFF' }}",
+        "{{ {'problem': (value_json.mqtt or {}).spool_error or none} | to_json }}",
+    )
+    if caps.throttling:
+        flags = "(value_json.thermal.throttled or {})"
+        c["throttled"] = _problem(
+            f"voxnode_{node}_throttled",
+            "Throttled or under-voltage",
+            health,
+            "{%% set t = %s %%}{{ 'ON' if t.get('under_voltage') or t.get('throttled') or t.get('freq_capped') "
+            "or t.get('soft_temp_limit') else 'OFF' }}" % flags,
+            "{{ %s | to_json }}" % flags,
+        )
+    c["reload"] = _button(
+        f"voxnode_{node}_reload", "Reload config", topics, "reload", entity_category="config", icon="mdi:reload"
+    )
+    c["publish_health"] = _button(
+        f"voxnode_{node}_publish_health",
+        "Publish health",
+        topics,
+        "health",
+        entity_category="diagnostic",
+        icon="mdi:heart-pulse",
+    )
+    return out
+
+
+def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
+    """One stream's device: what it hears and how its capture is doing."""
+    node, s, health = topics.node, stream.name, topics.health
+    device = {
+        "ids": [stream_device_id(topics, s)],
+        "name": f"voxnode {node} {s}",
+        "mf": "voxnode",
+        "mdl": "voxnode microphone stream",
+        "sw": __version__,
+        "via_device": node_device_id(topics),
+    }
+    if stream.area:
+        device["sa"] = stream.area
+    out = _base(topics, device)
+    c = out["cmps"]
+    uid = f"voxnode_{node}_{s}"
+    st = _stream(s)
+    transcript = topics.transcript(s)
+    c["transcript"] = _sensor(
+        f"{uid}_transcript",
+        "Transcript",
+        transcript,
+        "{{ value_json.text[:%d] }}" % STATE_MAX,
+        json_attributes_topic=transcript,
+        icon="mdi:microphone-message",
+    )
+    # A state trigger on the transcript sensor does not fire when the same sentence is said twice;
+    # an event entity does, once per final (automations: docs/blueprints/).
+    c["final"] = {
+        "p": "event",
+        "name": "Final",
+        "unique_id": f"{uid}_final",
+        "state_topic": transcript,
+        "event_types": ["final"],
+        "qos": QOS,
+        "icon": "mdi:account-voice",
+        "value_template": "{{ {'event_type': 'final', 'text': value_json.text, 'id': value_json.id, "
+        "'confidence': value_json.confidence, 'latency_ms': value_json.latency_ms, "
+        "'seq': value_json.seq, 'stream': value_json.stream} | to_json }}",
+    }
+    c["partial"] = _sensor(
+        f"{uid}_partial",
+        "Partial",
+        topics.partial(s),
+        "{{ value_json.text[:%d] }}" % STATE_MAX,
+        enabled_by_default=False,
+        icon="mdi:text-short",
+    )
+    c["last_final"] = _sensor(
+        f"{uid}_last_final", "Last final", transcript, "{{ value_json.end }}", device_class="timestamp"
+    )
+    c["mute"] = {
+        "p": "switch",
+        "name": "Mute",
+        "unique_id": f"{uid}_mute",
+        "command_topic": topics.mute_set(s),
+        "state_topic": topics.mute_state(s),
+        "payload_on": MUTE_ON,
+        "payload_off": MUTE_OFF,
+        "state_on": MUTE_ON,
+        "state_off": MUTE_OFF,
+        "optimistic": False,
+        "retain": False,
+        "qos": QOS,
+        "icon": "mdi:microphone-off",
+    }
+    diag = {"entity_category": "diagnostic"}
+    c["capture"] = _problem(
+        f"{uid}_capture",
+        "Capture",
+        health,
+        "{{ 'OFF' if %s.state | default('') in %r else 'ON' }}" % (st, CAPTURE_OK_STATES),
+        "{{ %s | to_json }}" % st,
+    )
+    c["latency"] = _sensor(
+        f"{uid}_latency_p95",
+        "Latency p95",
+        health,
+        "{{ %s.latency_p95_ms | default(None) }}" % st,
+        unit_of_measurement="ms",
+        device_class="duration",
+        state_class="measurement",
+        **diag,
+    )
+    c["dropped_frames"] = _sensor(
+        f"{uid}_dropped_frames",
+        "Dropped frames",
+        health,
+        "{{ %s.dropped_frames | default(None) }}" % st,
+        unit_of_measurement="frames",
+        state_class="total_increasing",
+        **diag,
+    )
+    c["xruns"] = _sensor(
+        f"{uid}_xruns",
+        "Xruns",
+        health,
+        "{{ %s.xruns | default(None) }}" % st,
+        unit_of_measurement="xruns",
+        state_class="total_increasing",
+        **diag,
+    )
+    return out
+
+
+def tombstones(platforms: dict[str, str]) -> dict[str, dict]:
+    """Components to remove: each sent once with nothing but its platform."""
+    return {key: {"p": p} for key, p in platforms.items()}
+
+
+def stream_tombstone_payload(topics: Topics, stream: str, platforms: dict[str, str]) -> dict:
+    """A removed stream's device: every component it had, as a tombstone (HA then drops the device)."""
+    out = _base(topics, {"ids": [stream_device_id(topics, stream)], "name": f"voxnode {topics.node} {stream}"})
+    out["cmps"] = tombstones(platforms)
+    return out

@@ -41,5 +41,6 @@ class Mailbox:
                 self._counts[k] = 0
             return items
 
-    def depth(self) -> int:
-        return len(self._items)
+    def depth(self, kind: str | None = None) -> int:
+        """Items waiting (of one bounded kind, if given)."""
+        return len(self._items) if kind is None else self._counts[kind]

@@ -34,6 +34,12 @@ class Topics:
         return f"{self.base}/cmd"
 
     @property
+    def sync(self) -> str:
+        """An empty marker the node sends itself after subscribing: its echo comes after every
+        retained message the subscriptions brought (the broker handles packets in order)."""
+        return f"{self.base}/sync"
+
+    @property
     def error(self) -> str:
         return f"{self.base}/error"
 
@@ -47,9 +53,52 @@ class Topics:
     def partial(self, stream: str) -> str:
         return f"{self.base}/{stream}/partial"
 
+    # Mute as its own topics, the convention Frigate users know: ON/OFF in, retained ON/OFF out.
+    def mute_set(self, stream: str) -> str:
+        return f"{self.base}/{stream}/mute/set"
+
+    def mute_state(self, stream: str) -> str:
+        return f"{self.base}/{stream}/mute/state"
+
+    @property
+    def mute_set_filter(self) -> str:
+        return f"{self.base}/+/mute/set"
+
+    @property
+    def mute_state_filter(self) -> str:
+        return f"{self.base}/+/mute/state"
+
+    def stream_of_mute_set(self, topic: str) -> str | None:
+        """The stream named in a {base}/{stream}/mute/set topic, else None."""
+        return self._stream_between(topic, f"{self.base}/", "/mute/set")
+
+    def stream_of_mute_state(self, topic: str) -> str | None:
+        return self._stream_between(topic, f"{self.base}/", "/mute/state")
+
+    @staticmethod
+    def _stream_between(topic: str, head: str, tail: str) -> str | None:
+        if topic.startswith(head) and topic.endswith(tail) and len(topic) > len(head) + len(tail):
+            stream = topic[len(head) : -len(tail)]
+            if "/" not in stream:
+                return stream
+        return None
+
+    # Home Assistant device discovery: the node is one device, each stream one more (via the node),
+    # so a stream can sit in its own area.
     @property
     def discovery(self) -> str:
         return f"{self.discovery_prefix}/device/{self.node}/config"
+
+    def stream_discovery(self, stream: str) -> str:
+        return f"{self.discovery_prefix}/device/{self.node}/{stream}/config"
+
+    @property
+    def stream_discovery_filter(self) -> str:
+        return f"{self.discovery_prefix}/device/{self.node}/+/config"
+
+    def stream_of_discovery(self, topic: str) -> str | None:
+        """The stream of a stream device's discovery topic, else None (the node's own topic too)."""
+        return self._stream_between(topic, f"{self.discovery_prefix}/device/{self.node}/", "/config")
 
     @property
     def ha_status(self) -> str:

@@ -1,0 +1,104 @@
+"""The one place transcripts pass on their way to the sinks: finals are recorded (given their durable
+`seq`) first, so no sink ever shows a final that a crash could lose without a trace.
+
+Recording costs an fsync, so it runs on this thread, not on the decode thread: the pipeline is never
+blocked by the disk. Partials take the same queue, so a partial never overtakes the final before it.
+Level reports and other diagnostics go to the sinks directly (nothing depends on their order).
+
+The store comes from an output (the MQTT bridge's finals journal, handed over by
+`outputs.add_outputs`); the daemon owns the sequencer as one of its components, started after the
+outputs and stopped before them, so the last finals are stored and still reach every sink. Without
+MQTT there is no spool and no seq, no sequencer, and the daemon fans transcripts out directly.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Protocol
+
+from voxnode.lifecycle import Component
+
+log = logging.getLogger(__name__)
+
+QUEUE = 10000  # transcripts waiting for the disk (hours of speech); beyond it a final is refused, logged, counted
+STOP_MIN_S = 2.0  # at least this long to store the finals decoded in the last moment (an fsync each)
+
+
+class FinalStore(Protocol):
+    def record(self, event: dict) -> dict:
+        """Store a final durably; return it as the sinks must show it (with its seq)."""
+
+    def refuse(self, event: dict) -> None:
+        """A final the sequencer could not take (its queue full, or stopping): counted by the store's owner."""
+
+
+class Sequencer(Component):
+    def __init__(self, store: FinalStore, fan_out: Callable[[dict], None], limit: int = QUEUE):
+        self._store = store
+        self._fan_out = fan_out
+        self._limit = limit
+        self._queue: deque[dict] = deque()
+        self._cond = threading.Condition()
+        self._closing = False
+        self.refused = 0  # finals not taken because the queue was full (the disk stalled for that long)
+        self._thread = threading.Thread(target=self._run, name="sequencer", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def submit(self, event: dict) -> bool:
+        """Any thread; never blocks. False (logged, counted) when the queue is full."""
+        with self._cond:
+            if len(self._queue) >= self._limit or self._closing:
+                if event.get("type") == "final":
+                    self.refused += 1
+                    self._store.refuse(event)
+                    log.error(
+                        "transcript queue full (%d waiting for the spool's disk) or closing: final %s of "
+                        "stream %s is dropped",
+                        len(self._queue),
+                        event.get("id"),
+                        event.get("stream"),
+                    )
+                return False
+            self._queue.append(event)
+            self._cond.notify()
+            return True
+
+    @property
+    def depth(self) -> int:
+        return len(self._queue)
+
+    def stop(self, deadline: float) -> None:
+        """Record and fan out what is queued by `deadline`, given at least STOP_MIN_S: finals still
+        queued are stored and shown, so a power cut after the stop loses none that were shown."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        deadline = max(deadline, time.monotonic() + STOP_MIN_S)
+        self._thread.join(max(0.0, deadline - time.monotonic()))
+        if self._thread.is_alive():
+            log.error("%d transcript(s) not written by the stop deadline are lost", len(self._queue))
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closing:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                event = self._queue.popleft()
+            if event.get("type") == "final":
+                try:
+                    event = self._store.record(event)
+                except Exception:  # noqa: BLE001 - a bug here must not stop later finals
+                    log.exception("recording final %s failed; it goes out without a seq", event.get("id"))
+                    event = {**event, "seq": None}
+            try:
+                self._fan_out(event)
+            except Exception:  # noqa: BLE001
+                log.exception("a sink failed on %s %s", event.get("type"), event.get("id"))

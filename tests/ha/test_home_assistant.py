@@ -1,0 +1,378 @@
+"""voxnode against a real Home Assistant (2025.4.4, see harness.HA_VERSION): `make test-ha`.
+
+Everything is real: Mosquitto, Home Assistant with its MQTT integration added through the config
+flow, and `voxnode run` (the CLI, the Whisper engine) capturing two streams from ALSA FIFO PCMs fed
+in real time, with espeak-ng speech. Assertions read Home Assistant's own state machine and
+registries. The tests run in order on one set-up (module fixture): entities, mute, finals and the
+blueprints, buttons, and last the removal of a stream on reload.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from tests.ha.harness import HA_VENV, HA_VERSION, ROOT, HomeAssistant, wait_until
+from tests.ha.live_fifo import LiveFifo, asoundrc
+from tests.mqtt.broker import Broker, Monitor, retained
+from voxnode import __version__
+from voxnode.asr.wer import wer
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import audio_corpus as ac  # noqa: E402
+
+pytestmark = [
+    pytest.mark.ha,
+    pytest.mark.skipif(
+        not (HA_VENV / ".installed").exists(),
+        reason=f"no Home Assistant venv in {HA_VENV}: `make test-ha` builds it (scripts/ha_venv.sh)",
+    ),
+    pytest.mark.skipif(not ac.have_espeak(), reason="needs espeak-ng and sox (make deps-test)"),
+]
+
+NODE = "testnode"
+BASE = f"voxnode/{NODE}"
+PHRASE = "turn on the lights"
+BLUEPRINTS = ROOT / "docs" / "blueprints"
+
+
+def daemon_config(path: Path, broker: Broker, spool: Path, *, hall: bool) -> None:
+    text = (
+        '[log]\nlevel = "info"\n\n'
+        f'[mqtt]\nenabled = true\nhost = "127.0.0.1"\nport = {broker.port}\nnode_id = "{NODE}"\n'
+        f'spool_path = "{spool}"\nreconnect_min_s = 0.5\nreconnect_max_s = 2.0\n\n'
+        # Health only on connect, on a mute change, after a reload and on demand (the button): what
+        # Home Assistant shows after each step comes from that step.
+        "[health]\ninterval_s = 3600.0\nmalloc_trim_interval_s = 0.0\n\n"
+        '[[streams]]\nname = "kitchen"\ndevice = "ha_kitchen"\narea = "Kitchen"\n'
+    )
+    if hall:
+        text += '\n[[streams]]\nname = "hall"\ndevice = "ha_hall"\n'
+    path.write_text(text)
+
+
+class Stack:
+    def __init__(self, work: Path):
+        self.work = work
+        self.broker = Broker(work / "broker").start()
+        self.monitor = Monitor(self.broker, client_id="ha-test-monitor")
+        self.ha = HomeAssistant(
+            work / "ha",
+            extra_config=(
+                "counter:\n  lights_said:\n    name: lights said\n    initial: 0\n    step: 1\nconversation:\n"
+            ),
+        )
+        self.ha.start()
+        self.entry = self.ha.add_mqtt("127.0.0.1", self.broker.port)
+        alsa = work / "alsa"
+        (alsa / "alsa").mkdir(parents=True)
+        self.mics = {name: LiveFifo(alsa / f"{name}.fifo") for name in ("kitchen", "hall")}
+        (alsa / "alsa" / "asoundrc").write_text(asoundrc({f"ha_{n}": m.path for n, m in self.mics.items()}))
+        self.config = work / "voxnode.toml"
+        daemon_config(self.config, self.broker, work / "spool.sqlite", hall=True)
+        self.daemon_log = work / "voxnode.log"
+        self._log = open(self.daemon_log, "wb")  # noqa: SIM115 (the daemon writes to it until stop())
+        env = {**os.environ, "XDG_CONFIG_HOME": str(alsa), "PYTHONMALLOC": "malloc"}
+        self.daemon = subprocess.Popen(
+            [sys.executable, "-m", "voxnode", "run", "--config", str(self.config)],
+            cwd=ROOT,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+
+    def log(self) -> str:
+        return self.daemon_log.read_text(errors="replace")
+
+    def close(self) -> None:
+        if self.daemon.poll() is None:
+            self.daemon.send_signal(signal.SIGTERM)
+            try:
+                self.daemon.wait(30)
+            except subprocess.TimeoutExpired:
+                self.daemon.kill()
+                self.daemon.wait(5)
+        self._log.close()
+        for m in self.mics.values():
+            m.stop()
+        self.ha.stop()
+        self.monitor.close()
+        self.broker.stop()
+
+    # ---- what voxnode announced, and what Home Assistant made of it ----------------------------
+
+    def announced(self, device: str) -> dict:
+        topic = (
+            f"homeassistant/device/{NODE}/config"
+            if device == "node"
+            else f"homeassistant/device/{NODE}/{device}/config"
+        )
+        raw = retained(self.broker, topic)
+        assert raw, f"nothing retained on {topic}"
+        return json.loads(raw)
+
+    def live_components(self, device: str) -> dict[str, dict]:
+        return {k: c for k, c in self.announced(device)["cmps"].items() if set(c) != {"p"}}
+
+    def registry(self) -> dict[str, dict]:
+        """MQTT entities in Home Assistant's entity registry, by unique_id."""
+        return {e["unique_id"]: e for e in self.ha.entity_registry() if e["platform"] == "mqtt"}
+
+    def entity_id(self, unique_id: str) -> str:
+        return wait_until(
+            lambda: self.registry().get(unique_id, {}).get("entity_id"),
+            120,
+            what=f"entity with unique_id {unique_id} in Home Assistant",
+        )
+
+    def health_count(self) -> int:
+        return len(self.monitor.on(f"{BASE}/health"))
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    s = Stack(tmp_path_factory.mktemp("ha"))
+    try:
+        wait_until(
+            lambda: "voxnode running" in s.log() or s.daemon.poll() is not None, 120, what="voxnode run to start"
+        )
+        assert s.daemon.poll() is None, s.log()
+        yield s
+    finally:
+        s.close()
+        for name in ("Traceback",):
+            assert name not in s.log(), s.log()
+
+
+def test_home_assistant_is_the_pinned_release(stack):
+    assert stack.ha._get("/api/config")["version"] == HA_VERSION
+    assert stack.entry["domain"] == "mqtt" and stack.entry["state"] == "loaded"
+
+
+def test_every_entity_exists_with_its_device_class_unit_and_name(stack):
+    expected = {d: stack.live_components(d) for d in ("node", "kitchen", "hall")}
+    uids = {c["unique_id"] for comps in expected.values() for c in comps.values()}
+    wait_until(lambda: uids <= set(stack.registry()), 180, what="every announced entity in the entity registry")
+    reg = stack.registry()
+    devices = {d["id"]: d for d in stack.ha.device_registry()}
+    areas = {a["area_id"]: a["name"] for a in stack.ha.area_registry()}
+
+    def device_of(identifier: str) -> dict:
+        return next(d for d in devices.values() if ["mqtt", identifier] in d["identifiers"])
+
+    node = device_of(f"voxnode_{NODE}")
+    kitchen, hall = device_of(f"voxnode_{NODE}:kitchen"), device_of(f"voxnode_{NODE}:hall")
+    assert node["sw_version"] == __version__ and node["manufacturer"] == "voxnode"
+    assert kitchen["via_device_id"] == hall["via_device_id"] == node["id"]
+    assert areas.get(kitchen["area_id"]) == "Kitchen"  # suggested_area, from the stream's `area`
+    assert hall["area_id"] is None
+
+    # Health reaches Home Assistant: wait for the first report's values in the state machine.
+    mute_uid = expected["kitchen"]["mute"]["unique_id"]
+    wait_until(
+        lambda: (stack.ha.state(reg[mute_uid]["entity_id"]) or {}).get("state") == "off",
+        60,
+        what="the mute switch to leave unknown",
+    )
+    for device, comps in expected.items():
+        dev = {"node": node, "kitchen": kitchen, "hall": hall}[device]
+        for key, c in comps.items():
+            e = reg[c["unique_id"]]
+            assert e["device_id"] == dev["id"], (device, key)
+            assert e["entity_category"] == c.get("entity_category"), (device, key)
+            if c.get("enabled_by_default") is False:
+                assert e["disabled_by"] == "integration", (device, key)
+                assert stack.ha.state(e["entity_id"]) is None
+                continue
+            st = stack.ha.state(e["entity_id"])
+            assert st is not None and st["state"] != "unavailable", (device, key, st)
+            attrs = st["attributes"]
+            for field in ("device_class", "unit_of_measurement", "state_class"):
+                assert attrs.get(field) == c.get(field), (device, key, field, attrs)
+            # Consistent names: "<device> <entity>", the device named once.
+            assert attrs["friendly_name"] == f"{dev['name']} {c['name']}", attrs["friendly_name"]
+
+    def state(device, key):
+        return stack.ha.state(reg[expected[device][key]["unique_id"]]["entity_id"])["state"]
+
+    health = json.loads(retained(stack.broker, f"{BASE}/health"))
+    assert float(state("node", "rss")) == pytest.approx(health["process"]["rss_bytes"] / 1048576, abs=0.1)
+    assert state("node", "leak") == state("node", "spool_backlog") == "off"
+    assert state("node", "finals_refused") == "0"
+    # The spool's health (docs/mqtt.md): a writable spool is no problem, and no final was lost.
+    assert state("node", "spool_problem") == "off" and state("node", "finals_lost") == "0"
+    for stream in ("kitchen", "hall"):
+        assert state(stream, "mute") == "off"
+        assert state(stream, "capture") == "off"  # no problem: capturing
+        assert state(stream, "dropped_frames") == str(health["streams"][stream]["dropped_frames"])
+    # Home Assistant subscribed to the finals at QoS 1 (a device-level qos alone would give 0): the
+    # broker logs each subscription as "<client> <qos> <topic>".
+    subs = [
+        line.split()[-2]
+        for line in stack.broker.log().splitlines()
+        if line.endswith(f" {BASE}/kitchen/transcript") and "PUBLISH" not in line and "\t" not in line
+    ]
+    assert subs and set(subs) == {"1"}, subs
+    # Nothing announced that this machine cannot feed.
+    assert ("temperature" in expected["node"]) == (health["thermal"]["soc_temp_c"] is not None)
+    assert ("throttled" in expected["node"]) == (health["thermal"]["throttled"] is not None)
+
+
+def test_mute_switch_follows_mute_and_unmute(stack):
+    reg = stack.registry()
+    switch = reg[stack.live_components("kitchen")["mute"]["unique_id"]]["entity_id"]
+    capture = reg[stack.live_components("kitchen")["capture"]["unique_id"]]["entity_id"]
+
+    def is_(state):
+        return lambda: stack.ha.state(switch)["state"] == state
+
+    stack.ha.call("switch", "turn_on", entity_id=switch)  # Home Assistant -> mute/set ON
+    wait_until(is_("on"), 30, what="the switch to show the daemon muted")
+    assert retained(stack.broker, f"{BASE}/kitchen/mute/state") == b"ON"
+    wait_until(lambda: stack.ha.state(capture)["attributes"].get("muted") is True, 30, what="health to say muted")
+    # Commands from elsewhere move the switch too: it shows the daemon's state, not what it sent.
+    stack.monitor.client.publish(f"{BASE}/cmd", json.dumps({"cmd": "unmute", "stream": "kitchen"}), qos=1)
+    wait_until(is_("off"), 30, what="the switch to follow the JSON unmute command")
+    stack.monitor.client.publish(f"{BASE}/kitchen/mute/set", "ON", qos=1)
+    wait_until(is_("on"), 30, what="the switch to follow mute/set ON")
+    stack.ha.call("switch", "turn_off", entity_id=switch)
+    wait_until(is_("off"), 30, what="the switch to turn off")
+    assert "muted" in stack.log() and "unmuted" in stack.log()
+
+
+def test_event_entity_fires_on_every_final_and_the_blueprints_act(stack):
+    reg = stack.registry()
+    kitchen = stack.live_components("kitchen")
+    event = reg[kitchen["final"]["unique_id"]]["entity_id"]
+    say_path = stack.ha.install_blueprint(BLUEPRINTS / "voxnode_when_i_say.yaml")
+    conv_path = stack.ha.install_blueprint(BLUEPRINTS / "voxnode_final_to_conversation.yaml")
+    actions = "        - action: counter.increment\n          target:\n            entity_id: counter.lights_said\n"
+    stack.ha.set_automations(
+        f"- id: voxnode_lights\n  alias: voxnode lights\n  use_blueprint:\n    path: {say_path}\n    input:\n"
+        f"      final_event: {event}\n      phrase: Turn on the lights!\n      actions:\n{actions}"
+        f"- id: voxnode_assist\n  alias: voxnode assist\n  use_blueprint:\n    path: {conv_path}\n    input:\n"
+        f"      final_event: {event}\n"
+    )
+    for auto in ("automation.voxnode_lights", "automation.voxnode_assist"):
+        wait_until(lambda auto=auto: (stack.ha.state(auto) or {}).get("state") == "on", 30, what=f"{auto} to load")
+    listed = stack.ha.ws("blueprint/list", domain="automation")
+    for path in (say_path, conv_path):
+        assert path in listed and "error" not in listed[path], listed.get(path)
+    changes = stack.ha.subscribe("state_changed")
+
+    speech = ac.to_pcm16(ac.at_dbfs(ac.tts(PHRASE, "en-us"), -24))
+    pause = b"\0" * 32000 * 2  # 2 s: the first utterance ends (endpoint) before the second starts
+    done = stack.mics["kitchen"].say(pause + speech + pause + speech + pause)
+    assert done.wait(60)
+
+    def finals():
+        with stack.ha.events_lock():
+            got = [
+                e["data"]["new_state"]
+                for e in changes
+                if e["data"]["entity_id"] == event and e["data"].get("new_state")
+            ]
+        return [s for s in got if s["attributes"].get("event_type") == "final"]
+
+    fired = wait_until(lambda: len(finals()) >= 2 and finals(), 90, what="two finals as events")
+    assert len(fired) == 2, fired
+    for s in fired:
+        a = s["attributes"]
+        assert wer(PHRASE, a["text"]) <= 0.25, a
+        assert a["id"].startswith("kitchen-") and a["stream"] == "kitchen"
+        assert isinstance(a["confidence"], float) and a["latency_ms"] > 0 and a["seq"] >= 1
+    assert fired[0]["attributes"]["id"] != fired[1]["attributes"]["id"]
+    assert fired[0]["state"] != fired[1]["state"]  # the state is the event's time
+    # "When I say ..." ran once per final: a state trigger on the transcript sensor would have run once.
+    wait_until(
+        lambda: stack.ha.state("counter.lights_said")["state"] == "2",
+        30,
+        what="the counter to reach 2",
+        detail=lambda: (
+            json.dumps(stack.ha.ws("trace/list", domain="automation", item_id="voxnode_lights"))
+            + "\n"
+            + stack.ha.log_tail(30)
+        ),
+    )
+    transcript = stack.ha.state(reg[kitchen["transcript"]["unique_id"]]["entity_id"])
+    assert transcript["state"] == fired[1]["attributes"]["text"]
+    last = stack.ha.state(reg[kitchen["last_final"]["unique_id"]]["entity_id"])["state"]
+    assert datetime.fromisoformat(last).tzinfo is not None
+    # The final went to Assist (conversation.process) twice, and the script ran to its end.
+    wait_until(
+        lambda: (
+            len(
+                [
+                    t
+                    for t in stack.ha.ws("trace/list", domain="automation", item_id="voxnode_assist")
+                    if t.get("state") == "stopped"
+                ]
+            )
+            == 2
+        ),
+        30,
+        what="two finished conversation runs",
+    )
+    traces = stack.ha.ws("trace/list", domain="automation", item_id="voxnode_assist")
+    assert [t["script_execution"] for t in traces] == ["finished", "finished"], traces
+
+
+def test_buttons_publish_health_and_reload_and_a_removed_stream_disappears(stack):
+    reg = stack.registry()
+    node = stack.live_components("node")
+    hall_uids = {c["unique_id"] for c in stack.live_components("hall").values()}
+    hall_entities = [reg[u]["entity_id"] for u in hall_uids]
+    latency = reg[stack.live_components("kitchen")["latency"]["unique_id"]]["entity_id"]
+
+    n = stack.health_count()
+    stack.ha.call("button", "press", entity_id=reg[node["publish_health"]["unique_id"]]["entity_id"])
+    wait_until(lambda: stack.health_count() > n, 30, what="health published by the button")
+    # The report after the finals carries the latency: the diagnostic sensor now has a value.
+    wait_until(
+        lambda: stack.ha.state(latency)["state"] not in ("unknown", "unavailable"),
+        30,
+        what="the latency sensor to show the finals' latency",
+    )
+    assert float(stack.ha.state(latency)["state"]) > 0
+
+    daemon_config(stack.config, stack.broker, stack.work / "spool.sqlite", hall=False)
+    stack.ha.call("button", "press", entity_id=reg[node["reload"]["unique_id"]]["entity_id"])
+    wait_until(lambda: "stopped hall" in stack.log(), 60, what="the daemon to reload without hall")
+    hall_topic = f"homeassistant/device/{NODE}/hall/config"
+    sent = wait_until(lambda: [p for p in stack.monitor.on(hall_topic) if p][-1:], 30, what="hall's last config")
+    assert all(set(c) == {"p"} for c in json.loads(sent[0])["cmps"].values()), "hall was not sent as tombstones"
+    wait_until(lambda: not (hall_uids & set(stack.registry())), 60, what="hall's entities to leave the registry")
+    for entity_id in hall_entities:
+        assert stack.ha.state(entity_id) is None, entity_id
+    assert not [d for d in stack.ha.device_registry() if ["mqtt", f"voxnode_{NODE}:hall"] in d["identifiers"]]
+    # The rest stays.
+    assert stack.ha.state(reg[stack.live_components("kitchen")["mute"]["unique_id"]]["entity_id"])["state"] == "off"
+
+
+# What this bare test install of Home Assistant itself warns about, whatever voxnode does.
+HA_OWN_WARNINGS = (
+    "Skipping pip installation of required modules",  # --skip-pip: everything is in the venv
+    "zlib_ng and isal are not available",
+    "Error loading libturbojpeg",  # no libturbojpeg on the test machine (camera snapshots)
+    # Once hall's entities are gone, Home Assistant clears hall's retained config itself and then
+    # warns about its own empty message.
+    "No device components to cleanup for hall",
+)
+
+
+def test_home_assistant_logged_no_problem_with_what_voxnode_sent(stack):
+    # Template errors, refused discovery payloads, unknown options, bad event payloads: Home Assistant
+    # logs them as warnings or errors.
+    bad = [
+        line
+        for line in stack.ha.log().splitlines()
+        if (" WARNING " in line or " ERROR " in line) and not any(w in line for w in HA_OWN_WARNINGS)
+    ]
+    assert not bad, "\n".join(bad[:20])
