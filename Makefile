@@ -13,15 +13,16 @@ APT_RUN  := python3-venv python3-dev gcc pkg-config libasound2-dev alsa-utils li
 # qemu-user runs the ARM64 check (test-arm64); prometheus (promtool and the server: 19 MB, 21 s to
 # install here) checks the metrics and alert rules and scrapes a running daemon (tests/fleet).
 APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl systemd qemu-user prometheus
-# Benchmarks also use real recorded speech and music (scripts/speech_corpus.py says what each is).
-APT_CORPUS := pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 \
+# Benchmarks also use real recorded speech and music (scripts/speech_corpus.py says what each is),
+# and flite voices for the synthetic wake-word set (scripts/bench_wake.py).
+APT_CORPUS := flite pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 \
               asterisk-core-sounds-en-wav asterisk-moh-opsound-wav
 
 export PYTHONMALLOC := malloc
 
 .PHONY: demo run test test-ha ha-venv ha-venv-or-skip lint deps-run deps-test deps-corpus venv venv-test \
-        check-config config-reference clean bench-mqtt bench-stream bench-asr convert-model install uninstall purge \
-        test-arm64 soak
+        check-config config-reference clean bench-mqtt bench-stream bench-asr bench-wake bench-wyoming convert-model \
+        install uninstall purge test-arm64 soak
 
 demo: venv
 	$(BIN)/voxnode demo
@@ -81,7 +82,7 @@ $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(VENV)/bin/python
-	$(BIN)/python -m pip install -q -e '.[test,prometheus]'
+	$(BIN)/python -m pip install -q -e '.[test,prometheus,zeroconf]'
 	@touch $@ $(VENV)/.installed
 
 check-config: venv
@@ -100,6 +101,15 @@ soak: deps-test venv-test
 
 bench-stream: deps-test venv-test
 	$(BIN)/python scripts/bench_stream.py --streams 1,4,10 --speak-s 60 --idle-s 12
+
+# Wake words: false accepts in an hour of real speech and noise, acceptance on a synthetic set,
+# detector CPU (docs/benchmarks.md#wake-word). Wyoming: audio-stop -> transcript vs the engine's
+# compute time, 4 concurrent clients and leavers (docs/benchmarks.md#wyoming-speech-to-text).
+bench-wake: deps-corpus venv-test
+	$(BIN)/python scripts/bench_wake.py --write docs/wake_benchmark.json
+
+bench-wyoming: deps-corpus venv-test
+	$(BIN)/python scripts/bench_wyoming.py --write docs/wyoming_benchmark.json
 
 # Build-time tools live in their own venvs: tensorflow and faster-whisper never enter the runtime.
 .venv-convert/.installed: scripts/requirements-convert.txt

@@ -34,7 +34,7 @@ from voxnode.stream.worker import StreamWorker
 
 if TYPE_CHECKING:
     from voxnode.asr.recognizer import EngineInfo, Recognizer
-    from voxnode.events import TranscriptEvent
+    from voxnode.events import TranscriptEvent, WakeEvent
     from voxnode.heartbeat import Heartbeat
     from voxnode.sinks import Sink
 
@@ -84,6 +84,7 @@ class Daemon:
         )
         self.streams = Streams(self._make_stream, config.effective_streams())
         self._outputs: list[Component] = []
+        self._servers: list[Component] = []
         # With a journal (the MQTT spool), finals get their durable seq before any sink sees them.
         self.sequencer: Sequencer | None = None
 
@@ -93,6 +94,11 @@ class Daemon:
         """An output with threads or servers (MQTT, Prometheus): started before recognition and the
         streams, in the order added, and stopped after them."""
         self._outputs.append(component)
+
+    def add_server(self, component: Component) -> None:
+        """A server that submits its own decode jobs (Wyoming): started after recognition, stopped
+        before it, so the finals it is waiting for are still decoded."""
+        self._servers.append(component)
 
     def add_sink(self, sink: Sink) -> None:
         self.sinks.insert(len(self.sinks) - 1, sink)
@@ -108,9 +114,10 @@ class Daemon:
     @property
     def components(self) -> list[Component]:
         """Started in this order, stopped in reverse: the outputs are up before the first transcript
-        and still up for the last one; the sequencer stores the last finals before the outputs close."""
+        and still up for the last one; the sequencer stores the last finals before the outputs close.
+        The servers (Wyoming) submit to the recognition, so they start after it and stop before it."""
         sequencer = [self.sequencer] if self.sequencer is not None else []
-        return [*self._outputs, *sequencer, self.recognition, self.streams]
+        return [*self._outputs, *sequencer, self.recognition, *self._servers, self.streams]
 
     def _hooks(self) -> list[Hook]:
         return [*self.hooks, self.reporter]  # the reporter last: it sees what the others just did
@@ -160,7 +167,7 @@ class Daemon:
         for sink in self.sinks:
             sink.emit(event)
 
-    def _emit_transcript(self, event: TranscriptEvent) -> None:
+    def _emit_transcript(self, event: TranscriptEvent | WakeEvent) -> None:
         self.emit(event.as_dict())
 
     # ---- streams -----------------------------------------------------------------------------
@@ -208,7 +215,7 @@ class Daemon:
                 now = time.monotonic()
                 if deadline is not None and now >= deadline:
                     break
-                if all(not rt.worker.is_alive() for rt in self.streams):
+                if len(self.streams) and all(not rt.worker.is_alive() for rt in self.streams):
                     if not self.options.file:
                         # Live capture never ends by itself: this is a crash, and a non-zero exit
                         # lets systemd's Restart=on-failure bring the daemon back.

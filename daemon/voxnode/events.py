@@ -21,9 +21,10 @@ class TranscriptEvent:
     end: float  # wall clock, end of speech
     latency_ms: float  # end of speech -> this event ready
     confidence: float  # mean token log-probability
+    wake_word: str | None = None  # the wake word that opened the utterance ([wake]); else absent
 
     def as_dict(self) -> dict:
-        return {
+        d = {
             "type": self.type,
             "stream": self.stream,
             "id": self.id,
@@ -32,4 +33,28 @@ class TranscriptEvent:
             "end": iso8601(self.end),
             "latency_ms": round(self.latency_ms, 1),
             "confidence": round(self.confidence, 4),
+        }
+        if self.wake_word is not None:
+            d["wake_word"] = self.wake_word
+        return d
+
+
+@dataclass(frozen=True)
+class WakeEvent:
+    """A wake word opened a stream's gate: what follows, up to the endpoint, is transcribed."""
+
+    stream: str
+    wake_word: str  # the model's name ("okay_nabu"); finals it opens carry the same
+    phrase: str  # what is said ("Okay Nabu")
+    probability: float  # the averaged detector probability that crossed the cutoff
+    time: float  # wall clock, the frame in which the word was detected
+
+    def as_dict(self) -> dict:
+        return {
+            "type": "wake",
+            "stream": self.stream,
+            "wake_word": self.wake_word,
+            "phrase": self.phrase,
+            "probability": round(self.probability, 4),
+            "time": iso8601(self.time),
         }

@@ -16,7 +16,7 @@ from voxnode.config import Config, load_config
 # Read live by whoever needs them on every use (log level is re-applied, [service] is read each tick).
 LIVE_SECTIONS = frozenset({"log", "service"})
 # Sections that shape every stream's capture or pipeline: a change restarts all streams.
-ALL_STREAMS_SECTIONS = ("audio", "frontend", "vad", "stream")
+ALL_STREAMS_SECTIONS = ("audio", "frontend", "vad", "stream", "wake")
 # Handled stream by stream.
 PER_STREAM_FIELDS = frozenset({"streams"})
 # Keys inside live or per-stream sections that the running process still cannot change:

@@ -128,6 +128,32 @@ class HomeAssistant:
             raise HomeAssistantError(f"MQTT config flow did not create an entry: {flow}")
         return flow["result"]
 
+    def add_wyoming(self, host: str, port: int) -> dict:
+        """The Wyoming integration, added through its config flow (Settings > Devices & services >
+        Add integration > Wyoming Protocol): Home Assistant asks the server to describe itself."""
+        flow = self._post("/api/config/config_entries/flow", {"handler": "wyoming", "show_advanced_options": False})
+        if flow.get("type") == "form" and flow.get("step_id") == "user":
+            flow = self._post(f"/api/config/config_entries/flow/{flow['flow_id']}", {"host": host, "port": port})
+        if flow.get("type") != "create_entry":
+            raise HomeAssistantError(f"Wyoming config flow did not create an entry: {flow}")
+        return flow["result"]
+
+    def speech_to_text(self, provider: str, pcm16: bytes, language: str = "en") -> dict:
+        """POST /api/stt/<provider>: 16 kHz mono 16-bit PCM through a speech-to-text entity, as Assist
+        hands a pipeline's audio to it; returns {"text": ..., "result": "success" | "error"}."""
+        headers = {
+            "Authorization": f"Bearer {self.token}",
+            "X-Speech-Content": (
+                f"format=wav; codec=pcm; sample_rate=16000; bit_rate=16; channel=1; language={language}"
+            ),
+        }
+        req = urllib.request.Request(f"{self.url}/api/stt/{provider}", data=pcm16, method="POST", headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=120) as resp:
+                return json.loads(resp.read())
+        except urllib.error.HTTPError as e:
+            raise HomeAssistantError(f"POST /api/stt/{provider}: HTTP {e.code}: {e.read()[:500]!r}") from None
+
     def stop(self) -> None:
         self._ws_stack.close()
         if self.proc is not None and self.proc.poll() is None:

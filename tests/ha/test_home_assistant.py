@@ -4,7 +4,9 @@ Everything is real: Mosquitto, Home Assistant with its MQTT integration added th
 flow, and `voxnode run` (the CLI, the Whisper engine) capturing two streams from ALSA FIFO PCMs fed
 in real time, with espeak-ng speech. Assertions read Home Assistant's own state machine and
 registries. The tests run in order on one set-up (module fixture): entities, mute, finals and the
-blueprints, buttons, and last the removal of a stream on reload.
+blueprints, the wake word (the hall stream listens for "okay nabu"), Assist's speech-to-text through
+the Wyoming integration (voxnode's [wyoming] server), buttons, and last the removal of a stream on
+reload.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.ha.harness import HA_VENV, HA_VERSION, ROOT, HomeAssistant, wait_until
+from tests.ha.harness import HA_VENV, HA_VERSION, ROOT, HomeAssistant, HomeAssistantError, wait_until
 from tests.ha.live_fifo import LiveFifo, asoundrc
 from tests.mqtt.broker import Broker, Monitor, retained
 from voxnode import __version__
 from voxnode.asr.wer import wer
+from voxnode.mqtt.localbroker import free_port
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import audio_corpus as ac  # noqa: E402
@@ -43,7 +46,7 @@ PHRASE = "turn on the lights"
 BLUEPRINTS = ROOT / "docs" / "blueprints"
 
 
-def daemon_config(path: Path, broker: Broker, spool: Path, *, hall: bool) -> None:
+def daemon_config(path: Path, broker: Broker, spool: Path, *, hall: bool, wyoming_port: int) -> None:
     text = (
         '[log]\nlevel = "info"\n\n'
         f'[mqtt]\nenabled = true\nhost = "127.0.0.1"\nport = {broker.port}\nnode_id = "{NODE}"\n'
@@ -51,10 +54,12 @@ def daemon_config(path: Path, broker: Broker, spool: Path, *, hall: bool) -> Non
         # Health only on connect, on a mute change, after a reload and on demand (the button): what
         # Home Assistant shows after each step comes from that step.
         "[health]\ninterval_s = 3600.0\nmalloc_trim_interval_s = 0.0\n\n"
+        f'[wyoming]\nenabled = true\nhost = "127.0.0.1"\nport = {wyoming_port}\n\n'
         '[[streams]]\nname = "kitchen"\ndevice = "ha_kitchen"\narea = "Kitchen"\n'
     )
     if hall:
-        text += '\n[[streams]]\nname = "hall"\ndevice = "ha_hall"\n'
+        # hall listens for a wake word (issue 15): its device gets a wake event entity.
+        text += '\n[[streams]]\nname = "hall"\ndevice = "ha_hall"\nwake = "okay_nabu"\n'
     path.write_text(text)
 
 
@@ -76,7 +81,8 @@ class Stack:
         self.mics = {name: LiveFifo(alsa / f"{name}.fifo") for name in ("kitchen", "hall")}
         (alsa / "alsa" / "asoundrc").write_text(asoundrc({f"ha_{n}": m.path for n, m in self.mics.items()}))
         self.config = work / "voxnode.toml"
-        daemon_config(self.config, self.broker, work / "spool.sqlite", hall=True)
+        self.wyoming_port = free_port()
+        daemon_config(self.config, self.broker, work / "spool.sqlite", hall=True, wyoming_port=self.wyoming_port)
         self.daemon_log = work / "voxnode.log"
         self._log = open(self.daemon_log, "wb")  # noqa: SIM115 (the daemon writes to it until stop())
         env = {**os.environ, "XDG_CONFIG_HOME": str(alsa), "PYTHONMALLOC": "malloc"}
@@ -324,6 +330,82 @@ def test_event_entity_fires_on_every_final_and_the_blueprints_act(stack):
     assert [t["script_execution"] for t in traces] == ["finished", "finished"], traces
 
 
+def test_a_spoken_wake_word_fires_the_wake_event_entity_and_only_what_follows_is_transcribed(stack):
+    reg = stack.registry()
+    hall = stack.live_components("hall")
+    assert "wake" not in stack.live_components("kitchen")  # kitchen transcribes without a wake word
+    wake_entity = reg[hall["wake"]["unique_id"]]["entity_id"]
+    final_entity = reg[hall["final"]["unique_id"]]["entity_id"]
+    changes = stack.ha.subscribe("state_changed")
+
+    def say(text: str, speed: int = 160) -> bytes:
+        return ac.to_pcm16(ac.at_dbfs(ac.tts(text, "en-us", speed), -25))
+
+    def silence(s: float) -> bytes:
+        return b"\0" * int(32000 * s)
+
+    # A sentence before the wake word (must never be transcribed), the word, then the command.
+    done = stack.mics["hall"].say(
+        silence(1.0)
+        + say("what is the weather like")
+        + silence(1.2)
+        + say("okay nabu", 150)
+        + silence(0.6)
+        + say(PHRASE)
+        + silence(2.0)
+    )
+    assert done.wait(60)
+
+    def fired(entity_id: str, event_type: str) -> list[dict]:
+        with stack.ha.events_lock():
+            got = [e["data"]["new_state"] for e in changes if e["data"]["entity_id"] == entity_id]
+        return [s for s in got if s and s["attributes"].get("event_type") == event_type]
+
+    finals = wait_until(lambda: fired(final_entity, "final"), 90, what="a final on hall after the wake word")
+    wakes = fired(wake_entity, "wake")
+    assert len(wakes) == 1, wakes
+    a = wakes[0]["attributes"]
+    assert a["wake_word"] == "okay_nabu" and a["phrase"] == "Okay Nabu" and 0 < a["probability"] <= 1, a
+    assert a["friendly_name"] == f"voxnode {NODE} hall Wake word"
+    assert len(finals) == 1, finals
+    assert wer(PHRASE, finals[0]["attributes"]["text"]) <= 0.25, finals[0]["attributes"]
+    # The transcript sensor's attributes are the whole final: it names the word that opened it, and
+    # nothing said before the word reached the recogniser.
+    transcript = stack.ha.state(reg[hall["transcript"]["unique_id"]]["entity_id"])
+    assert transcript["attributes"]["wake_word"] == "okay_nabu", transcript
+    assert "weather" not in transcript["state"].lower()
+    assert not [m for m in stack.monitor.on(f"{BASE}/hall/partial") if b"weather" in m.lower()]
+
+
+def test_assist_speech_to_text_through_the_wyoming_integration(stack):
+    # Added as a user adds it: the config flow connects and asks voxnode to describe itself.
+    entry = stack.ha.add_wyoming("127.0.0.1", stack.wyoming_port)
+    assert entry["domain"] == "wyoming" and entry["state"] == "loaded", entry
+    assert entry["title"] == f"voxnode {NODE}"  # wyoming.name's default: the node
+    stt = wait_until(
+        lambda: [
+            e for e in stack.ha.entity_registry() if e["platform"] == "wyoming" and e["entity_id"].startswith("stt.")
+        ],
+        60,
+        what="the Wyoming speech-to-text entity",
+    )
+    assert len(stt) == 1, stt
+    entity_id = stt[0]["entity_id"]
+    assert stack.ha.state(entity_id)["state"] != "unavailable"
+    # Audio through Home Assistant's speech-to-text API, as an Assist pipeline hands it over.
+    finals_before = len(stack.monitor.matching("/transcript"))
+    pcm = ac.to_pcm16(ac.at_dbfs(ac.tts(PHRASE, "en-us"), -24))
+    result = stack.ha.speech_to_text(entity_id, b"\0" * 16000 + pcm + b"\0" * 16000)
+    assert result["result"] == "success", result
+    assert wer(PHRASE, result["text"]) <= 0.25, result
+    # A language voxnode's engine does not speak is refused by Home Assistant (voxnode described
+    # itself as English only), not sent to the server.
+    with pytest.raises(HomeAssistantError, match="HTTP 415"):
+        stack.ha.speech_to_text(entity_id, pcm, language="de")
+    # A Wyoming request is not a microphone stream: no final was published for it.
+    assert len(stack.monitor.matching("/transcript")) == finals_before
+
+
 def test_buttons_publish_health_and_reload_and_a_removed_stream_disappears(stack):
     reg = stack.registry()
     node = stack.live_components("node")
@@ -342,7 +424,7 @@ def test_buttons_publish_health_and_reload_and_a_removed_stream_disappears(stack
     )
     assert float(stack.ha.state(latency)["state"]) > 0
 
-    daemon_config(stack.config, stack.broker, stack.work / "spool.sqlite", hall=False)
+    daemon_config(stack.config, stack.broker, stack.work / "spool.sqlite", hall=False, wyoming_port=stack.wyoming_port)
     stack.ha.call("button", "press", entity_id=reg[node["reload"]["unique_id"]]["entity_id"])
     wait_until(lambda: "stopped hall" in stack.log(), 60, what="the daemon to reload without hall")
     hall_topic = f"homeassistant/device/{NODE}/hall/config"
@@ -361,6 +443,10 @@ HA_OWN_WARNINGS = (
     "Skipping pip installation of required modules",  # --skip-pip: everything is in the venv
     "zlib_ng and isal are not available",
     "Error loading libturbojpeg",  # no libturbojpeg on the test machine (camera snapshots)
+    # The Wyoming integration loads Home Assistant's ffmpeg integration, which looks for an ffmpeg
+    # binary at start; none is installed here and speech-to-text does not use it.
+    "FFmpeg fails [Errno 2] No such file or directory: 'ffmpeg'",
+    "Error starting FFmpeg.",
     # Once hall's entities are gone, Home Assistant clears hall's retained config itself and then
     # warns about its own empty message.
     "No device components to cleanup for hall",

@@ -341,6 +341,39 @@ def test_an_area_change_on_reload_reannounces_without_restarting_the_capture(tmp
         run.close()
 
 
+def test_a_wake_word_gives_its_stream_a_wake_event_and_turning_it_off_on_reload_tombstones_it(
+    tmp_path, broker, validate
+):
+    from voxnode.config.wake import WakeConfig
+
+    plain = make_config(tmp_path, broker, {"kitchen": "", "hall": ""})
+    config = dataclasses.replace(plain, wake=WakeConfig(enabled=True))
+    daemon = StandInDaemon(config)
+    run = Running(config, daemon)
+    try:
+        assert run.tick_until(
+            lambda: retained(broker, stream_topic("kitchen")) and retained(broker, stream_topic("hall"))
+        )
+        for s in ("kitchen", "hall"):
+            cmps = validate("discovery", retained(broker, stream_topic(s)))["cmps"]
+            wake = cmps["wake"]
+            assert wake["p"] == "event" and wake["event_types"] == ["wake"] and wake["qos"] == 1
+            assert wake["state_topic"] == f"{BASE}/{s}/wake" and wake["unique_id"] == f"voxnode_testnode_{s}_wake"
+        # hall stops listening for a wake word (its `wake` key): its wake entity goes, the rest stays.
+        daemon.config = dataclasses.replace(
+            config, streams=(config.streams[0], dataclasses.replace(config.streams[1], wake="off"))
+        )
+        run.svc.on_reloaded(daemon, ReloadResult(ok=True))
+        assert run.tick_until(
+            lambda: (retained_json(broker, stream_topic("hall")) or {}).get("cmps", {}).get("wake") == {"p": "event"}
+        )
+        hall = validate("discovery", retained(broker, stream_topic("hall")))["cmps"]
+        assert not is_tombstone(hall) and set(hall["transcript"]) != {"p"}
+        assert set(retained_json(broker, stream_topic("kitchen"))["cmps"]["wake"]) != {"p"}
+    finally:
+        run.close()
+
+
 def test_area_names_are_checked_like_every_other_setting(tmp_path):
     from voxnode.config import load_config
     from voxnode.errors import ConfigError

@@ -45,8 +45,9 @@ class ListSink:
         pass
 
 
-def run_daemon(alsa_dir, audio, engine, config: Config | None = None, settle_s=1.5):
-    """Play `audio` into the FIFO in real time through a Daemon; return its events."""
+def run_daemon(alsa_dir, audio, engine, config: Config | None = None, settle_s=1.5, all_events=False):
+    """Play `audio` into the FIFO in real time through a Daemon; return its partials and finals
+    (every event with `all_events`), the recognition stats and the daemon."""
     config = config or Config()
     config = dataclasses.replace(config, audio=AudioConfig(device="vx_fifo"))
     sink = ListSink()
@@ -63,7 +64,8 @@ def run_daemon(alsa_dir, audio, engine, config: Config | None = None, settle_s=1
         writer.close()
     assert not t.is_alive()
     stats = daemon.recognition.stats()
-    return [e for e in sink.events if e["type"] in ("partial", "final")], stats, daemon
+    kinds = ("partial", "final", "wake") if all_events else ("partial", "final")
+    return [e for e in sink.events if e["type"] in kinds], stats, daemon
 
 
 def room_noise(n):

@@ -57,6 +57,12 @@ if model:
         it.set_tensor(d["index"], np.zeros(d["shape"], dtype=d["dtype"]))
     it.invoke()
     print("litert ok")
+    # The wake-word detector: its model on XNNPACK and the compiled micro front-end.
+    from voxnode.wake.detector import WakeDetector
+    from voxnode.wake.models import load_wake_model
+    d = WakeDetector(load_wake_model("okay_nabu"))
+    assert d.process(np.zeros(3200, dtype=np.int16)) is None
+    print("wake ok")
 print("ok")
 """
 
@@ -92,3 +98,4 @@ def test_no_writable_executable_memory_needed(alsa_dir):
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.strip().endswith("ok")
     assert ("litert ok" in p.stdout) == model.exists()
+    assert ("wake ok" in p.stdout) == model.exists()

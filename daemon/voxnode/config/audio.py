@@ -15,7 +15,11 @@ AREA_DOC = (
 
 @dataclass(frozen=True)
 class AudioConfig:
-    device: str = setting("default", "ALSA capture PCM of the single default stream (see `voxnode devices`).")
+    device: str = setting(
+        "default",
+        'ALSA capture PCM of the single default stream (see `voxnode devices`); "" = no microphone '
+        "(a Wyoming server only).",
+    )
     channel: int = setting(0, "Channel of a multi-channel device that carries the voice (0 = first).", min=0, max=31)
     channels: int = setting(0, "Channels to open the device with; 0 = just enough for `channel`.", min=0, max=32)
     resample: str = setting(
@@ -53,6 +57,10 @@ class StreamConfig:
     device: str = setting("", "ALSA capture PCM of this stream.")
     channel: int = setting(0, "Channel of a multi-channel device that carries the voice.", min=0, max=31)
     channels: int = setting(0, "Channels to open the device with; 0 = just enough for `channel`.", min=0, max=32)
+    wake: str = setting(
+        "",
+        'Wake word for this stream: "" = as [wake], "off", "on" (the [wake] model), or a model name or path.',
+    )
     area: str = setting("", AREA_DOC, pattern=AREA_PATTERN, compare=False)
 
     def check(self) -> None:

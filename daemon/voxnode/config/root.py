@@ -15,6 +15,8 @@ from voxnode.config.mqtt import MqttConfig
 from voxnode.config.service import ServiceConfig
 from voxnode.config.stream import StreamingConfig
 from voxnode.config.vad import VadConfig
+from voxnode.config.wake import STREAM_WAKE_OFF, STREAM_WAKE_ON, WakeConfig, wake_spec_problem
+from voxnode.config.wyoming import WyomingConfig
 
 
 @dataclass(frozen=True)
@@ -35,18 +37,35 @@ class Config:
     )
     health: HealthConfig = section(HealthConfig, "Health report, memory housekeeping, leak watch, Prometheus.")
     service: ServiceConfig = section(ServiceConfig, "Running as a service: shutdown bound, watchdog stall limits.")
+    wake: WakeConfig = section(WakeConfig, "Wake word: transcribe only what follows it (docs/voice-assistant.md).")
+    wyoming: WyomingConfig = section(
+        WyomingConfig, "Wyoming speech-to-text server for Home Assistant Assist (docs/voice-assistant.md)."
+    )
 
     def check(self) -> None:
         names = [s.name for s in self.streams]
         for name in names:
             if names.count(name) > 1:
                 raise InvalidValue("streams", f"stream name {name!r} is used more than once")
+        problem = wake_spec_problem(self.wake.model)
+        if problem:
+            raise InvalidValue("wake.model", f"is {self.wake.model!r}: {problem}")
+        for i, s in enumerate(self.streams):
+            problem = None if s.wake in ("", STREAM_WAKE_OFF, STREAM_WAKE_ON) else wake_spec_problem(s.wake)
+            if problem:
+                raise InvalidValue(f"streams[{i}].wake", f"is {s.wake!r}: {problem}")
+        if not self.effective_streams() and not self.wyoming.enabled:
+            raise InvalidValue(
+                "audio.device", 'is "" (no microphone) and [wyoming] is not enabled: there is nothing to do'
+            )
 
     def effective_streams(self) -> tuple[StreamConfig, ...]:
         """The streams to run: the [[streams]] tables, or the single [audio] device."""
         if self.streams:
             return self.streams
         a = self.audio
+        if not a.device:
+            return ()  # no microphone: the Wyoming server alone (Config.check requires it then)
         return (StreamConfig(name="mic", device=a.device, channel=a.channel, channels=a.channels, area=a.area),)
 
     def with_device(self, device: str) -> Config:

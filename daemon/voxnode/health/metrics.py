@@ -105,7 +105,8 @@ METRICS: dict[str, MetricDef] = _defs(
     (
         "voxnode_decode_seconds",
         H,
-        "Engine time of one decode, by job kind (final, speculative, partial).",
+        "Engine time of one decode, by job kind (final, speculative, partial); "
+        "Wyoming requests as stream wyoming:requests.",
         (*S, "kind"),
     ),
     # The decode scheduler, shared by the streams

@@ -20,6 +20,7 @@ import time
 from typing import TYPE_CHECKING
 
 from voxnode.config import Config
+from voxnode.config.wake import wake_streams
 from voxnode.control import DaemonControl
 from voxnode.events import iso8601
 from voxnode.health.memory import TraceSnapshots
@@ -49,7 +50,8 @@ SYNC_WAIT_S = 3.0
 
 
 def stream_devices(config: Config) -> list[StreamDevice]:
-    return [StreamDevice(s.name, s.area) for s in config.effective_streams()]
+    wake = wake_streams(config)
+    return [StreamDevice(s.name, s.area, wake=s.name in wake) for s in config.effective_streams()]
 
 
 class MqttBridge(Component, Hook):
@@ -145,6 +147,9 @@ class MqttBridge(Component, Hook):
                 self.publisher.submit_stored()
         elif kind == "partial":
             self.publisher.submit_partial(event)
+        elif kind == "wake":
+            # Worth something only now: not spooled, dropped while the broker is away.
+            self.publisher.publish_now(self.topics.wake(event["stream"]), dumps(event), qos=1)
         # level reports and other diagnostics stay local (stdout/log)
 
     # ---- Hook ----------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ Two kinds of device (docs/mqtt.md#home-assistant), each one retained message:
   entities, and the reload / publish-health buttons;
 - one per stream, {discovery_prefix}/device/{node}/{stream}/config, linked to the
   node (`via_device`) and placed in the stream's `area`: transcript, final event,
-  partial, last final, mute switch, capture problem, counters, latency.
+  partial, last final, mute switch, capture problem, counters, latency, and on a
+  stream that listens for a wake word ([wake]) a wake event.
 Availability follows the `state` of the JSON {prefix}/{node}/status (mqtt/status.py).
 
 Rules checked against a real Home Assistant (tests/ha/):
@@ -38,6 +39,7 @@ CAPTURE_OK_STATES = ("running", "starting")
 class StreamDevice:
     name: str
     area: str = ""  # Home Assistant's suggested_area for the stream's device ("" = none)
+    wake: bool = False  # listens for a wake word: a wake event entity (turned off: its tombstone)
 
 
 def node_device_id(topics: Topics) -> str:
@@ -281,6 +283,8 @@ def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
         enabled_by_default=False,
         icon="mdi:text-short",
     )
+    if stream.wake:
+        c["wake"] = wake_event_component(topics, s)
     c["last_final"] = _sensor(
         f"{uid}_last_final", "Last final", transcript, "{{ value_json.end }}", device_class="timestamp"
     )
@@ -336,6 +340,22 @@ def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
         **diag,
     )
     return out
+
+
+def wake_event_component(topics: Topics, stream: str) -> dict:
+    """An event entity per wake word heard: automations trigger on it (a chime, a light); its
+    attributes carry the word and the probability. Payload: docs/schemas/wake.json."""
+    return {
+        "p": "event",
+        "name": "Wake word",
+        "unique_id": f"voxnode_{topics.node}_{stream}_wake",
+        "state_topic": topics.wake(stream),
+        "event_types": ["wake"],
+        "qos": QOS,
+        "icon": "mdi:account-voice",
+        "value_template": "{{ {'event_type': 'wake', 'wake_word': value_json.wake_word, "
+        "'phrase': value_json.phrase, 'probability': value_json.probability} | to_json }}",
+    }
 
 
 def tombstones(platforms: dict[str, str]) -> dict[str, dict]:

@@ -53,6 +53,9 @@ class Topics:
     def partial(self, stream: str) -> str:
         return f"{self.base}/{stream}/partial"
 
+    def wake(self, stream: str) -> str:
+        return f"{self.base}/{stream}/wake"
+
     # Mute as its own topics, the convention Frigate users know: ON/OFF in, retained ON/OFF out.
     def mute_set(self, stream: str) -> str:
         return f"{self.base}/{stream}/mute/set"

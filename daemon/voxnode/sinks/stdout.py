@@ -41,6 +41,14 @@ class LogSink:
                 event["peak_dbfs"],
                 100 * event["active"],
             )
+        elif kind == "wake":
+            self._log.info(
+                "[%s] wake word %s (%.2f)",
+                event["stream"],
+                event["wake_word"],
+                event["probability"],
+                extra={"STREAM": event["stream"]},
+            )
         elif kind in ("final", "partial"):
             # STREAM= and UTTERANCE_ID= become journal fields under systemd.
             self._log.info(

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from voxnode.audio.format import PERIOD_MS
 from voxnode.config import Config
+from voxnode.config.wake import stream_wake_model
 from voxnode.frontend.chain import FrontEndParams
+from voxnode.wake.models import load_wake_model
 
 from .pipeline import PipelineParams
 from .scheduler import SchedulerParams
 from .segmenter import SegmenterParams
+from .wake_gate import WakeParams
 
 
 def frames(ms: int) -> int:
@@ -67,4 +70,20 @@ def scheduler_params(config: Config) -> SchedulerParams:
         workers=s.decode_workers,
         max_pending_finals=s.max_pending_finals,
         partial_max_wait_s=s.partial_max_wait_ms / 1000,
+    )
+
+
+def wake_params(config: Config, stream: str) -> WakeParams | None:
+    """The stream's wake word ([wake] and its `wake` key), or None when it transcribes everything.
+    Raises ConfigError naming the key when the model cannot be found or read."""
+    w = config.wake
+    index, sc = next(((i, s) for i, s in enumerate(config.effective_streams()) if s.name == stream), (-1, None))
+    spec = stream_wake_model(w, sc) if sc is not None else (w.model if w.enabled else None)
+    if spec is None:
+        return None
+    key = f"streams[{index}].wake" if sc is not None and sc.wake and spec != w.model else "wake.model"
+    return WakeParams(
+        model=load_wake_model(spec, w.threshold, key),
+        listen_timeout_frames=frames(w.listen_timeout_ms),
+        refractory_ms=w.refractory_ms,
     )

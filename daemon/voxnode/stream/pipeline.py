@@ -1,4 +1,4 @@
-"""One stream: frames -> front-end -> VAD -> segmenter -> decode jobs -> events.
+"""One stream: frames -> front-end -> VAD -> [wake-word gate] -> segmenter -> decode jobs -> events.
 
 The stream's consumer thread (the daemon's StreamWorker) calls `feed` for each
 frame and `flush` at the end; it does all the signal work and submits jobs; results
@@ -21,7 +21,7 @@ import numpy as np
 
 from voxnode.asr.recognizer import TranscriptResult
 from voxnode.audio.format import PERIOD_S, SAMPLE_RATE
-from voxnode.events import TranscriptEvent
+from voxnode.events import TranscriptEvent, WakeEvent
 from voxnode.frontend.chain import FrontEnd, FrontEndParams
 
 from .partials import StablePrefix
@@ -38,6 +38,7 @@ from .segmenter import (
     Started,
     Utterance,
 )
+from .wake_gate import WakeGate
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,8 @@ class PipelineStats:
     suppressed: int = 0  # decoded, but no speech in it (noise, music, hallucination)
     finals_lost: int = 0  # dropped by the scheduler or failed in the engine
     speculative_hits: int = 0
+    wakes: int = 0  # wake words that opened the gate ([wake])
+    wake_timeouts: int = 0  # ... after which nobody spoke within wake.listen_timeout_ms
     decode_s: float = 0.0  # engine time spent on this stream's decodes (partials included)
     audio_s: float = 0.0  # audio those decodes covered
 
@@ -96,6 +99,7 @@ class _UttState:
     ended: bool = False
     final_job: DecodeJob | None = None
     done: bool = False
+    wake_word: str | None = None  # the wake word that opened this utterance
 
 
 class StreamPipeline:
@@ -104,10 +108,13 @@ class StreamPipeline:
         name: str,
         params: PipelineParams,
         scheduler: DecodeScheduler,
-        emit: Callable[[TranscriptEvent], None],
+        emit: Callable[[TranscriptEvent | WakeEvent], None],
         clock: Callable[[], float] = time.monotonic,
+        wake: WakeGate | None = None,
     ):
         self.name = name
+        # With a wake word, frames reach the segmenter only while the gate is open.
+        self.wake = wake
         self.params = params
         self._sched = scheduler
         self._emit = emit
@@ -129,15 +136,44 @@ class StreamPipeline:
     def feed(self, samples: np.ndarray, seq: int, t_mono: float, t_wall: float) -> None:
         fe = self.frontend.process(samples)
         self.stats.frames += 1
+        gate = self.wake
+        if gate is not None and not self._through_gate(gate, samples, t_wall):
+            return
         chunk = Chunk(fe.samples, seq, t_mono, t_wall, fe.speech, fe.level_db)
         for ev in self.segmenter.push(chunk):
+            if gate is not None:
+                gate.follow(ev)
             self._on_segment(ev)
+        if gate is not None and (gate.tick() or not gate.open):
+            self._close_session(gate)
         active = self.segmenter.active
         self._update_hold(active)
         # Once the speaker pauses, a partial would only repeat itself and
         # delay the speculative final behind it on the engine.
         if active is not None and self.params.partials and self.segmenter.silence_frames < PARTIAL_QUIET_FRAMES:
             self._maybe_partial(active, t_mono)
+
+    def _through_gate(self, gate: WakeGate, samples: np.ndarray, t_wall: float) -> bool:
+        """Whether this frame goes on to the segmenter. The wake word opens the gate with a fresh
+        segmenter (no pre-roll from before it); the frame that completed the word stays out."""
+        probability = gate.hear(samples)
+        if probability is not None:
+            for ev in self.segmenter.reset():
+                self._on_segment(ev)
+            self.stats.wakes += 1
+            log.debug("stream %s: wake word %s (%.2f)", self.name, gate.word, probability)
+            self._emit(WakeEvent(self.name, gate.word, gate.params.model.phrase, probability, t_wall))
+            return False
+        return gate.open
+
+    def _close_session(self, gate: WakeGate) -> None:
+        """The gate closed (the utterance ended, or nobody spoke): whatever the segmenter holds after
+        it (the rest of an utterance cut at its maximum length, pre-roll) is forgotten."""
+        if gate.timeouts > self.stats.wake_timeouts:
+            self.stats.wake_timeouts = gate.timeouts
+            log.info("stream %s: nothing said after the wake word", self.name, extra={"STREAM": self.name})
+        for ev in self.segmenter.reset():
+            self._on_segment(ev)
 
     @property
     def idle(self) -> bool:
@@ -160,6 +196,8 @@ class StreamPipeline:
 
     def flush(self) -> None:
         for ev in self.segmenter.flush():
+            if self.wake is not None:
+                self.wake.follow(ev)
             self._on_segment(ev)
 
     # ---- segment events ---------------------------------------------------------
@@ -168,7 +206,8 @@ class StreamPipeline:
         with self._lock:
             if isinstance(ev, Started):
                 self.stats.utterances += 1
-                self._utts[utt.uid] = _UttState(utt, last_partial_t=utt.chunks[-1].t_mono)
+                word = self.wake.word if self.wake is not None else None
+                self._utts[utt.uid] = _UttState(utt, last_partial_t=utt.chunks[-1].t_mono, wake_word=word)
                 return
             st = self._utts.get(utt.uid)
             if st is None:
@@ -330,4 +369,5 @@ class StreamPipeline:
             end=end_wall,
             latency_ms=latency_ms,
             confidence=float(confidence),
+            wake_word=st.wake_word,
         )

@@ -14,13 +14,14 @@ from typing import Any
 
 from voxnode.asr.recognizer import EngineInfo, Recognizer
 from voxnode.config import Config
-from voxnode.events import TranscriptEvent
+from voxnode.events import TranscriptEvent, WakeEvent
 from voxnode.heartbeat import Heartbeat
 from voxnode.lifecycle import Component
 
-from .params import pipeline_params, scheduler_params
+from .params import pipeline_params, scheduler_params, wake_params
 from .pipeline import StreamPipeline
 from .scheduler import DecodeScheduler
+from .wake_gate import WakeGate
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +30,7 @@ class Recognition(Component):
     def __init__(
         self,
         config: Config,
-        emit: Callable[[TranscriptEvent], None],
+        emit: Callable[[TranscriptEvent | WakeEvent], None],
         recognizers: Sequence[Recognizer] = (),
         clock: Callable[[], float] = time.monotonic,
         on_decoded: Callable[[str, str, float], None] | None = None,
@@ -68,7 +69,10 @@ class Recognition(Component):
 
     def pipeline(self, stream: str, config: Config | None = None) -> StreamPipeline:
         """A new pipeline for `stream` (replacing a stopped one of the same name after a reload)."""
-        p = StreamPipeline(stream, pipeline_params(config or self._config), self.scheduler, self._emit, self._clock)
+        config = config or self._config
+        wake = wake_params(config, stream)
+        gate = WakeGate(wake) if wake is not None else None
+        p = StreamPipeline(stream, pipeline_params(config), self.scheduler, self._emit, self._clock, wake=gate)
         self.pipelines[stream] = p
         return p
 

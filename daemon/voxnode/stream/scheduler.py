@@ -62,6 +62,9 @@ class DecodeJob:
     audio: np.ndarray
     on_done: Callable[[DecodeJob, JobOutcome, JobResult], None]
     tag: Any = None  # owner's bookkeeping (utterance id, pause id, ...)
+    # The `stream` the decode-time observer is told ("" = `stream`): owners whose keys come and go
+    # (one per Wyoming request) share one, so the voxnode_decode_seconds series stay bounded.
+    observed_as: str = ""
     submitted: float = 0.0
     started: float = 0.0
     finished: float = 0.0
@@ -308,7 +311,7 @@ class DecodeScheduler:
             self._cv.notify_all()
         if self._on_decoded is not None:
             try:
-                self._on_decoded(job.stream, job.kind.name.lower(), job.finished - job.started)
+                self._on_decoded(job.observed_as or job.stream, job.kind.name.lower(), job.finished - job.started)
             except Exception:  # noqa: BLE001 - an observer must not cost a transcript
                 log.exception("decode observer failed")
         self._account(job, outcome)

@@ -156,6 +156,16 @@ class Segmenter:
             return []
         return self._finish("flush")
 
+    def reset(self) -> list[SegmentEvent]:
+        """Forget everything heard (a wake-word gate closing or opening): the open utterance, if any,
+        is discarded and the pre-roll history cleared. Utterance numbers keep counting."""
+        events: list[SegmentEvent] = [Discarded(self._utt, "reset")] if self._utt is not None else []
+        self._utt = None
+        self._history.clear()
+        self._silence = 0
+        self._pause_id = -1
+        return events
+
     def _idle(self, chunk: Chunk) -> list[SegmentEvent]:
         self._history.append(chunk)
         window = list(self._history)[-self.p.onset_window_frames :]

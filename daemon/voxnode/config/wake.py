@@ -1,0 +1,64 @@
+"""[wake]: transcribe only what is said after a wake word (docs/voice-assistant.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from voxnode.config.audio import StreamConfig
+from voxnode.config.fields import setting
+
+if TYPE_CHECKING:
+    from voxnode.config.root import Config
+
+# The microWakeWord models the pymicro-wakeword wheel ships (its models/ folder): name -> phrase.
+SHIPPED_MODELS = {"okay_nabu": "Okay Nabu", "hey_jarvis": "Hey Jarvis", "hey_mycroft": "Hey Mycroft", "alexa": "Alexa"}
+# A stream's `wake` key: "" follows [wake], these two switch it, anything else names a model.
+STREAM_WAKE_OFF, STREAM_WAKE_ON = "off", "on"
+
+
+@dataclass(frozen=True)
+class WakeConfig:
+    enabled: bool = setting(
+        False, "Transcribe only what is said after a wake word; nothing before it reaches the recogniser."
+    )
+    model: str = setting(
+        "okay_nabu",
+        "A shipped microWakeWord model (okay_nabu, hey_jarvis, hey_mycroft, alexa) or the path of a "
+        "model's JSON manifest (its .tflite beside it).",
+    )
+    threshold: float = setting(
+        0.0,
+        "Detection cutoff on the model's averaged probability; 0 = the model's own probability_cutoff.",
+        min=0.0,
+        max=0.999,
+    )
+    listen_timeout_ms: int = setting(
+        5000, "After the wake word, stop listening if no speech starts within this long.", min=500, max=60000
+    )
+    refractory_ms: int = setting(
+        2000, "After a detection, the wake word is ignored for this long (one word, one event).", min=0, max=60000
+    )
+
+
+def wake_spec_problem(spec: str) -> str | None:
+    """Why `spec` cannot name a model (checked with the config; the file itself is read at start)."""
+    if spec in SHIPPED_MODELS or spec.endswith((".json", ".tflite")) or "/" in spec:
+        return None
+    return f"not a shipped model ({', '.join(SHIPPED_MODELS)}) nor a path to a model's JSON manifest"
+
+
+def stream_wake_model(wake: WakeConfig, stream: StreamConfig) -> str | None:
+    """The wake word model a stream listens for, or None when it transcribes everything."""
+    if stream.wake == STREAM_WAKE_OFF:
+        return None
+    if stream.wake == STREAM_WAKE_ON:
+        return wake.model
+    if stream.wake:
+        return stream.wake
+    return wake.model if wake.enabled else None
+
+
+def wake_streams(config: Config) -> frozenset[str]:
+    """The names of the streams that listen for a wake word."""
+    return frozenset(s.name for s in config.effective_streams() if stream_wake_model(config.wake, s) is not None)

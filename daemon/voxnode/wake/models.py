@@ -1,0 +1,96 @@
+"""Which microWakeWord model a stream listens for: a shipped one by name, or a user's manifest.
+
+The shipped models come inside the `pymicro-wakeword` wheel (Apache-2.0; aarch64 and x86_64
+wheels), each a .tflite file with a JSON manifest beside it that gives the wake phrase, the
+probability cutoff and the sliding-window size its author tuned. A user-supplied model uses the
+same manifest format (microWakeWord's, as ESPHome reads it). Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from voxnode.config.wake import SHIPPED_MODELS
+from voxnode.errors import ConfigError
+
+_lock = threading.Lock()
+_cache: dict[Path, bytes] = {}
+
+
+@dataclass(frozen=True)
+class WakeModel:
+    name: str  # what events call it: the shipped name or the manifest's file stem ("okay_nabu")
+    phrase: str  # what is said ("Okay Nabu")
+    tflite: Path
+    cutoff: float  # the averaged probability must exceed this
+    window: int  # probabilities averaged (one per model call, 30 ms each for the shipped models)
+    languages: tuple[str, ...]
+
+    def content(self) -> bytes:
+        """The model file's bytes, read once per process and shared by every stream's interpreter."""
+        with _lock:
+            if self.tflite not in _cache:
+                try:
+                    _cache[self.tflite] = self.tflite.read_bytes()
+                except OSError as e:
+                    raise ConfigError(f"wake model file {self.tflite}: {e.strerror or e}") from None
+            return _cache[self.tflite]
+
+
+def shipped_dir() -> Path:
+    try:
+        import pymicro_wakeword
+    except ImportError:
+        raise ConfigError(
+            "wake words need the pymicro-wakeword package (it ships the models): pip install pymicro-wakeword"
+        ) from None
+    return Path(pymicro_wakeword.__file__).resolve().parent / "models"
+
+
+def load_wake_model(spec: str, threshold: float = 0.0, key: str = "wake.model") -> WakeModel:
+    """`spec`: a shipped model's name or the path of a manifest (.json; a .tflite with a .json beside it
+    works too). `threshold` > 0 replaces the manifest's cutoff. Errors name `key`."""
+    if spec in SHIPPED_MODELS:
+        manifest = shipped_dir() / f"{spec}.json"
+    else:
+        path = Path(spec)
+        if not (path.suffix in (".json", ".tflite") or path.is_absolute() or "/" in spec):
+            raise ConfigError(
+                f"{key} = {spec!r}: not a shipped model ({', '.join(SHIPPED_MODELS)}) nor a path to a "
+                "model's JSON manifest"
+            )
+        manifest = path.with_suffix(".json")
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{key} = {spec!r}: manifest {manifest} does not exist") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ConfigError(f"{key} = {spec!r}: cannot read the manifest {manifest}: {e}") from None
+    try:
+        micro = data["micro"]
+        tflite = manifest.parent / data["model"]
+        cutoff = float(micro["probability_cutoff"])
+        window = int(micro["sliding_window_size"])
+        phrase = str(data["wake_word"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise ConfigError(
+            f"{key} = {spec!r}: {manifest} is not a microWakeWord manifest (missing or bad {e}); it needs "
+            '"wake_word", "model" and "micro": {"probability_cutoff", "sliding_window_size"}'
+        ) from None
+    if data.get("type", "micro") != "micro":
+        raise ConfigError(f"{key} = {spec!r}: {manifest} is a {data.get('type')!r} model; only microWakeWord works")
+    if not tflite.is_file():
+        raise ConfigError(f"{key} = {spec!r}: the model file {tflite} named by {manifest} does not exist")
+    if not 0.0 < cutoff < 1.0 or not 1 <= window <= 100:
+        raise ConfigError(f"{key} = {spec!r}: {manifest}: probability_cutoff or sliding_window_size out of range")
+    return WakeModel(
+        name=spec if spec in SHIPPED_MODELS else manifest.stem,
+        phrase=phrase,
+        tflite=tflite,
+        cutoff=threshold or cutoff,
+        window=window,
+        languages=tuple(str(x) for x in data.get("trained_languages", ())),
+    )

@@ -1,0 +1,270 @@
+"""One Wyoming client connection: its events in order, its answers through one writer.
+
+Events handled: `describe` (-> `info`), `transcribe` (opens a request; optional: `audio-start` opens
+one too), `audio-start`, `audio-chunk`, `audio-stop` (-> `transcript`), `ping` (-> `pong`). With
+partials on: `transcript-start` before the first `transcript-chunk`, chunks while audio streams,
+then the rest after audio-stop, `transcript`, `transcript-stop` (the order wyoming documents; the
+chunks join into the transcript when the final begins with the words already streamed).
+
+Bad input gets an `error` event with a code and a sentence, then the connection is closed; a
+request past `wyoming.max_audio_s` likewise. A client that disconnects mid-request: its queued
+jobs are withdrawn; nothing else is affected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from wyoming.asr import Transcribe, Transcript, TranscriptChunk, TranscriptStart, TranscriptStop
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.event import Event, async_write_event
+from wyoming.info import Describe, Info
+from wyoming.ping import Ping, Pong
+
+from voxnode.stream.scheduler import DecodeScheduler
+
+from .convert import FormatError
+from .protocol import BadEvent, error_event, read_event
+from .request import AudioTooLong, RequestParams, TranscribeRequest, remainder
+
+log = logging.getLogger(__name__)
+
+LINGER_S = 1.0  # at most this long reading a client's leftovers before closing (see _close)
+LANGUAGES = ("en",)  # Whisper tiny.en: English only; a request for another language is refused
+
+
+@dataclass
+class ServerStats:
+    connections: int = 0  # open now
+    connections_total: int = 0
+    refused_busy: int = 0
+    requests: int = 0
+    transcripts: int = 0
+    errors: int = 0  # error events sent (bad input, too long, refused language, recogniser failed)
+    abandoned: int = 0  # requests whose client went away before audio-stop
+    audio_s: float = 0.0  # audio transcribed
+    decode_s: float = 0.0  # engine time for the finals
+    last_final_ms: float | None = None  # audio-stop -> transcript ready, the last request
+
+    def as_dict(self) -> dict:
+        return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in vars(self).items()}
+
+
+class Connection:
+    def __init__(
+        self,
+        key: str,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        scheduler: DecodeScheduler,
+        params: RequestParams,
+        info: Callable[[], Info],
+        stats: ServerStats,
+        idle_timeout_s: float,
+    ):
+        self.key = key
+        self._reader, self._writer = reader, writer
+        self._sched = scheduler
+        self._params = params
+        self._info = info
+        self._stats = stats
+        self._idle_timeout_s = idle_timeout_s
+        self._out: asyncio.Queue[Event | None] = asyncio.Queue()
+        self.request: TranscribeRequest | None = None
+        self._streaming_started = False
+        self._language: str | None = None
+        self.answering = False  # between audio-stop and the transcript queued for writing
+
+    async def run(self) -> None:
+        writer_task = asyncio.create_task(self._write_all())
+        try:
+            await self._read_all()
+        finally:
+            if self.request is not None and not self.request.closed:
+                self.request.abandon()
+                self._stats.abandoned += 1
+                log.info("wyoming %s: client left in the middle of a request; its jobs are withdrawn", self.key)
+            self._out.put_nowait(None)
+            try:
+                await asyncio.wait_for(writer_task, 5.0)
+            except (TimeoutError, asyncio.CancelledError):
+                writer_task.cancel()
+            await self._close()
+
+    async def refuse(self, code: str, text: str) -> None:
+        """Tell the client why it is not served, and close."""
+        self._stats.errors += 1
+        try:
+            await async_write_event(error_event(code, text), self._writer)
+        except (ConnectionError, OSError):
+            pass
+        await self._close()
+
+    async def _close(self) -> None:
+        """Close so that what we wrote last (an error event) reaches the client: closing a socket with
+        unread input makes the kernel send a reset, and the client may lose our last event with it. So
+        our side is shut first and the client's leftovers are read and dropped for a moment."""
+        try:
+            if self._writer.can_write_eof() and not self._writer.is_closing():
+                self._writer.write_eof()
+            async with asyncio.timeout(LINGER_S):
+                while await self._reader.read(65536):
+                    pass
+        except (TimeoutError, ConnectionError, OSError):
+            pass
+        self._writer.close()
+
+    # ---- reading -----------------------------------------------------------------------------
+
+    async def _read_all(self) -> None:
+        while True:
+            try:
+                event = await asyncio.wait_for(read_event(self._reader), self._idle_timeout_s)
+            except TimeoutError:
+                self._fail("timeout", f"nothing received for {self._idle_timeout_s:g} s (wyoming.idle_timeout_s)")
+                return
+            except BadEvent as e:
+                self._fail("bad-event", str(e))
+                return
+            except (ConnectionError, OSError):
+                return
+            if event is None:
+                return
+            try:
+                if not await self._handle(event):
+                    return
+            except (KeyError, TypeError, ValueError) as e:
+                self._fail("bad-event", f"{event.type}: missing or wrong field ({type(e).__name__}: {e})")
+                return
+
+    async def _handle(self, event: Event) -> bool:
+        if Describe.is_type(event.type):
+            self._send(self._info().event())
+        elif Ping.is_type(event.type):
+            self._send(Pong(text=Ping.from_event(event).text).event())
+        elif Transcribe.is_type(event.type):
+            language = Transcribe.from_event(event).language
+            if language and language.replace("_", "-").split("-")[0].lower() not in LANGUAGES:
+                self._fail("unsupported-language", f"language {language!r}: this model speaks {', '.join(LANGUAGES)}")
+                return False
+            self._language = language
+            self._new_request()
+        elif AudioStart.is_type(event.type):
+            start = AudioStart.from_event(event)
+            request = self.request if self.request is not None and self.request.converter is None else None
+            request = request or self._new_request()
+            try:
+                request.start(start.rate, start.width, start.channels)
+            except FormatError as e:
+                self._fail("bad-audio-format", str(e))
+                return False
+        elif AudioChunk.is_type(event.type):
+            request = self.request
+            if request is None or request.converter is None or request.closed:
+                self._fail("no-audio-start", "audio-chunk before audio-start")
+                return False
+            chunk = AudioChunk.from_event(event)
+            c = request.converter
+            if (chunk.rate, chunk.width, chunk.channels) != (c.rate, c.width, c.channels):
+                self._fail(
+                    "bad-audio-format",
+                    f"audio-chunk is {chunk.rate} Hz/{chunk.width} B/{chunk.channels} ch, "
+                    f"audio-start said {c.rate}/{c.width}/{c.channels}",
+                )
+                return False
+            try:
+                request.add(chunk.audio or b"")
+            except AudioTooLong as e:
+                request.abandon()
+                self._fail("audio-too-long", str(e))
+                return False
+        elif AudioStop.is_type(event.type):
+            request = self.request
+            if request is None or request.converter is None or request.closed:
+                self._fail("no-audio-start", "audio-stop before audio-start")
+                return False
+            await self._finish(request)
+        # Anything else (a satellite's or a TTS event) is not ours to answer: ignored, as wyoming servers do.
+        return True
+
+    def _new_request(self) -> TranscribeRequest:
+        if self.request is not None and not self.request.closed:
+            self.request.abandon()
+        loop = asyncio.get_running_loop()
+        self.request = TranscribeRequest(self.key, self._sched, self._params, loop, self._on_partial)
+        self._streaming_started = False
+        self._stats.requests += 1
+        return self.request
+
+    # ---- answering ---------------------------------------------------------------------------
+
+    def _on_partial(self, request: TranscribeRequest, words: list[str]) -> None:
+        if request is not self.request:
+            return
+        self._start_streaming()
+        first = len(request.sent_words) == len(words)
+        self._send(TranscriptChunk(text=("" if first else " ") + " ".join(words)).event())
+
+    def _start_streaming(self) -> None:
+        if self._params.partials and not self._streaming_started:
+            self._streaming_started = True
+            self._send(TranscriptStart(language=self._language or LANGUAGES[0]).event())
+
+    async def _finish(self, request: TranscribeRequest) -> None:
+        self.answering = True
+        try:
+            await self._answer(request)
+        finally:
+            self.answering = False
+
+    async def _answer(self, request: TranscribeRequest) -> None:
+        loop = asyncio.get_running_loop()
+        stopped = loop.time()
+        future = request.finish()
+        log.debug("wyoming %s: final submitted (%.2f s of audio)", self.key, request.audio_s)
+        outcome = await future
+        if outcome.error:
+            self._fail("transcription-failed", outcome.error)
+            return
+        st = self._stats
+        st.transcripts += 1
+        st.audio_s += outcome.audio_s
+        st.decode_s += outcome.decode_s
+        st.last_final_ms = (loop.time() - stopped) * 1e3
+        log.debug(
+            "wyoming %s: %.2f s of audio -> %r (decode %.0f ms, queued %.0f ms, stop -> transcript %.0f ms)",
+            self.key,
+            outcome.audio_s,
+            outcome.text,
+            outcome.decode_s * 1e3,
+            outcome.wait_s * 1e3,
+            st.last_final_ms,
+        )
+        language = self._language or LANGUAGES[0]
+        if self._params.partials:
+            self._start_streaming()
+            rest = remainder(request.sent_words, outcome.text)
+            if rest:
+                self._send(TranscriptChunk(text=rest).event())
+            self._send(Transcript(text=outcome.text, language=language).event())
+            self._send(TranscriptStop().event())
+        else:
+            self._send(Transcript(text=outcome.text, language=language).event())
+
+    def _fail(self, code: str, text: str) -> None:
+        self._stats.errors += 1
+        log.info("wyoming %s: %s: %s", self.key, code, text)
+        self._send(error_event(code, text))
+
+    def _send(self, event: Event) -> None:
+        self._out.put_nowait(event)
+
+    async def _write_all(self) -> None:
+        while (event := await self._out.get()) is not None:
+            try:
+                await async_write_event(event, self._writer)
+            except (ConnectionError, OSError):
+                return  # the client is gone; the reader notices too

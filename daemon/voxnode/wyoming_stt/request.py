@@ -1,0 +1,250 @@
+"""One Wyoming transcription request: audio in, partials while it streams, the final at audio-stop.
+
+Decoding goes through the daemon's DecodeScheduler, keyed by the connection (`wyoming-N`): the
+final is a FINAL job, served before any partial and round robin with the microphones' finals and
+the other clients'; partials are PARTIAL jobs, skipped first when the engine is behind.
+
+The engine gets the audio as the client sent it (converted to 16 kHz mono), as `voxnode transcribe`
+does: Home Assistant's satellites already clean it (the server's info asks for auto gain and noise
+suppression). The front-end (high-pass + VAD) runs only to decide when a partial is worth
+computing: while speech goes on (as the microphone pipeline does), and only while the client sends
+in about real time. A client that uploads a recording in one burst has no use for partials (and a
+partial still running at audio-stop would delay the final by its whole duration: a decode cannot
+be interrupted), so its audio is only converted and kept. Measured (scripts/bench_wyoming.py):
+running the front-end on every frame of a burst upload put 30-80 ms of catching up between the
+client's audio-stop and the final's decode.
+
+Thread use: `start`, `add`, `finish` and `abandon` run on the server's event loop; decode results
+come back on a decode thread and are handed to the loop with `call_soon_threadsafe`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from voxnode.asr.recognizer import TranscriptResult
+from voxnode.audio.format import PERIOD_FRAMES, SAMPLE_RATE
+from voxnode.frontend.chain import FrontEnd, FrontEndParams
+from voxnode.stream.partials import StablePrefix, norm
+from voxnode.stream.pipeline import PARTIAL_QUIET_FRAMES, clean_text
+from voxnode.stream.scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome, JobResult
+
+from .convert import AudioConverter
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RequestParams:
+    """From [frontend], [vad], [stream] and [wyoming] (wyoming_stt/server.py)."""
+
+    frontend: FrontEndParams
+    partials: bool
+    partial_interval_s: float
+    partial_min_audio_s: float
+    no_speech_threshold: float
+    min_confidence: float
+    max_audio_s: float
+
+
+# A request's audio starts wherever the client started sending (a satellite: right after the wake
+# word, often a second of silence), unlike a microphone utterance, which the segmenter trims. Whisper's
+# no-speech probability then runs high on real speech (0.78 on a 13 s request with 1 s of leading
+# silence and four sentences), so, as Whisper's own transcribe() does, it silences a result only when
+# the text is also unlikely: mean log-probability below -1.0 (its logprob_threshold).
+WHISPER_LOGPROB_THRESHOLD = -1.0
+# Every request's decode times are observed (the voxnode_decode_seconds histogram, label `stream`)
+# under this one name, not the request's own key: one key per request would add series without
+# bound. The ":" keeps it apart from every stream name (config STREAM_NAME_PATTERN).
+OBSERVED_AS = "wyoming:requests"
+
+
+class AudioTooLong(Exception):
+    pass
+
+
+def is_silence(result: TranscriptResult, params: RequestParams) -> bool:
+    """Noise, music or nothing: as for the microphones' finals, nothing is said to have been said."""
+    if result.confidence < params.min_confidence:
+        return True
+    return result.no_speech_prob > params.no_speech_threshold and result.confidence < WHISPER_LOGPROB_THRESHOLD
+
+
+@dataclass(frozen=True)
+class FinalOutcome:
+    text: str  # "" when nothing was said (or the engine judged it noise)
+    result: TranscriptResult | None  # None: no audio, or the decode failed / was dropped
+    error: str = ""  # why there is no result, for the client
+    audio_s: float = 0.0
+    decode_s: float = 0.0  # the engine's compute time for the final
+    wait_s: float = 0.0  # queued behind other jobs
+
+
+class TranscribeRequest:
+    def __init__(
+        self,
+        key: str,
+        scheduler: DecodeScheduler,
+        params: RequestParams,
+        loop: asyncio.AbstractEventLoop,
+        on_partial: Callable[[TranscribeRequest, list[str]], None],
+    ):
+        self.key = key
+        self._sched = scheduler
+        self.params = params
+        self._loop = loop
+        self._on_partial = on_partial
+        self._frontend = FrontEnd(params.frontend)
+        self.converter: AudioConverter | None = None
+        self._bytes = 0
+        self._parts: list[np.ndarray] = []  # converted audio, float32 [-1, 1]
+        self._samples = 0
+        self._pending = np.zeros(0, dtype=np.float32)  # not yet a whole frame for the VAD, int16 scale
+        self._silence = PARTIAL_QUIET_FRAMES  # VAD frames since the last speech frame
+        self._started = time.monotonic()
+        self._last_partial_audio_s = 0.0
+        self._partial: DecodeJob | None = None
+        self._final: DecodeJob | None = None
+        self._final_future: asyncio.Future[FinalOutcome] | None = None
+        self.prefix = StablePrefix()
+        self.sent_words: list[str] = []  # streamed to the client as transcript-chunk events
+        self.closed = False  # finished or abandoned: late partials are ignored
+
+    @property
+    def audio_s(self) -> float:
+        return self._samples / SAMPLE_RATE
+
+    def start(self, rate: int, width: int, channels: int) -> None:
+        """audio-start: the format (raises convert.FormatError)."""
+        self.converter = AudioConverter(rate, width, channels)
+        self._started = time.monotonic()
+
+    def add(self, payload: bytes) -> None:
+        """audio-chunk. Raises AudioTooLong past wyoming.max_audio_s (nothing of it is decoded then)."""
+        assert self.converter is not None
+        self._bytes += len(payload)
+        if self.converter.seconds(self._bytes) > self.params.max_audio_s + 1e-6:
+            raise AudioTooLong(f"more than {self.params.max_audio_s:g} s of audio in one request (wyoming.max_audio_s)")
+        self._feed(self.converter.convert(payload))
+        if self._partial_due():
+            self._submit_partial()
+
+    def _feed(self, audio: np.ndarray) -> None:
+        self._parts.append(audio)
+        self._samples += audio.size
+        if not self.params.partials or self.closed:
+            return
+        if self._ahead() >= self.params.partial_interval_s:
+            self._pending = np.zeros(0, dtype=np.float32)  # a burst: no partials, so no VAD
+            self._silence = PARTIAL_QUIET_FRAMES
+            return
+        x = np.concatenate([self._pending, audio * np.float32(32768.0)])
+        whole = len(x) - len(x) % PERIOD_FRAMES
+        for i in range(0, whole, PERIOD_FRAMES):
+            speech = self._frontend.process(x[i : i + PERIOD_FRAMES]).speech
+            self._silence = 0 if speech else self._silence + 1
+        self._pending = x[whole:]
+
+    def _ahead(self) -> float:
+        """How far ahead of real time the client sends, in seconds."""
+        return self.audio_s - (time.monotonic() - self._started)
+
+    def _partial_due(self) -> bool:
+        p = self.params
+        if not p.partials or self.closed or self._silence >= PARTIAL_QUIET_FRAMES:
+            return False
+        audio_s = self.audio_s
+        if audio_s < p.partial_min_audio_s or audio_s - self._last_partial_audio_s < p.partial_interval_s:
+            return False
+        return self._ahead() < p.partial_interval_s
+
+    def _audio(self) -> np.ndarray:
+        return np.concatenate(self._parts).astype(np.float32, copy=False)
+
+    def _submit_partial(self) -> None:
+        self._last_partial_audio_s = self.audio_s
+        self._partial = DecodeJob(self.key, JobKind.PARTIAL, self._audio(), self._partial_done, observed_as=OBSERVED_AS)
+        self._sched.submit(self._partial)
+
+    def _partial_done(self, job: DecodeJob, outcome: JobOutcome, result: JobResult) -> None:  # decode thread
+        if outcome == JobOutcome.DONE and isinstance(result, TranscriptResult):
+            self._post(self._take_partial, result)
+
+    def _take_partial(self, result: TranscriptResult) -> None:  # event loop
+        if self.closed:
+            return
+        text = clean_text(result.text)
+        if not text or is_silence(result, self.params):
+            return
+        if self.prefix.update(text, drop_last=True) is None:
+            return
+        new = self.prefix.words[len(self.sent_words) :]
+        if new:
+            self.sent_words += new
+            self._on_partial(self, new)
+
+    def finish(self) -> asyncio.Future[FinalOutcome]:
+        """audio-stop: the final is decoded from all the audio; the future completes on the loop."""
+        fut: asyncio.Future[FinalOutcome] = self._loop.create_future()
+        self._final_future = fut
+        self.closed = True
+        if self.converter is not None:
+            self._feed(self.converter.convert(b"", last=True))
+        if self._partial is not None and not self._partial.finished:
+            self._sched.cancel(self._partial)  # queued: withdrawn; running: its result is ignored
+        if not self._samples:
+            fut.set_result(FinalOutcome("", None))
+            return fut
+        self._final = DecodeJob(self.key, JobKind.FINAL, self._audio(), self._final_done, observed_as=OBSERVED_AS)
+        self._sched.submit(self._final)
+        return fut
+
+    def _final_done(self, job: DecodeJob, outcome: JobOutcome, result: JobResult) -> None:  # decode thread
+        self._post(self._take_final, job, outcome, result)
+
+    def _take_final(self, job: DecodeJob, outcome: JobOutcome, result: JobResult) -> None:  # event loop
+        fut = self._final_future
+        if fut is None or fut.done():
+            return
+        audio_s = job.audio.size / SAMPLE_RATE
+        if outcome != JobOutcome.DONE or not isinstance(result, TranscriptResult):
+            why = f"{outcome.value}: {result}" if isinstance(result, Exception) else outcome.value
+            fut.set_result(FinalOutcome("", None, f"the recogniser did not transcribe it ({why})", audio_s))
+            return
+        text = clean_text(result.text)
+        if is_silence(result, self.params):
+            text = ""
+        timing = {"decode_s": job.finished - job.started, "wait_s": job.started - job.submitted}
+        fut.set_result(FinalOutcome(text, result, "", audio_s, **timing))
+
+    def abandon(self) -> None:
+        """The client went away: withdraw what is queued; a decode already running is not waited for."""
+        self.closed = True
+        for job in (self._partial, self._final):
+            if job is not None and not job.finished:
+                self._sched.cancel(job)
+
+    def _post(self, fn: Callable, *args: object) -> None:
+        try:
+            self._loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:
+            pass  # the server's loop has closed (shutdown): nobody is waiting for this any more
+
+
+def remainder(sent: list[str], final: str) -> str:
+    """What to stream after the partial words already sent so that the chunks join into the final:
+    the final's words after them, when the final begins with them (it nearly always does: a word is
+    sent only once two hypotheses agree on it); else nothing (the transcript event is what counts)."""
+    words = final.split()
+    if not sent:
+        return final
+    if [norm(w) for w in words[: len(sent)]] != [norm(w) for w in sent]:
+        return ""
+    rest = words[len(sent) :]
+    return (" " + " ".join(rest)) if rest else ""

@@ -1,0 +1,69 @@
+"""Wake words over MQTT: the real `voxnode run --file` with [wake] and [mqtt] on, a real Mosquitto.
+
+The spoken words are espeak-ng's; the detector, gate, recogniser and publisher are the real ones."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.mqtt.conftest import write_config
+from voxnode.audio.wavfile import write_wav
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import audio_corpus as ac  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not ac.have_espeak(), reason="needs espeak-ng and sox (make deps-test)")
+
+BASE = "voxnode/testnode"
+
+
+def test_wake_event_topic_final_carries_the_word_and_home_assistant_gets_an_event_entity(
+    tmp_path, broker, monitor_for, voxnode_cmd, validate
+):
+    def say(text: str, speed: int = 160) -> np.ndarray:
+        return ac.at_dbfs(ac.tts(text, "en-us", speed), -25)
+
+    audio = np.concatenate(
+        [
+            ac.silence(0.5),
+            say("what is the weather like"),
+            ac.silence(1.2),
+            say("okay nabu", 150),
+            ac.silence(0.6),
+            say("switch off the bedroom fan"),
+            ac.silence(1.5),
+        ]
+    )
+    wav = tmp_path / "wake.wav"
+    write_wav(wav, audio.astype(np.int16))
+    mon = monitor_for(broker)
+    cfg = write_config(tmp_path / "c.toml", broker)
+    cfg.write_text(cfg.read_text() + "\n[wake]\nenabled = true\n")
+    p = subprocess.run(
+        [*voxnode_cmd, "run", "--config", str(cfg), "--file", str(wav)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONMALLOC": "malloc"},
+    )
+    assert p.returncode == 0, p.stderr
+    assert mon.wait_for(lambda: len(mon.on(f"{BASE}/mic/transcript")) >= 1), p.stderr
+    (wake,) = [validate("wake", m) for m in mon.on(f"{BASE}/mic/wake")]
+    assert wake["wake_word"] == "okay_nabu" and wake["stream"] == "mic"
+    finals = [validate("transcript", m) for m in mon.on(f"{BASE}/mic/transcript")]
+    assert len(finals) == 1 and finals[0]["wake_word"] == "okay_nabu", finals
+    assert "fan" in finals[0]["text"].lower() and "weather" not in finals[0]["text"].lower()
+    for partial in mon.on(f"{BASE}/mic/partial"):
+        assert "weather" not in validate("partial", partial)["text"].lower()
+    # One Home Assistant device per stream: the wake event entity sits on the stream's device.
+    discovery = validate("discovery", mon.on("homeassistant/device/testnode/mic/config")[-1])
+    entity = discovery["cmps"]["wake"]
+    assert entity["p"] == "event" and entity["state_topic"] == f"{BASE}/mic/wake" and entity["event_types"] == ["wake"]
+    assert entity["qos"] == 1
+    assert "Traceback" not in p.stderr
