@@ -10,8 +10,9 @@ APT_RUN  := python3-venv python3-dev gcc pkg-config libasound2-dev alsa-utils li
             mosquitto mosquitto-clients
 # Tests also speak (espeak-ng), convert audio (sox), use recorded speech and network namespaces,
 # and check the unit with systemd-analyze (package systemd; a container may lack it);
-# qemu-user runs the ARM64 check (test-arm64).
-APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl systemd qemu-user
+# qemu-user runs the ARM64 check (test-arm64); prometheus (promtool and the server: 19 MB, 21 s to
+# install here) checks the metrics and alert rules and scrapes a running daemon (tests/fleet).
+APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl systemd qemu-user prometheus
 # Benchmarks also use real recorded speech and music (scripts/speech_corpus.py says what each is),
 # and flite voices for the synthetic wake-word set (scripts/bench_wake.py).
 APT_CORPUS := flite pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 \

@@ -46,6 +46,7 @@ class StandInDaemon:
     def __init__(self):
         self.t0 = time.monotonic()
         self.muted: set[str] = set()
+        self.config = Config()  # the status message checksums it
 
     def snapshot(self) -> dict:
         stream = {

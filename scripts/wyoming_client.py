@@ -26,10 +26,10 @@ from voxnode.mqtt.localbroker import free_port
 class WyomingDaemon:
     """`voxnode run` with no microphone and the Wyoming server on a free port."""
 
-    def __init__(self, folder: Path, python: str = sys.executable, **wyoming):
+    def __init__(self, folder: Path, python: str = sys.executable, *, extra_toml: str = "", **wyoming):
         self.port = free_port()
         settings = {"enabled": True, "host": "127.0.0.1", "port": self.port, **wyoming}
-        lines = ['[log]\nlevel = "debug"\n[audio]\ndevice = ""\n[wyoming]']
+        lines = [extra_toml + '[log]\nlevel = "debug"\n[audio]\ndevice = ""\n[wyoming]']
         lines += [f"{k} = {_toml(v)}" for k, v in settings.items()]
         self.config = folder / "wyoming.toml"
         self.config.write_text("\n".join(lines) + "\n")

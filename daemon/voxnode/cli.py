@@ -11,6 +11,7 @@ import sys
 from voxnode import __version__
 from voxnode.config import Config, load_config, render_effective, render_reference
 from voxnode.errors import VoxnodeError
+from voxnode.fleet.nodes import Limits
 from voxnode.logs import setup_logging
 
 log = logging.getLogger("voxnode")
@@ -70,10 +71,50 @@ def build_parser() -> argparse.ArgumentParser:
         )
     )
 
+    fleet = with_config(
+        sub.add_parser("fleet", help="every node's status and health from the MQTT broker, as a live table")
+    )
+    fleet.add_argument("--once", action="store_true", help="print once; exit 1 if a node has a problem (for cron)")
+    fleet.add_argument("--json", action="store_true", help="JSON instead of a table (live: one document per line)")
+    fleet.add_argument("--timeout", type=_positive, default=5.0, metavar="S", help="wait for the broker (default 5)")
+    fleet.add_argument("--interval", type=_positive, default=2.0, metavar="S", help="live: redraw every S (default 2)")
+    limits = Limits()
+    fleet.add_argument(
+        "--stall-after",
+        type=_positive,
+        default=limits.stall_s,
+        metavar="S",
+        help=f"a stream with no audio for S counts as stalled (default {limits.stall_s:g})",
+    )
+    fleet.add_argument(
+        "--latency-target",
+        type=_positive,
+        default=limits.latency_p95_s,
+        metavar="S",
+        help=f"a final latency p95 above S is a problem (default {limits.latency_p95_s:g})",
+    )
+    fleet.add_argument(
+        "--backlog-max",
+        type=int,
+        default=limits.backlog,
+        metavar="N",
+        help=f"more than N finals waiting for the broker is a problem (default {limits.backlog})",
+    )
+
     demo = with_config(sub.add_parser("demo", help="run on a bundled speech clip through a real ALSA PCM"))
     demo.add_argument("--stdout", action="store_true", help="write every event as one JSON line on stdout")
     demo.add_argument("--clip", metavar="WAV", help="play this file instead of the bundled clip")
     return p
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (value > 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number of seconds")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,6 +209,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def cmd_fleet(args: argparse.Namespace) -> int:
+    from voxnode.fleet.command import FleetOptions, run_fleet
+
+    config = _load(args)
+    limits = Limits(stall_s=args.stall_after, latency_p95_s=args.latency_target, backlog=args.backlog_max)
+    options = FleetOptions(
+        once=args.once, as_json=args.json, timeout_s=args.timeout, interval_s=args.interval, limits=limits
+    )
+    return run_fleet(config.mqtt, args.config or "the config", options)
+
+
 def cmd_transcribe(args: argparse.Namespace) -> int:
     from voxnode.asr.backends import load_recognizer
     from voxnode.asr.transcribe import transcribe_files
@@ -212,4 +264,5 @@ COMMANDS = {
     "demo": cmd_demo,
     "transcribe": cmd_transcribe,
     "mqtt-forget": cmd_mqtt_forget,
+    "fleet": cmd_fleet,
 }

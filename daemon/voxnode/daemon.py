@@ -79,7 +79,9 @@ class Daemon:
         self.extra_heartbeats: list[Heartbeat] = []  # workers of components the daemon does not know
         self.ready_checks: list[Callable[[], bool]] = []  # e.g. "the engine has loaded its model"
         # `recognizers` empty: the recognition component loads [asr] engine when it starts.
-        self.recognition = Recognition(config, self._emit_transcript, recognizers)
+        self.recognition = Recognition(
+            config, self._emit_transcript, recognizers, on_decoded=self.reporter.observe_decode
+        )
         self.streams = Streams(self._make_stream, config.effective_streams())
         self._outputs: list[Component] = []
         self._servers: list[Component] = []

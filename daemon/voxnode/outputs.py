@@ -3,8 +3,8 @@ daemon before it runs.
 
 MQTT is a component (its threads), a sink (transcripts), a hook (commands on the main thread) and
 the journal that gives finals their seq (the daemon's sequencer stores each final there first);
-Prometheus is a component (its HTTP server) fed by the daemon's health reporter; the Wyoming
-server is a component that submits to the recognition's decode scheduler (`add_server`).
+Prometheus is a component (its HTTP server) that reads the daemon's health reporter at each scrape;
+the Wyoming server is a component that submits to the recognition's decode scheduler (`add_server`).
 """
 
 from __future__ import annotations
@@ -26,9 +26,7 @@ def add_outputs(daemon: Daemon) -> None:
     if config.health.prometheus:
         from voxnode.health.prometheus import PrometheusExporter
 
-        exporter = PrometheusExporter(config.health)
-        daemon.reporter.subscribe(exporter.update)
-        daemon.add_component(exporter)
+        daemon.add_component(PrometheusExporter(config.health, daemon.reporter))
     if config.wyoming.enabled:
         from voxnode.wyoming_stt.server import WyomingServer
 

@@ -196,11 +196,20 @@ def validate():
             cls.check_schema(schema)
             cache[name] = cls(schema, format_checker=cls.FORMAT_CHECKER)
         if isinstance(payload, bytes):
-            payload = payload.decode() if name == "status" else json.loads(payload)
+            payload = json.loads(payload)
         cache[name].validate(payload)
         return payload
 
     return check
+
+
+def state_of(payload: bytes | None) -> str | None:
+    """The `state` of a status message (JSON: docs/schemas/status.json)."""
+    return None if payload is None else json.loads(payload)["state"]
+
+
+def states(payloads: list[bytes]) -> list[str]:
+    return [json.loads(p)["state"] for p in payloads]
 
 
 def assert_all_finals_arrived(monitor: Monitor, expected_ids: list[str], topic: str) -> dict:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -12,8 +13,7 @@ import pytest
 from voxnode.config.health import HealthConfig
 from voxnode.config.mqtt import sanitize_node_id
 from voxnode.health.leakwatch import LeakWatch
-from voxnode.health.memory import Heap, TraceSnapshots
-from voxnode.health.process import rss_bytes
+from voxnode.health.memory import TraceSnapshots
 from voxnode.health.thermal import Thermal
 from voxnode.mqtt.commands import CommandError, parse_command
 from voxnode.mqtt.localbroker import free_port
@@ -131,36 +131,61 @@ def test_node_id_is_sanitised():
     assert len(sanitize_node_id("x" * 200)) == 64
 
 
-def test_prometheus_endpoint_serves_the_health_metrics():
+class StandInSource:
+    """What the reporter reads, without audio threads (the subprocess test below uses the real daemon)."""
+
+    def __init__(self):
+        from voxnode.config import Config
+
+        self.config = Config()
+
+    def snapshot(self):
+        stream = {"state": "running", "frames": 500, "xruns": 2, "device_errors": 0, "queue_depth": 1}
+        return {"uptime_s": 5.0, "streams": {"mic": {**stream, "dropped_frames": 3, "last_frame_mono": 0.0}}}
+
+    def is_muted(self, stream):
+        return False
+
+    def engine_info(self):
+        return None
+
+
+def test_prometheus_exporter_reads_the_reporter_live():
+    """No health tick runs here: every scrape reads the reporter's state at that moment."""
     pytest.importorskip("prometheus_client")
+    from voxnode.events import TranscriptEvent
     from voxnode.health.prometheus import PrometheusError, PrometheusExporter
+    from voxnode.health.reporter import HealthReporter
 
     port = free_port()
-    report = {
-        "uptime_s": 5.0,
-        "process": {"cpu_percent": 1.5, "rss_bytes": rss_bytes()},
-        "memory": {"heap": Heap().info(), "trim": {"returned_bytes_total": 0}, "leak": {"suspected": False}},
-        "thermal": {"soc_temp_c": 50.5, "throttled": None},
-        "model": {"name": "whisper-tiny.en", "loaded": True},
-        "streams": {"mic": {"state": "running", "muted": False, "xruns": 2, "latency_p95_ms": 410.0}},
-        "mqtt": {"connected": True, "backlog": 3},
-    }
-    exp = PrometheusExporter(HealthConfig(prometheus=True, prometheus_port=port))
+    reporter = HealthReporter(HealthConfig(), "n1", StandInSource())
+    exp = PrometheusExporter(HealthConfig(prometheus=True, prometheus_port=port), reporter)
+    url = f"http://127.0.0.1:{port}/metrics"
     exp.start()
     try:
-        exp.update(report)
-        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        before = urllib.request.urlopen(url, timeout=5).read().decode()
+        t = 1_800_000_000.0
+        reporter.emit(TranscriptEvent("final", "mic", "mic-1", "hello", t - 2, t - 1, 420.0, -0.2).as_dict())
+        reporter.observe_decode("mic", "final", 0.21)
+        after = urllib.request.urlopen(url, timeout=5).read().decode()
     finally:
         exp.stop(0.0)
-    assert "voxnode_process_rss_bytes " in text
-    assert 'voxnode_stream_xruns{stream="mic"} 2.0' in text
-    assert 'voxnode_stream_latency_p95_ms{stream="mic"} 410.0' in text
-    assert "voxnode_mqtt_backlog 3.0" in text and "voxnode_soc_temperature_celsius 50.5" in text
+    assert "voxnode_final_latency_seconds_count" not in before
+    assert 'voxnode_stream_xruns_total{node="n1",stream="mic"} 2.0' in before
+    assert 'voxnode_stream_dropped_frames_total{node="n1",stream="mic"} 3.0' in before
+    assert 'voxnode_stream_state{node="n1",state="running",stream="mic"} 1.0' in before
+    assert 'voxnode_model_loaded{node="n1"} 0.0' in before and "process_resident_memory_bytes " in before
+    assert 'voxnode_final_latency_seconds_bucket{le="0.4",node="n1",stream="mic"} 0.0' in after
+    assert 'voxnode_final_latency_seconds_bucket{le="0.5",node="n1",stream="mic"} 1.0' in after
+    assert 'voxnode_final_latency_seconds_sum{node="n1",stream="mic"} 0.42' in after
+    assert 'voxnode_decode_seconds_bucket{kind="final",le="0.3",node="n1",stream="mic"} 1.0' in after
+    assert 'voxnode_stream_last_final_timestamp_seconds{node="n1",stream="mic"}' in after
+    assert "voxnode_mqtt_" not in after and "_ms" not in after.replace("_ms_", "")
     with pytest.raises(PrometheusError, match="health.prometheus_port"):
-        busy = PrometheusExporter(HealthConfig(prometheus=True, prometheus_port=port))
+        busy = PrometheusExporter(HealthConfig(prometheus=True, prometheus_port=port), reporter)
         busy.start()
         try:
-            PrometheusExporter(HealthConfig(prometheus=True, prometheus_port=port)).start()
+            PrometheusExporter(HealthConfig(prometheus=True, prometheus_port=port), reporter).start()
         finally:
             busy.stop(0.0)
 
@@ -216,8 +241,8 @@ def test_cpu_meter_measures_a_busy_loop():
 
 
 def test_prometheus_without_mqtt_through_voxnode_run(tmp_path, voxnode_cmd):
-    """`voxnode run` with [mqtt] off and Prometheus on: the health reporter builds the reports, with the
-    same per-stream mute and latency figures as MQTT's (they were missing without MQTT)."""
+    """`voxnode run` with [mqtt] off and Prometheus on: the per-stream mute and the latency histogram
+    are served without MQTT too (the reporter hears the finals whatever outputs are on)."""
     pytest.importorskip("prometheus_client")
     import time
     import wave
@@ -248,7 +273,7 @@ def test_prometheus_without_mqtt_through_voxnode_run(tmp_path, voxnode_cmd):
     text = ""
     try:
         end = time.monotonic() + 30
-        while "voxnode_stream_latency_p95_ms" not in text and time.monotonic() < end and p.poll() is None:
+        while "voxnode_final_latency_seconds_count" not in text and time.monotonic() < end and p.poll() is None:
             try:
                 text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1).read().decode()
             except OSError:
@@ -256,10 +281,11 @@ def test_prometheus_without_mqtt_through_voxnode_run(tmp_path, voxnode_cmd):
             time.sleep(0.2)
     finally:
         out, err = p.communicate(timeout=30)
-    assert "voxnode_process_rss_bytes" in text, err
-    assert 'voxnode_stream_frames{stream="mic"}' in text
-    assert 'voxnode_stream_muted{stream="mic"} 0.0' in text
-    assert 'voxnode_stream_latency_p95_ms{stream="mic"}' in text, text
-    assert 'voxnode_model_loaded{model="whisper-tiny.en"} 1.0' in text
+    node = sanitize_node_id(socket.gethostname())
+    assert "process_resident_memory_bytes" in text, err
+    assert f'voxnode_stream_frames_total{{node="{node}",stream="mic"}}' in text
+    assert f'voxnode_stream_muted{{node="{node}",stream="mic"}} 0.0' in text
+    assert f'voxnode_final_latency_seconds_count{{node="{node}",stream="mic"}}' in text, text
+    assert f'voxnode_model_loaded{{node="{node}"}} 1.0' in text and 'model="whisper-tiny.en"' in text
     assert "voxnode_mqtt_" not in text  # MQTT is off
     assert p.returncode == 0 and "Traceback" not in err

@@ -7,7 +7,7 @@ import json
 import signal
 
 from tests.mqtt.broker import retained
-from tests.mqtt.conftest import assert_all_finals_arrived, write_config
+from tests.mqtt.conftest import assert_all_finals_arrived, state_of, states, write_config
 
 BASE = "voxnode/testnode"
 
@@ -52,7 +52,7 @@ def test_every_payload_type_matches_its_schema(tmp_path, broker, monitor_for, fe
     for p in mon.on(f"{BASE}/status"):
         validate("status", p)
     assert f.stop() == 0
-    assert mon.wait_for(lambda: mon.on(f"{BASE}/status")[-1:] == [b"offline"])
+    assert mon.wait_for(lambda: states(mon.on(f"{BASE}/status"))[-1:] == ["offline"])
     assert_all_finals_arrived(mon, f.accepted, f"{BASE}/mic/transcript")
     assert "Traceback" not in f.log()
 
@@ -61,15 +61,17 @@ def test_status_retained_online_and_last_will_offline(tmp_path, broker, feeders)
     cfg = write_config(tmp_path / "c.toml", broker)
     f = feeders(cfg, count=1, interval=0.1, tag="lwt")
     f.wait_accepted(1)
-    assert _wait_retained(broker, f"{BASE}/status", b"online")
+    assert _wait_retained(broker, f"{BASE}/status", "online")
     assert retained(broker, f"{BASE}/health") is not None  # health is retained too
     f.stop(signal.SIGKILL)  # no DISCONNECT: the broker publishes the will
-    assert _wait_retained(broker, f"{BASE}/status", b"offline")
+    assert _wait_retained(broker, f"{BASE}/status", "offline")
+    will = json.loads(retained(broker, f"{BASE}/status"))
+    assert will["node"] == "testnode" and will["config_sha256"]  # the will says what the node ran
     f2 = feeders(cfg, count=1, interval=0.1, tag="lwt2")
     f2.wait_accepted(1)
-    assert _wait_retained(broker, f"{BASE}/status", b"online")
+    assert _wait_retained(broker, f"{BASE}/status", "online")
     assert f2.stop() == 0  # clean stop says offline itself
-    assert retained(broker, f"{BASE}/status") == b"offline"
+    assert state_of(retained(broker, f"{BASE}/status")) == "offline"
 
 
 def _wait_retained(broker, topic, want, timeout=10.0):
@@ -77,7 +79,7 @@ def _wait_retained(broker, topic, want, timeout=10.0):
 
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        if retained(broker, topic, timeout=1.0) == want:
+        if state_of(retained(broker, topic, timeout=1.0)) == want:
             return True
         time.sleep(0.1)
     return False
@@ -88,10 +90,10 @@ def test_online_is_republished_after_a_broker_restart(tmp_path, broker, monitor_
     cfg = write_config(tmp_path / "c.toml", broker)
     f = feeders(cfg, count=1, interval=0.1, tag="re")
     f.wait_accepted(1)
-    assert _wait_retained(broker, f"{BASE}/status", b"online")
+    assert _wait_retained(broker, f"{BASE}/status", "online")
     broker.stop(signal.SIGTERM)
     broker.start()
-    assert _wait_retained(broker, f"{BASE}/status", b"online", timeout=15), f.log()
+    assert _wait_retained(broker, f"{BASE}/status", "online", timeout=15), f.log()
     f.stop()
 
 
@@ -225,8 +227,8 @@ def test_voxnode_run_cli_publishes_status_health_discovery(tmp_path, broker, mon
         env={**os.environ, "PYTHONMALLOC": "malloc"},
     )
     assert p.returncode == 0, p.stderr
-    assert mon.wait_for(lambda: mon.on(f"{BASE}/status")[-1:] == [b"offline"])
-    assert mon.on(f"{BASE}/status")[0] == b"online"
+    assert mon.wait_for(lambda: states(mon.on(f"{BASE}/status"))[-1:] == ["offline"])
+    assert states(mon.on(f"{BASE}/status"))[0] == "online"
     h = validate("health", mon.on(f"{BASE}/health")[0])
     assert h["memory"]["allocator"] == "malloc" and h["memory"]["tracemalloc"]["current_bytes"] > 0
     assert h["streams"]["mic"]["state"] in ("running", "starting", "finished")

@@ -26,6 +26,7 @@ BASE = "voxnode/testnode"
 class StandInDaemon:
     def __init__(self):
         self.muted = set()
+        self.config = Config()  # the status message checksums it
 
     def snapshot(self):
         return {
@@ -148,11 +149,10 @@ def test_health_survives_a_failing_engine_provider_and_reports_the_engine(tmp_pa
     )
 
     class EngineLoadingLate(StandInDaemon):
-        calls = 0
+        loaded = False
 
         def engine_info(self):
-            self.calls += 1
-            if self.calls == 1:
+            if not self.loaded:
                 raise RuntimeError("engine not ready")
             return info
 
@@ -166,6 +166,7 @@ def test_health_survives_a_failing_engine_provider_and_reports_the_engine(tmp_pa
         svc.reporter.request()
         svc.reporter.tick(daemon, time.monotonic())  # the provider raises: model not loaded, no exception
         first = svc.reporter.latest
+        daemon.loaded = True
         svc.reporter.request()
         svc.reporter.tick(daemon, time.monotonic())
         second = svc.reporter.latest

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.mqtt.conftest import write_config
+from tests.mqtt.conftest import states, write_config
 from voxnode.audio.audio_stream import AudioStream
 from voxnode.audio.wavfile import read_audio, write_wav
 from voxnode.errors import AudioFileError
@@ -193,7 +193,7 @@ def test_oversized_commands_are_answered_before_queueing(tmp_path, broker, monit
     mon = monitor_for(broker)
     svc.start()
     try:
-        assert mon.wait_for(lambda: mon.on(f"{BASE}/status") == [b"online"]), "daemon did not connect"
+        assert mon.wait_for(lambda: states(mon.on(f"{BASE}/status")) == ["online"]), "daemon did not connect"
         big = json.dumps({"cmd": "health", "pad": "x" * (1 << 20)}).encode()
         for _ in range(20):
             mon.client.publish(f"{BASE}/cmd", big, qos=1)

@@ -8,7 +8,11 @@ from voxnode.config.fields import InvalidValue, setting
 @dataclass(frozen=True)
 class HealthConfig:
     interval_s: float = setting(
-        30.0, "Seconds between health reports ({prefix}/{node}/health, Prometheus).", min=1.0, max=3600.0
+        30.0,
+        "Seconds between health reports ({prefix}/{node}/health) and memory housekeeping. "
+        "Prometheus reads the daemon at each scrape instead.",
+        min=1.0,
+        max=3600.0,
     )
     malloc_trim_interval_s: float = setting(
         300.0,
@@ -28,8 +32,13 @@ class HealthConfig:
         min=1.0,
         max=65536.0,
     )
-    prometheus: bool = setting(False, "Serve the health metrics for Prometheus (needs the `prometheus` extra).")
-    prometheus_host: str = setting("127.0.0.1", "Address the Prometheus endpoint listens on.")
+    prometheus: bool = setting(
+        False, "Serve metrics for Prometheus on /metrics (needs the `prometheus` extra; docs/fleet.md)."
+    )
+    prometheus_host: str = setting(
+        "127.0.0.1",
+        'Address the Prometheus endpoint listens on; "0.0.0.0" (or the LAN address) for a central Prometheus.',
+    )
     prometheus_port: int = setting(9464, "Port of the Prometheus endpoint.", min=1, max=65535)
 
     def check(self) -> None:

@@ -76,6 +76,7 @@ class HealthMonitor:
             "version": __version__,
             "time": iso8601(time.time()),
             "uptime_s": daemon_snapshot.get("uptime_s", 0.0),
+            "interval_s": self.config.interval_s,  # the next report is due this long after `time`
             "process": {
                 "pid": os.getpid(),
                 "cpu_percent": self.cpu.percent(),

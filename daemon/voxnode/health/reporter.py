@@ -1,27 +1,36 @@
-"""The one health reporter: MQTT publishes its reports, Prometheus serves them, STATUS= lines read
-its stream view. Schema: docs/schemas/health.json.
+"""The one health reporter: MQTT publishes its reports, Prometheus reads its live figures, STATUS=
+lines read its stream view. Schema: docs/schemas/health.json.
 
 It runs on the daemon's main thread (a Hook, ticked after the others): every health.interval_s,
 or at once when asked (`request()`, from any thread: an MQTT `health` command, a reconnect, a mute),
 it does the memory housekeeping (malloc_trim, the leak watch) and, when something listens, builds
-the full report and hands it to the listeners. It is also a sink: finals' latencies feed the
-per-stream p50/p95 and the last latency.
+the full report and hands it to the listeners.
+
+It is also the one place where timings are observed as they happen: as a sink it hears every final
+(latency: the per-stream p50/p95 window, the last latency, the `final_latency` histogram, the time
+of the last final), and the decode scheduler tells it the engine time of every decode
+(`observe_decode`, the `decode_time` histogram). Prometheus reads these at scrape time.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from voxnode.config.health import HealthConfig
+from voxnode.events import iso8601
+from voxnode.health.histograms import DECODE_BUCKETS, FINAL_LATENCY_BUCKETS, Histogram
 from voxnode.health.latency import LatencyWindows
+from voxnode.health.nodeinfo import NodeInfo, node_info
 from voxnode.health.report import HealthMonitor
 from voxnode.lifecycle import Hook
 
 if TYPE_CHECKING:
     from voxnode.asr.recognizer import EngineInfo
+    from voxnode.config import Config
     from voxnode.daemon import Daemon
 
 log = logging.getLogger(__name__)
@@ -29,6 +38,8 @@ log = logging.getLogger(__name__)
 
 class HealthSource(Protocol):
     """What the reporter reads (the Daemon; a stand-in in tests)."""
+
+    config: Config  # the config in force (it changes on reload)
 
     def snapshot(self) -> dict:
         """uptime_s, per-stream state and counters ("streams"), engine back-pressure ("speech")."""
@@ -50,9 +61,13 @@ class HealthReporter(Hook):
     ):
         self.config = config
         self.source = source
+        self.started_wall = time.time()  # the daemon makes its reporter as it starts
         self.monitor = monitor or HealthMonitor(config, node, thermal_root=thermal_root)
         self.latency = LatencyWindows()
         self.last_latency_ms: float | None = None
+        self.final_latency = Histogram(FINAL_LATENCY_BUCKETS)  # seconds, labels (stream,)
+        self.decode_time = Histogram(DECODE_BUCKETS)  # engine seconds, labels (stream, kind)
+        self.last_final: dict[str, float] = {}  # stream -> wall-clock time of its last final
         self.latest: dict | None = None  # the last full report
         self._sections: dict[str, Callable[[], dict]] = {}
         self._listeners: list[Callable[[dict], None]] = []
@@ -75,8 +90,15 @@ class HealthReporter(Hook):
     def emit(self, event: dict) -> None:
         """A sink: finals carry their latency."""
         if event.get("type") == "final" and isinstance(event.get("latency_ms"), (int, float)):
-            self.latency.add(str(event.get("stream")), event["latency_ms"])
+            stream = str(event.get("stream"))
+            self.latency.add(stream, event["latency_ms"])
+            self.final_latency.observe((stream,), event["latency_ms"] / 1000.0)
             self.last_latency_ms = float(event["latency_ms"])
+            self.last_final = {**self.last_final, stream: time.time()}  # replaced, never mutated: readers iterate
+
+    def observe_decode(self, stream: str, kind: str, seconds: float) -> None:
+        """Engine time of one decode (kind: final, speculative, partial); the decode thread calls it."""
+        self.decode_time.observe((stream, kind), seconds)
 
     def request(self) -> None:
         """Report at the next tick instead of at the next interval."""
@@ -87,10 +109,25 @@ class HealthReporter(Hook):
     def streams(self, snapshot: dict | None = None) -> dict[str, dict]:
         """Per stream: capture state and counters, recognition RTF, mute, latency p50/p95."""
         snap = self.source.snapshot() if snapshot is None else snapshot
+        now = time.monotonic()
+        last_final = self.last_final
         out = {}
         for name, st in (snap.get("streams") or {}).items():
-            out[name] = {**st, "muted": self.source.is_muted(name), **self.latency.report(name)}
+            view = {**st, "muted": self.source.is_muted(name), **self.latency.report(name)}
+            # Monotonic times mean nothing to another machine: say how long ago instead.
+            last_frame = st.get("last_frame_mono")
+            view["audio_age_s"] = round(max(0.0, now - last_frame), 1) if last_frame else None
+            view["last_final"] = iso8601(last_final[name]) if name in last_final else None
+            out[name] = view
         return out
+
+    def sections(self) -> dict[str, dict]:
+        """The outputs' own figures now (MQTT's), as in the report; any thread."""
+        return {key: provider() for key, provider in self._sections.items()}
+
+    def node_info(self) -> NodeInfo:
+        """Board, OS, kernel, model and config checksums (the config in force)."""
+        return node_info(self.source.config)
 
     def engine_info(self) -> EngineInfo | None:
         """The loaded model; None before it is loaded (also for transcripts' `model`, any thread)."""
@@ -105,8 +142,7 @@ class HealthReporter(Hook):
         self.monitor.housekeeping(now)
         snapshot = self.source.snapshot()
         report = self.monitor.collect({**snapshot, "streams": self.streams(snapshot)}, self.engine_info(), None)
-        for key, provider in self._sections.items():
-            report[key] = provider()
+        report.update(self.sections())
         self.latest = report
         return report
 

@@ -24,15 +24,16 @@ from voxnode.config.wake import wake_streams
 from voxnode.control import DaemonControl
 from voxnode.events import iso8601
 from voxnode.health.memory import TraceSnapshots
+from voxnode.health.nodeinfo import board_model
 from voxnode.health.reporter import HealthReporter
 from voxnode.lifecycle import Component, Hook
 from voxnode.mqtt.announcer import Announcer
-from voxnode.mqtt.board import board_model
 from voxnode.mqtt.client import MqttPublisher
 from voxnode.mqtt.commands import Command, CommandError, check_size, error_reply, parse_command, parse_mute_set
 from voxnode.mqtt.discovery import MUTE_OFF, MUTE_ON, StreamDevice
 from voxnode.mqtt.journal import FinalsJournal, dumps
 from voxnode.mqtt.spool import Spool, default_spool_path
+from voxnode.mqtt.status import ONLINE, status_payload
 from voxnode.mqtt.topics import Topics
 
 if TYPE_CHECKING:
@@ -102,6 +103,7 @@ class MqttBridge(Component, Hook):
             sync_topic=t.sync,
             on_message=self._on_message,
             on_connected=self._on_connected,
+            status=self._status,
         )
         # Gives finals their seq: outputs.add_outputs hands it to the daemon's sequencer, which
         # records each final here before any sink sees it.
@@ -164,6 +166,9 @@ class MqttBridge(Component, Hook):
         except Exception:  # noqa: BLE001
             log.exception("MQTT: announcing to Home Assistant failed")
 
+    def on_ready(self, daemon: Daemon) -> None:
+        self.publish_status()  # the model has loaded since the connect: its name is known now
+
     def on_reloaded(self, daemon: Daemon, result: ReloadResult) -> None:
         # Streams can come and go on a reload, and their areas change: Home Assistant follows
         # (removed streams' devices are sent as tombstones). [mqtt] and [health] themselves apply
@@ -177,6 +182,23 @@ class MqttBridge(Component, Hook):
         self.announcer.set_streams(stream_devices(daemon.config))
         self._publish_mute_states(daemon)
         self.reporter.request()
+        self.publish_status()  # the config checksum (and maybe the streams) changed
+
+    # ---- status ----------------------------------------------------------------------------------
+
+    def _status(self, state: str) -> bytes:
+        """The status payload (any thread: paho's on connect, the main thread on ready and reload)."""
+        return status_payload(
+            state,
+            self.topics.node,
+            self.reporter.started_wall,
+            self.reporter.node_info(),
+            self._model_name() or None,
+            self.streams,
+        )
+
+    def publish_status(self) -> None:
+        self.publisher.publish_now(self.topics.status, self._status(ONLINE), qos=1, retain=True)
 
     # ---- Home Assistant ------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from voxnode.mqtt.mailbox import Mailbox
 from voxnode.mqtt.refusals import HeldFinal
 from voxnode.mqtt.spool import Spool
 from voxnode.mqtt.stats import MqttStats
+from voxnode.mqtt.status import OFFLINE, ONLINE
 from voxnode.mqtt.topics import Topics
 
 log = logging.getLogger("voxnode.mqtt")
@@ -56,6 +57,7 @@ class MqttPublisher:
         sync_topic: str | None = None,
         on_message: Callable[[str, bytes, bool], None] = lambda topic, payload, retained: None,
         on_connected: Callable[[], None] = lambda: None,
+        status: Callable[[str], bytes] = lambda state: state.encode(),
     ):
         self.config = config
         self.topics = topics
@@ -66,6 +68,7 @@ class MqttPublisher:
         self._sync_topic = sync_topic  # published (empty) right after subscribing; see Topics.sync
         self._on_message_hook = on_message  # paho's thread: must only queue
         self._on_connected = on_connected
+        self._status = status  # "online"/"offline" -> the status payload (mqtt/status.py)
         # "stored": a wake-up (one pending is enough); "unstored": finals the spool could not keep.
         self._mailbox = Mailbox({"stored": 1, "unstored": FINALS_QUEUE, "partial": PARTIALS_QUEUE})
         # Publisher thread only:
@@ -83,7 +86,7 @@ class MqttPublisher:
         c = self.config
         client = make_paho_client(c, c.client_id or f"voxnode-{self.topics.node}")
         # Broker restarts fire the will too, so on_connect republishes "online" every time.
-        client.will_set(self.topics.status, "offline", qos=1, retain=True)
+        client.will_set(self.topics.status, self._status(OFFLINE), qos=1, retain=True)
         # paho's annotations say int; it computes with the floats the config allows (0.1 s and up).
         client.reconnect_delay_set(min_delay=c.reconnect_min_s, max_delay=c.reconnect_max_s)  # type: ignore[arg-type]
         client.max_inflight_messages_set(min(c.inflight_window, 65535))
@@ -173,7 +176,7 @@ class MqttPublisher:
             flags.session_present,
             self.spool.count,
         )
-        client.publish(self.topics.status, "online", qos=1, retain=True)
+        client.publish(self.topics.status, self._status(ONLINE), qos=1, retain=True)
         if self._subscriptions:
             client.subscribe([(topic, 1) for topic in self._subscriptions])
         if self._sync_topic:
@@ -364,7 +367,7 @@ class MqttPublisher:
         self._mailbox.put("stop")
         self._thread.join(10.0)
         if self.stats.connected:
-            info = self.client.publish(self.topics.status, "offline", qos=1, retain=True)
+            info = self.client.publish(self.topics.status, self._status(OFFLINE), qos=1, retain=True)
             deadline = time.monotonic() + CLOSE_ACK_WAIT_S
             while time.monotonic() < deadline and self.stats.connected:
                 self._drain_acks_after_stop()

@@ -7,6 +7,7 @@ Two kinds of device (docs/mqtt.md#home-assistant), each one retained message:
   node (`via_device`) and placed in the stream's `area`: transcript, final event,
   partial, last final, mute switch, capture problem, counters, latency, noise floor, and on a
   stream that listens for a wake word ([wake]) a wake event.
+Availability follows the `state` of the JSON {prefix}/{node}/status (mqtt/status.py).
 
 Rules checked against a real Home Assistant (tests/ha/):
 - `qos` sits on every component: releases before mid-2026 ignore a device-level one
@@ -60,6 +61,7 @@ def _base(topics: Topics, device: dict) -> dict:
         "dev": device,
         "o": ORIGIN,
         "avty_t": topics.status,
+        "avty_tpl": "{{ value_json.state }}",  # the status is JSON (mqtt/status.py)
         "pl_avail": "online",
         "pl_not_avail": "offline",
         "cmps": {},

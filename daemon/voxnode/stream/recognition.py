@@ -33,10 +33,12 @@ class Recognition(Component):
         emit: Callable[[TranscriptEvent | WakeEvent], None],
         recognizers: Sequence[Recognizer] = (),
         clock: Callable[[], float] = time.monotonic,
+        on_decoded: Callable[[str, str, float], None] | None = None,
     ):
         self._config = config
         self._emit = emit
         self._clock = clock
+        self._on_decoded = on_decoded  # (stream, kind, engine seconds) after each decode
         self.recognizers = list(recognizers)  # empty: start() loads [asr] engine, one per decode worker
         self._scheduler: DecodeScheduler | None = None
         self.pipelines: dict[str, StreamPipeline] = {}
@@ -52,7 +54,9 @@ class Recognition(Component):
             from voxnode.asr.backends import load_recognizers
 
             self.recognizers = load_recognizers(self._config.asr, self._config.stream.decode_workers)
-        self._scheduler = DecodeScheduler(self.recognizers, scheduler_params(self._config), self._clock)
+        self._scheduler = DecodeScheduler(
+            self.recognizers, scheduler_params(self._config), self._clock, on_decoded=self._on_decoded
+        )
         self._scheduler.start()
 
     @property

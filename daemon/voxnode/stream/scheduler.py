@@ -64,6 +64,9 @@ class DecodeJob:
     tag: Any = None  # owner's bookkeeping (utterance id, pause id, ...)
     prompt: str | None = None  # the stream's recognition prompt; None = the recognizer's own
     hotwords: tuple[str, ...] | None = None  # the stream's hotwords; None = the recognizer's own
+    # The `stream` the decode-time observer is told ("" = `stream`): owners whose keys come and go
+    # (one per Wyoming request) share one, so the voxnode_decode_seconds series stay bounded.
+    observed_as: str = ""
     submitted: float = 0.0
     started: float = 0.0
     finished: float = 0.0
@@ -95,7 +98,11 @@ class SchedulerStats:
 
 class DecodeScheduler:
     def __init__(
-        self, recognizers: Sequence[Recognizer], params: SchedulerParams, clock: Callable[[], float] = time.monotonic
+        self,
+        recognizers: Sequence[Recognizer],
+        params: SchedulerParams,
+        clock: Callable[[], float] = time.monotonic,
+        on_decoded: Callable[[str, str, float], None] | None = None,
     ):
         # Worker i uses engine i % len: one engine instance serialises its calls, so
         # parallel decoding needs as many engines as workers (see docs/benchmarks.md).
@@ -103,6 +110,9 @@ class DecodeScheduler:
             raise ValueError("the decode scheduler needs at least one recognizer")
         self._recs = list(recognizers)
         self.params = params
+        # (stream, kind, engine seconds) after every decode, on the decode thread: the health
+        # reporter's decode-time histogram. Must not block.
+        self._on_decoded = on_decoded
         self._clock = clock
         self._cv = threading.Condition()
         self._queues: dict[JobKind, dict[str, deque[DecodeJob]]] = {k: {} for k in JobKind}
@@ -194,6 +204,7 @@ class DecodeScheduler:
             oldest = min((d[0].submitted for qs in self._queues.values() for d in qs.values() if d), default=now)
             s = self._stats
             return {
+                "workers": len(self.heartbeats),  # params.workers follows a reload; the threads do not
                 "queue_depth": s.queue_depth,
                 "max_queue_depth": s.max_queue_depth,
                 "finals_pending": self._pending_finals(),
@@ -306,6 +317,11 @@ class DecodeScheduler:
             if job.cancelled and outcome == JobOutcome.DONE:
                 outcome = JobOutcome.CANCELLED
             self._cv.notify_all()
+        if self._on_decoded is not None:
+            try:
+                self._on_decoded(job.observed_as or job.stream, job.kind.name.lower(), job.finished - job.started)
+            except Exception:  # noqa: BLE001 - an observer must not cost a transcript
+                log.exception("decode observer failed")
         self._account(job, outcome)
         job.on_done(job, outcome, result)
 

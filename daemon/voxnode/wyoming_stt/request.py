@@ -59,6 +59,10 @@ class RequestParams:
 # silence and four sentences), so, as Whisper's own transcribe() does, it silences a result only when
 # the text is also unlikely: mean log-probability below -1.0 (its logprob_threshold).
 WHISPER_LOGPROB_THRESHOLD = -1.0
+# Every request's decode times are observed (the voxnode_decode_seconds histogram, label `stream`)
+# under this one name, not the request's own key: one key per request would add series without
+# bound. The ":" keeps it apart from every stream name (config STREAM_NAME_PATTERN).
+OBSERVED_AS = "wyoming:requests"
 
 
 class AudioTooLong(Exception):
@@ -165,7 +169,7 @@ class TranscribeRequest:
 
     def _submit_partial(self) -> None:
         self._last_partial_audio_s = self.audio_s
-        self._partial = DecodeJob(self.key, JobKind.PARTIAL, self._audio(), self._partial_done)
+        self._partial = DecodeJob(self.key, JobKind.PARTIAL, self._audio(), self._partial_done, observed_as=OBSERVED_AS)
         self._sched.submit(self._partial)
 
     def _partial_done(self, job: DecodeJob, outcome: JobOutcome, result: JobResult) -> None:  # decode thread
@@ -197,7 +201,7 @@ class TranscribeRequest:
         if not self._samples:
             fut.set_result(FinalOutcome("", None))
             return fut
-        self._final = DecodeJob(self.key, JobKind.FINAL, self._audio(), self._final_done)
+        self._final = DecodeJob(self.key, JobKind.FINAL, self._audio(), self._final_done, observed_as=OBSERVED_AS)
         self._sched.submit(self._final)
         return fut
 

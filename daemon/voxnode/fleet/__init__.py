@@ -1,0 +1,1 @@
+"""`voxnode fleet`: the nodes of a fleet from their retained MQTT status and health."""

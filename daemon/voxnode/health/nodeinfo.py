@@ -1,0 +1,112 @@
+"""What a node runs on and what it runs: board, OS, kernel, model and config checksums.
+
+For fleets: the MQTT status message and Prometheus' `voxnode_node_info` carry these, so an
+operator sees which nodes run which board, OS, model and config. `root` lets tests use a fake
+/proc, /sys and /etc.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import platform
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from voxnode import __version__
+from voxnode.asr.locate import default_model_dir
+from voxnode.config.render import render_effective
+from voxnode.errors import ModelError
+
+if TYPE_CHECKING:
+    from voxnode.config import Config
+
+# Device-tree boards (Raspberry Pi, Jetson, most ARM boards) name themselves here, NUL-terminated:
+# "Raspberry Pi 5 Model B Rev 1.0". PCs and most VMs have no device tree but DMI.
+DEVICE_TREE_MODEL = "proc/device-tree/model"
+DMI_PRODUCT = "sys/class/dmi/id/product_name"
+OS_RELEASE = ("etc/os-release", "usr/lib/os-release")
+MAX_TEXT = 100
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    board: str | None
+    os: str | None
+    kernel: str
+    arch: str
+    python: str
+    version: str
+    model_sha256: str | None  # sha256 of the model's manifest.json, which lists every model file's sha256
+    config_sha256: str  # sha256 of `voxnode check-config` output (the effective config, secrets masked)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _first_line(path: Path) -> str | None:
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    text = raw.split(b"\x00", 1)[0].decode("utf-8", errors="replace").strip()
+    return text.splitlines()[0][:MAX_TEXT] if text else None
+
+
+def board_model(root: str | Path = "/") -> str | None:
+    root = Path(root)
+    return _first_line(root / DEVICE_TREE_MODEL) or _first_line(root / DMI_PRODUCT)
+
+
+def os_name(root: str | Path = "/") -> str | None:
+    for name in OS_RELEASE:
+        try:
+            lines = (Path(root) / name).read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip().strip("\"'")[:MAX_TEXT] or None
+    return None
+
+
+@functools.lru_cache(maxsize=8)
+def _file_sha256(path: Path, mtime_ns: int, size: int) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def model_sha256(model_dir: str) -> str | None:
+    """The manifest's checksum (it lists every model file's sha256); None where there is no model."""
+    try:
+        manifest = default_model_dir(model_dir) / "manifest.json"
+        st = manifest.stat()
+        return _file_sha256(manifest, st.st_mtime_ns, st.st_size)
+    except (ModelError, OSError):
+        return None
+
+
+@functools.lru_cache(maxsize=4)
+def config_sha256(config: Config) -> str:
+    return hashlib.sha256(render_effective(config).encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def _platform(root: str) -> tuple[str | None, str | None, str, str, str]:
+    u = os.uname()
+    return board_model(root), os_name(root), u.release, u.machine, platform.python_version()
+
+
+def node_info(config: Config, root: str = "/") -> NodeInfo:
+    board, os_pretty, kernel, arch, python = _platform(root)
+    return NodeInfo(
+        board=board,
+        os=os_pretty,
+        kernel=kernel,
+        arch=arch,
+        python=python,
+        version=__version__,
+        model_sha256=model_sha256(config.asr.model_dir),
+        config_sha256=config_sha256(config),
+    )
