@@ -28,7 +28,7 @@ during against towards toward my your our their his its not uh um er erm let's
 )
 SENTENCE_END = ".?!"
 # A closing '.', '?' or '!' counts only when the decoder gave it at least this probability.
-# Whisper punctuates fragments too ("Ask not." for a speaker who paused after "ask not"), but less
+# Whisper punctuates fragments too ("Turn on the kitchen." for a speaker who paused there), but less
 # surely: on the pocketsphinx + Asterisk corpus cut at a mid-sentence pause, 8 of 39 fragments had
 # P(closing mark) >= 0.6 against 31 of 39 whole sentences (scripts/sim_live.py --show).
 SENTENCE_END_MIN_PROB = 0.6
