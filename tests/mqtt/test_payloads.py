@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 
 from tests.mqtt.broker import retained
 from tests.mqtt.conftest import assert_all_finals_arrived, state_of, states, write_config
@@ -57,12 +58,16 @@ def test_every_payload_type_matches_its_schema(tmp_path, broker, monitor_for, fe
     assert "Traceback" not in f.log()
 
 
-def test_status_retained_online_and_last_will_offline(tmp_path, broker, feeders):
+def test_status_retained_online_and_last_will_offline(tmp_path, broker, feeders, validate):
     cfg = write_config(tmp_path / "c.toml", broker)
     f = feeders(cfg, count=1, interval=0.1, tag="lwt")
     f.wait_accepted(1)
     assert _wait_retained(broker, f"{BASE}/status", "online")
-    assert retained(broker, f"{BASE}/health") is not None  # health is retained too
+    # Health is retained too. It is published after status goes online (on a loaded machine, seconds
+    # after): wait for the retained message itself.
+    health = _poll_retained(broker, f"{BASE}/health", lambda p: True)
+    assert health is not None, f"no retained health; log:\n{f.log()}"
+    assert validate("health", health)["node"] == "testnode"
     f.stop(signal.SIGKILL)  # no DISCONNECT: the broker publishes the will
     assert _wait_retained(broker, f"{BASE}/status", "offline")
     will = json.loads(retained(broker, f"{BASE}/status"))
@@ -74,15 +79,19 @@ def test_status_retained_online_and_last_will_offline(tmp_path, broker, feeders)
     assert state_of(retained(broker, f"{BASE}/status")) == "offline"
 
 
-def _wait_retained(broker, topic, want, timeout=10.0):
-    import time
-
+def _poll_retained(broker, topic, accept, timeout=10.0) -> bytes | None:
+    """The retained message on `topic` once one is there that `accept` takes, or None after `timeout`."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        if state_of(retained(broker, topic, timeout=1.0)) == want:
-            return True
+        payload = retained(broker, topic, timeout=1.0)
+        if payload is not None and accept(payload):
+            return payload
         time.sleep(0.1)
-    return False
+    return None
+
+
+def _wait_retained(broker, topic, want, timeout=10.0) -> bool:
+    return _poll_retained(broker, topic, lambda p: state_of(p) == want, timeout) is not None
 
 
 def test_online_is_republished_after_a_broker_restart(tmp_path, broker, monitor_for, feeders):

@@ -3,10 +3,14 @@ namespace where a tmpfs hides the host's /run/systemd, bind the journal's native
 commands, and write every entry received as JSON.
 
     unshare -m --propagation private sh -c 'mount -t tmpfs tmpfs /run/systemd && \\
-        exec python -m tests.systemd.fake_journald OUT.json SECONDS -- CMD ... [--- CMD ...]'
+        exec python -m tests.systemd.fake_journald OUT.json SECONDS [--until TEXT] -- CMD ... [--- CMD ...]'
 
-Each command runs for at most SECONDS, then gets SIGTERM. Entries follow journald's native
-protocol: "KEY=VALUE\\n", or for values with newlines "KEY\\n" + 64-bit LE length + data + "\\n".
+Each command runs until it exits, at most SECONDS, then gets SIGTERM. With --until, a command also
+gets SIGTERM as soon as an entry whose MESSAGE contains TEXT has arrived since it started: the run
+lasts as long as the machine needs to get there, not a fixed time that a loaded machine overruns.
+Entries follow journald's native protocol: "KEY=VALUE\\n", or for values with newlines "KEY\\n" +
+64-bit LE length + data + "\\n". Once the commands have exited, whatever they sent is in the socket's
+queue (a datagram send returns once queued at the receiver): it is all read before OUT is written.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 
 SOCKET = "/run/systemd/journal/socket"
 
@@ -40,8 +45,26 @@ def parse(data: bytes) -> dict[str, str]:
     return fields
 
 
+def run(cmd: list[str], seconds: float, until: str | None, entries: list[dict]) -> int:
+    """Run `cmd` until it exits, `until` shows up in a new entry's MESSAGE, or `seconds` pass."""
+    seen = len(entries)
+    end = time.monotonic() + seconds
+    p = subprocess.Popen(cmd)
+    while p.poll() is None and time.monotonic() < end:
+        if until is not None and any(until in e.get("MESSAGE", "") for e in entries[seen:]):
+            break
+        time.sleep(0.05)
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+    return p.wait(10)
+
+
 def main(argv: list[str]) -> int:
-    out, seconds, rest = argv[0], float(argv[1]), argv[3:]
+    out, seconds = argv[0], float(argv[1])
+    until = None
+    if argv[2] == "--until":
+        until, argv = argv[3], argv[:2] + argv[4:]
+    rest = argv[3:]  # after "--"
     commands, cur = [], []
     for a in rest:
         if a == "---":
@@ -66,16 +89,15 @@ def main(argv: list[str]) -> int:
 
     t = threading.Thread(target=receive, daemon=True)
     t.start()
-    codes = []
-    for cmd in commands:
-        p = subprocess.Popen(cmd)
-        try:
-            codes.append(p.wait(seconds))
-        except subprocess.TimeoutExpired:
-            p.send_signal(signal.SIGTERM)
-            codes.append(p.wait(10))
+    codes = [run(cmd, seconds, until, entries) for cmd in commands]
     done.set()
-    t.join(1)
+    t.join()
+    sock.setblocking(False)
+    while True:  # what the receiver had not read yet when the last command exited
+        try:
+            entries.append(parse(sock.recv(1 << 20)))
+        except BlockingIOError:
+            break
     with open(out, "w") as f:
         json.dump({"entries": entries, "exit_codes": codes}, f)
     return 0
