@@ -22,6 +22,7 @@ NODE = 'job=~"$job", node=~"$node"'
 STREAM = f'{NODE}, stream=~"$stream"'
 # process_* carry no node label: take it from voxnode_build_info of the same target.
 BY_NODE = f"* on (instance, job) group_left (node) voxnode_build_info{{{NODE}}}"
+GRAPH_H = 8  # grid rows of every time series panel (the stat tiles: 4)
 
 
 def quantile(q: float, by: str, metric: str, selector: str, window: str = "$__rate_interval") -> str:
@@ -57,6 +58,10 @@ class Grid:
         self.row_h = max(self.row_h, h)
         self.panels.append(panel)
 
+    def graph(self, w: int, title: str, targets: list[dict], unit: str = "short", description: str = "") -> None:
+        """A time series panel, GRAPH_H high."""
+        self.add(timeseries(title, targets, unit, description), w, GRAPH_H)
+
     def _newline(self) -> None:
         self.y += self.row_h
         self.x = 0
@@ -69,16 +74,16 @@ def target(expr: str, legend: str = "", ref: str = "A", **extra) -> dict:
     return t
 
 
-def timeseries(title: str, targets: list[dict], unit: str = "short", description: str = "", **options) -> dict:
+def timeseries(title: str, targets: list[dict], unit: str = "short", description: str = "") -> dict:
+    """Its targets get the refIds A, B, C... in order."""
     return {
         "type": "timeseries",
         "title": title,
         "description": description,
         "datasource": DS,
-        "targets": targets,
+        "targets": [{**t, "refId": chr(ord("A") + i)} for i, t in enumerate(targets)],
         "fieldConfig": {"defaults": {"unit": unit, "custom": {"lineWidth": 1, "fillOpacity": 5}}, "overrides": []},
         "options": {"legend": {"displayMode": "table", "placement": "right", "calcs": ["lastNotNull", "max"]}},
-        **options,
     }
 
 
@@ -184,9 +189,7 @@ def dashboard() -> dict:
     g.row("Fleet overview")
     g.add(stat("Nodes up", 'count(up{job=~"$job"} == 1) or vector(0)'), 4, 4)
     g.add(
-        stat("Nodes down", 'count(up{job=~"$job"} == 0) or vector(0)', thresholds=[(None, "green"), (1, "red")]),
-        4,
-        4,
+        stat("Nodes down", 'count(up{job=~"$job"} == 0) or vector(0)', thresholds=[(None, "green"), (1, "red")]), 4, 4
     )
     g.add(
         stat(
@@ -219,75 +222,38 @@ def dashboard() -> dict:
     )
     g.add(nodes_table(), 24, 8)
     rate = "$__rate_interval"
-    g.add(
-        timeseries(
-            "Final latency p95 by node",
-            [
-                target(
-                    quantile(0.95, "node, ", "voxnode_final_latency_seconds", NODE),
-                    "{{node}}",
-                )
-            ],
-            unit="s",
-        ),
+    g.graph(
         12,
-        8,
+        "Final latency p95 by node",
+        [target(quantile(0.95, "node, ", "voxnode_final_latency_seconds", NODE), "{{node}}")],
+        unit="s",
     )
-    g.add(
-        timeseries(
-            "Resident memory by node", [target(f"process_resident_memory_bytes {BY_NODE}", "{{node}}")], "bytes"
-        ),
-        12,
-        8,
+    g.graph(12, "Resident memory by node", [target(f"process_resident_memory_bytes {BY_NODE}", "{{node}}")], "bytes")
+    g.graph(
+        12, "CPU by node (1 = one core)", [target(f"rate(process_cpu_seconds_total[{rate}]) {BY_NODE}", "{{node}}")]
     )
-    g.add(
-        timeseries(
-            "CPU by node (1 = one core)", [target(f"rate(process_cpu_seconds_total[{rate}]) {BY_NODE}", "{{node}}")]
-        ),
+    g.graph(12, "SoC temperature", [target(f"voxnode_soc_temperature_celsius{{{NODE}}}", "{{node}}")], "celsius")
+    g.graph(12, "MQTT backlog", [target(f"voxnode_mqtt_backlog_messages{{{NODE}}}", "{{node}}")])
+    g.graph(
         12,
-        8,
-    )
-    g.add(
-        timeseries("SoC temperature", [target(f"voxnode_soc_temperature_celsius{{{NODE}}}", "{{node}}")], "celsius"),
-        12,
-        8,
-    )
-    g.add(timeseries("MQTT backlog", [target(f"voxnode_mqtt_backlog_messages{{{NODE}}}", "{{node}}")]), 12, 8)
-    g.add(
-        timeseries(
-            "Dropped frames per second",
-            [target(f"rate(voxnode_stream_dropped_frames_total{{{NODE}}}[{rate}])", "{{node}}/{{stream}}")],
-        ),
-        12,
-        8,
+        "Dropped frames per second",
+        [target(f"rate(voxnode_stream_dropped_frames_total{{{NODE}}}[{rate}])", "{{node}}/{{stream}}")],
     )
 
     g.row("Node detail ($node, $stream)")
-    g.add(
-        timeseries(
-            "Capture state",
-            [target(f"voxnode_stream_state{{{STREAM}}} == 1", "{{node}}/{{stream}} {{state}}")],
-            description="1 for the capture's current state: running is fine; backoff: the device cannot be opened.",
-        ),
+    g.graph(
         8,
-        8,
+        "Capture state",
+        [target(f"voxnode_stream_state{{{STREAM}}} == 1", "{{node}}/{{stream}} {{state}}")],
+        description="1 for the capture's current state: running is fine; backoff: the device cannot be opened.",
     )
-    g.add(
-        timeseries(
-            "Seconds since the last audio frame",
-            [target(f"voxnode_stream_audio_age_seconds{{{STREAM}}}", "{{node}}/{{stream}}")],
-            "s",
-        ),
+    g.graph(
         8,
-        8,
+        "Seconds since the last audio frame",
+        [target(f"voxnode_stream_audio_age_seconds{{{STREAM}}}", "{{node}}/{{stream}}")],
+        "s",
     )
-    g.add(
-        timeseries(
-            "Noise floor", [target(f"voxnode_stream_noise_floor_dbfs{{{STREAM}}}", "{{node}}/{{stream}}")], "dB"
-        ),
-        8,
-        8,
-    )
+    g.graph(8, "Noise floor", [target(f"voxnode_stream_noise_floor_dbfs{{{STREAM}}}", "{{node}}/{{stream}}")], "dB")
     g.add(
         {
             "type": "heatmap",
@@ -305,120 +271,78 @@ def dashboard() -> dict:
         12,
         8,
     )
-    g.add(
-        timeseries(
-            "Final latency p50 / p95",
-            [
-                target(
-                    quantile(0.5, "node, stream, ", "voxnode_final_latency_seconds", STREAM),
-                    "p50 {{node}}/{{stream}}",
-                ),
-                target(
-                    quantile(0.95, "node, stream, ", "voxnode_final_latency_seconds", STREAM),
-                    "p95 {{node}}/{{stream}}",
-                    ref="B",
-                ),
-            ],
-            unit="s",
-        ),
+    g.graph(
         12,
-        8,
+        "Final latency p50 / p95",
+        [
+            target(quantile(0.5, "node, stream, ", "voxnode_final_latency_seconds", STREAM), "p50 {{node}}/{{stream}}"),
+            target(
+                quantile(0.95, "node, stream, ", "voxnode_final_latency_seconds", STREAM), "p95 {{node}}/{{stream}}"
+            ),
+        ],
+        unit="s",
     )
-    g.add(
-        timeseries(
-            "Decode time p95 by kind",
-            [
-                target(
-                    quantile(0.95, "node, kind, ", "voxnode_decode_seconds", STREAM),
-                    "{{node}} {{kind}}",
-                )
-            ],
-            unit="s",
-        ),
+    g.graph(
         8,
-        8,
+        "Decode time p95 by kind",
+        [target(quantile(0.95, "node, kind, ", "voxnode_decode_seconds", STREAM), "{{node}} {{kind}}")],
+        unit="s",
     )
-    g.add(
-        timeseries(
-            "Engine busy (1 = every decode worker busy)",
-            [
-                target(
-                    f"rate(voxnode_decode_busy_seconds_total{{{NODE}}}[{rate}]) / voxnode_decode_workers{{{NODE}}}",
-                    "{{node}}",
-                )
-            ],
-            unit="percentunit",
-        ),
+    g.graph(
         8,
-        8,
+        "Engine busy (1 = every decode worker busy)",
+        [
+            target(
+                f"rate(voxnode_decode_busy_seconds_total{{{NODE}}}[{rate}]) / voxnode_decode_workers{{{NODE}}}",
+                "{{node}}",
+            )
+        ],
+        unit="percentunit",
     )
-    g.add(
-        timeseries(
-            "Decode queue",
-            [
-                target(f"voxnode_decode_queue_jobs{{{NODE}}}", "{{node}} jobs"),
-                target(f"voxnode_decode_pending_finals{{{NODE}}}", "{{node}} finals", ref="B"),
-            ],
-        ),
+    g.graph(
         8,
-        8,
+        "Decode queue",
+        [
+            target(f"voxnode_decode_queue_jobs{{{NODE}}}", "{{node}} jobs"),
+            target(f"voxnode_decode_pending_finals{{{NODE}}}", "{{node}} finals"),
+        ],
     )
-    g.add(
-        timeseries(
-            "Transcripts per minute",
-            [
-                target(f"60 * rate(voxnode_stream_finals_total{{{STREAM}}}[{rate}])", "finals {{node}}/{{stream}}"),
-                target(
-                    f"60 * rate(voxnode_stream_suppressed_total{{{STREAM}}}[{rate}])",
-                    "suppressed {{node}}/{{stream}}",
-                    ref="B",
-                ),
-                target(
-                    f"60 * rate(voxnode_stream_finals_lost_total{{{STREAM}}}[{rate}])",
-                    "lost {{node}}/{{stream}}",
-                    ref="C",
-                ),
-            ],
-        ),
+    g.graph(
         12,
-        8,
+        "Transcripts per minute",
+        [
+            target(f"60 * rate(voxnode_stream_finals_total{{{STREAM}}}[{rate}])", "finals {{node}}/{{stream}}"),
+            target(f"60 * rate(voxnode_stream_suppressed_total{{{STREAM}}}[{rate}])", "suppressed {{node}}/{{stream}}"),
+            target(f"60 * rate(voxnode_stream_finals_lost_total{{{STREAM}}}[{rate}])", "lost {{node}}/{{stream}}"),
+        ],
     )
-    g.add(
-        timeseries(
-            "Memory",
-            [
-                target(f"process_resident_memory_bytes {BY_NODE}", "RSS {{node}}"),
-                target(f"voxnode_heap_in_use_bytes{{{NODE}}}", "heap in use {{node}}", ref="B"),
-                target(f"voxnode_heap_free_bytes{{{NODE}}}", "heap free {{node}}", ref="C"),
-                target(f"voxnode_rss_growth_bytes{{{NODE}}}", "leak watch growth {{node}}", ref="D"),
-            ],
-            unit="bytes",
-        ),
+    g.graph(
         12,
-        8,
+        "Memory",
+        [
+            target(f"process_resident_memory_bytes {BY_NODE}", "RSS {{node}}"),
+            target(f"voxnode_heap_in_use_bytes{{{NODE}}}", "heap in use {{node}}"),
+            target(f"voxnode_heap_free_bytes{{{NODE}}}", "heap free {{node}}"),
+            target(f"voxnode_rss_growth_bytes{{{NODE}}}", "leak watch growth {{node}}"),
+        ],
+        unit="bytes",
     )
-    g.add(
-        timeseries(
-            "Throttling (Raspberry Pi)",
-            [target(f"voxnode_soc_throttled{{{NODE}}}", "{{node}} {{reason}}")],
-            description="1 while the firmware reports the condition.",
-        ),
+    g.graph(
         8,
-        8,
+        "Throttling (Raspberry Pi)",
+        [target(f"voxnode_soc_throttled{{{NODE}}}", "{{node}} {{reason}}")],
+        description="1 while the firmware reports the condition.",
     )
-    g.add(
-        timeseries(
-            "MQTT",
-            [
-                target(f"voxnode_mqtt_connected{{{NODE}}}", "{{node}} connected"),
-                target(f"60 * rate(voxnode_mqtt_published_total{{{NODE}}}[{rate}])", "{{node}} published/min", ref="B"),
-                target(f"increase(voxnode_mqtt_rejected_total{{{NODE}}}[{rate}])", "{{node}} rejected", ref="C"),
-            ],
-        ),
+    g.graph(
         8,
-        8,
+        "MQTT",
+        [
+            target(f"voxnode_mqtt_connected{{{NODE}}}", "{{node}} connected"),
+            target(f"60 * rate(voxnode_mqtt_published_total{{{NODE}}}[{rate}])", "{{node}} published/min"),
+            target(f"increase(voxnode_mqtt_rejected_total{{{NODE}}}[{rate}])", "{{node}} rejected"),
+        ],
     )
-    g.add(timeseries("Spool size", [target(f"voxnode_mqtt_spool_bytes{{{NODE}}}", "{{node}}")], "bytes"), 8, 8)
+    g.graph(8, "Spool size", [target(f"voxnode_mqtt_spool_bytes{{{NODE}}}", "{{node}}")], "bytes")
     return {
         "title": "voxnode fleet",
         "uid": "voxnode-fleet",

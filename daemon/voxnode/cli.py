@@ -79,27 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
     fleet.add_argument("--timeout", type=_positive, default=5.0, metavar="S", help="wait for the broker (default 5)")
     fleet.add_argument("--interval", type=_positive, default=2.0, metavar="S", help="live: redraw every S (default 2)")
     limits = Limits()
-    fleet.add_argument(
-        "--stall-after",
-        type=_positive,
-        default=limits.stall_s,
-        metavar="S",
-        help=f"a stream with no audio for S counts as stalled (default {limits.stall_s:g})",
-    )
-    fleet.add_argument(
-        "--latency-target",
-        type=_positive,
-        default=limits.latency_p95_s,
-        metavar="S",
-        help=f"a final latency p95 above S is a problem (default {limits.latency_p95_s:g})",
-    )
-    fleet.add_argument(
-        "--backlog-max",
-        type=int,
-        default=limits.backlog,
-        metavar="N",
-        help=f"more than N finals waiting for the broker is a problem (default {limits.backlog})",
-    )
+    for flag, kind, default, metavar, meaning in (
+        ("--stall-after", _positive, limits.stall_s, "S", "a stream with no audio for S counts as stalled"),
+        ("--latency-target", _positive, limits.latency_p95_s, "S", "a final latency p95 above S is a problem"),
+        ("--backlog-max", int, limits.backlog, "N", "more than N finals waiting for the broker is a problem"),
+    ):
+        fleet.add_argument(flag, type=kind, default=default, metavar=metavar, help=f"{meaning} (default {default:g})")
 
     demo = with_config(sub.add_parser("demo", help="run on a bundled speech clip through a real ALSA PCM"))
     demo.add_argument("--stdout", action="store_true", help="write every event as one JSON line on stdout")

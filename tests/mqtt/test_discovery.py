@@ -2,7 +2,7 @@
 no longer has (reload, restart with another config, an older layout), discovery switched off, and
 `voxnode mqtt-forget` (what `make uninstall` / `make purge` run).
 
-MqttBridge and the health reporter run in-process with a stand-in daemon (snapshot, streams, mute):
+MqttBridge and the health reporter run in-process with a stand-in daemon (tests/mqtt/standin.py):
 no audio is needed to decide what to announce. tests/ha/ checks the same payloads inside a real Home Assistant.
 """
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 from tests.mqtt.broker import Broker, retained
 from tests.mqtt.conftest import ROOT, write_config
+from tests.mqtt.standin import StandInDaemon, mqtt_config
 from voxnode.config import Config
-from voxnode.config.audio import StreamConfig
 from voxnode.config.mqtt import node_id_for
 from voxnode.health.reporter import HealthReporter
 from voxnode.mqtt.announcer import Announcer
@@ -33,64 +33,6 @@ NODE_TOPIC = "homeassistant/device/testnode/config"
 
 def stream_topic(s: str) -> str:
     return f"homeassistant/device/testnode/{s}/config"
-
-
-def make_config(tmp_path: Path, broker: Broker, streams: dict[str, str], **mqtt) -> Config:
-    base = Config()
-    return dataclasses.replace(
-        base,
-        streams=tuple(StreamConfig(name=n, device="null", area=a) for n, a in streams.items()),
-        mqtt=dataclasses.replace(
-            base.mqtt,
-            enabled=True,
-            host="127.0.0.1",
-            port=broker.port,
-            node_id="testnode",
-            reconnect_min_s=0.2,
-            reconnect_max_s=1.0,
-            spool_path=str(tmp_path / "spool.sqlite"),
-            **mqtt,
-        ),
-    )
-
-
-class StandInDaemon:
-    """What MqttBridge and the health reporter read from the daemon: its config, streams, snapshot and
-    mute state (no engine loaded)."""
-
-    def __init__(self, config: Config):
-        self.config = config
-        self.muted: set[str] = set()
-
-    def stream_names(self):
-        return [s.name for s in self.config.effective_streams()]
-
-    def snapshot(self):
-        return {
-            "uptime_s": 1.0,
-            "streams": {
-                n: {
-                    "state": "running",
-                    "queue_depth": 0,
-                    "dropped_frames": 0,
-                    "xruns": 0,
-                    "device_errors": 0,
-                }
-                for n in self.stream_names()
-            },
-        }
-
-    def is_muted(self, s):
-        return s in self.muted
-
-    def set_muted(self, s, m):
-        (self.muted.add if m else self.muted.discard)(s)
-
-    def request_reload(self):
-        pass
-
-    def engine_info(self):
-        return None
 
 
 class Running:
@@ -139,7 +81,7 @@ def is_tombstone(cmps: dict) -> bool:
 
 
 def test_a_stream_removed_on_reload_is_sent_as_tombstones_and_its_mute_state_cleared(tmp_path, broker, validate):
-    config = make_config(tmp_path, broker, {"kitchen": "Kitchen", "hall": ""})
+    config = mqtt_config(tmp_path, broker, {"kitchen": "Kitchen", "hall": ""})
     daemon = StandInDaemon(config)
     run = Running(config, daemon)
     try:
@@ -166,11 +108,11 @@ def test_a_stream_removed_on_reload_is_sent_as_tombstones_and_its_mute_state_cle
 
 
 def test_a_stream_removed_while_the_daemon_was_down_is_removed_from_what_the_broker_retains(tmp_path, broker):
-    first = make_config(tmp_path, broker, {"kitchen": "", "hall": ""})
+    first = mqtt_config(tmp_path, broker, {"kitchen": "", "hall": ""})
     run = Running(first, StandInDaemon(first))
     assert run.tick_until(lambda: retained(broker, stream_topic("hall")))
     run.close()
-    second = make_config(tmp_path, broker, {"kitchen": ""})
+    second = mqtt_config(tmp_path, broker, {"kitchen": ""})
     run = Running(second, StandInDaemon(second))
     try:
         # Learnt from the retained copy the broker hands over on subscribe, not from local state.
@@ -201,7 +143,7 @@ def test_components_no_longer_announced_are_tombstoned_and_the_tombstones_kept(t
     }
     mon = monitor_for(broker)
     mon.client.publish(NODE_TOPIC, json.dumps(old), qos=1, retain=True).wait_for_publish(5)
-    config = make_config(tmp_path, broker, {"mic": ""})
+    config = mqtt_config(tmp_path, broker, {"mic": ""})
     no_thermal = tmp_path / "empty-root"  # no /sys/class/thermal: the board has no thermal zone
     no_thermal.mkdir()
     for attempt in range(2):  # the second run reads the tombstones the first one left, and keeps them
@@ -233,7 +175,7 @@ def test_optional_entities_follow_what_the_node_reports(tmp_path, broker):
     (fw / "get_throttled").write_text("0x50005\n")  # under-voltage and throttled now
     (board / "proc/device-tree").mkdir(parents=True)
     (board / "proc/device-tree/model").write_bytes(b"Raspberry Pi 5 Model B Rev 1.0\x00")
-    config = make_config(tmp_path, broker, {"kitchen": ""})
+    config = mqtt_config(tmp_path, broker, {"kitchen": ""})
     run = Running(config, StandInDaemon(config), thermal_root=str(board), board_root=str(board))
     try:
         assert run.tick_until(lambda: retained(broker, stream_topic("kitchen")) and retained(broker, NODE_TOPIC))
@@ -249,7 +191,7 @@ def test_optional_entities_follow_what_the_node_reports(tmp_path, broker):
 def test_without_those_fields_nothing_is_announced_that_would_stay_unknown(tmp_path, broker):
     bare = tmp_path / "bare"
     bare.mkdir()
-    config = make_config(tmp_path, broker, {"kitchen": ""})
+    config = mqtt_config(tmp_path, broker, {"kitchen": ""})
     run = Running(config, StandInDaemon(config), thermal_root=str(bare), board_root=str(bare))
     try:
         assert run.tick_until(lambda: retained(broker, stream_topic("kitchen")) and retained(broker, NODE_TOPIC))
@@ -281,11 +223,11 @@ def test_without_those_fields_nothing_is_announced_that_would_stay_unknown(tmp_p
 
 
 def test_discovery_switched_off_leaves_empty_retained_configs(tmp_path, broker):
-    on = make_config(tmp_path, broker, {"kitchen": "", "hall": ""})
+    on = mqtt_config(tmp_path, broker, {"kitchen": "", "hall": ""})
     run = Running(on, StandInDaemon(on))
     assert run.tick_until(lambda: retained(broker, stream_topic("hall")) and retained(broker, NODE_TOPIC))
     run.close()
-    off = make_config(tmp_path, broker, {"kitchen": ""}, discovery=False)
+    off = mqtt_config(tmp_path, broker, {"kitchen": ""}, discovery=False)
     run = Running(off, StandInDaemon(off))
     try:
         assert run.tick_until(
@@ -326,7 +268,7 @@ def test_announcer_sends_a_removed_streams_tombstones_once():
 def test_an_area_change_on_reload_reannounces_without_restarting_the_capture(tmp_path, broker):
     from voxnode.reload import plan_reload
 
-    config = make_config(tmp_path, broker, {"kitchen": ""})
+    config = mqtt_config(tmp_path, broker, {"kitchen": ""})
     moved = dataclasses.replace(config, streams=(dataclasses.replace(config.streams[0], area="Living room"),))
     assert plan_reload(config, moved).keep == ("kitchen",)  # the area does not touch the capture
     daemon = StandInDaemon(config)
@@ -347,7 +289,7 @@ def test_a_wake_word_gives_its_stream_a_wake_event_and_turning_it_off_on_reload_
 ):
     from voxnode.config.wake import WakeConfig
 
-    plain = make_config(tmp_path, broker, {"kitchen": "", "hall": ""})
+    plain = mqtt_config(tmp_path, broker, {"kitchen": "", "hall": ""})
     config = dataclasses.replace(plain, wake=WakeConfig(enabled=True))
     daemon = StandInDaemon(config)
     run = Running(config, daemon)

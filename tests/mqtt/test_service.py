@@ -1,19 +1,19 @@
 """MqttBridge in-process against a real Mosquitto: spool bound, bad events, health reports.
 
-A stand-in daemon supplies snapshot()/mute/engine_info to the health reporter here (no audio
-needed for these); the subprocess tests (test_payloads, test_outages, and the decode_workers
+A stand-in daemon (tests/mqtt/standin.py) supplies snapshot()/mute/engine_info to the health
+reporter here (no audio needed for these); the subprocess tests (test_payloads, test_outages, and the decode_workers
 test below) use the real Daemon.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import time
 
 from tests.mqtt.broker import Broker
 from tests.mqtt.conftest import write_config
+from tests.mqtt.standin import StandInDaemon, mqtt_config
 from voxnode.asr.whisper_litert import LiteRtEngineInfo
 from voxnode.config import Config
 from voxnode.events import TranscriptEvent
@@ -23,52 +23,9 @@ from voxnode.mqtt.bridge import MqttBridge
 BASE = "voxnode/testnode"
 
 
-class StandInDaemon:
-    def __init__(self):
-        self.muted = set()
-        self.config = Config()  # the status message checksums it
-
-    def snapshot(self):
-        return {
-            "uptime_s": 1.0,
-            "streams": {
-                "mic": {"state": "running", "queue_depth": 0, "dropped_frames": 0, "xruns": 0, "device_errors": 0}
-            },
-        }
-
-    def stream_names(self):
-        return ["mic"]
-
-    def is_muted(self, s):
-        return s in self.muted
-
-    def set_muted(self, s, m):
-        (self.muted.add if m else self.muted.discard)(s)
-
-    def request_reload(self):
-        pass
-
-    def engine_info(self):
-        return None
-
-
 def make_service(tmp_path, broker: Broker, daemon=None, **mqtt) -> MqttBridge:
-    base = Config()
-    cfg = dataclasses.replace(
-        base,
-        mqtt=dataclasses.replace(
-            base.mqtt,
-            enabled=True,
-            host="127.0.0.1",
-            port=broker.port,
-            node_id="testnode",
-            reconnect_min_s=0.2,
-            reconnect_max_s=1.0,
-            spool_path=str(tmp_path / "spool.sqlite"),
-            **mqtt,
-        ),
-    )
-    return MqttBridge(cfg, HealthReporter(cfg.health, "testnode", daemon or StandInDaemon()))
+    cfg = mqtt_config(tmp_path, broker, **mqtt)
+    return MqttBridge(cfg, HealthReporter(cfg.health, "testnode", daemon or StandInDaemon(cfg)))
 
 
 def final(i: int) -> dict:
@@ -156,7 +113,7 @@ def test_health_survives_a_failing_engine_provider_and_reports_the_engine(tmp_pa
                 raise RuntimeError("engine not ready")
             return info
 
-    daemon = EngineLoadingLate()
+    daemon = EngineLoadingLate(Config())
     svc = make_service(tmp_path, broker, daemon)
     published = []
     svc.reporter.subscribe(published.append)  # after the service's own listener, which publishes it

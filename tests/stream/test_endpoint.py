@@ -1,21 +1,15 @@
 """Sentence-aware endpoints: the verdict on the text, and the segmenter applying it to a pause."""
 
-import numpy as np
+import dataclasses
+
 import pytest
 
+from tests.stream.scripted import PARAMS, frame
 from voxnode.stream.endpoint import Completion, judge
-from voxnode.stream.segmenter import Chunk, Ended, Paused, Segmenter, SegmenterParams
+from voxnode.stream.segmenter import Ended, Paused, Segmenter, SegmenterParams
 
-P = SegmenterParams(
-    pre_roll_frames=5,
-    onset_frames=3,
-    onset_window_frames=5,
-    tail_frames=4,
-    hangover_frames=10,
-    min_speech_frames=6,
-    max_utterance_frames=200,
-    cut_search_frames=50,
-)
+# Utterances here run past 60 frames: no max-length cut.
+P = dataclasses.replace(PARAMS, max_utterance_frames=200, cut_search_frames=50)
 
 
 @pytest.mark.parametrize(
@@ -51,13 +45,7 @@ def test_a_decode_that_did_not_end_cleanly_says_nothing():
 
 
 def push_all(seg, flags, start=0):
-    out = []
-    for i, f in enumerate(flags, start):
-        out += [
-            (i, e)
-            for e in seg.push(Chunk(np.zeros(320, np.float32), i, i * 0.02, i * 0.02, bool(f), -20.0 if f else -60.0))
-        ]
-    return out
+    return [(i, e) for i, f in enumerate(flags, start) for e in seg.push(frame(i, f))]
 
 
 def test_short_hangover_for_a_finished_sentence_ends_the_pause_at_once():

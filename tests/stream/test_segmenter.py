@@ -5,28 +5,17 @@ import dataclasses
 import numpy as np
 import pytest
 
-from voxnode.stream.segmenter import Chunk, Discarded, Ended, Paused, Segmenter, SegmenterParams, Started
+from tests.stream.scripted import PARAMS, frame
+from voxnode.stream.segmenter import Discarded, Ended, Paused, Segmenter, Started
 
-P = SegmenterParams(
-    pre_roll_frames=5,
-    onset_frames=3,
-    onset_window_frames=5,
-    tail_frames=4,
-    hangover_frames=10,
-    min_speech_frames=6,
-    max_utterance_frames=60,
-    cut_search_frames=20,
-)
+P = PARAMS
 
 
 def run(flags, params=P, levels=None, sizes=None):
     seg = Segmenter(params)
     events = []
     for i, f in enumerate(flags):
-        lv = levels[i] if levels is not None else (-20.0 if f else -60.0)
-        # Each frame's samples carry its index so audio boundaries are checkable.
-        chunk = Chunk(np.full(320, i, dtype=np.float32), i, i * 0.02, 1000 + i * 0.02, bool(f), lv)
-        new = seg.push(chunk)
+        new = seg.push(frame(i, f, levels[i] if levels is not None else None))
         if sizes is not None:  # utterances keep growing: record their size when announced
             sizes += [(type(e).__name__, len(e.utterance.chunks)) for e in new]
         events += [(i, e) for e in new]

@@ -80,6 +80,25 @@ def _sensor(uid: str, name: str, state_topic: str, template: str, **extra) -> di
     }
 
 
+def _diagnostic(
+    uid: str, name: str, health: str, template: str, *, unit: str, state_class: str, device_class: str = "", **extra
+) -> dict:
+    """A diagnostic sensor on a figure of the health report, with the unit and state class that
+    Home Assistant's long-term statistics need."""
+    classes = {"device_class": device_class} if device_class else {}
+    return _sensor(
+        uid,
+        name,
+        health,
+        template,
+        unit_of_measurement=unit,
+        **classes,
+        state_class=state_class,
+        **extra,
+        entity_category="diagnostic",
+    )
+
+
 def _problem(uid: str, name: str, state_topic: str, template: str, attributes: str | None = None, **extra) -> dict:
     cfg = {
         "p": "binary_sensor",
@@ -127,66 +146,59 @@ def node_payload(topics: Topics, caps: Capabilities, *, board: str | None, backl
         device["hw"] = board
     out = _base(topics, device)
     c = out["cmps"]
-    diag = {"entity_category": "diagnostic"}
-    c["rss"] = _sensor(
+    c["rss"] = _diagnostic(
         f"voxnode_{node}_rss",
         "Memory (RSS)",
         health,
         "{{ (value_json.process.rss_bytes / 1048576) | round(1) }}",
-        unit_of_measurement="MiB",
-        device_class="data_size",
+        unit="MiB",
         state_class="measurement",
-        **diag,
+        device_class="data_size",
     )
-    c["cpu"] = _sensor(
+    c["cpu"] = _diagnostic(
         f"voxnode_{node}_cpu",
         "CPU",
         health,
         "{{ value_json.process.cpu_percent }}",
-        unit_of_measurement="%",
+        unit="%",
         state_class="measurement",
         icon="mdi:cpu-64-bit",
-        **diag,
     )
     if caps.temperature:
-        c["temperature"] = _sensor(
+        c["temperature"] = _diagnostic(
             f"voxnode_{node}_soc_temp",
             "SoC temperature",
             health,
             "{{ value_json.thermal.soc_temp_c }}",
-            unit_of_measurement="°C",
-            device_class="temperature",
+            unit="°C",
             state_class="measurement",
-            **diag,
+            device_class="temperature",
         )
-    c["backlog"] = _sensor(
+    c["backlog"] = _diagnostic(
         f"voxnode_{node}_mqtt_backlog",
         "MQTT backlog",
         health,
         "{{ (value_json.mqtt or {}).backlog | default(None) }}",
-        unit_of_measurement="messages",
+        unit="messages",
         state_class="measurement",
         icon="mdi:tray-full",
-        **diag,
     )
-    c["finals_refused"] = _sensor(
+    c["finals_refused"] = _diagnostic(
         f"voxnode_{node}_finals_refused",
         "Finals refused",
         health,
         "{{ (value_json.mqtt or {}).finals_refused | default(None) }}",
-        unit_of_measurement="finals",
+        unit="finals",
         state_class="total_increasing",
-        **diag,
     )
-    c["finals_lost"] = _sensor(
+    c["finals_lost"] = _diagnostic(
         f"voxnode_{node}_finals_lost",
         "Finals lost",
         health,
         # Finals with no durable copy (the spool could not store them) that the broker refused.
         "{{ (value_json.mqtt or {}).unstored_lost | default(None) }}",
-        unit_of_measurement="finals",
+        unit="finals",
         state_class="total_increasing",
-        **diag,
     )
     c["leak"] = _problem(
         f"voxnode_{node}_leak",
@@ -303,7 +315,6 @@ def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
         "qos": QOS,
         "icon": "mdi:microphone-off",
     }
-    diag = {"entity_category": "diagnostic"}
     c["capture"] = _problem(
         f"{uid}_capture",
         "Capture",
@@ -311,46 +322,42 @@ def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
         "{{ 'OFF' if %s.state | default('') in %r else 'ON' }}" % (st, CAPTURE_OK_STATES),
         "{{ %s | to_json }}" % st,
     )
-    c["latency"] = _sensor(
+    c["latency"] = _diagnostic(
         f"{uid}_latency_p95",
         "Latency p95",
         health,
         "{{ %s.latency_p95_ms | default(None) }}" % st,
-        unit_of_measurement="ms",
-        device_class="duration",
+        unit="ms",
         state_class="measurement",
-        **diag,
+        device_class="duration",
     )
-    c["dropped_frames"] = _sensor(
+    c["dropped_frames"] = _diagnostic(
         f"{uid}_dropped_frames",
         "Dropped frames",
         health,
         "{{ %s.dropped_frames | default(None) }}" % st,
-        unit_of_measurement="frames",
+        unit="frames",
         state_class="total_increasing",
-        **diag,
     )
-    c["xruns"] = _sensor(
+    c["xruns"] = _diagnostic(
         f"{uid}_xruns",
         "Xruns",
         health,
         "{{ %s.xruns | default(None) }}" % st,
-        unit_of_measurement="xruns",
+        unit="xruns",
         state_class="total_increasing",
-        **diag,
     )
     # The room's level under the speech (frontend/noise_floor.py), in the stream's report once it
     # has had audio; unknown before.
-    c["noise_floor"] = _sensor(
+    c["noise_floor"] = _diagnostic(
         f"{uid}_noise_floor",
         "Noise floor",
         health,
         "{{ %s.noise_floor_dbfs | default(None) }}" % st,
-        unit_of_measurement="dBFS",
+        unit="dBFS",
         state_class="measurement",
         suggested_display_precision=1,
         icon="mdi:waveform",
-        **diag,
     )
     return out
 

@@ -162,12 +162,12 @@ class Connection:
                 self._fail("bad-audio-format", str(e))
                 return False
         elif AudioChunk.is_type(event.type):
-            request = self.request
-            if request is None or request.converter is None or request.closed:
-                self._fail("no-audio-start", "audio-chunk before audio-start")
+            request = self._started_request("audio-chunk")
+            if request is None:
                 return False
             chunk = AudioChunk.from_event(event)
             c = request.converter
+            assert c is not None  # _started_request checked it
             if (chunk.rate, chunk.width, chunk.channels) != (c.rate, c.width, c.channels):
                 self._fail(
                     "bad-audio-format",
@@ -182,13 +182,21 @@ class Connection:
                 self._fail("audio-too-long", str(e))
                 return False
         elif AudioStop.is_type(event.type):
-            request = self.request
-            if request is None or request.converter is None or request.closed:
-                self._fail("no-audio-start", "audio-stop before audio-start")
+            request = self._started_request("audio-stop")
+            if request is None:
                 return False
             await self._finish(request)
         # Anything else (a satellite's or a TTS event) is not ours to answer: ignored, as wyoming servers do.
         return True
+
+    def _started_request(self, event_type: str) -> TranscribeRequest | None:
+        """The open request that audio-start began, for an audio-chunk or audio-stop; None (after
+        answering no-audio-start) when there is none."""
+        request = self.request
+        if request is None or request.converter is None or request.closed:
+            self._fail("no-audio-start", f"{event_type} before audio-start")
+            return None
+        return request
 
     def _new_request(self) -> TranscribeRequest:
         if self.request is not None and not self.request.closed:

@@ -1,0 +1,80 @@
+"""The daemon's side of MqttBridge, for the in-process MQTT tests (test_discovery, test_service,
+tests/reliability): a config that points MQTT at the test broker, and a stand-in daemon.
+
+The stand-in supplies what MqttBridge and the health reporter read from the daemon (config, streams,
+snapshot, mute state, engine info) with no engine loaded and no audio: what is announced, reported
+and published does not depend on audio. The subprocess tests (test_payloads, test_outages) run the
+real Daemon.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from tests.mqtt.broker import Broker
+from voxnode.config import Config
+from voxnode.config.audio import StreamConfig
+
+
+def mqtt_config(tmp_path: Path, broker: Broker, streams: dict[str, str] | None = None, **mqtt) -> Config:
+    """The default config with MQTT on for node "testnode" at `broker`, fast reconnects, the spool in
+    `tmp_path`; `streams`: [[streams]] name -> area (devices "null"), None = the single [audio] "mic"."""
+    base = Config()
+    if streams is not None:
+        base = dataclasses.replace(
+            base, streams=tuple(StreamConfig(name=n, device="null", area=a) for n, a in streams.items())
+        )
+    return dataclasses.replace(
+        base,
+        mqtt=dataclasses.replace(
+            base.mqtt,
+            enabled=True,
+            host="127.0.0.1",
+            port=broker.port,
+            node_id="testnode",
+            reconnect_min_s=0.2,
+            reconnect_max_s=1.0,
+            spool_path=str(tmp_path / "spool.sqlite"),
+            **mqtt,
+        ),
+    )
+
+
+class StandInDaemon:
+    """The daemon as MqttBridge and the health reporter see it: `config` (the status message checksums
+    it; a test replaces it to "reload"), its streams all running, mute state; no engine loaded."""
+
+    def __init__(self, config: Config):
+        self.config = config
+        self.muted: set[str] = set()
+
+    def stream_names(self):
+        return [s.name for s in self.config.effective_streams()]
+
+    def snapshot(self):
+        return {
+            "uptime_s": 1.0,
+            "streams": {
+                n: {
+                    "state": "running",
+                    "queue_depth": 0,
+                    "dropped_frames": 0,
+                    "xruns": 0,
+                    "device_errors": 0,
+                }
+                for n in self.stream_names()
+            },
+        }
+
+    def is_muted(self, s):
+        return s in self.muted
+
+    def set_muted(self, s, m):
+        (self.muted.add if m else self.muted.discard)(s)
+
+    def request_reload(self):
+        pass
+
+    def engine_info(self):
+        return None
