@@ -301,6 +301,7 @@ def test_event_entity_fires_on_every_final_and_the_blueprints_act(stack):
         assert wer(PHRASE, a["text"]) <= 0.25, a
         assert a["id"].startswith("kitchen-") and a["stream"] == "kitchen"
         assert isinstance(a["confidence"], float) and a["latency_ms"] > 0 and a["seq"] >= 1
+        assert "wake_word" not in a  # kitchen transcribes without a wake word
     assert fired[0]["attributes"]["id"] != fired[1]["attributes"]["id"]
     assert fired[0]["state"] != fired[1]["state"]  # the state is the event's time
     # "When I say ..." ran once per final: a state trigger on the transcript sensor would have run once.
@@ -376,6 +377,7 @@ def test_a_spoken_wake_word_fires_the_wake_event_entity_and_only_what_follows_is
     assert a["friendly_name"] == f"voxnode {NODE} hall Wake word"
     assert len(finals) == 1, finals
     assert wer(PHRASE, finals[0]["attributes"]["text"]) <= 0.25, finals[0]["attributes"]
+    assert finals[0]["attributes"]["wake_word"] == "okay_nabu", finals[0]["attributes"]  # as the transcript's
     # The transcript sensor's attributes are the whole final: it names the word that opened it, and
     # nothing said before the word reached the recogniser.
     transcript = stack.ha.state(reg[hall["transcript"]["unique_id"]]["entity_id"])

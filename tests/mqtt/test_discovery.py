@@ -302,6 +302,7 @@ def test_a_wake_word_gives_its_stream_a_wake_event_and_turning_it_off_on_reload_
             wake = cmps["wake"]
             assert wake["p"] == "event" and wake["event_types"] == ["wake"] and wake["qos"] == 1
             assert wake["state_topic"] == f"{BASE}/{s}/wake" and wake["unique_id"] == f"voxnode_testnode_{s}_wake"
+            assert "value_json.wake_word" in cmps["final"]["value_template"]  # the Final event names the word
         # hall stops listening for a wake word (its `wake` key): its wake entity goes, the rest stays.
         daemon.config = dataclasses.replace(
             config, streams=(config.streams[0], dataclasses.replace(config.streams[1], wake="off"))
@@ -312,6 +313,7 @@ def test_a_wake_word_gives_its_stream_a_wake_event_and_turning_it_off_on_reload_
         )
         hall = validate("discovery", retained(broker, stream_topic("hall")))["cmps"]
         assert not is_tombstone(hall) and set(hall["transcript"]) != {"p"}
+        assert "wake_word" not in hall["final"]["value_template"]
         assert set(retained_json(broker, stream_topic("kitchen"))["cmps"]["wake"]) != {"p"}
     finally:
         run.close()

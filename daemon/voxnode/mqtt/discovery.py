@@ -275,6 +275,13 @@ def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
     )
     # A state trigger on the transcript sensor does not fire when the same sentence is said twice;
     # an event entity does, once per final (automations: docs/blueprints/).
+    final = (
+        "'event_type': 'final', 'text': value_json.text, 'id': value_json.id, "
+        "'confidence': value_json.confidence, 'latency_ms': value_json.latency_ms, "
+        "'seq': value_json.seq, 'stream': value_json.stream"
+    )
+    if stream.wake:  # the word that opened the final, as in the Transcript sensor's attributes
+        final += ", 'wake_word': value_json.wake_word | default(None)"
     c["final"] = {
         "p": "event",
         "name": "Final",
@@ -283,9 +290,7 @@ def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
         "event_types": ["final"],
         "qos": QOS,
         "icon": "mdi:account-voice",
-        "value_template": "{{ {'event_type': 'final', 'text': value_json.text, 'id': value_json.id, "
-        "'confidence': value_json.confidence, 'latency_ms': value_json.latency_ms, "
-        "'seq': value_json.seq, 'stream': value_json.stream} | to_json }}",
+        "value_template": "{{ {%s} | to_json }}" % final,
     }
     c["partial"] = _sensor(
         f"{uid}_partial",
