@@ -1,7 +1,7 @@
 """Decode times of Wyoming requests in the metrics: a real `voxnode run` with no microphone, its
 Wyoming server and Prometheus endpoint, and wyoming's own client sending real recorded speech.
 
-Each request has its own scheduler key (wyoming-1, wyoming-2, ...); the histogram must not grow a
+Each request has its own scheduler key (wyoming:1, wyoming:2, ...); the histogram must not grow a
 label value per request, so every request is observed as one stream, wyoming:requests."""
 
 from __future__ import annotations
@@ -48,5 +48,5 @@ def test_wyoming_requests_share_one_decode_time_series(tmp_path):
         for sample in family.samples
         if sample.name == "voxnode_decode_seconds_count"
     }
-    assert {stream for stream, _ in counts} == {OBSERVED_AS}, counts  # not wyoming-1, wyoming-2, wyoming-3
+    assert {stream for stream, _ in counts} == {OBSERVED_AS}, counts  # not wyoming:1, wyoming:2, wyoming:3
     assert counts[(OBSERVED_AS, "final")] == 3, counts

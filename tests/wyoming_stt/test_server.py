@@ -155,7 +155,7 @@ def test_a_request_in_flight_at_shutdown_still_gets_its_transcript(tmp_path):
 
     async def stop_after_audio_stop():
         task = asyncio.create_task(transcribe(d.port, pcm(audio)))
-        while "wyoming-1: final submitted" not in d.log():
+        while "wyoming:1: final submitted" not in d.log():
             await asyncio.sleep(0.005)
         d.proc.send_signal(signal.SIGTERM)
         return await task

@@ -1,8 +1,9 @@
 """One Wyoming transcription request: audio in, partials while it streams, the final at audio-stop.
 
-Decoding goes through the daemon's DecodeScheduler, keyed by the connection (`wyoming-N`): the
-final is a FINAL job, served before any partial and round robin with the microphones' finals and
-the other clients'; partials are PARTIAL jobs, skipped first when the engine is behind.
+Decoding goes through the daemon's DecodeScheduler, keyed by the connection (`wyoming:N`; no stream
+name has a colon, so no request shares a microphone's key): the final is a FINAL job, served
+before any partial and round robin with the microphones' finals and the other clients'; partials
+are PARTIAL jobs, skipped first when the engine is behind.
 
 The engine gets the audio as the client sent it (converted to 16 kHz mono), as `voxnode transcribe`
 does: Home Assistant's satellites already clean it (the server's info asks for auto gain and noise

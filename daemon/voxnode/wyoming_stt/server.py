@@ -152,7 +152,9 @@ class WyomingServer(Component):
             await asyncio.wait(list(self._tasks), timeout=1.0)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        key = f"wyoming-{next(self._ids)}"
+        # A colon never appears in a stream name (config/audio.py), so a request's key cannot
+        # collide with a microphone's in the scheduler's one-job-per-key rule.
+        key = f"wyoming:{next(self._ids)}"
         conn = Connection(
             key,
             reader,
