@@ -389,7 +389,22 @@ class StreamPipeline:
             )
             return
         self.stats.finals += 1
-        self._emit(self._event("final", st, text, end_wall, (self._clock() - end_mono) * 1e3, result.confidence))
+        now = self._clock()
+        job = st.final_job
+        if job is not None and log.isEnabledFor(logging.DEBUG):
+            # Where the latency went, from the end of speech: the decode's submission (the pause
+            # reaching tail_ms, or the endpoint), its start (engine free) and its end.
+            log.debug(
+                "stream %s: final %d %s: submitted +%.0f ms, started +%.0f, decoded +%.0f, published +%.0f",
+                self.name,
+                st.utt.uid,
+                job.kind.name.lower(),
+                (job.submitted - end_mono) * 1e3,
+                (job.started - end_mono) * 1e3,
+                (job.finished - end_mono) * 1e3,
+                (now - end_mono) * 1e3,
+            )
+        self._emit(self._event("final", st, text, end_wall, (now - end_mono) * 1e3, result.confidence))
 
     def _lose_final(self, st: _UttState, outcome: JobOutcome, result: JobResult) -> None:
         st.done = True
