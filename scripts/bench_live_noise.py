@@ -157,7 +157,7 @@ def play_live(track: la.Track, work: Path, lane: int, config_path: Path, speed: 
     pcm.write_bytes(ac.to_pcm16(track.audio))
     times_path = work / f"lane{lane}.times.json"
     env = {**os.environ, "XDG_CONFIG_HOME": str(work), "PYTHONMALLOC": "malloc"}
-    errlog = open(work / f"lane{lane}.stderr", "w+")  # noqa: SIM115 - lives as long as the daemon, closed below
+    errlog = open(work / f"lane{lane}-{track.condition.name}.stderr", "w+")  # noqa: SIM115 - lives as long as the daemon, closed below
     daemon = subprocess.Popen(
         [str(VOXNODE), "run", "--stdout", "--config", str(config_path)],
         env=env,

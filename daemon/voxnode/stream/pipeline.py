@@ -61,6 +61,7 @@ class PipelineParams:
     # Sentence-aware endpoints (stream/endpoint.py): the pause's hangover, in frames of silence after
     # the last speech, once the speculative decode says the sentence ended / is still open.
     sentence_end_hangover_frames: int
+    sentence_end_min_prob: float  # the closing mark's probability that calls a sentence finished
     open_hangover_frames: int
     prompt: str | None  # this stream's recognition prompt; None = the engine's ([asr])
     hotwords: tuple[str, ...] | None  # this stream's hotwords; None = the engine's ([asr])
@@ -334,7 +335,12 @@ class StreamPipeline:
 
     def _apply_endpoint_verdict(self, job: DecodeJob, result: TranscriptResult) -> None:
         """The pause's text sets its hangover; a finished sentence may end the utterance now."""
-        verdict = judge(clean_text(result.text), result.stop_reason == "eot", result.punctuation_prob)
+        verdict = judge(
+            clean_text(result.text),
+            result.stop_reason == "eot",
+            result.punctuation_prob,
+            self.params.sentence_end_min_prob,
+        )
         if verdict == Completion.SENTENCE_END:
             frames = self.params.sentence_end_hangover_frames
             self.stats.endpoints_sentence_end += 1
