@@ -233,11 +233,25 @@ def test_a_lost_final_is_counted_and_logged_not_published(caplog):
 
 
 def test_noise_and_unsure_results_are_suppressed():
-    for res in (result("thank you", no_speech_prob=0.9), result("uh", confidence=-3.0), result("[BLANK_AUDIO]")):
+    for res in (
+        result("thank you", no_speech_prob=0.9, confidence=-1.2),  # Whisper's rule: no speech and unsure
+        result("uh", confidence=-3.0),  # below stream.min_confidence
+        result("[BLANK_AUDIO]"),
+    ):
         r = Rig()
         r.feed("0" * 20 + "1" * 30 + "0" * HANGOVER)
         r.sched.finish(r.sched.promoted[0], res)
         assert r.finals() == [] and r.pipeline.stats.suppressed == 1, res
+
+
+def test_a_sure_sentence_is_kept_whatever_the_no_speech_probability():
+    # Measured live under babble: correct sentences at mean log-probability -0.17 with no-speech
+    # probability 0.64 were dropped while the no-speech probability alone decided.
+    r = Rig()
+    r.feed("0" * 20 + "1" * 30 + "0" * HANGOVER)
+    r.sched.finish(r.sched.promoted[0], result("Please hold while I try that extension.", 0.64, -0.17))
+    assert [e.text for e in r.finals()] == ["Please hold while I try that extension."]
+    assert r.pipeline.stats.suppressed == 0
 
 
 def test_flush_ends_the_open_utterance_with_a_final():

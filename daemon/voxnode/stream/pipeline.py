@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from voxnode.asr import guards
 from voxnode.asr.recognizer import TranscriptResult
 from voxnode.audio.format import PERIOD_S, SAMPLE_RATE
 from voxnode.events import TranscriptEvent, WakeEvent
@@ -353,7 +354,7 @@ class StreamPipeline:
 
     def _publish_partial(self, st: _UttState, job: DecodeJob, result: TranscriptResult, drop_last: bool) -> None:
         text = clean_text(result.text)
-        if not text or result.no_speech_prob > self.params.no_speech_threshold:
+        if not text or self._is_noise(result):
             return
         grown = st.prefix.update(text, drop_last=drop_last)
         if grown is None:
@@ -379,11 +380,7 @@ class StreamPipeline:
         self._utts.pop(st.utt.uid, None)
         text = clean_text(result.text)
         end_wall, end_mono = st.utt.speech_end()
-        if (
-            not text
-            or result.no_speech_prob > self.params.no_speech_threshold
-            or result.confidence < self.params.min_confidence
-        ):
+        if not text or self._is_noise(result):
             self.stats.suppressed += 1
             log.debug(
                 "stream %s: utterance %d suppressed (text %r, no_speech %.2f, conf %.2f)",
@@ -411,6 +408,10 @@ class StreamPipeline:
                 (now - end_mono) * 1e3,
             )
         self._emit(self._event("final", st, text, end_wall, (now - end_mono) * 1e3, result.confidence))
+
+    def _is_noise(self, result: TranscriptResult) -> bool:
+        p = self.params
+        return guards.is_noise(result.no_speech_prob, result.confidence, p.no_speech_threshold, p.min_confidence)
 
     def _lose_final(self, st: _UttState, outcome: JobOutcome, result: JobResult) -> None:
         st.done = True
