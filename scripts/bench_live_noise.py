@@ -157,7 +157,7 @@ def play_live(track: la.Track, work: Path, lane: int, config_path: Path, speed: 
     pcm.write_bytes(ac.to_pcm16(track.audio))
     times_path = work / f"lane{lane}.times.json"
     env = {**os.environ, "XDG_CONFIG_HOME": str(work), "PYTHONMALLOC": "malloc"}
-    errlog = open(work / f"lane{lane}.stderr", "w+")  # noqa: SIM115 - lives as long as the daemon, closed below
+    errlog = open(work / f"lane{lane}-{track.condition.name}.stderr", "w+")  # noqa: SIM115 - lives as long as the daemon, closed below
     daemon = subprocess.Popen(
         [str(VOXNODE), "run", "--stdout", "--config", str(config_path)],
         env=env,
@@ -410,6 +410,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1, help="conditions run side by side (see docs/benchmarks.md)")
     ap.add_argument("--json", default=str(DEFAULT_JSON), help="results file (runs are merged into it)")
     ap.add_argument("--no-save", action="store_true")
+    ap.add_argument("--keep-work", action="store_true", help="keep the work folder (daemon stderr per lane)")
     ap.add_argument("--write", metavar="MD", help="rewrite the live-noise section of this markdown file")
     ap.add_argument("--report-only", action="store_true", help="only --write from the saved results")
     args = ap.parse_args()
@@ -495,7 +496,10 @@ def main() -> None:
             for f in [pool.submit(lane_loop, i) for i in range(max(1, args.jobs))]:
                 f.result()
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if args.keep_work:
+            print(f"work files (daemon stderr, configs) kept in {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
     git = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     run = {

@@ -35,6 +35,7 @@ from voxnode.stream.scheduler import DecodeJob, JobKind, JobOutcome  # noqa: E40
 
 FRAME = 320
 RATE = 16000
+ABANDON_S = 0.015  # a partial given up stops at its next model call: one decoder step, or the encoder
 
 
 # ---- the recording ---------------------------------------------------------------------------
@@ -127,6 +128,15 @@ class SimScheduler:
                 self.queue.remove(old)
                 old.on_done(old, JobOutcome.SKIPPED if old.kind == JobKind.PARTIAL else JobOutcome.CANCELLED, None)
         self.queue.append(job)
+        if job.kind != JobKind.PARTIAL and self.running is not None and self.running[0].kind == JobKind.PARTIAL:
+            # As DecodeScheduler does: the running partial gives the engine up at its next model call
+            # (ABANDON_S later at most), and its result is dropped.
+            running, finish, _ = self.running
+            running.abandon.set()
+            end = min(finish, max(running.started, self.clock.now) + ABANDON_S)
+            self.busy_s -= finish - end
+            self.free_at = end
+            self.running = (running, end, None)
 
     def cancel(self, job: DecodeJob) -> None:
         job.cancelled = True
@@ -153,7 +163,10 @@ class SimScheduler:
                 self.running = None
                 self.clock.now = finish
                 job.finished = finish
-                outcome = JobOutcome.CANCELLED if job.cancelled else JobOutcome.DONE
+                if job.abandon.is_set():
+                    outcome = JobOutcome.SKIPPED
+                else:
+                    outcome = JobOutcome.CANCELLED if job.cancelled else JobOutcome.DONE
                 job.on_done(job, outcome, result)
                 self.clock.now = now
                 continue

@@ -7,11 +7,14 @@ cards: tiny.en hears "clubs" as "clothes"/"close").
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
 from voxnode.asr import search
-from voxnode.asr.decoder import EMPTY_SLOT, Hypotheses, Prefix
+from voxnode.asr.decoder import EMPTY_SLOT, DecoderRunner, Hypotheses, Prefix
+from voxnode.asr.recognizer import DecodeAbandoned
 from voxnode.asr.tokenizer import Tokenizer
 from voxnode.asr.wer import corpus_wer, normalise
 from voxnode.audio.wavfile import read_audio
@@ -116,9 +119,9 @@ def test_partials_are_greedy_in_the_short_window(engine, monkeypatch):
     calls = []
     real = search.beam_search
 
-    def spy(dec, rules, prefix, max_new, beam_size, bias=None):
+    def spy(dec, rules, prefix, max_new, beam_size, bias=None, abandon=None):
         calls.append(beam_size)
-        return real(dec, rules, prefix, max_new, beam_size, bias)
+        return real(dec, rules, prefix, max_new, beam_size, bias, abandon)
 
     monkeypatch.setattr(search, "beam_search", spy)
     wav, _ = pocketsphinx_utterances()[4]
@@ -129,6 +132,35 @@ def test_partials_are_greedy_in_the_short_window(engine, monkeypatch):
     assert final.text
     with pytest.raises(ValueError, match="role"):
         engine.transcribe(read_audio(wav), role="draft")
+
+
+def test_an_abandoned_decode_stops_at_the_next_model_call_and_the_engine_goes_on(engine, monkeypatch):
+    wav, _ = pocketsphinx_utterances()[0]
+    audio = read_audio(wav)
+    whole = engine.transcribe(audio, role="partial")
+    assert len(whole.tokens) > 4
+    gone = threading.Event()
+    gone.set()
+    with pytest.raises(DecodeAbandoned):  # set before the call: nothing is decoded
+        engine.transcribe(audio, role="partial", abandon=gone)
+    # Set during the decode (after its second decoder step): no third step is taken.
+    steps = []
+    mid = threading.Event()
+    real_step = DecoderRunner.step
+
+    def step(self, hyps, tokens):
+        steps.append(len(tokens))
+        if len(steps) == 2:
+            mid.set()
+        return real_step(self, hyps, tokens)
+
+    monkeypatch.setattr(DecoderRunner, "step", step)
+    with pytest.raises(DecodeAbandoned):
+        engine.transcribe(audio, role="partial", abandon=mid)
+    assert len(steps) == 2
+    monkeypatch.undo()
+    again = engine.transcribe(audio, role="partial")  # the engine is left ready for the next call
+    assert again.text == whole.text
 
 
 def test_temperature_fallback_samples_reproducibly(engine, monkeypatch):

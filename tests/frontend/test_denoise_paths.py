@@ -34,6 +34,10 @@ class Recording:
         self.frames.append(np.array(frame, dtype=np.float32))
         return self.vad.is_speech(frame, spectrum)
 
+    def rest(self, frame, spectrum):  # the noise gate vetoed the frame: the VAD still hears it
+        self.frames.append(np.array(frame, dtype=np.float32))
+        self.vad.rest(frame, spectrum)
+
 
 def signal(n_frames: int = 120) -> list[np.ndarray]:
     """Noise (1 s, the tracker learns it) then noise + a 440 Hz tone with harmonics."""

@@ -151,3 +151,32 @@ def test_an_utterance_in_continuous_pink_noise_starts_and_ends_at_the_speech(snr
     assert start <= first and abs(first_speech - first) <= 5, (start, first_speech, first)
     assert abs(end - last) <= 15, (end, last)
     assert start + len(ended[0].audio) // ac.FRAME >= last
+
+
+@needs_speech
+def test_below_the_room_silero_rests_and_speech_above_it_is_still_found():
+    """Defaults (Silero + noise gate): in a steady room the model is barely called (idle CPU);
+    a talker above the room is found as well as with the model running on every frame."""
+    clip = ac.at_dbfs(LIBRIVOX[0].audio, -26)
+    clean = np.concatenate([ac.silence(6.0), clip, ac.silence(3.0)])
+    clean = clean[: len(clean) // ac.FRAME * ac.FRAME]
+    truth = ac.label_speech(clean)
+    x = ac.mix(clean, ac.noise("pink", len(clean), seed=4), 10, truth)
+    gated = FrontEnd(frontend_params(Config()))
+    assert gated.params.vad_engine == "silero" and gated.params.noise_gate
+    vad = gated.vad
+    assert isinstance(vad, SileroVad)
+    room_end = 6 * ac.RATE // ac.FRAME
+    pred, scored_in_room = [], 0
+    for i in range(len(x) // ac.FRAME):
+        pred.append(gated.process(x[i * ac.FRAME : (i + 1) * ac.FRAME]).speech)
+        if i == room_end:
+            scored_in_room = vad.windows
+    speech = np.array(pred)
+    # 6 s of room = 187 windows: only the first ones (the floor's warm-up) and the odd peak are scored.
+    assert scored_in_room < 20, scored_in_room
+    assert not speech[:room_end].any()
+    always = vad_frames(x, dataclasses.replace(SILERO, noise_gate=False))
+    recall_gated = (speech & truth).sum() / truth.sum()
+    recall_always = (always & truth).sum() / truth.sum()
+    assert recall_gated >= recall_always - 0.05, (recall_gated, recall_always)

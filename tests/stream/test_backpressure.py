@@ -30,9 +30,9 @@ class SlowedEngine:
     def __init__(self, engine, extra_s):
         self.engine, self.extra_s = engine, extra_s
 
-    def transcribe(self, audio, role="final", prompt=None, hotwords=None):
+    def transcribe(self, audio, role="final", prompt=None, hotwords=None, abandon=None):
         time.sleep(self.extra_s)
-        return self.engine.transcribe(audio, role=role, prompt=prompt, hotwords=hotwords)
+        return self.engine.transcribe(audio, role=role, prompt=prompt, hotwords=hotwords, abandon=abandon)
 
 
 def stream_audio(i):

@@ -5,6 +5,7 @@ import dataclasses
 import pytest
 
 from tests.stream.scripted import PARAMS, frame
+from voxnode.config import Config
 from voxnode.stream.endpoint import Completion, judge
 from voxnode.stream.segmenter import Ended, Paused, Segmenter, SegmenterParams
 
@@ -36,6 +37,10 @@ def test_a_hesitant_closing_mark_gets_the_ordinary_hangover():
     # Whisper writes "Turn on the kitchen." for a fragment too, but gives the full stop a lower probability.
     assert judge("Turn on the kitchen.", ended_cleanly=True, punctuation_prob=0.35) == Completion.UNKNOWN
     assert judge("Turn on the kitchen.", ended_cleanly=True, punctuation_prob=0.85) == Completion.SENTENCE_END
+    # The bar is vad.sentence_end_min_prob (default 0.8): 0.7 is hesitant unless the owner lowers it.
+    assert judge("Turn on the kitchen.", ended_cleanly=True, punctuation_prob=0.7) == Completion.UNKNOWN
+    assert judge("Turn on the kitchen.", True, 0.7, min_prob=0.6) == Completion.SENTENCE_END
+    assert Config().vad.sentence_end_min_prob == 0.8
     # A function word at the end stays open however sure the full stop is.
     assert judge("Set a timer for.", ended_cleanly=True, punctuation_prob=0.95) == Completion.OPEN
 

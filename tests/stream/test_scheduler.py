@@ -14,6 +14,7 @@ import time
 import numpy as np
 import pytest
 
+from voxnode.asr.recognizer import DecodeAbandoned
 from voxnode.config import Config
 from voxnode.stream.params import scheduler_params
 from voxnode.stream.scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome
@@ -30,13 +31,20 @@ class GateEngine:
         self.entered = threading.Semaphore(0)
         self.fail_on = set()
         self.calls = []
+        self.abandoned = []
 
-    def transcribe(self, audio, role="final", prompt=None, hotwords=None):
+    def transcribe(self, audio, role="final", prompt=None, hotwords=None, abandon=None):
         tag = float(audio[0])
         self.order.append(tag)
         self.calls.append((tag, role, prompt, hotwords))
         self.entered.release()
-        assert self.gate.acquire(timeout=5)
+        # Like the real engine, a call given up by the scheduler stops before its next "model call".
+        deadline = time.monotonic() + 5
+        while not self.gate.acquire(timeout=0.005):
+            if abandon is not None and abandon.is_set():
+                self.abandoned.append(tag)
+                raise DecodeAbandoned
+            assert time.monotonic() < deadline, "the test never opened the gate"
         if tag in self.fail_on:
             raise RuntimeError("engine exploded")
         return type("R", (), {"text": str(tag), "confidence": -0.1, "no_speech_prob": 0.0})()
@@ -93,6 +101,56 @@ def test_finals_go_before_partials_and_speculation(sched):
         eng.gate.release()
     rec.wait(4)
     assert eng.order == [0, 3, 2, 1]
+
+
+def test_a_running_partial_gives_way_to_a_final(sched):
+    s, eng = sched()
+    rec = Recorder()
+    s.start()
+    s.submit(job("a", JobKind.PARTIAL, 1, rec))
+    assert eng.entered.acquire(timeout=5)  # the partial holds the only engine
+    s.submit(job("b", JobKind.FINAL, 2, rec))
+    assert eng.entered.acquire(timeout=5)  # the final starts without the gate being opened for the partial
+    eng.gate.release()
+    done = rec.wait(2)
+    assert done == [(1, JobOutcome.SKIPPED), (2, JobOutcome.DONE)]
+    assert eng.abandoned == [1]
+    st = s.stats()
+    assert st["partials_abandoned"] == 1 and st["partials_skipped"] == 1
+
+
+def test_a_partial_keeps_the_engine_when_another_is_free_but_not_against_its_own_stream():
+    engines = [GateEngine(), GateEngine()]
+    s = DecodeScheduler(engines, dataclasses.replace(DEFAULTS, workers=2))
+    rec = Recorder()
+    s.start()
+    try:
+
+        def running(n):
+            deadline = time.monotonic() + 5
+            while sum(len(e.order) for e in engines) < n:
+                assert time.monotonic() < deadline, [e.order for e in engines]
+                time.sleep(0.005)
+
+        s.submit(job("a", JobKind.PARTIAL, 1, rec))
+        running(1)
+        s.submit(job("b", JobKind.SPECULATIVE, 2, rec))  # the second worker is free: nobody gives way
+        running(2)
+        assert sorted(e.order[0] for e in engines) == [1, 2]
+        assert not any(e.abandoned for e in engines)
+        s.submit(job("a", JobKind.SPECULATIVE, 3, rec))  # its own stream's speculation: the partial stops
+        rec.wait(1)
+        assert [e.abandoned for e in engines if e.abandoned] == [[1]]
+        for e in engines:
+            for _ in range(3):
+                e.gate.release()
+        done = rec.wait(3)
+        assert sorted(done, key=lambda d: d[0]) == [(1, JobOutcome.SKIPPED), (2, JobOutcome.DONE), (3, JobOutcome.DONE)]
+    finally:
+        for e in engines:
+            for _ in range(10):
+                e.gate.release()
+        s.stop(drain_finals=False, timeout=1)
 
 
 def test_talkative_stream_cannot_starve_others(sched):

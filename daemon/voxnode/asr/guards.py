@@ -77,5 +77,15 @@ def is_no_speech(no_speech_prob: float, avg_logprob: float) -> bool:
     return no_speech_prob > NO_SPEECH_THRESHOLD and avg_logprob < LOGPROB_THRESHOLD
 
 
+def is_noise(no_speech_prob: float, avg_logprob: float, no_speech_threshold: float, min_confidence: float) -> bool:
+    """What the daemon does not publish as speech (microphone finals and partials, Wyoming
+    transcripts): text it is very unsure of (`stream.min_confidence`), or Whisper's rule with the
+    configured no-speech threshold: the model says "no speech" *and* is unsure of what it wrote.
+    The no-speech probability alone is not enough: under babble, correct sentences decoded with
+    mean log-probability -0.17 to -0.47 had 0.62-0.68 (three of them dropped in one live run).
+    """
+    return avg_logprob < min_confidence or (no_speech_prob > no_speech_threshold and avg_logprob < LOGPROB_THRESHOLD)
+
+
 def is_too_repetitive(text: str) -> bool:
     return compression_ratio(text) > COMPRESSION_RATIO_THRESHOLD

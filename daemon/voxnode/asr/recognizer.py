@@ -14,9 +14,16 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import threading
+
     import numpy as np
 
     from voxnode.config.asr import AsrConfig
+
+
+class DecodeAbandoned(Exception):  # noqa: N818 - an outcome the caller asked for, not an error
+    """`transcribe` stopped early because the caller set its `abandon` event (a partial giving the
+    engine up to a final)."""
 
 
 @dataclass(frozen=True)
@@ -91,10 +98,12 @@ class Recognizer(ABC):
         role: str = "final",
         prompt: str | None = None,
         hotwords: tuple[str, ...] | list[str] | None = None,
+        abandon: threading.Event | None = None,
     ) -> TranscriptResult:
         """float32 mono 16 kHz audio in [-1, 1], at most 30 s -> text, confidence and timings.
 
         role "final" asks for the best transcript, "partial" for a quick one (it is replaced
         soon). prompt (text said before) and hotwords (words made more likely) replace the
-        configured ones for this call; None keeps them, "" or () means none.
+        configured ones for this call; None keeps them, "" or () means none. Once `abandon` is
+        set the call raises DecodeAbandoned at its next chance (between model calls).
         """

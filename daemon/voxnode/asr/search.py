@@ -12,6 +12,7 @@ continue and those ending in end-of-text are set aside; it stops once
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +20,7 @@ import numpy as np
 from voxnode.asr.decoder import DecoderRunner, Prefix, log_softmax
 from voxnode.asr.guards import repeated_tail
 from voxnode.asr.hotwords import ROOT, BiasState, HotwordBias
+from voxnode.asr.recognizer import DecodeAbandoned
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,9 @@ def beam_search(
     max_new_tokens: int,
     beam_size: int,
     bias: HotwordBias | None = None,
+    abandon: threading.Event | None = None,
 ) -> Decoded:
+    """Raises DecodeAbandoned before the next decoder call once `abandon` is set."""
     no_speech = rules.no_speech_prob(prefix)
     live = [_Hyp([], [], 0.0)]
     logits = prefix.first_logits[None].copy()  # logprobs() works in place; the prefix is reused
@@ -167,6 +171,8 @@ def beam_search(
         else:
             hyps.reorder(parents)
         live = nxt
+        if abandon is not None and abandon.is_set():
+            raise DecodeAbandoned
         logits = dec.step(hyps, [h.tokens[-1] for h in live])
     return best(finished)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,7 @@ from voxnode.asr.locate import default_model_dir
 from voxnode.asr.mel import SAMPLE_RATE, LogMel
 from voxnode.asr.model_files import ModelFiles, open_model_dir
 from voxnode.asr.options import ROLES, DecodeOptions
-from voxnode.asr.recognizer import EngineInfo, Recognizer, TranscriptResult
+from voxnode.asr.recognizer import DecodeAbandoned, EngineInfo, Recognizer, TranscriptResult
 from voxnode.asr.runtime import default_num_threads, delegation, load_runtime, release_file_pages
 from voxnode.asr.search import Decoded
 from voxnode.asr.tokenizer import Tokenizer
@@ -192,13 +193,16 @@ class WhisperEngine(Recognizer):
         prompt: str | None = None,
         hotwords: tuple[str, ...] | list[str] | None = None,
         beam_size: int | None = None,
+        abandon: threading.Event | None = None,
     ) -> TranscriptResult:
         """float32 mono 16 kHz audio in [-1, 1], at most 30 s -> text and timings.
 
         role "final" decodes with the beam search, the finals' window and the
         temperature fallback of `options`; "partial" greedily in the shortest
         window (a partial is replaced a moment later). prompt/hotwords/beam_size
-        override the options for this call (prompt "" or hotwords () = none).
+        override the options for this call (prompt "" or hotwords () = none). Once `abandon`
+        is set the call raises DecodeAbandoned before its next model call (the encoder pass, or
+        one decoder step: ~10 ms here, not the whole decode).
         """
         if role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, not {role!r}")
@@ -223,8 +227,10 @@ class WhisperEngine(Recognizer):
             t0 = time.perf_counter()
             self._encode(audio, window)
             t1 = time.perf_counter()
+            if abandon is not None and abandon.is_set():
+                raise DecodeAbandoned
             prefix = self._decoder.prefill(list(start.tokens), start.sot_index)
-            out = search.beam_search(self._decoder, self._rules, prefix, max_new, beam, bias)
+            out = search.beam_search(self._decoder, self._rules, prefix, max_new, beam, bias, abandon)
             t2 = time.perf_counter()
             encode_ms, decode_ms = (t1 - t0) * 1000, (t2 - t1) * 1000
             text_window = window
@@ -237,7 +243,7 @@ class WhisperEngine(Recognizer):
                 self._encode(audio, window)
                 t1 = time.perf_counter()
                 prefix = self._decoder.prefill(list(start.tokens), start.sot_index)
-                retry = search.beam_search(self._decoder, self._rules, prefix, max_new, beam, bias)
+                retry = search.beam_search(self._decoder, self._rules, prefix, max_new, beam, bias, abandon)
                 t2 = time.perf_counter()
                 encode_ms, decode_ms = encode_ms + (t1 - t0) * 1000, decode_ms + (t2 - t1) * 1000
                 if retry.stop_reason == "eot" or out.stop_reason != "eot":

@@ -20,7 +20,11 @@ class StreamingConfig:
     )
     cut_search_ms: int = setting(2000, "Where to look for the quietest point to cut.", min=200, max=10000)
     no_speech_threshold: float = setting(
-        0.6, "Drop a transcript whose no-speech probability is above this.", min=0.0, max=1.0
+        0.6,
+        "Drop a transcript whose no-speech probability is above this and whose mean token log-probability is "
+        "below -1 (Whisper's rule: the model hears no speech and is unsure of the text).",
+        min=0.0,
+        max=1.0,
     )
     min_confidence: float = setting(
         -1.5, "Drop a transcript whose mean token log-probability is below this.", min=-20.0, max=0.0

@@ -109,19 +109,20 @@ class FrontEnd:
         if self.noise_floor is not None:
             assert spec is not None  # the floor needs the spectrum, so it was computed
             floor = self.noise_floor.update(spec.real**2 + spec.imag**2)  # the room as it is, not denoised
-        out = x
-        if self._denoiser is None:
-            speech = self.vad.is_speech(x, spec)
-        else:
+        out, vad_in, vad_spec = x, x, spec
+        if self._denoiser is not None:
             assert spec is not None  # the denoiser needs the spectrum, so it was computed
-            clean_spec = spec * self._denoiser.gain(spec)
-            clean = self._denoiser.synth.synthesize(clean_spec)
-            speech = self.vad.is_speech(clean, clean_spec)
+            vad_spec = spec * self._denoiser.gain(spec)
+            vad_in = self._denoiser.synth.synthesize(vad_spec)
             if self._denoise_recognition:
-                out = clean
-        # The VAD runs on every frame (its state must follow the audio); the gate only vetoes.
-        if floor is not None:
-            speech = speech and floor.above
+                out = vad_in
+        if floor is not None and not floor.above:
+            # The gate vetoes the frame whatever the VAD would say: the VAD keeps up with the audio
+            # but a neural one skips its model call. In a steady room most idle frames are here.
+            self.vad.rest(vad_in, vad_spec)
+            speech = False
+        else:
+            speech = self.vad.is_speech(vad_in, vad_spec)
         return FrontEndOutput(out, speech, level, floor)
 
     def for_recognition(self, audio: np.ndarray) -> np.ndarray:

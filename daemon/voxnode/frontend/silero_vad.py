@@ -124,6 +124,7 @@ class SileroVad:
         self._speech = False
         self.last_prob = 0.0
         self.windows = 0
+        self.skipped = 0  # windows not scored: the noise gate had vetoed them (rest)
 
     def is_speech(self, frame: np.ndarray, spectrum: np.ndarray | None) -> bool:
         x = np.asarray(frame, dtype=np.float32) * np.float32(1 / 32768)
@@ -139,6 +140,24 @@ class SileroVad:
         elif self.last_prob < self._off:
             self._speech = False
         return self._speech
+
+    def rest(self, frame: np.ndarray, spectrum: np.ndarray | None) -> None:
+        """Below the room: the samples go into the window (so windows stay aligned and the left
+        context is right when scoring resumes) but no window is scored; the recurrent state keeps
+        what it last heard. The probability reads 0 until the next scored window (<= 32 ms)."""
+        x = np.asarray(frame, dtype=np.float32) * np.float32(1 / 32768)
+        while len(x):
+            take = min(WINDOW - self._fill, len(x))
+            self._buf[0, CONTEXT + self._fill : CONTEXT + self._fill + take] = x[:take]
+            self._fill += take
+            x = x[take:]
+            if self._fill == WINDOW:
+                if self._carry_context:
+                    self._buf[0, :CONTEXT] = self._buf[0, WINDOW:]
+                self._fill = 0
+                self.skipped += 1
+        self.last_prob = 0.0
+        self._speech = False
 
     def _score(self) -> None:
         if not self._carry_context:

@@ -28,6 +28,10 @@ class FrameVad(Protocol):
     def is_speech(self, frame: np.ndarray, spectrum: np.ndarray | None) -> bool:
         """`spectrum` is the frame's STFT, or None when no detector in use needs it."""
 
+    def rest(self, frame: np.ndarray, spectrum: np.ndarray | None) -> None:
+        """The frame is not speech whatever the detector says (the noise gate vetoes it): keep what
+        must follow the audio, skip the rest of the work."""
+
 
 class SpectralVad:
     """Likelihood-ratio VAD on the STFT the front-end already computes.
@@ -71,6 +75,9 @@ class SpectralVad:
             return False
         return self.last_llr > self._threshold and float(np.sum(p)) > self._min_power
 
+    def rest(self, frame: np.ndarray, spectrum: np.ndarray | None) -> None:
+        self.is_speech(frame, spectrum)  # the noise tracker must see every frame
+
 
 class WebRtcVad:
     """Adapter for the WebRTC VAD; aggressiveness 0 (lenient) .. 3 (strict)."""
@@ -87,6 +94,9 @@ class WebRtcVad:
         pcm = np.clip(frame, -32768, 32767).astype("<i2").tobytes()
         return bool(self._vad.is_speech(pcm, self._rate))
 
+    def rest(self, frame: np.ndarray, spectrum: np.ndarray | None) -> None:
+        self.is_speech(frame, spectrum)  # its noise model adapts on every frame; it is cheap
+
 
 class BothVad:
     """Speech only where both detectors agree: WebRTC's GMM is steadier in
@@ -100,3 +110,7 @@ class BothVad:
         a = self._a.is_speech(frame, spectrum)  # both always run: the spectral one tracks noise every frame
         b = self._b.is_speech(frame, spectrum)
         return a and b
+
+    def rest(self, frame: np.ndarray, spectrum: np.ndarray | None) -> None:
+        self._a.rest(frame, spectrum)
+        self._b.rest(frame, spectrum)

@@ -27,11 +27,9 @@ during against towards toward my your our their his its not uh um er erm let's
 """.split()
 )
 SENTENCE_END = ".?!"
-# A closing '.', '?' or '!' counts only when the decoder gave it at least this probability.
-# Whisper punctuates fragments too ("Turn on the kitchen." for a speaker who paused there), but less
-# surely: on the pocketsphinx + Asterisk corpus cut at a mid-sentence pause, 8 of 39 fragments had
-# P(closing mark) >= 0.6 against 31 of 39 whole sentences (scripts/sim_live.py --show).
-SENTENCE_END_MIN_PROB = 0.6
+# A closing '.', '?' or '!' counts only when the decoder gave it at least `min_prob`
+# (`vad.sentence_end_min_prob`, 0.8). Whisper punctuates fragments too ("Turn on the kitchen." for a
+# speaker who paused there), but less surely (measurements in config/vad.py).
 OPEN_PUNCTUATION = ",;:-\u2013\u2014"  # a comma, a dash: more is coming
 _WORD = re.compile(r"[A-Za-z']+")
 
@@ -42,13 +40,13 @@ class Completion(enum.Enum):
     UNKNOWN = "unknown"  # keep the ordinary hangover
 
 
-def judge(text: str, ended_cleanly: bool, punctuation_prob: float | None = None) -> Completion:
+def judge(text: str, ended_cleanly: bool, punctuation_prob: float | None = None, min_prob: float = 0.8) -> Completion:
     """Does `text` (the speculative decode of the utterance so far) end a sentence?
 
     `ended_cleanly`: the decoder stopped on its own end-of-text token (not a token cap, a
     repetition guard or a no-speech verdict); anything else says nothing about the sentence.
     `punctuation_prob`: the decoder's probability of the closing mark it wrote (None: not known,
-    the mark is taken as it is).
+    the mark is taken as it is); it must reach `min_prob`.
     """
     t = text.strip().rstrip("\"')]")
     if not t or not ended_cleanly:
@@ -58,7 +56,7 @@ def judge(text: str, ended_cleanly: bool, punctuation_prob: float | None = None)
     if last in OPEN_WORDS or t[-1] in OPEN_PUNCTUATION or t.endswith("..."):
         return Completion.OPEN
     if t[-1] in SENTENCE_END:
-        if punctuation_prob is None or punctuation_prob >= SENTENCE_END_MIN_PROB:
+        if punctuation_prob is None or punctuation_prob >= min_prob:
             return Completion.SENTENCE_END
         return Completion.UNKNOWN  # a hesitant full stop: the ordinary hangover
     # No closing mark after an ordinary word: often a short command ("turn on the lights") or a

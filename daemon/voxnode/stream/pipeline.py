@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from voxnode.asr import guards
 from voxnode.asr.recognizer import TranscriptResult
 from voxnode.audio.format import PERIOD_S, SAMPLE_RATE
 from voxnode.events import TranscriptEvent, WakeEvent
@@ -61,6 +62,7 @@ class PipelineParams:
     # Sentence-aware endpoints (stream/endpoint.py): the pause's hangover, in frames of silence after
     # the last speech, once the speculative decode says the sentence ended / is still open.
     sentence_end_hangover_frames: int
+    sentence_end_min_prob: float  # the closing mark's probability that calls a sentence finished
     open_hangover_frames: int
     prompt: str | None  # this stream's recognition prompt; None = the engine's ([asr])
     hotwords: tuple[str, ...] | None  # this stream's hotwords; None = the engine's ([asr])
@@ -334,7 +336,12 @@ class StreamPipeline:
 
     def _apply_endpoint_verdict(self, job: DecodeJob, result: TranscriptResult) -> None:
         """The pause's text sets its hangover; a finished sentence may end the utterance now."""
-        verdict = judge(clean_text(result.text), result.stop_reason == "eot", result.punctuation_prob)
+        verdict = judge(
+            clean_text(result.text),
+            result.stop_reason == "eot",
+            result.punctuation_prob,
+            self.params.sentence_end_min_prob,
+        )
         if verdict == Completion.SENTENCE_END:
             frames = self.params.sentence_end_hangover_frames
             self.stats.endpoints_sentence_end += 1
@@ -347,7 +354,7 @@ class StreamPipeline:
 
     def _publish_partial(self, st: _UttState, job: DecodeJob, result: TranscriptResult, drop_last: bool) -> None:
         text = clean_text(result.text)
-        if not text or result.no_speech_prob > self.params.no_speech_threshold:
+        if not text or self._is_noise(result):
             return
         grown = st.prefix.update(text, drop_last=drop_last)
         if grown is None:
@@ -373,11 +380,7 @@ class StreamPipeline:
         self._utts.pop(st.utt.uid, None)
         text = clean_text(result.text)
         end_wall, end_mono = st.utt.speech_end()
-        if (
-            not text
-            or result.no_speech_prob > self.params.no_speech_threshold
-            or result.confidence < self.params.min_confidence
-        ):
+        if not text or self._is_noise(result):
             self.stats.suppressed += 1
             log.debug(
                 "stream %s: utterance %d suppressed (text %r, no_speech %.2f, conf %.2f)",
@@ -389,7 +392,26 @@ class StreamPipeline:
             )
             return
         self.stats.finals += 1
-        self._emit(self._event("final", st, text, end_wall, (self._clock() - end_mono) * 1e3, result.confidence))
+        now = self._clock()
+        job = st.final_job
+        if job is not None and log.isEnabledFor(logging.DEBUG):
+            # Where the latency went, from the end of speech: the decode's submission (the pause
+            # reaching tail_ms, or the endpoint), its start (engine free) and its end.
+            log.debug(
+                "stream %s: final %d %s: submitted +%.0f ms, started +%.0f, decoded +%.0f, published +%.0f",
+                self.name,
+                st.utt.uid,
+                job.kind.name.lower(),
+                (job.submitted - end_mono) * 1e3,
+                (job.started - end_mono) * 1e3,
+                (job.finished - end_mono) * 1e3,
+                (now - end_mono) * 1e3,
+            )
+        self._emit(self._event("final", st, text, end_wall, (now - end_mono) * 1e3, result.confidence))
+
+    def _is_noise(self, result: TranscriptResult) -> bool:
+        p = self.params
+        return guards.is_noise(result.no_speech_prob, result.confidence, p.no_speech_threshold, p.min_confidence)
 
     def _lose_final(self, st: _UttState, outcome: JobOutcome, result: JobResult) -> None:
         st.done = True

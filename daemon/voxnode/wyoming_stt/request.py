@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from voxnode.asr import guards
 from voxnode.asr.recognizer import TranscriptResult
 from voxnode.audio.format import PERIOD_FRAMES, SAMPLE_RATE
 from voxnode.frontend.chain import FrontEnd, FrontEndParams
@@ -57,9 +58,8 @@ class RequestParams:
 # A request's audio starts wherever the client started sending (a satellite: right after the wake
 # word, often a second of silence), unlike a microphone utterance, which the segmenter trims. Whisper's
 # no-speech probability then runs high on real speech (0.78 on a 13 s request with 1 s of leading
-# silence and four sentences), so, as Whisper's own transcribe() does, it silences a result only when
-# the text is also unlikely: mean log-probability below -1.0 (its logprob_threshold).
-WHISPER_LOGPROB_THRESHOLD = -1.0
+# silence and four sentences): so, as for the microphones (asr/guards.is_noise), a result is silenced
+# only when the text is also unlikely.
 # Every request's decode times are observed (the voxnode_decode_seconds histogram, label `stream`)
 # under this one name, not the request's own key: one key per request would add series without
 # bound. The ":" keeps it apart from every stream name (config STREAM_NAME_PATTERN).
@@ -72,9 +72,7 @@ class AudioTooLong(Exception):
 
 def is_silence(result: TranscriptResult, params: RequestParams) -> bool:
     """Noise, music or nothing: as for the microphones' finals, nothing is said to have been said."""
-    if result.confidence < params.min_confidence:
-        return True
-    return result.no_speech_prob > params.no_speech_threshold and result.confidence < WHISPER_LOGPROB_THRESHOLD
+    return guards.is_noise(result.no_speech_prob, result.confidence, params.no_speech_threshold, params.min_confidence)
 
 
 @dataclass(frozen=True)
