@@ -22,6 +22,7 @@ reference kernels (bit-identical to pymicro-wakeword's own TFLite library).
 
     .venv/bin/python scripts/bench_wake.py --write docs/wake_benchmark.json
     .venv/bin/python scripts/bench_wake.py --fa-minutes 5 --models okay_nabu   # quick
+    .venv/bin/python scripts/bench_wake.py --fa-minutes 1 --no-accept --recordings DIR  # recorded phrases
 """
 
 from __future__ import annotations
@@ -251,6 +252,67 @@ def false_accepts(models: list[str], minutes: float) -> dict:
 # ---- 2. acceptance ----------------------------------------------------------------------------
 
 
+def accepted_in_noise(
+    model: str, xnn: bool, x: np.ndarray, phrase_len: int, kind: str, clip_id: int, cuts, music
+) -> dict[str, bool]:
+    """Whether the detector fires on the phrase `x` (its first `phrase_len` samples are the words)
+    mixed with `kind` noise at ACCEPT_SNR over the phrase, per cutoff label."""
+    lead = 0.6 + 0.4 * (clip_id % 3)
+    clean = np.concatenate([ac.silence(lead), x, ac.silence(LATE_S + 0.2)])
+    labels = np.zeros(len(clean) // 320, dtype=bool)
+    a, b = int(lead * RATE) // 320, int((lead * RATE + phrase_len) // 320)
+    labels[a:b] = True  # SNR over the phrase: its frames are the speech
+    noisy = ac.mix(clean, noise_for(kind, len(clean), clip_id, music), ACCEPT_SNR, labels)
+    r = detect(model, noisy, xnn)
+    t_end = lead + phrase_len / RATE
+    return {label: any(lead <= t <= t_end + LATE_S for t in events(r.series, cutoff)) for label, cutoff in cuts}
+
+
+def acceptance_recorded(models: list[str], folder: Path) -> dict:
+    """Acceptance on recordings of people saying the phrases: FOLDER/<model>/*.wav (any WAV; one
+    phrase per file, as recorded in a room), each mixed with every ACCEPT_NOISES kind at 10 dB."""
+    from voxnode.audio.wavfile import read_audio
+
+    music = [a for _, a in sc.music_tracks()]
+    results = {}
+    for model in models:
+        wavs = sorted((folder / model).glob("*.wav"))
+        if not wavs:
+            print(f"accept {model} (recorded): no WAV files in {folder / model}", flush=True)
+            continue
+        cuts = cutoffs_for(model)
+        ok_at = {label: 0 for label, _ in cuts}
+        n = 0
+        for i, wav in enumerate(wavs):
+            x = ac.at_dbfs(read_audio(wav) * 32768.0, -26).astype(np.float32)
+            speech = np.flatnonzero(ac.label_speech(x))
+            if not len(speech):
+                continue
+            x = x[int(speech[0]) * 320 : (int(speech[-1]) + 1) * 320]  # the words, without the file's silence
+            for kind in ACCEPT_NOISES:
+                n += 1
+                oks = accepted_in_noise(
+                    model, True, x, len(x), kind, 1000 + 4 * i + ACCEPT_NOISES.index(kind), cuts, music
+                )
+                for label, _ in cuts:
+                    ok_at[label] += oks[label]
+        if n:
+            results[model] = {
+                "recordings": len(wavs),
+                "clips": n,
+                "cutoffs": {
+                    label: {"cutoff": c, "accepted": ok_at[label], "percent": round(100 * ok_at[label] / n, 1)}
+                    for label, c in cuts
+                },
+            }
+            print(
+                f"accept {model} (recorded): "
+                + ", ".join(f"{v['percent']} % at {k} ({v['cutoff']})" for k, v in results[model]["cutoffs"].items()),
+                flush=True,
+            )
+    return results
+
+
 def acceptance(models: list[str]) -> dict:
     music = [a for _, a in sc.music_tracks()]
     rng = np.random.default_rng(7)
@@ -275,17 +337,10 @@ def acceptance(models: list[str]) -> dict:
                         x = ac.at_dbfs(x.astype(np.float32), -26)
                         for kind in ACCEPT_NOISES:
                             clip_id += 1
-                            lead = 0.6 + 0.4 * (clip_id % 3)
-                            clean = np.concatenate([ac.silence(lead), x, ac.silence(LATE_S + 0.2)])
-                            labels = np.zeros(len(clean) // 320, dtype=bool)
-                            a, b = int(lead * RATE) // 320, int((lead * RATE + len(dry)) // 320)
-                            labels[a:b] = True  # SNR over the phrase: its frames are the speech
-                            noisy = ac.mix(clean, noise_for(kind, len(clean), clip_id, music), ACCEPT_SNR, labels)
-                            r = detect(model, noisy, xnn)
-                            t_end = lead + len(dry) / RATE
+                            oks = accepted_in_noise(model, xnn, x, len(dry), kind, clip_id, cuts, music)
                             n += 1
-                            for label, cutoff in cuts:
-                                ok = any(lead <= t <= t_end + LATE_S for t in events(r.series, cutoff))
+                            for label, _ in cuts:
+                                ok = oks[label]
                                 ok_at[label] += ok
                                 if label != "model":
                                     continue
@@ -324,6 +379,12 @@ def main() -> int:
     p.add_argument("--fa-minutes", type=float, default=60.0)
     p.add_argument("--no-accept", action="store_true")
     p.add_argument("--write", metavar="JSON", help="save the results here")
+    p.add_argument(
+        "--recordings",
+        metavar="DIR",
+        type=Path,
+        help="also measure acceptance on recordings of people saying the phrases: DIR/<model>/*.wav",
+    )
     args = p.parse_args()
     models = [m for m in args.models.split(",") if m]
     t0 = time.time()
@@ -335,6 +396,8 @@ def main() -> int:
     }
     if not args.no_accept:
         out["acceptance"] = acceptance(models)
+    if args.recordings is not None:
+        out["acceptance_recorded"] = acceptance_recorded(models, args.recordings)
     out["wall_s"] = round(time.time() - t0, 1)
     if args.write:
         Path(args.write).write_text(json.dumps(out, indent=1) + "\n")

@@ -122,8 +122,8 @@ def test_a_window_that_loops_is_retried_longer(engine, monkeypatch, first_stop, 
     calls = []
     real_search = search.beam_search
 
-    def looping_first(dec, rules, prefix, max_new, beam_size, bias=None):
-        out = real_search(dec, rules, prefix, max_new, beam_size, bias)
+    def looping_first(dec, rules, prefix, max_new, beam_size, bias=None, abandon=None):
+        out = real_search(dec, rules, prefix, max_new, beam_size, bias, abandon)
         calls.append(out)
         if len(calls) == 1:  # pretend the first, short window looped
             tokens = out.tokens * 2 if first_text == "twice" else out.tokens
