@@ -127,14 +127,7 @@ class SileroVad:
         self.skipped = 0  # windows not scored: the noise gate had vetoed them (rest)
 
     def is_speech(self, frame: np.ndarray, spectrum: np.ndarray | None) -> bool:
-        x = np.asarray(frame, dtype=np.float32) * np.float32(1 / 32768)
-        while len(x):
-            take = min(WINDOW - self._fill, len(x))
-            self._buf[0, CONTEXT + self._fill : CONTEXT + self._fill + take] = x[:take]
-            self._fill += take
-            x = x[take:]
-            if self._fill == WINDOW:
-                self._score()
+        self._take(frame, score=True)
         if self.last_prob >= self._on:
             self._speech = True
         elif self.last_prob < self._off:
@@ -145,19 +138,28 @@ class SileroVad:
         """Below the room: the samples go into the window (so windows stay aligned and the left
         context is right when scoring resumes) but no window is scored; the recurrent state keeps
         what it last heard. The probability reads 0 until the next scored window (<= 32 ms)."""
+        self._take(frame, score=False)
+        self.last_prob = 0.0
+        self._speech = False
+
+    def _take(self, frame: np.ndarray, score: bool) -> None:
+        """Buffer a frame's samples; each window it completes is scored, or with `score` False
+        skipped."""
         x = np.asarray(frame, dtype=np.float32) * np.float32(1 / 32768)
         while len(x):
             take = min(WINDOW - self._fill, len(x))
             self._buf[0, CONTEXT + self._fill : CONTEXT + self._fill + take] = x[:take]
             self._fill += take
             x = x[take:]
-            if self._fill == WINDOW:
-                if self._carry_context:
-                    self._buf[0, :CONTEXT] = self._buf[0, WINDOW:]
-                self._fill = 0
+            if self._fill < WINDOW:
+                continue
+            if score:
+                self._score()
+            else:
                 self.skipped += 1
-        self.last_prob = 0.0
-        self._speech = False
+            if self._carry_context:
+                self._buf[0, :CONTEXT] = self._buf[0, WINDOW:]
+            self._fill = 0
 
     def _score(self) -> None:
         if not self._carry_context:
@@ -169,7 +171,4 @@ class SileroVad:
         it.invoke()
         self.last_prob = float(it.get_tensor(self._out_prob)[0, 0])
         self._state = it.get_tensor(self._out_state)
-        if self._carry_context:
-            self._buf[0, :CONTEXT] = self._buf[0, WINDOW:]
-        self._fill = 0
         self.windows += 1
