@@ -340,14 +340,14 @@ class DecodeScheduler:
             )
         except DecodeAbandoned:
             outcome, result = JobOutcome.SKIPPED, None
-            with self._cv:
-                self._stats.partials_abandoned += 1
         except Exception as exc:  # engine errors must not kill the worker
             log.exception("decode failed for stream %s (%s)", job.stream, job.kind.name)
             outcome, result = JobOutcome.FAILED, exc
         job.finished = self._clock()
         with self._cv:
             self._running.pop(job.stream, None)
+            if outcome == JobOutcome.SKIPPED:  # only an abandoned partial ends here as skipped
+                self._stats.partials_abandoned += 1
             self._stats.busy_s += job.finished - job.started
             self._timings[job.kind].append((job.started - job.submitted, job.finished - job.started))
             if job.cancelled and outcome == JobOutcome.DONE:
