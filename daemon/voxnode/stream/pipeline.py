@@ -342,6 +342,15 @@ class StreamPipeline:
             result.punctuation_prob,
             self.params.sentence_end_min_prob,
         )
+        log.debug(
+            "stream %s: pause %d: %s (stop %s, closing mark p=%s): %r",
+            self.name,
+            job.tag[1],
+            verdict.value,
+            result.stop_reason,
+            "-" if result.punctuation_prob is None else f"{result.punctuation_prob:.2f}",
+            result.text[-60:],
+        )
         if verdict == Completion.SENTENCE_END:
             frames = self.params.sentence_end_hangover_frames
             self.stats.endpoints_sentence_end += 1

@@ -344,6 +344,20 @@ class DecodeScheduler:
             log.exception("decode failed for stream %s (%s)", job.stream, job.kind.name)
             outcome, result = JobOutcome.FAILED, exc
         job.finished = self._clock()
+        if isinstance(result, TranscriptResult) and log.isEnabledFor(logging.DEBUG):
+            # Where a slow decode's time went: a window retry (a loop in the short window) or a
+            # temperature fallback shows here.
+            log.debug(
+                "stream %s: %s decode %.0f ms (encode %.0f, decode %.0f; %.1f s audio in a %.0f s window%s)",
+                job.stream,
+                job.kind.name.lower(),
+                1e3 * (job.finished - job.started),
+                result.encode_ms,
+                result.decode_ms,
+                result.duration_s,
+                result.window_s,
+                f", temperature {result.temperature:.1f}" if result.temperature else "",
+            )
         with self._cv:
             self._running.pop(job.stream, None)
             if outcome == JobOutcome.SKIPPED:  # only an abandoned partial ends here as skipped
