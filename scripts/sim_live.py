@@ -129,20 +129,25 @@ class SimScheduler:
                 old.on_done(old, JobOutcome.SKIPPED if old.kind == JobKind.PARTIAL else JobOutcome.CANCELLED, None)
         self.queue.append(job)
         if job.kind != JobKind.PARTIAL and self.running is not None and self.running[0].kind == JobKind.PARTIAL:
-            # As DecodeScheduler does: the running partial gives the engine up at its next model call
-            # (ABANDON_S later at most), and its result is dropped.
-            running, finish, _ = self.running
-            running.abandon.set()
-            end = min(finish, max(running.started, self.clock.now) + ABANDON_S)
-            self.busy_s -= finish - end
-            self.free_at = end
-            self.running = (running, end, None)
+            self._abandon_running()  # as DecodeScheduler does: the partial gives way
 
     def cancel(self, job: DecodeJob) -> None:
         job.cancelled = True
         if job in self.queue:
             self.queue.remove(job)
             job.on_done(job, JobOutcome.CANCELLED, None)
+        elif self.running is not None and self.running[0] is job and job.kind == JobKind.SPECULATIVE:
+            self._abandon_running()  # as DecodeScheduler does: a voided speculation gives the engine up
+
+    def _abandon_running(self) -> None:
+        """The running job stops at its next model call (ABANDON_S later at most); its result is dropped."""
+        assert self.running is not None
+        running, finish, _ = self.running
+        running.abandon.set()
+        end = min(finish, max(running.started, self.clock.now) + ABANDON_S)
+        self.busy_s -= finish - end
+        self.free_at = end
+        self.running = (running, end, None)
 
     def promote(self, job: DecodeJob) -> bool:
         if job in self.queue:
@@ -164,7 +169,7 @@ class SimScheduler:
                 self.clock.now = finish
                 job.finished = finish
                 if job.abandon.is_set():
-                    outcome = JobOutcome.SKIPPED
+                    outcome = JobOutcome.SKIPPED if job.kind == JobKind.PARTIAL else JobOutcome.CANCELLED
                 else:
                     outcome = JobOutcome.CANCELLED if job.cancelled else JobOutcome.DONE
                 job.on_done(job, outcome, result)
@@ -177,7 +182,7 @@ class SimScheduler:
             # CPU time of this thread, not wall time: with one inference thread LiteRT runs in the
             # caller, and CPU time is far less disturbed by other work on a shared machine.
             t0 = time.thread_time()
-            result = self.engine.transcribe(job.audio)
+            result = self.engine.transcribe(job.audio, role="partial" if job.kind == JobKind.PARTIAL else "final")
             run = time.thread_time() - t0
             self.decodes += 1
             self.busy_s += run

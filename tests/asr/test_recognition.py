@@ -140,6 +140,33 @@ def test_a_window_that_loops_is_retried_longer(engine, monkeypatch, first_stop, 
     assert r.encode_ms > 0
 
 
+def test_a_partial_that_loops_is_not_retried(engine, monkeypatch):
+    """A partial is replaced a moment later: it keeps what its one window gave (a second, longer
+    encode would only delay the final waiting behind it)."""
+    from voxnode.asr import search
+    from voxnode.asr.search import Decoded
+
+    frames = []
+    real_run = engine._encoder.run
+
+    def spy_run(mel):
+        frames.append(mel.shape[0])
+        return real_run(mel)
+
+    real_search = search.beam_search
+
+    def looping(dec, rules, prefix, max_new, beam_size, bias=None, abandon=None):
+        out = real_search(dec, rules, prefix, max_new, beam_size, bias, abandon)
+        return Decoded(out.tokens, out.logprobs, out.no_speech_prob, "repetition")
+
+    monkeypatch.setattr(engine._encoder, "run", spy_run)
+    monkeypatch.setattr(search, "beam_search", looping)
+    wav, ref = pocketsphinx_utterances()[4]  # 3.3 s
+    r = engine.transcribe(read_audio(wav), role="partial")
+    assert frames == [600]  # the 6 s partial window, once
+    assert r.window_s == 6.0 and r.stop_reason == "repetition" and wer(ref, r.text) < 0.2
+
+
 def test_repeated_phrase_rule():
     from voxnode.asr.guards import repeated_phrase
 

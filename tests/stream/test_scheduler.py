@@ -119,6 +119,33 @@ def test_a_running_partial_gives_way_to_a_final(sched):
     assert st["partials_abandoned"] == 1 and st["partials_skipped"] == 1
 
 
+def test_a_running_speculative_final_cancelled_gives_the_engine_up(sched):
+    """Speech resumed: the speculative final's text is void, so it stops at its next model call and
+    the engine is free for what comes next; a final is never given up."""
+    s, eng = sched()
+    rec = Recorder()
+    s.start()
+    spec = job("a", JobKind.SPECULATIVE, 1, rec)
+    s.submit(spec)
+    assert eng.entered.acquire(timeout=5)  # running
+    s.cancel(spec)
+    s.submit(job("b", JobKind.PARTIAL, 2, rec))
+    assert eng.entered.acquire(timeout=5)  # the partial starts without the gate being opened for the speculation
+    eng.gate.release()
+    assert rec.wait(2) == [(1, JobOutcome.CANCELLED), (2, JobOutcome.DONE)]
+    assert eng.abandoned == [1]
+    st = s.stats()
+    assert st["cancelled"] == 1 and st["partials_abandoned"] == 0
+
+    final = job("a", JobKind.FINAL, 3, rec)
+    s.submit(final)
+    assert eng.entered.acquire(timeout=5)
+    s.cancel(final)  # a running final is not stopped: its result is only reported as cancelled
+    eng.gate.release()
+    assert rec.wait(3)[2] == (3, JobOutcome.CANCELLED)
+    assert eng.abandoned == [1]
+
+
 def test_a_partial_keeps_the_engine_when_another_is_free_but_not_against_its_own_stream():
     engines = [GateEngine(), GateEngine()]
     s = DecodeScheduler(engines, dataclasses.replace(DEFAULTS, workers=2))

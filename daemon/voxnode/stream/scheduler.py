@@ -11,7 +11,9 @@ Rules, in order:
    speculative final has to wait for it gives the engine up at its next model
    call (`abandon`, ~10 ms) instead of delaying that final by its whole decode
    (measured live: 5 of 25 finals waited 90-370 ms for a partial with
-   `vad.tail_ms` 100).
+   `vad.tail_ms` 100). A speculative final still decoding when speech resumes
+   (its text is void) gives the engine up the same way: the next one, at the
+   next pause, need not wait for it.
 4. Back-pressure: a stream has at most one pending partial (a newer one
    replaces it, counted as skipped); a partial that waited longer than
    `partial_max_wait_s` is skipped; finals are never skipped.  Only if more
@@ -214,7 +216,8 @@ class DecodeScheduler:
                 self._cv.notify()
 
     def cancel(self, job: DecodeJob) -> None:
-        """Withdraw a job; if it already runs, its result is reported as CANCELLED."""
+        """Withdraw a job; if it already runs, its result is reported as CANCELLED (a running
+        speculative final stops at its next model call: its text is void)."""
         removed = False
         with self._cv:
             job.cancelled = True
@@ -223,6 +226,8 @@ class DecodeScheduler:
                 q.remove(job)
                 removed = True
                 self._update_depth()
+            elif job.kind == JobKind.SPECULATIVE and self._running.get(job.stream) is job:
+                job.abandon.set()
         if removed:
             self._account(job, JobOutcome.CANCELLED)
             job.on_done(job, JobOutcome.CANCELLED, None)
@@ -329,17 +334,20 @@ class DecodeScheduler:
         outcome = JobOutcome.DONE
         result: JobResult
         try:
-            # A speculative final becomes the final: it gets the full decode.
+            # A speculative final becomes the final: it gets the full decode. Partials and
+            # speculative finals may be given up (`abandon`); a final never is.
             partial = job.kind == JobKind.PARTIAL
             result = rec.transcribe(
                 job.audio,
                 role="partial" if partial else "final",
                 prompt=job.prompt,
                 hotwords=job.hotwords,
-                abandon=job.abandon if partial else None,
+                abandon=None if job.kind == JobKind.FINAL else job.abandon,
             )
         except DecodeAbandoned:
-            outcome, result = JobOutcome.SKIPPED, None
+            # A partial giving way to a final is skipped; a speculative final voided by speech
+            # resuming was cancelled.
+            outcome, result = (JobOutcome.SKIPPED if partial else JobOutcome.CANCELLED), None
         except Exception as exc:  # engine errors must not kill the worker
             log.exception("decode failed for stream %s (%s)", job.stream, job.kind.name)
             outcome, result = JobOutcome.FAILED, exc
