@@ -78,6 +78,10 @@ def test_no_speech_rule():
     assert guards.is_no_speech(0.9, -1.5)
     assert not guards.is_no_speech(0.9, -0.2)  # confident text wins
     assert not guards.is_no_speech(0.1, -1.5)
+    assert guards.is_no_speech(0.5, -1.5, threshold=0.4) and not guards.is_no_speech(0.5, -1.5)
+    # What the daemon does not publish: that rule at the configured threshold, or very unsure text.
+    assert guards.is_noise(0.65, -1.2, 0.6, -3.0) and not guards.is_noise(0.65, -0.3, 0.6, -3.0)
+    assert guards.is_noise(0.0, -3.5, 0.6, -3.0)
 
 
 def test_windows_cut_in_pauses():

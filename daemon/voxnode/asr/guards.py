@@ -72,9 +72,11 @@ def compression_ratio(text: str) -> float:
     return len(data) / len(zlib.compress(data)) if data else 0.0
 
 
-def is_no_speech(no_speech_prob: float, avg_logprob: float) -> bool:
-    """Whisper's rule: the model says "no speech" and is unsure of what it wrote."""
-    return no_speech_prob > NO_SPEECH_THRESHOLD and avg_logprob < LOGPROB_THRESHOLD
+def is_no_speech(no_speech_prob: float, avg_logprob: float, threshold: float | None = None) -> bool:
+    """Whisper's rule: the model says "no speech" (above `threshold`, default NO_SPEECH_THRESHOLD)
+    and is unsure of what it wrote."""
+    limit = NO_SPEECH_THRESHOLD if threshold is None else threshold
+    return no_speech_prob > limit and avg_logprob < LOGPROB_THRESHOLD
 
 
 def is_noise(no_speech_prob: float, avg_logprob: float, no_speech_threshold: float, min_confidence: float) -> bool:
@@ -84,7 +86,7 @@ def is_noise(no_speech_prob: float, avg_logprob: float, no_speech_threshold: flo
     The no-speech probability alone is not enough: under babble, correct sentences decoded with
     mean log-probability -0.17 to -0.47 had 0.62-0.68 (three of them dropped in one live run).
     """
-    return avg_logprob < min_confidence or (no_speech_prob > no_speech_threshold and avg_logprob < LOGPROB_THRESHOLD)
+    return avg_logprob < min_confidence or is_no_speech(no_speech_prob, avg_logprob, no_speech_threshold)
 
 
 def is_too_repetitive(text: str) -> bool:
