@@ -8,13 +8,23 @@ utterance, and (over 2 s of speech) its first part cut at the quietest point bet
 silence and decoded as the pipeline's speculative final is. Prints each verdict
 (stream/endpoint.py) and how many of each kind a closing mark of probability >= p calls finished.
 
-    PYTHONPATH=daemon .venv/bin/python scripts/endpoint_verdicts.py [--tail-ms 100]
+    PYTHONPATH=daemon .venv/bin/python scripts/endpoint_verdicts.py [--tail-ms 100] [--noise pink --snr 10]
+
+`--turn-model auto` (benchmark venv: needs onnxruntime) also asks an audio end-of-turn model,
+Pipecat's Smart Turn v3.2 (BSD-2-Clause; a Whisper-tiny encoder + pooling head reading the last
+8 s of audio: prosody, not text), taken from the `pipecat-ai` wheel on PyPI (`pip download
+--no-deps`, only its ONNX file is read), and prints how the closing-mark rule and the model
+combine. An evaluation for a candidate, not part of the daemon:
+
+    .venv-bench/bin/python scripts/endpoint_verdicts.py --turn-model auto
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +38,47 @@ from voxnode.stream.endpoint import Completion, judge  # noqa: E402
 from voxnode.stream.pipeline import clean_text  # noqa: E402
 
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
+TURN_SOURCE = "pipecat-ai==1.14.0"
+TURN_ONNX = "pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx"
+TURN_SECONDS = 8
+TURN_SURE = 0.9  # the model's probability that overrides a missing or hesitant closing mark
+TURN_ALONE = 0.95  # ... and the bar when it decides alone (a closing mark, if any, only needs p >= 0.5)
+
+
+class TurnModel:
+    """Smart Turn v3.2 on onnxruntime: the last 8 s of audio -> P(the speaker has finished)."""
+
+    def __init__(self, path: Path) -> None:
+        import onnxruntime as ort
+
+        from voxnode.asr.mel import LogMel
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = opts.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(str(path), sess_options=opts)
+        self.mel = LogMel()
+
+    def __call__(self, audio: np.ndarray) -> float:
+        """float32 16 kHz in [-1, 1], the end of the utterance last."""
+        n = TURN_SECONDS * RATE
+        x = np.pad(audio[-n:], (max(0, n - len(audio)), 0)).astype(np.float32)
+        x = (x - x.mean()) / np.sqrt(x.var() + 1e-7)  # as its training front-end (do_normalize)
+        features = self.mel(x)[: n // 160].T[None]  # [1, 80, 800]
+        return float(np.asarray(self.session.run(None, {"input_features": features})[0]).reshape(-1)[0])
+
+
+def fetch_turn_model(cache: Path) -> Path:
+    onnx = cache / Path(TURN_ONNX).name
+    if onnx.exists():
+        return onnx
+    cache.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", TURN_SOURCE, "-d", str(cache)], check=True
+    )
+    wheel = sorted(cache.glob("pipecat_ai-*.whl"))[-1]
+    with zipfile.ZipFile(wheel) as z:
+        onnx.write_bytes(z.read(TURN_ONNX))
+    return onnx
 
 
 def fragment_end(clip: np.ndarray, s0: int, s1: int) -> int:
@@ -42,30 +93,64 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tail-ms", type=int, default=100)
     ap.add_argument("--asterisk", type=int, default=15)
+    ap.add_argument("--noise", help="mix this noise kind (scripts/audio_corpus.py) into every clip")
+    ap.add_argument("--snr", type=float, default=10.0)
+    ap.add_argument("--turn-model", help='"auto" (Smart Turn v3.2 from the pipecat-ai wheel) or an ONNX path')
     args = ap.parse_args()
+    turn = None
+    if args.turn_model:
+        path = fetch_turn_model(ac.cache_dir() / "smart-turn") if args.turn_model == "auto" else Path(args.turn_model)
+        turn = TurnModel(path)
     from voxnode.asr import default_model_dir
     from voxnode.asr.whisper_litert import WhisperEngine
 
     engine = WhisperEngine.load(default_model_dir(), 1)
     tail = np.zeros(args.tail_ms * RATE // 1000, np.float32)
     probs: dict[str, list[float | None]] = {"whole": [], "fragment": []}
-    for u in sc.real_speech(n_asterisk=args.asterisk, seed=0):
+    # per cut: (turn model, closing-mark p if the text ends a sentence, clearly open, closing-mark p)
+    turns: dict[str, list[tuple[float, float | None, bool, float | None]]] = {"whole": [], "fragment": []}
+    for k, u in enumerate(sc.real_speech(n_asterisk=args.asterisk, seed=0)):
         clip, s0, s1 = trim(ac.at_dbfs(u.audio, -26))
         cuts = [("whole", s1)] + ([("fragment", fragment_end(clip, s0, s1))] if s1 - s0 >= 2 * RATE else [])
         for kind, end in cuts:
-            r = engine.transcribe(np.concatenate([clip[:end], tail]) / 32768.0)
+            audio = np.concatenate([clip[:end], tail])
+            if args.noise:
+                audio = ac.mix(audio, ac.noise(args.noise, len(audio), seed=k), args.snr)
+            r = engine.transcribe(audio / 32768.0)
             text = clean_text(r.text)
             verdict = judge(text, r.stop_reason == "eot", None)  # the mark alone; probability below
             p = r.punctuation_prob if verdict == Completion.SENTENCE_END else None
             probs[kind].append(p)
             shown = "-" if r.punctuation_prob is None else f"{r.punctuation_prob:.2f}"
-            print(f"{kind:8s} p={shown:4s} {verdict.value:12s} {text}", flush=True)
+            turn_shown = ""
+            if turn is not None:
+                q = turn(audio / 32768.0)
+                turns[kind].append((q, p, verdict == Completion.OPEN, r.punctuation_prob))
+                turn_shown = f"turn={q:.2f} "
+            print(f"{kind:8s} p={shown:4s} {turn_shown}{verdict.value:12s} {text}", flush=True)
     print()
     print("| kind | n | " + " | ".join(f"finished at p >= {t}" for t in THRESHOLDS) + " |")
     print("|---|---|" + "---|" * len(THRESHOLDS))
     for kind, ps in probs.items():
         counts = [sum(1 for p in ps if p is not None and p >= t) for t in THRESHOLDS]
         print(f"| {kind} | {len(ps)} | " + " | ".join(str(c) for c in counts) + " |")
+    if turn is not None:
+        print()
+        print(
+            f"| kind | n | closing mark p >= 0.8 | turn model >= 0.5 | turn model >= {TURN_ALONE}, not clearly open, "
+            f"a closing mark (if any) p >= 0.5 | mark p >= 0.8, or turn model >= {TURN_SURE} unless clearly open |"
+        )
+        print("|---|---|---|---|---|---|")
+        for kind, rows in turns.items():
+            mark = sum(1 for _, p, _, _ in rows if p is not None and p >= 0.8)
+            half = sum(1 for q, _, _, _ in rows if q >= 0.5)
+            alone = sum(
+                1 for q, _, is_open, raw in rows if q >= TURN_ALONE and not is_open and (raw is None or raw >= 0.5)
+            )
+            both = sum(
+                1 for q, p, is_open, _ in rows if (p is not None and p >= 0.8) or (q >= TURN_SURE and not is_open)
+            )
+            print(f"| {kind} | {len(rows)} | {mark} | {half} | {alone} | {both} |")
 
 
 if __name__ == "__main__":
