@@ -149,18 +149,23 @@ def verification_audio() -> list[tuple[str, np.ndarray]]:
     return [(name, x.astype(np.float32)) for name, x in clips]
 
 
-def compare(tflite_bytes: bytes, onnx_bytes: bytes) -> dict:
+def runners(tflite_bytes: bytes, onnx_bytes: bytes):
+    """The converted model on LiteRT (signature runner, XNNPACK delegation) and the source on
+    onnxruntime, both on one thread: what a conversion is checked with (also convert_smart_turn.py)."""
     import onnxruntime as ort
 
     from voxnode.asr.runtime import delegation, load_runtime
 
     interp = load_runtime().interpreter_class(model_content=tflite_bytes, num_threads=1)
     interp.allocate_tensors()
-    deleg = delegation(interp)
-    runner = interp.get_signature_runner()
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = opts.inter_op_num_threads = 1
     sess = ort.InferenceSession(onnx_bytes, sess_options=opts, providers=["CPUExecutionProvider"])
+    return interp.get_signature_runner(), delegation(interp), sess
+
+
+def compare(tflite_bytes: bytes, onnx_bytes: bytes) -> dict:
+    runner, deleg, sess = runners(tflite_bytes, onnx_bytes)
     worst, windows, flips = 0.0, 0, 0
     per_clip = []
     for name, x in verification_audio():

@@ -235,17 +235,9 @@ def verification_cuts() -> list[tuple[str, np.ndarray]]:
 
 
 def compare(tflite_bytes: bytes, onnx_bytes: bytes) -> dict:
-    import onnxruntime as ort
+    from convert_silero import runners
 
-    from voxnode.asr.runtime import delegation, load_runtime
-
-    interp = load_runtime().interpreter_class(model_content=tflite_bytes, num_threads=1)
-    interp.allocate_tensors()
-    deleg = delegation(interp)
-    runner = interp.get_signature_runner()
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(onnx_bytes, sess_options=opts, providers=["CPUExecutionProvider"])
+    runner, deleg, sess = runners(tflite_bytes, onnx_bytes)
     rows, t_lite, t_onnx = [], [], []
     for name, x in verification_cuts():
         f = features(x)
