@@ -24,10 +24,13 @@ Not used by the daemon yet: docs/benchmarks.md ("Latency, third pass") has the m
 makes it a candidate. Status of the rebuild (first run, 2026-12-03): on the 82 verification cuts
 the TFLite model runs fully on XNNPACK (187 ops) in 37 ms per call (onnxruntime: 77 ms), median
 |difference| 0.02 from onnxruntime, but 8 decisions of 82 flip at 0.5 (max difference 0.79), and
-the same with --fp32: so not our quantisation. Either the ONNX file's own uint8 activations (a
-QDQ graph: attention scores and the pooling softmax quantised per tensor) or a detail of the
-rebuild; settle that (per-layer comparison against onnxruntime's intermediate outputs) before
-using it.
+the same with --fp32: so not our quantisation. Per layer (a float numpy forward of these weights
+against onnxruntime's intermediate tensors, two cuts): relative error 2-5 % at the conv stem, 7 %
+after layer 0, 10 % after layer 1, then 12 -> 32 % across layer 2's feed-forward block and 55 % at
+the end. A jump inside one block whose weights are found by their bias names points at the ONNX
+file's own per-tensor uint8 activations (Whisper's outlier activations after GELU) more than at
+the mapping; a float reference (the fp32 Smart Turn ONNX, published on Hugging Face only) would
+settle it. Do not use the model before that.
 """
 
 from __future__ import annotations
