@@ -163,6 +163,37 @@ def test_an_abandoned_decode_stops_at_the_next_model_call_and_the_engine_goes_on
     assert again.text == whole.text
 
 
+def test_an_abandoned_final_stops_in_its_temperature_fallback_too(engine, monkeypatch):
+    """A speculative final given up while it samples (its text is void) stops at the next decoder
+    step as in the beam search, not after every temperature."""
+    from voxnode.asr import guards, search
+
+    monkeypatch.setattr(guards, "LOGPROB_THRESHOLD", 0.0)  # nothing is sure enough: always sample
+    wav, _ = pocketsphinx_utterances()[0]
+    audio = read_audio(wav)
+    sampling = threading.Event()
+    steps_after = []
+    real_sample, real_step = search.sample, DecoderRunner.step
+
+    def sample(*args, **kwargs):
+        sampling.set()  # the beam search is over: the next steps are the fallback's
+        return real_sample(*args, **kwargs)
+
+    def step(self, hyps, tokens):
+        if sampling.is_set():
+            steps_after.append(len(tokens))
+            if len(steps_after) == 2:
+                gone.set()
+        return real_step(self, hyps, tokens)
+
+    gone = threading.Event()
+    monkeypatch.setattr(search, "sample", sample)
+    monkeypatch.setattr(DecoderRunner, "step", step)
+    with pytest.raises(DecodeAbandoned):
+        engine.transcribe(audio, beam_size=2, abandon=gone)
+    assert len(steps_after) == 2
+
+
 def test_temperature_fallback_samples_reproducibly(engine, monkeypatch):
     """When every result counts as unsure, the engine samples at rising temperatures, seeded."""
     from voxnode.asr import guards

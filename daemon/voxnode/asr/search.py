@@ -185,8 +185,10 @@ def sample(
     best_of: int,
     temperature: float,
     rng: np.random.Generator,
+    abandon: threading.Event | None = None,
 ) -> Decoded:
-    """`best_of` independent samples at `temperature`, run side by side; the best-ranked one."""
+    """`best_of` independent samples at `temperature`, run side by side; the best-ranked one.
+    Raises DecodeAbandoned before the next decoder call once `abandon` is set."""
     no_speech = rules.no_speech_prob(prefix)
     live = [_Hyp([], [], 0.0) for _ in range(best_of)]
     logits = np.repeat(prefix.first_logits[None], best_of, axis=0)
@@ -219,5 +221,7 @@ def sample(
             hyps = dec.hypotheses(prefix, len(live), max_new_tokens)
         else:
             hyps.reorder(keep)
+        if abandon is not None and abandon.is_set():
+            raise DecodeAbandoned
         logits = dec.step(hyps, [h.tokens[-1] for h in live])
     return best(finished)

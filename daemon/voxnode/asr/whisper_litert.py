@@ -254,7 +254,7 @@ class WhisperEngine(Recognizer):
             if final and opts.temperatures and self._needs_fallback(out):
                 # Sampled in the window the decoder holds (the longer one after a retry).
                 t0 = time.perf_counter()
-                out = self._fallback(out, prefix, max_new, beam, opts.temperatures)
+                out = self._fallback(out, prefix, max_new, beam, opts.temperatures, abandon)
                 decode_ms += (time.perf_counter() - t0) * 1000
                 if out.temperature:
                     text_window = window
@@ -310,13 +310,21 @@ class WhisperEngine(Recognizer):
             or guards.is_too_repetitive(self._tokenizer.decode(out.tokens))
         )
 
-    def _fallback(self, first: Decoded, prefix, max_new: int, best_of: int, temperatures: tuple[float, ...]) -> Decoded:
+    def _fallback(
+        self,
+        first: Decoded,
+        prefix,
+        max_new: int,
+        best_of: int,
+        temperatures: tuple[float, ...],
+        abandon: threading.Event | None = None,
+    ) -> Decoded:
         """Sample at rising temperatures until a result passes; else the best of all tries
         (faster-whisper's choice: highest mean log-probability among those not too repetitive)."""
         rng = np.random.default_rng(SAMPLING_SEED)
         tries = [first]
         for t in temperatures:
-            out = search.sample(self._decoder, self._rules, prefix, max_new, best_of, t, rng)
+            out = search.sample(self._decoder, self._rules, prefix, max_new, best_of, t, rng, abandon)
             if not self._needs_fallback(out):
                 return out
             tries.append(out)

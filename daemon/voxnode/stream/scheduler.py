@@ -76,7 +76,8 @@ class DecodeJob:
     finished: float = 0.0
     cancelled: bool = False
     seq: int = 0
-    # Set by the scheduler when a final must not wait for this partial: the engine stops early.
+    # Set by the scheduler when a final must not wait for this partial, or when this speculative
+    # final was cancelled (speech resumed): the engine stops at its next model call.
     abandon: threading.Event = field(default_factory=threading.Event)
 
 
