@@ -207,43 +207,29 @@ def smart_turn_fn(arrays: dict[str, np.ndarray]):
 # ---- verification ----------------------------------------------------------------------------
 
 
-def features(audio: np.ndarray) -> np.ndarray:
-    """float32 16 kHz audio -> the model's input, [80, 800] (the last 8 s, zero-padded in front)."""
-    from voxnode.asr.mel import LogMel
-
-    n = FRAMES * 160
-    x = np.pad(audio[-n:], (max(0, n - len(audio)), 0)).astype(np.float32)
-    x = (x - x.mean()) / np.sqrt(x.var() + 1e-7)
-    return LogMel()(x)[:FRAMES].T
-
-
 def verification_cuts() -> list[tuple[str, np.ndarray]]:
     """Whole utterances and mid-sentence fragments of the live-noise corpus, each with 100 ms of
     silence after it, clean and in pink noise at 10 dB (float32 in [-1, 1])."""
-    import audio_corpus as ac
-    import speech_corpus as sc
-    from endpoint_verdicts import fragment_end
-    from sim_live import RATE, trim
+    from endpoint_verdicts import corpus_cuts
 
-    tail = np.zeros(RATE // 10, np.float32)
     cuts = []
-    for k, u in enumerate(sc.real_speech(n_asterisk=15, seed=0)):
-        clip, s0, s1 = trim(ac.at_dbfs(u.audio, -26))
-        ends = [("whole", s1)] + ([("fragment", fragment_end(clip, s0, s1))] if s1 - s0 >= 2 * RATE else [])
-        for kind, end in ends:
-            x = np.concatenate([clip[:end], tail])
-            cuts.append((f"{u.name} {kind} clean", x / 32768.0))
-            cuts.append((f"{u.name} {kind} pink-10", ac.mix(x, ac.noise("pink", len(x), seed=k), 10.0) / 32768.0))
-    return [(name, x.astype(np.float32)) for name, x in cuts]
+    for noise, label in ((None, "clean"), ("pink", "pink-10")):
+        for u, kind, x in corpus_cuts(100, noise, 10.0):
+            cuts.append((f"{u.name} {kind} {label}", (x / 32768.0).astype(np.float32)))
+    return cuts
 
 
 def compare(tflite_bytes: bytes, onnx_bytes: bytes) -> dict:
     from convert_silero import runners
+    from endpoint_verdicts import turn_features
+
+    from voxnode.asr.mel import LogMel
 
     runner, deleg, sess = runners(tflite_bytes, onnx_bytes)
+    mel = LogMel()
     rows, t_lite, t_onnx = [], [], []
     for name, x in verification_cuts():
-        f = features(x)
+        f = turn_features(x, mel)
         t0 = time.perf_counter()
         p_l = float(runner(mel=f.T[None, None])["prob"].reshape(-1)[0])
         t1 = time.perf_counter()

@@ -60,11 +60,33 @@ class TurnModel:
 
     def __call__(self, audio: np.ndarray) -> float:
         """float32 16 kHz in [-1, 1], the end of the utterance last."""
-        n = TURN_SECONDS * RATE
-        x = np.pad(audio[-n:], (max(0, n - len(audio)), 0)).astype(np.float32)
-        x = (x - x.mean()) / np.sqrt(x.var() + 1e-7)  # as its training front-end (do_normalize)
-        features = self.mel(x)[: n // 160].T[None]  # [1, 80, 800]
+        features = turn_features(audio, self.mel)[None]  # [1, 80, 800]
         return float(np.asarray(self.session.run(None, {"input_features": features})[0]).reshape(-1)[0])
+
+
+def turn_features(audio: np.ndarray, mel) -> np.ndarray:
+    """The turn model's input, [80, 800]: the Whisper log-mel (`mel`, a voxnode.asr.mel.LogMel) of
+    the last 8 s, zero-padded in front, after the waveform is normalised to zero mean and unit
+    variance (its training front-end's do_normalize)."""
+    n = TURN_SECONDS * RATE
+    x = np.pad(audio[-n:], (max(0, n - len(audio)), 0)).astype(np.float32)
+    x = (x - x.mean()) / np.sqrt(x.var() + 1e-7)
+    return mel(x)[: n // 160].T
+
+
+def corpus_cuts(tail_ms: int, noise: str | None = None, snr: float = 10.0, asterisk: int = 15):
+    """(utterance, "whole" or "fragment", audio at int16 scale): every utterance of the live-noise
+    corpus at -26 dBFS, and (over 2 s of speech) its part up to the mid-sentence quiet point, each
+    followed by `tail_ms` of silence; with `noise` (a scripts/audio_corpus.py kind) mixed in at `snr`."""
+    tail = np.zeros(tail_ms * RATE // 1000, np.float32)
+    for k, u in enumerate(sc.real_speech(n_asterisk=asterisk, seed=0)):
+        clip, s0, s1 = trim(ac.at_dbfs(u.audio, -26))
+        ends = [("whole", s1)] + ([("fragment", fragment_end(clip, s0, s1))] if s1 - s0 >= 2 * RATE else [])
+        for kind, end in ends:
+            audio = np.concatenate([clip[:end], tail])
+            if noise:
+                audio = ac.mix(audio, ac.noise(noise, len(audio), seed=k), snr)
+            yield u, kind, audio
 
 
 def fetch_turn_model(cache: Path) -> Path:
@@ -105,29 +127,22 @@ def main() -> None:
     from voxnode.asr.whisper_litert import WhisperEngine
 
     engine = WhisperEngine.load(default_model_dir(), 1)
-    tail = np.zeros(args.tail_ms * RATE // 1000, np.float32)
     probs: dict[str, list[float | None]] = {"whole": [], "fragment": []}
     # per cut: (turn model, closing-mark p if the text ends a sentence, clearly open, closing-mark p)
     turns: dict[str, list[tuple[float, float | None, bool, float | None]]] = {"whole": [], "fragment": []}
-    for k, u in enumerate(sc.real_speech(n_asterisk=args.asterisk, seed=0)):
-        clip, s0, s1 = trim(ac.at_dbfs(u.audio, -26))
-        cuts = [("whole", s1)] + ([("fragment", fragment_end(clip, s0, s1))] if s1 - s0 >= 2 * RATE else [])
-        for kind, end in cuts:
-            audio = np.concatenate([clip[:end], tail])
-            if args.noise:
-                audio = ac.mix(audio, ac.noise(args.noise, len(audio), seed=k), args.snr)
-            r = engine.transcribe(audio / 32768.0)
-            text = clean_text(r.text)
-            verdict = judge(text, r.stop_reason == "eot", None)  # the mark alone; probability below
-            p = r.punctuation_prob if verdict == Completion.SENTENCE_END else None
-            probs[kind].append(p)
-            shown = "-" if r.punctuation_prob is None else f"{r.punctuation_prob:.2f}"
-            turn_shown = ""
-            if turn is not None:
-                q = turn(audio / 32768.0)
-                turns[kind].append((q, p, verdict == Completion.OPEN, r.punctuation_prob))
-                turn_shown = f"turn={q:.2f} "
-            print(f"{kind:8s} p={shown:4s} {turn_shown}{verdict.value:12s} {text}", flush=True)
+    for _, kind, audio in corpus_cuts(args.tail_ms, args.noise, args.snr, args.asterisk):
+        r = engine.transcribe(audio / 32768.0)
+        text = clean_text(r.text)
+        verdict = judge(text, r.stop_reason == "eot", None)  # the mark alone; probability below
+        p = r.punctuation_prob if verdict == Completion.SENTENCE_END else None
+        probs[kind].append(p)
+        shown = "-" if r.punctuation_prob is None else f"{r.punctuation_prob:.2f}"
+        turn_shown = ""
+        if turn is not None:
+            q = turn(audio / 32768.0)
+            turns[kind].append((q, p, verdict == Completion.OPEN, r.punctuation_prob))
+            turn_shown = f"turn={q:.2f} "
+        print(f"{kind:8s} p={shown:4s} {turn_shown}{verdict.value:12s} {text}", flush=True)
     print()
     print("| kind | n | " + " | ".join(f"finished at p >= {t}" for t in THRESHOLDS) + " |")
     print("|---|---|" + "---|" * len(THRESHOLDS))
