@@ -221,7 +221,7 @@ def verification_cuts() -> list[tuple[str, np.ndarray]]:
 
 def compare(tflite_bytes: bytes, onnx_bytes: bytes) -> dict:
     from convert_silero import runners
-    from endpoint_verdicts import turn_features
+    from voxnode.stream.turn import turn_features
 
     from voxnode.asr.mel import LogMel
 
@@ -231,9 +231,9 @@ def compare(tflite_bytes: bytes, onnx_bytes: bytes) -> dict:
     for name, x in verification_cuts():
         f = turn_features(x, mel)
         t0 = time.perf_counter()
-        p_l = float(runner(mel=f.T[None, None])["prob"].reshape(-1)[0])
+        p_l = float(runner(mel=f[None, None])["prob"].reshape(-1)[0])
         t1 = time.perf_counter()
-        p_o = float(np.asarray(sess.run(None, {"input_features": f[None]})[0]).reshape(-1)[0])
+        p_o = float(np.asarray(sess.run(None, {"input_features": f.T[None]})[0]).reshape(-1)[0])
         t2 = time.perf_counter()
         t_lite.append(t1 - t0)
         t_onnx.append(t2 - t1)

@@ -22,6 +22,7 @@ combine. An evaluation for a candidate, not part of the daemon:
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import zipfile
@@ -36,6 +37,7 @@ from sim_live import FRAME, RATE, trim  # noqa: E402
 
 from voxnode.stream.endpoint import Completion, judge  # noqa: E402
 from voxnode.stream.pipeline import clean_text  # noqa: E402
+from voxnode.stream.turn import TurnModel, turn_features  # noqa: E402
 
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
 TURN_SOURCE = "pipecat-ai==1.14.0"
@@ -45,8 +47,8 @@ TURN_SURE = 0.9  # the model's probability that overrides a missing or hesitant 
 TURN_ALONE = 0.95  # ... and the bar when it decides alone (a closing mark, if any, only needs p >= 0.5)
 
 
-class TurnModel:
-    """Smart Turn v3.2 on onnxruntime: the last 8 s of audio -> P(the speaker has finished)."""
+class OnnxTurnModel:
+    """Smart Turn v3.2 on onnxruntime (the file we convert from): audio -> P(the speaker has finished)."""
 
     def __init__(self, path: Path) -> None:
         import onnxruntime as ort
@@ -59,19 +61,8 @@ class TurnModel:
         self.mel = LogMel()
 
     def __call__(self, audio: np.ndarray) -> float:
-        """float32 16 kHz in [-1, 1], the end of the utterance last."""
-        features = turn_features(audio, self.mel)[None]  # [1, 80, 800]
+        features = turn_features(audio, self.mel).T[None]  # [1, 80, 800]
         return float(np.asarray(self.session.run(None, {"input_features": features})[0]).reshape(-1)[0])
-
-
-def turn_features(audio: np.ndarray, mel) -> np.ndarray:
-    """The turn model's input, [80, 800]: the Whisper log-mel (`mel`, a voxnode.asr.mel.LogMel) of
-    the last 8 s, zero-padded in front, after the waveform is normalised to zero mean and unit
-    variance (its training front-end's do_normalize)."""
-    n = TURN_SECONDS * RATE
-    x = np.pad(audio[-n:], (max(0, n - len(audio)), 0)).astype(np.float32)
-    x = (x - x.mean()) / np.sqrt(x.var() + 1e-7)
-    return mel(x)[: n // 160].T
 
 
 def corpus_cuts(tail_ms: int, noise: str | None = None, snr: float = 10.0, asterisk: int = 15):
@@ -117,12 +108,20 @@ def main() -> None:
     ap.add_argument("--asterisk", type=int, default=15)
     ap.add_argument("--noise", help="mix this noise kind (scripts/audio_corpus.py) into every clip")
     ap.add_argument("--snr", type=float, default=10.0)
-    ap.add_argument("--turn-model", help='"auto" (Smart Turn v3.2 from the pipecat-ai wheel) or an ONNX path')
+    ap.add_argument(
+        "--turn-model",
+        help='"litert" (the daemon\'s: vad.end_of_turn), "auto" (the ONNX original from the pipecat-ai wheel, '
+        "on onnxruntime) or an ONNX path",
+    )
+    ap.add_argument("--dump", type=Path, help="write every cut's verdict, closing-mark p and turn p (JSON)")
     args = ap.parse_args()
     turn = None
     if args.turn_model:
-        path = fetch_turn_model(ac.cache_dir() / "smart-turn") if args.turn_model == "auto" else Path(args.turn_model)
-        turn = TurnModel(path)
+        if args.turn_model == "litert":
+            turn = TurnModel()
+        else:
+            auto = args.turn_model == "auto"
+            turn = OnnxTurnModel(fetch_turn_model(ac.cache_dir() / "smart-turn") if auto else Path(args.turn_model))
     from voxnode.asr import default_model_dir
     from voxnode.asr.whisper_litert import WhisperEngine
 
@@ -130,7 +129,8 @@ def main() -> None:
     probs: dict[str, list[float | None]] = {"whole": [], "fragment": []}
     # per cut: (turn model, closing-mark p if the text ends a sentence, clearly open, closing-mark p)
     turns: dict[str, list[tuple[float, float | None, bool, float | None]]] = {"whole": [], "fragment": []}
-    for _, kind, audio in corpus_cuts(args.tail_ms, args.noise, args.snr, args.asterisk):
+    dump = []
+    for u, kind, audio in corpus_cuts(args.tail_ms, args.noise, args.snr, args.asterisk):
         r = engine.transcribe(audio / 32768.0)
         text = clean_text(r.text)
         verdict = judge(text, r.stop_reason == "eot", None)  # the mark alone; probability below
@@ -143,6 +143,18 @@ def main() -> None:
             turns[kind].append((q, p, verdict == Completion.OPEN, r.punctuation_prob))
             turn_shown = f"turn={q:.2f} "
         print(f"{kind:8s} p={shown:4s} {turn_shown}{verdict.value:12s} {text}", flush=True)
+        dump.append(
+            {
+                "name": u.name,
+                "kind": kind,
+                "text": text,
+                "verdict": verdict.value,
+                "mark_p": r.punctuation_prob,
+                "turn_p": turns[kind][-1][0] if turn is not None else None,
+            }
+        )
+    if args.dump:
+        args.dump.write_text(json.dumps(dump, indent=1))
     print()
     print("| kind | n | " + " | ".join(f"finished at p >= {t}" for t in THRESHOLDS) + " |")
     print("|---|---|" + "---|" * len(THRESHOLDS))

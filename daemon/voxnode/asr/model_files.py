@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,34 @@ def sha256_of(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+_checked_lock = threading.Lock()
+_checked: dict[Path, bytes] = {}
+
+
+def checked_model_bytes(path: Path, owner: str) -> bytes:
+    """A small model shipped inside the package (Silero VAD, the end-of-turn model), checked against
+    the SHA256SUMS beside it and read once per process: every interpreter of it shares the bytes.
+    `owner` (the config setting that loads it) opens every error message."""
+    with _checked_lock:
+        if path not in _checked:
+            try:
+                data = path.read_bytes()
+            except OSError as e:
+                raise ModelError(f"{owner}: cannot read the model {path} ({e.strerror or e}); reinstall voxnode") from None
+            sums = path.parent / "SHA256SUMS"
+            try:
+                lines = sums.read_text().splitlines()
+            except OSError:
+                lines = []
+            want = next((p[0] for p in (line.split() for line in lines) if len(p) == 2 and p[1] == path.name), None)
+            if want is None:
+                raise ModelError(f"{owner}: {sums} is missing or has no line for {path.name}; reinstall voxnode")
+            if hashlib.sha256(data).hexdigest() != want:
+                raise ModelError(f"{owner}: {path} is corrupt (sha256 does not match SHA256SUMS); reinstall voxnode")
+            _checked[path] = data
+        return _checked[path]
 
 
 def read_manifest(root: Path) -> dict:

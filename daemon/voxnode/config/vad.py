@@ -116,6 +116,28 @@ class VadConfig:
         min=0.0,
         max=1.0,
     )
+    # smart-turn: measured below (end_of_turn_min_prob) and live in docs/benchmarks.md ("End-of-turn model").
+    end_of_turn: str = setting(
+        "smart-turn",
+        'Sentence-aware endpoint: "smart-turn" also asks an end-of-turn model (Pipecat\'s Smart Turn v3.2, '
+        "BSD-2-Clause, 8.7 MB, on LiteRT: ~30 ms per pause on its own thread) whether the speaker sounds "
+        "finished, where the speculative decode's text cannot tell (no sure closing mark); "
+        '"off": the text decides alone.',
+        choices=("smart-turn", "off"),
+    )
+    # 0.9. Whole utterances / the same cut at a mid-sentence pause (25 / 17, 100 ms tail) called
+    # finished, scripts/endpoint_verdicts.py --turn-model litert:
+    #                         clean     pink 10 dB   babble 10 dB
+    #   closing mark p >= 0.8   12 / 3    13 / 2       2 / 1
+    #   ... or turn >= 0.9      23 / 5    22 / 6       17 / 3
+    end_of_turn_min_prob: float = setting(
+        0.9,
+        "Sentence-aware endpoint: the end-of-turn model's probability that the speaker has finished which "
+        "calls the sentence finished when the text has no sure closing mark (and does not end on 'and', a "
+        "comma ...). Lower: faster finals, more sentences split at a pause.",
+        min=0.0,
+        max=1.0,
+    )
     open_hangover_ms: int = setting(
         1000,
         "Sentence-aware endpoint: when the speculative decode ends mid-sentence (a comma, 'and', 'for', 'the' "

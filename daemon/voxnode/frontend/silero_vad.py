@@ -31,11 +31,12 @@ Recurrent state and the sample buffer belong to one stream; the model file's byt
 
 from __future__ import annotations
 
-import hashlib
-import threading
 from pathlib import Path
 
 import numpy as np
+
+from voxnode.asr.model_files import checked_model_bytes
+from voxnode.errors import ModelError
 
 from .errors import FrontendError
 
@@ -45,45 +46,12 @@ STATE_SHAPE = (2, 128)  # LSTM h and c
 MODEL_DIR = Path(__file__).resolve().parent / "silero_vad_v6"
 MODEL_FILE = "silero_vad.tflite"
 
-_model_lock = threading.Lock()
-_model_cache: dict[Path, bytes] = {}
-
-
-def _expected_sha256(model_dir: Path) -> str | None:
-    try:
-        lines = (model_dir / "SHA256SUMS").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        parts = line.split()
-        if len(parts) == 2 and parts[1] == MODEL_FILE:
-            return parts[0]
-    return None
-
-
 def model_bytes(model_dir: Path = MODEL_DIR) -> bytes:
     """The checked model file, read once per process (each interpreter keeps a reference)."""
-    path = model_dir / MODEL_FILE
-    with _model_lock:
-        if path not in _model_cache:
-            try:
-                data = path.read_bytes()
-            except OSError as e:
-                raise FrontendError(
-                    f"vad.engine = 'silero': cannot read the model {path} ({e.strerror or e}); reinstall voxnode"
-                ) from None
-            want = _expected_sha256(model_dir)
-            if want is None:
-                raise FrontendError(
-                    f"vad.engine = 'silero': {model_dir / 'SHA256SUMS'} is missing or has no "
-                    f"line for {MODEL_FILE}; reinstall voxnode"
-                )
-            if hashlib.sha256(data).hexdigest() != want:
-                raise FrontendError(
-                    f"vad.engine = 'silero': {path} is corrupt (sha256 does not match SHA256SUMS); reinstall voxnode"
-                )
-            _model_cache[path] = data
-        return _model_cache[path]
+    try:
+        return checked_model_bytes(model_dir / MODEL_FILE, "vad.engine = 'silero'")
+    except ModelError as e:
+        raise FrontendError(str(e)) from None
 
 
 class SileroVad:
@@ -98,7 +66,6 @@ class SileroVad:
         self._off = threshold - hysteresis
         data = model_bytes(model_dir)
         from voxnode.asr.runtime import load_runtime
-        from voxnode.errors import ModelError
 
         try:
             runtime = load_runtime()

@@ -40,6 +40,17 @@ class Completion(enum.Enum):
     UNKNOWN = "unknown"  # keep the ordinary hangover
 
 
+def with_turn(verdict: Completion, turn_prob: float | None, turn_min_prob: float) -> Completion:
+    """The text's verdict with the end-of-turn model's P(finished) for the same pause (stream/turn.py;
+    None: not asked). Where the text cannot tell (no closing mark, a hesitant one, a decode that did
+    not end cleanly) a sure `turn_prob` (>= `turn_min_prob`) calls the sentence finished; text that
+    is clearly open ("and", a comma) stays open, and a sure closing mark stays finished, whatever
+    the sound says."""
+    if verdict == Completion.UNKNOWN and turn_prob is not None and turn_prob >= turn_min_prob:
+        return Completion.SENTENCE_END
+    return verdict
+
+
 def judge(text: str, ended_cleanly: bool, punctuation_prob: float | None = None, min_prob: float = 0.8) -> Completion:
     """Does `text` (the speculative decode of the utterance so far) end a sentence?
 

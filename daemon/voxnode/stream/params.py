@@ -71,6 +71,7 @@ def pipeline_params(config: Config, stream: str | None = None) -> PipelineParams
         sentence_end_hangover_frames=frames(config.vad.sentence_end_hangover_ms),
         sentence_end_min_prob=config.vad.sentence_end_min_prob,
         open_hangover_frames=frames(config.vad.open_hangover_ms),
+        turn_min_prob=config.vad.end_of_turn_min_prob,
         prompt=own.prompt if own is not None and own.prompt else None,
         hotwords=tuple(own.hotwords) if own is not None and own.hotwords else None,
     )

@@ -25,9 +25,10 @@ from voxnode.audio.format import PERIOD_S, SAMPLE_RATE
 from voxnode.events import TranscriptEvent, WakeEvent
 from voxnode.frontend.chain import FrontEnd, FrontEndParams
 
-from .endpoint import Completion, judge
+from .endpoint import Completion, judge, with_turn
 from .partials import StablePrefix
 from .scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome, JobResult
+from .turn import TurnDetector, TurnRequest
 from .segmenter import (
     Chunk,
     Discarded,
@@ -64,6 +65,7 @@ class PipelineParams:
     sentence_end_hangover_frames: int
     sentence_end_min_prob: float  # the closing mark's probability that calls a sentence finished
     open_hangover_frames: int
+    turn_min_prob: float  # the end-of-turn model's P(finished) that calls it, where the text cannot tell
     prompt: str | None  # this stream's recognition prompt; None = the engine's ([asr])
     hotwords: tuple[str, ...] | None  # this stream's hotwords; None = the engine's ([asr])
 
@@ -80,6 +82,7 @@ class PipelineStats:
     speculative_hits: int = 0
     endpoints_sentence_end: int = 0  # pauses the speculative decode judged a finished sentence
     endpoints_open: int = 0  # ... an unfinished one (waited the long hangover)
+    endpoints_by_turn: int = 0  # of endpoints_sentence_end: the end-of-turn model's call (no sure mark)
     wakes: int = 0  # wake words that opened the gate ([wake])
     wake_timeouts: int = 0  # ... after which nobody spoke within wake.listen_timeout_ms
     decode_s: float = 0.0  # engine time spent on this stream's decodes (partials included)
@@ -107,6 +110,8 @@ class _UttState:
     partial_job: DecodeJob | None = None
     spec_job: DecodeJob | None = None
     spec_result: TranscriptResult | None = None
+    turn_prob: float | None = None  # the end-of-turn model's verdict on the current pause
+    judged: bool = False  # the current pause's verdict is applied
     ended: bool = False
     final_job: DecodeJob | None = None
     done: bool = False
@@ -122,8 +127,11 @@ class StreamPipeline:
         emit: Callable[[TranscriptEvent | WakeEvent], None],
         clock: Callable[[], float] = time.monotonic,
         wake: WakeGate | None = None,
+        turn: TurnDetector | None = None,
     ):
         self.name = name
+        # The end-of-turn model ([vad] end_of_turn), shared by every stream; None: the text decides alone.
+        self.turn = turn
         # With a wake word, frames reach the segmenter only while the gate is open.
         self.wake = wake
         self.params = params
@@ -242,13 +250,19 @@ class StreamPipeline:
             if isinstance(ev, Paused):
                 self._cancel(st.partial_job)
                 self._cancel(st.spec_job)
-                st.spec_result = None
+                st.spec_result, st.turn_prob, st.judged = None, None, False
                 n = min(len(utt.chunks), utt.last_speech + 1 + self.params.segmenter.tail_frames)
                 st.spec_job = self._job(JobKind.SPECULATIVE, ev.audio, (utt.uid, ev.pause_id, n))
                 to_submit = st.spec_job
+                if self.turn is not None:
+                    # The same audio as the decode's, on the model's own thread: usually back first.
+                    tag = (utt.uid, ev.pause_id)
+                    self.turn.submit(TurnRequest(self.name, st.spec_job.audio, self._on_turn, tag))
             elif isinstance(ev, Resumed):
                 self._cancel(st.spec_job)
-                st.spec_job, st.spec_result = None, None
+                st.spec_job, st.spec_result, st.turn_prob = None, None, None
+                if self.turn is not None:
+                    self.turn.cancel(self.name)
                 return
             elif isinstance(ev, Discarded):
                 self.stats.discarded += 1
@@ -326,7 +340,7 @@ class StreamPipeline:
                 if not st.ended:
                     # Decoded at a pause, so its last word is complete: also a partial hypothesis.
                     self._publish_partial(st, job, done, drop_last=False)
-                    self._apply_endpoint_verdict(job, done)
+                    self._apply_endpoint_verdict(st)
             elif job is st.spec_job:
                 st.spec_job = None  # the endpoint will submit a fresh final
             elif not st.ended and isinstance(result, TranscriptResult):
@@ -334,26 +348,45 @@ class StreamPipeline:
                 # hypothesis of the utterance so far.
                 self._publish_partial(st, job, result, drop_last=job.kind == JobKind.PARTIAL)
 
-    def _apply_endpoint_verdict(self, job: DecodeJob, result: TranscriptResult) -> None:
-        """The pause's text sets its hangover; a finished sentence may end the utterance now."""
-        verdict = judge(
-            clean_text(result.text),
-            result.stop_reason == "eot",
-            result.punctuation_prob,
-            self.params.sentence_end_min_prob,
+    def _on_turn(self, request: TurnRequest, prob: float) -> None:
+        """The end-of-turn model's verdict (its thread): kept for the pause it was asked about."""
+        uid, pause_id = request.tag
+        with self._lock:
+            st = self._utts.get(uid)
+            if st is None or st.ended or st.spec_job is None or st.spec_job.tag[1] != pause_id:
+                return  # speech resumed, or the utterance already ended
+            st.turn_prob = prob
+            self._apply_endpoint_verdict(st)
+
+    def _apply_endpoint_verdict(self, st: _UttState) -> None:
+        """The pause's text (and sound) set its hangover; a finished sentence may end the utterance now.
+        Called when the speculative decode is back and again when the end-of-turn model is: the text
+        decides alone when it can (a sure closing mark, or clearly open); otherwise the model's
+        verdict is waited for."""
+        result, job = st.spec_result, st.spec_job
+        if result is None or job is None or st.judged:
+            return
+        by_text = judge(
+            clean_text(result.text), result.stop_reason == "eot", result.punctuation_prob, self.params.sentence_end_min_prob
         )
+        if by_text == Completion.UNKNOWN and self.turn is not None and st.turn_prob is None:
+            return  # the model's verdict is still to come
+        verdict = with_turn(by_text, st.turn_prob, self.params.turn_min_prob)
+        st.judged = True
         log.debug(
-            "stream %s: pause %d: %s (stop %s, closing mark p=%s): %r",
+            "stream %s: pause %d: %s (stop %s, closing mark p=%s, turn p=%s): %r",
             self.name,
             job.tag[1],
             verdict.value,
             result.stop_reason,
             "-" if result.punctuation_prob is None else f"{result.punctuation_prob:.2f}",
+            "-" if st.turn_prob is None else f"{st.turn_prob:.2f}",
             result.text[-60:],
         )
         if verdict == Completion.SENTENCE_END:
             frames = self.params.sentence_end_hangover_frames
             self.stats.endpoints_sentence_end += 1
+            self.stats.endpoints_by_turn += by_text != verdict
         elif verdict == Completion.OPEN:
             frames = self.params.open_hangover_frames
             self.stats.endpoints_open += 1

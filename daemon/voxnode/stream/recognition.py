@@ -21,6 +21,7 @@ from voxnode.lifecycle import Component
 from .params import pipeline_params, scheduler_params, wake_params
 from .pipeline import StreamPipeline
 from .scheduler import DecodeScheduler
+from .turn import TurnDetector
 from .wake_gate import WakeGate
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ class Recognition(Component):
         self._on_decoded = on_decoded  # (stream, kind, engine seconds) after each decode
         self.recognizers = list(recognizers)  # empty: start() loads [asr] engine, one per decode worker
         self._scheduler: DecodeScheduler | None = None
+        self._turn: TurnDetector | None = None  # [vad] end_of_turn; started with the first config that asks
         self.pipelines: dict[str, StreamPipeline] = {}
 
     @property
@@ -58,6 +60,13 @@ class Recognition(Component):
             self.recognizers, scheduler_params(self._config), self._clock, on_decoded=self._on_decoded
         )
         self._scheduler.start()
+        self._start_turn(self._config)
+
+    def _start_turn(self, config: Config) -> None:
+        if config.vad.end_of_turn != "off" and self._turn is None:
+            turn = TurnDetector()
+            turn.start()
+            self._turn = turn
 
     @property
     def started(self) -> bool:
@@ -72,7 +81,10 @@ class Recognition(Component):
         config = config or self._config
         wake = wake_params(config, stream)
         gate = WakeGate(wake) if wake is not None else None
-        p = StreamPipeline(stream, pipeline_params(config, stream), self.scheduler, self._emit, self._clock, wake=gate)
+        turn = self._turn if config.vad.end_of_turn != "off" else None
+        p = StreamPipeline(
+            stream, pipeline_params(config, stream), self.scheduler, self._emit, self._clock, wake=gate, turn=turn
+        )
         self.pipelines[stream] = p
         return p
 
@@ -86,6 +98,7 @@ class Recognition(Component):
         self._config = config
         if self._scheduler is not None:
             self._scheduler.params = scheduler_params(config)
+            self._start_turn(config)
 
     def heartbeats(self) -> list[Heartbeat]:
         return self._scheduler.heartbeats if self._scheduler is not None else []
@@ -94,6 +107,8 @@ class Recognition(Component):
         """After every pipeline is flushed: decode and publish the queued finals by `deadline`, then stop."""
         if self._scheduler is None:
             return
+        if self._turn is not None:
+            self._turn.stop(deadline)
         timeout = max(0.0, deadline - time.monotonic())
         dropped = self._scheduler.stats()["finals_dropped"]
         self._scheduler.stop(drain_finals=True, timeout=timeout)
@@ -107,5 +122,6 @@ class Recognition(Component):
         """Scheduler back-pressure counters and each pipeline's; call once started."""
         return {
             "scheduler": self.scheduler.stats(),
+            **({"end_of_turn": self._turn.stats()} if self._turn is not None else {}),
             "streams": {n: p.stats.as_dict() for n, p in self.pipelines.items()},
         }

@@ -1,0 +1,173 @@
+"""End-of-turn model: from the sound of a pause, has the speaker finished? (Smart Turn v3.2 on LiteRT)
+
+The speculative decode's text tells a finished sentence by its closing mark (stream/endpoint.py),
+but Whisper is often unsure of the mark on a finished sentence (p 0.6-0.8), and card names, digits
+and commands have none: those finals waited the full hangover. Pipecat's Smart Turn v3.2 (a
+Whisper-tiny encoder fine-tuned on end-of-turn audio, pooled and classified: P(finished)) hears the
+falling intonation and the final syllable's length. On the live-noise corpus (whole utterances vs
+the same cut at a mid-sentence pause, scripts/endpoint_verdicts.py) it separates them where the
+closing mark cannot (measurements in config/vad.py at `end_of_turn_min_prob`).
+
+`smart_turn_v3_2/smart_turn.tflite` (8.7 MB, int8 weights, float activations) is rebuilt from the
+ONNX file by scripts/convert_smart_turn.py and runs wholly on XNNPACK: 28-37 ms per call on one
+x86 core here. `TurnModel` is one interpreter; `TurnDetector` owns the one thread that runs it for
+every stream, beside the decode worker (the second core is idle in a pause), so that the verdict is
+in before the speculative decode is.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from voxnode.asr.mel import LogMel
+from voxnode.asr.model_files import checked_model_bytes
+from voxnode.asr.runtime import delegation, load_runtime
+from voxnode.audio.format import SAMPLE_RATE
+from voxnode.errors import ModelError
+from voxnode.lifecycle import Component
+
+log = logging.getLogger(__name__)
+
+MODEL_DIR = Path(__file__).resolve().parent / "smart_turn_v3_2"
+MODEL_FILE = "smart_turn.tflite"
+OWNER = "vad.end_of_turn"  # the setting that loads it, for error messages
+TURN_SECONDS = 8  # the model hears the last 8 s (400 encoder positions)
+MEL_FRAMES = TURN_SECONDS * SAMPLE_RATE // 160
+
+
+def turn_features(audio: np.ndarray, mel: LogMel) -> np.ndarray:
+    """The model's input, [800, 80]: the Whisper log-mel of the last 8 s, zero-padded in front,
+    after the waveform is normalised to zero mean and unit variance (its training front-end's
+    do_normalize; so the input's scale does not matter)."""
+    n = TURN_SECONDS * SAMPLE_RATE
+    x = np.asarray(audio[-n:], dtype=np.float32)
+    x = np.pad(x, (n - len(x), 0))
+    x = (x - x.mean()) / np.sqrt(x.var() + 1e-7)
+    return mel(x)[:MEL_FRAMES]
+
+
+class TurnModel:
+    """One interpreter of the end-of-turn model: audio ending at the pause -> P(finished)."""
+
+    def __init__(self, model_dir: Path = MODEL_DIR, num_threads: int = 1):
+        data = checked_model_bytes(model_dir / MODEL_FILE, OWNER)
+        runtime = load_runtime()
+        try:
+            self._interp = runtime.interpreter_class(model_content=data, num_threads=num_threads)
+            self._interp.allocate_tensors()
+            ins, outs = self._interp.get_input_details(), self._interp.get_output_details()
+            self._in = next(d["index"] for d in ins if "mel" in d["name"])
+            self._out = outs[0]["index"]
+        except (ValueError, KeyError, RuntimeError, StopIteration) as e:
+            raise ModelError(
+                f"{OWNER}: {model_dir / MODEL_FILE} does not load ({type(e).__name__}: {e}); reinstall voxnode"
+            ) from None
+        self.delegation = delegation(self._interp)
+        self.mel = LogMel()
+
+    def __call__(self, audio: np.ndarray) -> float:
+        """16 kHz audio (any scale) whose end is the pause."""
+        self._interp.set_tensor(self._in, turn_features(audio, self.mel)[None, None])
+        self._interp.invoke()
+        return float(self._interp.get_tensor(self._out).reshape(-1)[0])
+
+
+@dataclass
+class TurnRequest:
+    stream: str
+    audio: np.ndarray
+    on_done: Callable[[TurnRequest, float], None]  # called on the detector's thread
+    tag: Any = None
+    submitted: float = field(default_factory=time.monotonic)
+
+
+class TurnDetector(Component):
+    """Runs the end-of-turn model for every stream on one thread. A stream has at most one request
+    waiting: a newer pause of the same stream replaces it (the older one's verdict would come too
+    late to matter)."""
+
+    def __init__(self, model: TurnModel | None = None):
+        self._model = model
+        self._cond = threading.Condition()
+        self._pending: dict[str, TurnRequest] = {}
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        self.calls = 0
+        self.replaced = 0
+        self.engine_s = 0.0
+
+    def start(self) -> None:
+        if self._model is None:
+            self._model = TurnModel()
+        d = self._model.delegation
+        log.info(
+            "end-of-turn model: Smart Turn v3.2, XNNPACK %s (%d ops%s)",
+            "applied" if d.applied else "NOT applied",
+            d.ops_total,
+            f"; left on the builtin kernels: {', '.join(d.not_delegated)}" if d.not_delegated else ", all delegated",
+        )
+        self._thread = threading.Thread(target=self._run, name="turn-model", daemon=True)
+        self._thread.start()
+
+    def submit(self, request: TurnRequest) -> None:
+        with self._cond:
+            if self._stopping:
+                return
+            if request.stream in self._pending:
+                self.replaced += 1
+            self._pending[request.stream] = request
+            self._cond.notify()
+
+    def cancel(self, stream: str) -> None:
+        """Forget the stream's waiting request (speech resumed); one already running still reports."""
+        with self._cond:
+            self._pending.pop(stream, None)
+
+    def _run(self) -> None:
+        model = self._model
+        assert model is not None
+        while True:
+            with self._cond:
+                while not self._pending and not self._stopping:
+                    self._cond.wait()
+                if self._stopping:
+                    return
+                # Oldest first: every stream's pause waits at most one call per other stream.
+                stream = min(self._pending, key=lambda s: self._pending[s].submitted)
+                request = self._pending.pop(stream)
+            t0 = time.monotonic()
+            try:
+                prob = model(request.audio)
+            except Exception:  # a model failure must not stop endpoints: the text decides alone
+                log.exception("stream %s: end-of-turn model failed", request.stream)
+                continue
+            self.engine_s += time.monotonic() - t0
+            self.calls += 1
+            request.on_done(request, prob)
+
+    def stats(self) -> dict:
+        return {
+            "calls": self.calls,
+            "replaced": self.replaced,
+            "mean_ms": round(1e3 * self.engine_s / self.calls, 1) if self.calls else None,
+        }
+
+    def stop(self, deadline: float) -> None:
+        """Waiting requests are dropped (the streams have stopped; their utterances end on the
+        ordinary hangover); the call in progress finishes."""
+        with self._cond:
+            self._stopping = True
+            self._pending.clear()
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(max(0.0, deadline - time.monotonic()))
+            if self._thread.is_alive():
+                log.warning("end-of-turn model: its thread did not stop in time")
