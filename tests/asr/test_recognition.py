@@ -176,3 +176,7 @@ def test_repeated_phrase_rule():
     assert not repeated_phrase("no, no, no")
     assert not repeated_phrase("five five")
     assert not repeated_phrase("Please enter your password followed by the pound key.")
+    # A loop that re-spells a compound (live, babble 20 dB) is still a loop; words that merely run
+    # into each other are not.
+    assert repeated_phrase("Press zero for mailbox options. Press zero for mail box options.")
+    assert not repeated_phrase("He said that that was that.")
