@@ -68,12 +68,33 @@ class FakeScheduler:
         job.on_done(job, outcome, result)
 
 
-def result(text, no_speech_prob=0.01, confidence=-0.2, stop_reason="eot") -> TranscriptResult:
-    return TranscriptResult(text, [], confidence, no_speech_prob, 10.0, 20.0, 1.0, stop_reason)
+class FakeTurn:
+    """Stands in for the end-of-turn model's thread (the real one is tested in test_turn.py): records
+    the requests and lets the test answer each when it chooses."""
+
+    def __init__(self):
+        self.requests: list = []
+        self.cancelled: list[str] = []
+
+    def submit(self, request):
+        self.requests.append(request)
+
+    def cancel(self, stream):
+        self.cancelled.append(stream)
+
+    def answer(self, prob, request=None):
+        request = request or self.requests[-1]
+        request.on_done(request, prob)
+
+
+def result(text, no_speech_prob=0.01, confidence=-0.2, stop_reason="eot", punctuation_prob=None) -> TranscriptResult:
+    return TranscriptResult(
+        text, [], confidence, no_speech_prob, 10.0, 20.0, 1.0, stop_reason, punctuation_prob=punctuation_prob
+    )
 
 
 class Rig:
-    def __init__(self, **stream):
+    def __init__(self, turn: bool = False, **stream):
         cfg = Config()
         cfg = dataclasses.replace(cfg, stream=dataclasses.replace(cfg.stream, **{"partials": False, **stream}))
         # The scripted VAD decides alone (in place of WebRTC's): the noise gate (tested in
@@ -82,7 +103,10 @@ class Rig:
         self.sched = FakeScheduler()
         self.events = []
         self.now = 0.0
-        self.pipeline = StreamPipeline("mic", pipeline_params(cfg), self.sched, self.events.append, lambda: self.now)
+        self.turn = FakeTurn() if turn else None
+        self.pipeline = StreamPipeline(
+            "mic", pipeline_params(cfg), self.sched, self.events.append, lambda: self.now, turn=self.turn
+        )
         self.vad = ScriptedVad()
         self.pipeline.frontend.vad = self.vad
         self.seq = 0
@@ -198,6 +222,69 @@ def test_no_closing_mark_keeps_the_ordinary_hangover():
     r.feed("0")
     assert [e.text for e in r.finals()] == ["open the garage door"]
     assert r.pipeline.stats.endpoints_open == r.pipeline.stats.endpoints_sentence_end == 0
+
+
+def test_no_closing_mark_but_a_sure_end_of_turn_gets_the_sentence_end_hangover():
+    r = Rig(turn=True)
+    r.feed("0" * 20 + "1" * 30 + "0" * TAIL)
+    (spec,) = r.jobs(JobKind.SPECULATIVE)
+    (req,) = r.turn.requests
+    assert req.audio is spec.audio  # the model hears what the decode hears
+    r.turn.answer(0.97)  # back before the decode, as usual: nothing to decide yet
+    assert r.pipeline.stats.endpoints_sentence_end == 0
+    r.sched.finish(spec, result("ten of clubs"))  # no mark: the text alone cannot tell
+    r.feed("0" * (SENTENCE_END - TAIL - 1))
+    assert r.finals() == []
+    r.feed("0")
+    assert [e.text for e in r.finals()] == ["ten of clubs"]
+    st = r.pipeline.stats
+    assert st.endpoints_sentence_end == 1 and st.endpoints_by_turn == 1
+
+
+def test_a_late_end_of_turn_verdict_ends_a_pause_that_already_lasted_long_enough():
+    r = Rig(turn=True)
+    r.feed("0" * 20 + "1" * 30 + "0" * TAIL)
+    (spec,) = r.jobs(JobKind.SPECULATIVE)
+    r.sched.finish(spec, result("Turn on the kitchen.", punctuation_prob=0.6))  # hesitant: waits for the model
+    r.feed("0" * (SENTENCE_END - TAIL + 3))
+    assert r.finals() == [] and r.pipeline.stats.endpoints_sentence_end == 0
+    r.turn.answer(0.93)  # the pause is already past the sentence-end hangover: final at once
+    assert [e.text for e in r.finals()] == ["Turn on the kitchen."]
+
+
+def test_an_unsure_end_of_turn_keeps_the_ordinary_hangover_and_open_text_stays_open():
+    r = Rig(turn=True)
+    r.feed("0" * 20 + "1" * 30 + "0" * TAIL)
+    r.turn.answer(0.5)
+    r.sched.finish(r.jobs(JobKind.SPECULATIVE)[0], result("open the garage door"))
+    r.feed("0" * (HANGOVER - TAIL - 1))
+    assert r.finals() == []
+    r.feed("0")
+    assert [e.text for e in r.finals()] == ["open the garage door"]
+    # "... and": the text is clearly open, and a confident model does not override it.
+    r2 = Rig(turn=True)
+    r2.feed("0" * 20 + "1" * 30 + "0" * TAIL)
+    r2.turn.answer(0.99)
+    r2.sched.finish(r2.jobs(JobKind.SPECULATIVE)[0], result("open the garage door and"))
+    r2.feed("0" * (HANGOVER - TAIL + 2))
+    assert r2.finals() == [] and r2.pipeline.stats.endpoints_open == 1
+
+
+def test_speech_resuming_withdraws_the_question_and_a_late_answer_is_ignored():
+    r = Rig(turn=True)
+    r.feed("0" * 20 + "1" * 30 + "0" * TAIL)
+    first = r.turn.requests[-1]
+    r.feed("1" * 10)  # the speaker goes on
+    assert r.turn.cancelled == ["mic"]
+    r.turn.answer(0.99, first)  # the first pause's answer arrives after all
+    r.feed("0" * TAIL)
+    spec = r.jobs(JobKind.SPECULATIVE)[-1]
+    r.sched.finish(spec, result("open the garage door"))
+    r.feed("0" * (SENTENCE_END - TAIL + 2))
+    assert r.finals() == []  # not ended on the first pause's verdict
+    r.turn.answer(0.2)
+    r.feed("0" * (HANGOVER - SENTENCE_END))
+    assert [e.text for e in r.finals()] == ["open the garage door"]
 
 
 def test_a_decode_that_did_not_end_cleanly_keeps_the_ordinary_hangover():

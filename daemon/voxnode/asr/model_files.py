@@ -45,27 +45,33 @@ _checked_lock = threading.Lock()
 _checked: dict[Path, bytes] = {}
 
 
+def check_model_file(path: Path, owner: str) -> bytes:
+    """A small model shipped inside the package (Silero VAD, the end-of-turn model), read and checked
+    against the SHA256SUMS beside it; returns its bytes. `owner` (the config setting that loads
+    it) opens every error message."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ModelError(f"{owner}: cannot read the model {path} ({e.strerror or e}); reinstall voxnode") from None
+    sums = path.parent / "SHA256SUMS"
+    try:
+        lines = sums.read_text().splitlines()
+    except OSError:
+        lines = []
+    want = next((p[0] for p in (line.split() for line in lines) if len(p) == 2 and p[1] == path.name), None)
+    if want is None:
+        raise ModelError(f"{owner}: {sums} is missing or has no line for {path.name}; reinstall voxnode")
+    if hashlib.sha256(data).hexdigest() != want:
+        raise ModelError(f"{owner}: {path} is corrupt (sha256 does not match SHA256SUMS); reinstall voxnode")
+    return data
+
+
 def checked_model_bytes(path: Path, owner: str) -> bytes:
-    """A small model shipped inside the package (Silero VAD, the end-of-turn model), checked against
-    the SHA256SUMS beside it and read once per process: every interpreter of it shares the bytes.
-    `owner` (the config setting that loads it) opens every error message."""
+    """check_model_file, read once per process: every interpreter of a model made per stream (Silero
+    VAD) shares the bytes."""
     with _checked_lock:
         if path not in _checked:
-            try:
-                data = path.read_bytes()
-            except OSError as e:
-                raise ModelError(f"{owner}: cannot read the model {path} ({e.strerror or e}); reinstall voxnode") from None
-            sums = path.parent / "SHA256SUMS"
-            try:
-                lines = sums.read_text().splitlines()
-            except OSError:
-                lines = []
-            want = next((p[0] for p in (line.split() for line in lines) if len(p) == 2 and p[1] == path.name), None)
-            if want is None:
-                raise ModelError(f"{owner}: {sums} is missing or has no line for {path.name}; reinstall voxnode")
-            if hashlib.sha256(data).hexdigest() != want:
-                raise ModelError(f"{owner}: {path} is corrupt (sha256 does not match SHA256SUMS); reinstall voxnode")
-            _checked[path] = data
+            _checked[path] = check_model_file(path, owner)
         return _checked[path]
 
 
