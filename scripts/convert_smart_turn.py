@@ -221,9 +221,9 @@ def verification_cuts() -> list[tuple[str, np.ndarray]]:
 
 def compare(tflite_bytes: bytes, onnx_bytes: bytes) -> dict:
     from convert_silero import runners
-    from voxnode.stream.turn import turn_features
 
     from voxnode.asr.mel import LogMel
+    from voxnode.stream.turn import turn_features
 
     runner, deleg, sess = runners(tflite_bytes, onnx_bytes)
     mel = LogMel()

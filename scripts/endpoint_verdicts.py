@@ -10,13 +10,13 @@ silence and decoded as the pipeline's speculative final is. Prints each verdict
 
     PYTHONPATH=daemon .venv/bin/python scripts/endpoint_verdicts.py [--tail-ms 100] [--noise pink --snr 10]
 
-`--turn-model auto` (benchmark venv: needs onnxruntime) also asks an audio end-of-turn model,
-Pipecat's Smart Turn v3.2 (BSD-2-Clause; a Whisper-tiny encoder + pooling head reading the last
-8 s of audio: prosody, not text), taken from the `pipecat-ai` wheel on PyPI (`pip download
---no-deps`, only its ONNX file is read), and prints how the closing-mark rule and the model
-combine. An evaluation for a candidate, not part of the daemon:
+`--turn-model litert` also asks the daemon's end-of-turn model (`vad.end_of_turn`, Pipecat's Smart
+Turn v3.2 rebuilt for LiteRT: stream/turn.py) and prints how the closing-mark rule and the model
+combine; `--dump` writes every cut's figures. `--turn-model auto` (benchmark venv: needs
+onnxruntime) asks the ONNX original instead (BSD-2-Clause, taken from the `pipecat-ai` wheel on
+PyPI with `pip download --no-deps`; only its ONNX file is read), to compare the rebuild with it:
 
-    .venv-bench/bin/python scripts/endpoint_verdicts.py --turn-model auto
+    PYTHONPATH=daemon .venv-bench/bin/python scripts/endpoint_verdicts.py --turn-model litert|auto
 """
 
 from __future__ import annotations

@@ -46,6 +46,7 @@ STATE_SHAPE = (2, 128)  # LSTM h and c
 MODEL_DIR = Path(__file__).resolve().parent / "silero_vad_v6"
 MODEL_FILE = "silero_vad.tflite"
 
+
 def model_bytes(model_dir: Path = MODEL_DIR) -> bytes:
     """The checked model file, read once per process (each interpreter keeps a reference)."""
     try:

@@ -28,7 +28,6 @@ from voxnode.frontend.chain import FrontEnd, FrontEndParams
 from .endpoint import Completion, judge, with_turn
 from .partials import StablePrefix
 from .scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome, JobResult
-from .turn import TurnDetector, TurnRequest
 from .segmenter import (
     Chunk,
     Discarded,
@@ -41,6 +40,7 @@ from .segmenter import (
     Started,
     Utterance,
 )
+from .turn import TurnDetector, TurnRequest
 from .wake_gate import WakeGate
 
 log = logging.getLogger(__name__)
@@ -367,7 +367,10 @@ class StreamPipeline:
         if result is None or job is None or st.judged:
             return
         by_text = judge(
-            clean_text(result.text), result.stop_reason == "eot", result.punctuation_prob, self.params.sentence_end_min_prob
+            clean_text(result.text),
+            result.stop_reason == "eot",
+            result.punctuation_prob,
+            self.params.sentence_end_min_prob,
         )
         if by_text == Completion.UNKNOWN and self.turn is not None and st.turn_prob is None:
             return  # the model's verdict is still to come

@@ -158,7 +158,9 @@ class TurnDetector(Component):
             request.on_done(request, prob)
 
     def stats(self) -> dict:
+        d = self._model.delegation if self._model is not None else None
         return {
+            "xnnpack_all_ops": d is not None and d.applied and not d.not_delegated,
             "calls": self.calls,
             "replaced": self.replaced,
             "mean_ms": round(1e3 * self.engine_s / self.calls, 1) if self.calls else None,
