@@ -20,7 +20,7 @@ Input of the TFLite graph: `mel` [1, 1, 800, 80], the Whisper log-mel (voxnode.a
 the last 8 s of audio, zero-padded at the front, after the waveform is normalised to zero mean and
 unit variance (the model's training front-end). Output: `prob` [1, 1].
 
-Shipped as `daemon/voxnode/stream/smart_turn_v3_2/smart_turn.tflite` (`vad.end_of_turn`,
+Shipped as `models/smart-turn-v3.2/smart_turn.tflite` (`vad.end_of_turn`,
 stream/turn.py; copy `--out`'s file there and update its SHA256SUMS and MODEL.md). Status of the
 rebuild (2026-12-03): on the 82 verification cuts the TFLite model runs fully on XNNPACK (187 ops)
 in 28-37 ms per call (onnxruntime: 58-77 ms), median |difference| 0.02 from onnxruntime, but 8

@@ -10,7 +10,7 @@
 # --no-venv    lay out files only (tests)
 # --purge      uninstall also removes /etc/voxnode and the spool in /var/lib/voxnode
 #
-# Layout: /opt/voxnode/venv (voxnode and its dependencies), /opt/voxnode/models/whisper-tiny.en,
+# Layout: /opt/voxnode/venv (voxnode and its dependencies), /opt/voxnode/models/{whisper-tiny.en,smart-turn-v3.2},
 # /etc/voxnode/config.toml (never overwritten once it exists: the new reference goes next to it as
 # config.toml.dist), /etc/systemd/system/voxnode.service.
 set -eu
@@ -43,20 +43,30 @@ say() { echo "voxnode install: $*"; }
 # systemctl only makes sense on the real root of a machine whose PID 1 is systemd.
 systemd_running() { [ -z "$ROOT" ] && [ -d /run/systemd/system ]; }
 
-install_models() {
-    if [ ! -d "$MODELS/whisper-tiny.en" ]; then
-        say "WARNING: no $MODELS/whisper-tiny.en: set asr.model_dir in $ETC/config.toml to a converted model"
-        return
-    fi
-    # Copy next to the old one, then swap, so a running daemon never sees half a model.
+# Copy next to the old one, then swap, so a running daemon never sees half a model.
+install_model() {
+    name=$1
     mkdir -p "$OPT/models"
-    rm -rf "$OPT/models/.whisper-tiny.en.new" "$OPT/models/.whisper-tiny.en.old"
-    cp -R "$MODELS/whisper-tiny.en" "$OPT/models/.whisper-tiny.en.new"
-    chmod -R u=rwX,go=rX "$OPT/models/.whisper-tiny.en.new"
-    [ -d "$OPT/models/whisper-tiny.en" ] && mv "$OPT/models/whisper-tiny.en" "$OPT/models/.whisper-tiny.en.old"
-    mv "$OPT/models/.whisper-tiny.en.new" "$OPT/models/whisper-tiny.en"
-    rm -rf "$OPT/models/.whisper-tiny.en.old"
-    say "model installed in $OPT/models/whisper-tiny.en"
+    rm -rf "$OPT/models/.$name.new" "$OPT/models/.$name.old"
+    cp -R "$MODELS/$name" "$OPT/models/.$name.new"
+    chmod -R u=rwX,go=rX "$OPT/models/.$name.new"
+    [ -d "$OPT/models/$name" ] && mv "$OPT/models/$name" "$OPT/models/.$name.old"
+    mv "$OPT/models/.$name.new" "$OPT/models/$name"
+    rm -rf "$OPT/models/.$name.old"
+    say "model installed in $OPT/models/$name"
+}
+
+install_models() {
+    if [ -d "$MODELS/whisper-tiny.en" ]; then
+        install_model whisper-tiny.en
+    else
+        say "WARNING: no $MODELS/whisper-tiny.en: set asr.model_dir in $ETC/config.toml to a converted model"
+    fi
+    if [ -d "$MODELS/smart-turn-v3.2" ]; then
+        install_model smart-turn-v3.2
+    else
+        say "WARNING: no $MODELS/smart-turn-v3.2 (the end-of-turn model): set vad.end_of_turn = \"off\" in $ETC/config.toml"
+    fi
 }
 
 install_venv() {

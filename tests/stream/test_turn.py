@@ -12,9 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from voxnode.asr.locate import TURN_MODEL_FILE as MODEL_FILE
+from voxnode.asr.locate import turn_model_dir
 from voxnode.errors import ModelError
 from voxnode.stream.endpoint import Completion, with_turn
-from voxnode.stream.turn import MEL_FRAMES, MODEL_DIR, MODEL_FILE, TurnDetector, TurnModel, TurnRequest, turn_features
+from voxnode.stream.turn import MEL_FRAMES, TurnDetector, TurnModel, TurnRequest, turn_features
 
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
 
@@ -85,8 +87,9 @@ def test_the_whole_graph_runs_on_xnnpack(model):
 
 
 def test_a_corrupt_model_is_refused_naming_the_setting(tmp_path):
-    shutil.copy(MODEL_DIR / "SHA256SUMS", tmp_path / "SHA256SUMS")
-    data = bytearray((MODEL_DIR / MODEL_FILE).read_bytes())
+    shipped = turn_model_dir()
+    shutil.copy(shipped / "SHA256SUMS", tmp_path / "SHA256SUMS")
+    data = bytearray((shipped / MODEL_FILE).read_bytes())
     data[len(data) // 2] ^= 0xFF
     (tmp_path / MODEL_FILE).write_bytes(bytes(data))
     with pytest.raises(ModelError, match=r"vad.end_of_turn: .*corrupt.*reinstall"):

@@ -20,6 +20,9 @@ def _models(tmp_path, content="v1"):
     m = tmp_path / "models" / "whisper-tiny.en"
     m.mkdir(parents=True, exist_ok=True)
     (m / "encoder.int8.tflite").write_text(content)
+    t = tmp_path / "models" / "smart-turn-v3.2"
+    t.mkdir(parents=True, exist_ok=True)
+    (t / "smart_turn.tflite").write_text(content)
     return tmp_path / "models"
 
 
@@ -31,13 +34,17 @@ def test_install_layout_and_config_preservation(tmp_path):
     assert (root / "etc/systemd/system/voxnode.service").read_text() == (ROOT / "systemd/voxnode.service").read_text()
     # Where voxnode.asr.default_model_dir() looks on an installed node.
     assert (root / "opt/voxnode/models/whisper-tiny.en/encoder.int8.tflite").read_text() == "v1"
+    # ... and voxnode.asr.locate.turn_model_dir() (vad.end_of_turn).
+    assert (root / "opt/voxnode/models/smart-turn-v3.2/smart_turn.tflite").read_text() == "v1"
     assert "skipped enabling/starting voxnode.service" in out
 
     # Upgrade with an unedited config: it follows the new reference, no .dist.
     _run("install", "--no-venv", "--models", str(_models(tmp_path, "v2")), root=root)
     assert config.read_text() == REFERENCE and not (root / "etc/voxnode/config.toml.dist").exists()
     assert (root / "opt/voxnode/models/whisper-tiny.en/encoder.int8.tflite").read_text() == "v2"
+    assert (root / "opt/voxnode/models/smart-turn-v3.2/smart_turn.tflite").read_text() == "v2"
     assert not list((root / "opt/voxnode/models").glob(".whisper*")), "no half-swapped model left behind"
+    assert not list((root / "opt/voxnode/models").glob(".smart-turn*")), "no half-swapped model left behind"
 
     # Upgrade with an edited config: kept byte for byte, the new reference beside it.
     edited = REFERENCE.replace('device = "default"', 'device = "plughw:1,0"')
@@ -58,3 +65,4 @@ def test_install_layout_and_config_preservation(tmp_path):
 def test_install_without_models_warns(tmp_path):
     out = _run("install", "--no-venv", "--models", str(tmp_path / "nowhere"), root=tmp_path / "root")
     assert "WARNING: no" in out and "asr.model_dir" in out
+    assert 'vad.end_of_turn = "off"' in out

@@ -1,4 +1,5 @@
-"""Where the converted model lives when the config does not say."""
+"""Where the converted models live: Whisper's when the config does not say, and the end-of-turn
+model's (`vad.end_of_turn`)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,29 @@ from pathlib import Path
 from voxnode.errors import ModelError
 
 MODEL_NAME = "whisper-tiny.en"
+TURN_MODEL_NAME = "smart-turn-v3.2"
+TURN_MODEL_FILE = "smart_turn.tflite"
 SYSTEM_DIRS = (Path("/opt/voxnode/models"), Path("/usr/share/voxnode/models"))
 
 
-def candidate_dirs() -> list[Path]:
+def candidate_dirs(name: str = MODEL_NAME) -> list[Path]:
     # daemon/voxnode/asr/locate.py -> the checkout (or editable install) root holds models/.
     source_root = Path(__file__).resolve().parents[3]
-    return [source_root / "models" / MODEL_NAME] + [d / MODEL_NAME for d in SYSTEM_DIRS]
+    return [source_root / "models" / name] + [d / name for d in SYSTEM_DIRS]
+
+
+def turn_model_dir() -> Path:
+    """The first of the known places that holds the end-of-turn model (scripts/install.sh puts it
+    beside Whisper's in /opt/voxnode/models)."""
+    candidates = candidate_dirs(TURN_MODEL_NAME)
+    for d in candidates:
+        if (d / TURN_MODEL_FILE).is_file():
+            return d
+    raise ModelError(
+        "vad.end_of_turn: no end-of-turn model found; looked in "
+        + ", ".join(str(d) for d in candidates)
+        + ' (reinstall voxnode, or set vad.end_of_turn = "off")'
+    )
 
 
 def default_model_dir(configured: str | Path | None = None) -> Path:

@@ -8,11 +8,11 @@ falling intonation and the final syllable's length. On the live-noise corpus (wh
 the same cut at a mid-sentence pause, scripts/endpoint_verdicts.py) it separates them where the
 closing mark cannot (measurements in config/vad.py at `end_of_turn_min_prob`).
 
-`smart_turn_v3_2/smart_turn.tflite` (8.7 MB, int8 weights, float activations) is rebuilt from the
-ONNX file by scripts/convert_smart_turn.py and runs wholly on XNNPACK: 28-37 ms per call on one
-x86 core here. `TurnModel` is one interpreter; `TurnDetector` owns the one thread that runs it for
-every stream, beside the decode worker (the second core is idle in a pause), so that the verdict is
-in before the speculative decode is.
+`models/smart-turn-v3.2/smart_turn.tflite` (8.7 MB, int8 weights, float activations; found like
+Whisper's model, asr/locate.py) is rebuilt from the ONNX file by scripts/convert_smart_turn.py and
+runs wholly on XNNPACK: 28-37 ms per call on one x86 core here. `TurnModel` is one interpreter;
+`TurnDetector` owns the one thread that runs it for every stream, beside the decode worker (the
+second core is idle in a pause), so that the verdict is in before the speculative decode is.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from voxnode.asr.locate import TURN_MODEL_FILE, turn_model_dir
 from voxnode.asr.mel import LogMel
 from voxnode.asr.model_files import check_model_file
 from voxnode.asr.runtime import delegation, load_runtime, release_file_pages
@@ -36,8 +37,6 @@ from voxnode.lifecycle import Component
 
 log = logging.getLogger(__name__)
 
-MODEL_DIR = Path(__file__).resolve().parent / "smart_turn_v3_2"
-MODEL_FILE = "smart_turn.tflite"
 OWNER = "vad.end_of_turn"  # the setting that loads it, for error messages
 TURN_SECONDS = 8  # the model hears the last 8 s (400 encoder positions)
 MEL_FRAMES = TURN_SECONDS * SAMPLE_RATE // 160
@@ -57,8 +56,9 @@ def turn_features(audio: np.ndarray, mel: LogMel) -> np.ndarray:
 class TurnModel:
     """One interpreter of the end-of-turn model: audio ending at the pause -> P(finished)."""
 
-    def __init__(self, model_dir: Path = MODEL_DIR, num_threads: int = 1):
-        path = model_dir / MODEL_FILE
+    def __init__(self, model_dir: Path | None = None, num_threads: int = 1):
+        model_dir = model_dir or turn_model_dir()
+        path = model_dir / TURN_MODEL_FILE
         check_model_file(path, OWNER)  # the bytes are not kept: the interpreter maps the file
         runtime = load_runtime()
         try:
@@ -68,9 +68,7 @@ class TurnModel:
             self._in = next(d["index"] for d in ins if "mel" in d["name"])
             self._out = outs[0]["index"]
         except (ValueError, KeyError, RuntimeError, StopIteration) as e:
-            raise ModelError(
-                f"{OWNER}: {model_dir / MODEL_FILE} does not load ({type(e).__name__}: {e}); reinstall voxnode"
-            ) from None
+            raise ModelError(f"{OWNER}: {path} does not load ({type(e).__name__}: {e}); reinstall voxnode") from None
         self.delegation = delegation(self._interp)
         # XNNPACK has packed the weights: the file's mapped pages are dead weight (8 MB). Measured
         # (one stream, scripts/bench_stream.py): peak RSS +34 MB with the model loaded from bytes.
