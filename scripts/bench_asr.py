@@ -20,7 +20,10 @@ time (user + system) per utterance, which a shared machine inflates less than wa
 Engine specs: "voxnode [key=value ...]" with keys beam_size, min_window_s, fallback (none, or
 temperatures as 0.2/0.4/...), hotword_boost, variant,
 model_dir, prompt, hotwords (comma-separated), context (none, prompt, hotwords or both: the
-domain corpus's per-clip context), label; "faster-whisper [beam_size=N] [prompt=...] [hotwords=...]
+domain corpus's per-clip context), label, and the [frontend] keys highpass_hz, denoise,
+denoise_engine, denoise_floor_db (every clip goes through the front-end `voxnode transcribe` uses,
+with the default config unless these say otherwise; frontend=none: the engine hears the clip as is);
+"faster-whisper [beam_size=N] [prompt=...] [hotwords=...]
 [context=...] [label=...]" (int8, its default temperature fallback, no timestamps, no VAD).
 `--corpus domain` uses scripts/domain_corpus.py instead (prompts and hotwords).
 
@@ -50,12 +53,29 @@ sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "daemon"))
 
 SHORT_S = 8.0  # the targets are about utterances shorter than this
+ROOM_NOISES = ("white", "pink", "babble", "hvac", "fan", "music", "tv")
 CONDITIONS = {  # name -> (noise kind, SNR dB); None = clean
     "clean": None,
     "babble 10 dB": ("babble", 10.0),
     "pink 5 dB": ("pink", 5.0),
     "white 5 dB": ("white", 5.0),
+    # Issue 22: every clip at 0 and -5 dB of each room noise (fan, music and TV from
+    # scripts/live_noise_audio.py: real music, real speech on the TV).
+    **{f"{k} {s} dB": (k, float(s)) for s in (0, -5) for k in ROOM_NOISES},
 }
+DEFAULT_CONDITIONS = ("clean", "babble 10 dB", "pink 5 dB", "white 5 dB")
+# `--corpus room` (issue 22): the live benchmark's room recordings (talkers at their natural levels,
+# one noise level for the whole recording; scripts/live_noise_audio.py), each utterance cut out as
+# the live benchmark cuts it for `voxnode transcribe`; grouped by talker level (loud / middle / quiet).
+ROOM_CONDITIONS = {
+    "room clean": "room",
+    "room white 10 dB": "room-white-10",
+    "room pink 5 dB": "room-pink-5",
+    "room babble 10 dB": "room-babble-10",
+    "room hvac 5 dB": "room-hvac-5",
+    "room fan 5 dB": "room-fan-5",
+}
+ROOM_CUT_MARGIN_S = 0.25  # as scripts/bench_live_noise.py cuts each utterance for `voxnode transcribe`
 DEFAULT_ENGINES = (
     "voxnode beam_size=1 label=voxnode_greedy",
     "voxnode",
@@ -87,6 +107,8 @@ def build_corpus(workdir: Path, n_asterisk: int, conditions: list[str], corpus: 
     missing = speech_corpus.missing_packages()
     if missing:
         raise SystemExit(f"missing Debian packages for the corpus: {' '.join(missing)} (make deps-corpus)")
+    if corpus == "room":
+        return room_corpus(workdir, conditions)
     if corpus == "domain":
         import domain_corpus
 
@@ -104,6 +126,7 @@ def build_corpus(workdir: Path, n_asterisk: int, conditions: list[str], corpus: 
         ]
     else:
         items = [(u, {"group": "real"}) for u in speech_corpus.real_speech(n_asterisk=n_asterisk)]
+    exclude = {u.name for u, _ in items}  # the TV's talker says none of the test sentences
     clips = []
     for cond in conditions:
         spec = CONDITIONS[cond]
@@ -111,7 +134,7 @@ def build_corpus(workdir: Path, n_asterisk: int, conditions: list[str], corpus: 
             audio = u.audio
             if spec is not None:
                 kind, snr = spec
-                audio = audio_corpus.mix(audio, audio_corpus.noise(kind, len(audio), seed=1000 + k), snr)
+                audio = audio_corpus.mix(audio, clip_noise(kind, len(audio), 1000 + k, exclude), snr)
             path = workdir / f"{len(clips):04d}.npy"
             np.save(path, (audio / 32768.0).astype(np.float32))
             clips.append(
@@ -123,6 +146,46 @@ def build_corpus(workdir: Path, n_asterisk: int, conditions: list[str], corpus: 
                     "seconds": round(u.duration_s, 3),
                     "path": str(path),
                     **extra,
+                }
+            )
+    return clips
+
+
+def clip_noise(kind: str, n: int, seed: int, exclude: set[str]) -> np.ndarray:
+    """White, pink, babble (6 espeak-ng voices) and HVAC from audio_corpus, as before; fan, music
+    (real recorded music) and TV (real speech over music) from live_noise_audio."""
+    import audio_corpus
+    import live_noise_audio
+
+    if kind in audio_corpus.NOISES and kind != "music":
+        return audio_corpus.noise(kind, n, seed=seed)
+    return live_noise_audio.make_noise(kind, n, seed, exclude)
+
+
+def room_corpus(workdir: Path, conditions: list[str]) -> list[dict]:
+    import live_noise_audio as la
+
+    clips = []
+    for cond in conditions:
+        track = la.cached_track(la.Condition.parse(ROOM_CONDITIONS[cond]), 25, 9, 0.0)
+        thirds = la.level_thirds(track.utts)
+        group = {k: g for g, ks in thirds.items() for k in ks}
+        m = int(ROOM_CUT_MARGIN_S * la.RATE)
+        for k, u in enumerate(track.utts):
+            cut = track.audio[max(0, u.clip_start - m) : u.clip_end + m]
+            path = workdir / f"{len(clips):04d}.npy"
+            np.save(path, (cut / 32768.0).astype(np.float32))
+            clips.append(
+                {
+                    "condition": cond,
+                    "name": u.name,
+                    "speaker": u.speaker,
+                    "reference": u.text,
+                    "seconds": round(len(cut) / la.RATE, 3),
+                    "level_dbfs": u.level_dbfs,
+                    "noise_dbfs": track.noise_dbfs,
+                    "path": str(path),
+                    "group": group[k],
                 }
             )
     return clips
@@ -177,10 +240,30 @@ def _clip_context(opts: dict, clip: dict) -> dict:
     return out
 
 
+FRONTEND_KEYS = ("highpass_hz", "denoise", "denoise_engine", "denoise_floor_db")
+
+
+def frontend_of(opts: dict):
+    """The front-end `voxnode transcribe` runs with the default config, with the spec's [frontend]
+    keys (denoise=all denoise_engine=...) changed; frontend=none: the engine hears the clip as it is."""
+    from voxnode.config import Config
+    from voxnode.config.loader import parse_config
+    from voxnode.stream.params import frontend_params
+
+    if opts.get("frontend") == "none":
+        return None
+    keys = {k: opts[k] for k in FRONTEND_KEYS if k in opts}
+    toml = "[frontend]\n" + "".join(
+        f"{k} = {v}\n" if k.endswith(("_hz", "_db")) else f'{k} = "{v}"\n' for k, v in keys.items()
+    )
+    return frontend_params(parse_config(toml) if keys else Config())
+
+
 def voxnode_runner(opts: dict, threads: int):
     import dataclasses
 
     from voxnode.asr.whisper_litert import WhisperEngine, default_options
+    from voxnode.frontend.recognition import recognition_audio
 
     over = {}
     if "beam_size" in opts:
@@ -194,6 +277,7 @@ def voxnode_runner(opts: dict, threads: int):
             () if opts["fallback"] == "none" else tuple(float(t) for t in opts["fallback"].split("/"))
         )
     options = dataclasses.replace(default_options(), **over)
+    frontend = frontend_of(opts)
     model_dir = Path(opts.get("model_dir") or REPO / "models" / "whisper-tiny.en")
     engine = WhisperEngine.load(model_dir, num_threads=threads, variant=opts.get("variant"), options=options)
     call_kw = {}
@@ -204,6 +288,8 @@ def voxnode_runner(opts: dict, threads: int):
 
     def run(audio, clip):
         kw = {**call_kw, **_clip_context(opts, clip)}
+        if frontend is not None:
+            audio = recognition_audio(frontend, audio)
         r = engine.transcribe(audio, **kw)
         return r.text, {
             "encode_ms": r.encode_ms,
@@ -331,11 +417,19 @@ def machine() -> str:
     )
 
 
-def columns(clips: list[dict], conditions: list[str]) -> list[tuple[str, str, str]]:
-    """(label, condition, group) of each WER column: one per condition, per group when there are several."""
+LEVEL_GROUPS = ("loud", "middle", "quiet")
+
+
+def columns(clips: list[dict], conditions: list[str]) -> list[tuple[str, str, str | None]]:
+    """(label, condition, group) of each WER column: one per condition, per group when there are several;
+    talker-level groups (the room corpus) come after the condition's overall column (group None)."""
     groups = sorted({c["group"] for c in clips})
     if groups == ["real"]:
         return [(cond, cond, "real") for cond in conditions]
+    if set(groups) <= set(LEVEL_GROUPS):
+        return [(cond, cond, None) for cond in conditions] + [
+            (f"{cond}, {g}", cond, g) for cond in conditions for g in LEVEL_GROUPS if g in groups
+        ]
     return [(f"{cond}, {g}", cond, g) for g in groups for cond in conditions]
 
 
@@ -345,7 +439,9 @@ def summarise(result: dict, clips: list[dict], conditions: list[str]) -> dict:
     ref = {(c["condition"], c["name"]): c for c in clips}
     out = {"wer": {}, "errors": {}}
     for label, cond, group in columns(clips, conditions):
-        rows = [r for r in result["rows"] if r["condition"] == cond and ref[(cond, r["name"])]["group"] == group]
+        rows = [
+            r for r in result["rows"] if r["condition"] == cond and group in (None, ref[(cond, r["name"])]["group"])
+        ]
         s = corpus_score([ref[(cond, r["name"])]["reference"] for r in rows], [r["text"] for r in rows])
         out["wer"][label] = s.wer
         out["errors"][label] = [s.errors, s.words]
@@ -493,12 +589,19 @@ def main() -> int:
     p.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     p.add_argument("--section", default="engine", help="section of docs/benchmarks.md to write (engine, windows, ...)")
     p.add_argument("--engines", nargs="+", default=list(DEFAULT_ENGINES), help="engine specs (see above)")
-    p.add_argument("--conditions", nargs="+", default=list(CONDITIONS), choices=list(CONDITIONS))
+    p.add_argument(
+        "--conditions",
+        nargs="+",
+        default=None,
+        choices=list(CONDITIONS) + list(ROOM_CONDITIONS),
+        help=f"default: {', '.join(DEFAULT_CONDITIONS)} (with --corpus room: every room condition)",
+    )
     p.add_argument(
         "--corpus",
         default="general",
-        choices=("general", "domain"),
-        help="general speech, or the domain set with prompts and hotwords (scripts/domain_corpus.py)",
+        choices=("general", "domain", "room"),
+        help="general speech, the domain set with prompts and hotwords (scripts/domain_corpus.py), or the room "
+        "recordings (talkers at their natural levels, one noise level throughout)",
     )
     p.add_argument(
         "--asterisk", type=int, default=90, help="Asterisk prompts in the corpus (besides the 10 pocketsphinx clips)"
@@ -517,6 +620,11 @@ def main() -> int:
         print(json.dumps(worker(args.worker[0], args.worker[1], int(args.worker[2]))))
         return 0
 
+    if args.conditions is None:
+        args.conditions = list(ROOM_CONDITIONS if args.corpus == "room" else DEFAULT_CONDITIONS)
+    bad = [c for c in args.conditions if (c in ROOM_CONDITIONS) != (args.corpus == "room")]
+    if bad:
+        raise SystemExit(f"--conditions {', '.join(bad)}: room conditions go with --corpus room, and only they")
     with tempfile.TemporaryDirectory() as tmp:
         clips = build_corpus(Path(tmp), args.asterisk, args.conditions, args.corpus)
         clips_json = Path(tmp) / "clips.json"

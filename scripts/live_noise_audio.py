@@ -24,6 +24,14 @@ Noise kinds:
 
 `pauses` conditions use the same utterances with a 300-700 ms pause inserted inside each
 sentence of 4 or more words, at the quietest point between words in the middle of it.
+
+`room` conditions (issue 22: "room", "room-KIND-SNR") mirror a household instead: nothing is
+normalised per clip. Every utterance keeps the level it was recorded at, plus one fixed gain per
+talker for where that talker stands (ROOM_TALKER_GAIN_DB: the Asterisk speaker near the node, the
+card-name speaker across the table, the LibriVox reader, already a soft recording, across the
+room), so active speech spans about -14 to -39 dBFS; the noise runs at one level for the whole
+recording, set against the talkers' mean speech power (linear mean over the utterances), so a
+soft talker sits well below the room noise, as one does in a real room.
 """
 
 from __future__ import annotations
@@ -47,7 +55,11 @@ TAIL_S = 3.0  # noise after the last pause, so the last endpoint is seen live
 INNER_PAUSES_MS = (300, 400, 500, 600, 700)
 KINDS = ("white", "pink", "babble", "hvac", "fan", "music", "tv")
 SNRS = (20, 10, 5, 0)
-AUDIO_VERSION = 3  # bump when the audio changes (cached tracks and transcribe results)
+# Room protocol: gain per talker (dB) on top of the recording's own level. Natural active levels:
+# allison -14.4..-17.7 dBFS, cards-speaker -14.5..-20.6, librivox-reader -22.4..-27.1; with these
+# gains -14..-18 (near), -20..-27 (middle), -34..-39 (far / soft-spoken). Mean speech power: -17.5 dBFS.
+ROOM_TALKER_GAIN_DB = {"allison": 0.0, "cards-speaker": -6.0, "librivox-reader": -12.0}
+AUDIO_VERSION = 4  # bump when the audio changes (cached tracks and transcribe results)
 PS_EXTRA = ("goforward.raw", "numbers.raw", "something.raw", "tidigits/dhd.2934z.raw")
 
 
@@ -58,10 +70,16 @@ class Condition:
     snr: float | None  # None: clean (room tone only) or noise alone
     pauses: bool = False
     noise_alone: bool = False
+    room: bool = False  # talkers at their natural levels (ROOM_TALKER_GAIN_DB), not normalised
 
     @staticmethod
     def parse(name: str) -> Condition:
-        rest, pauses = name, False
+        rest, pauses, room = name, False, False
+        if rest == "room" or rest.startswith("room-"):
+            room = True
+            rest = rest[len("room") :].lstrip("-") or "clean"
+            if rest.startswith(("pauses", "noise-")):
+                raise ValueError(f"condition {name!r}: room takes clean or KIND-SNR")
         if rest.startswith("noise-"):
             kind = rest[len("noise-") :]
             if kind not in KINDS:
@@ -71,15 +89,15 @@ class Condition:
             pauses = True
             rest = rest[len("pauses") :].lstrip("-") or "clean"
         if rest == "clean":
-            return Condition(name, "clean", None, pauses)
+            return Condition(name, "clean", None, pauses, room=room)
         kind, _, snr = rest.rpartition("-")
         if kind not in KINDS:
             raise ValueError(
-                f"unknown condition {name!r}: expected clean, KIND-SNR, pauses[-KIND-SNR] or "
+                f"unknown condition {name!r}: expected clean, KIND-SNR, pauses[-KIND-SNR], room[-KIND-SNR] or "
                 f"noise-KIND (kinds: {', '.join(KINDS)})"
             )
         try:
-            return Condition(name, kind, float(snr), pauses)
+            return Condition(name, kind, float(snr), pauses, room=room)
         except ValueError:
             raise ValueError(f"bad SNR in condition {name!r}") from None
 
@@ -93,6 +111,8 @@ class Utt:
     speech_start: int  # first / one past the last sample of speech (20 ms frames, clean energy)
     speech_end: int
     inner_pause_ms: int = 0  # pauses conditions: the silence inserted inside this sentence
+    level_dbfs: float = SPEECH_DBFS  # active speech level (mean power of its speech frames)
+    speaker: str = ""
 
 
 @dataclass
@@ -273,8 +293,13 @@ def build_track(
     parts, utts = [np.zeros(int(LEAD_S * RATE), np.float32)], []
     pos = len(parts[0])
     k = 0
+    levels = []
     for u in speech:
-        x = at_speech_dbfs(u.audio, speech_dbfs)
+        if cond.room:
+            x = (u.audio * 10 ** (ROOM_TALKER_GAIN_DB.get(u.speaker, 0.0) / 20)).astype(np.float32)
+        else:
+            x = at_speech_dbfs(u.audio, speech_dbfs)
+        levels.append(speech_level(x))
         pause_ms = 0
         if cond.pauses:
             p = INNER_PAUSES_MS[k % len(INNER_PAUSES_MS)]
@@ -283,7 +308,8 @@ def build_track(
                 x, pause_ms = y, p
                 k += 1
         s0, s1 = speech_span(x)
-        utts.append(Utt(u.name, u.text, pos, pos + len(x), pos + s0, pos + s1, pause_ms))
+        level_db = round(10 * float(np.log10(levels[-1] / 32768.0**2 + 1e-12)), 2)
+        utts.append(Utt(u.name, u.text, pos, pos + len(x), pos + s0, pos + s1, pause_ms, level_db, u.speaker))
         parts += [x, np.zeros(int(PAUSE_S * RATE), np.float32)]
         pos += len(x) + int(PAUSE_S * RATE)
     parts.append(np.zeros(int(TAIL_S * RATE), np.float32))
@@ -291,8 +317,10 @@ def build_track(
     n = len(clean)
     audio = clean + scaled(ac.noise("pink", n, seed=seed + 7), ROOM_DBFS)
     noise_dbfs = None
+    if cond.room:  # the noise against the talkers' mean speech power
+        speech_dbfs = 10 * float(np.log10(np.mean(levels) / 32768.0**2))
     if cond.kind != "clean":
-        noise_dbfs = speech_dbfs - cond.snr
+        noise_dbfs = round(speech_dbfs - cond.snr, 2)
         audio = audio + scaled(make_noise(cond.kind, n, rng_seed, exclude), noise_dbfs)
     return Track(cond, np.clip(audio, -32768, 32767).astype(np.float32), utts, noise_dbfs)
 
@@ -319,3 +347,10 @@ def cached_track(
     tmp.replace(pcm)
     meta.write_text(json.dumps({"utts": [vars(u) for u in t.utts], "noise_dbfs": t.noise_dbfs}))
     return Track(cond, np.frombuffer(ac.to_pcm16(t.audio), dtype="<i2").astype(np.float32), t.utts, t.noise_dbfs)
+
+
+def level_thirds(utts: list[Utt]) -> dict[str, list[int]]:
+    """Utterance indices by talker level: the loudest third, the middle and the quietest third."""
+    order = sorted(range(len(utts)), key=lambda k: -utts[k].level_dbfs)
+    a, b = round(len(order) / 3), round(2 * len(order) / 3)
+    return {"loud": sorted(order[:a]), "middle": sorted(order[a:b]), "quiet": sorted(order[b:])}

@@ -209,6 +209,7 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
     from voxnode.asr.backends import load_recognizer
     from voxnode.asr.transcribe import transcribe_files
     from voxnode.audio.audio_stream import MAX_SECONDS
+    from voxnode.stream.params import frontend_params
 
     limit = MAX_SECONDS if args.max_duration is None else args.max_duration
     if not 0 < limit < float("inf"):
@@ -225,7 +226,14 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
             return 2
         overrides["beam_size"] = args.beam_size
     asr = dataclasses.replace(config.asr, **overrides)
-    return transcribe_files(load_recognizer(asr), args.files, raw=args.raw, as_json=args.json, max_seconds=limit)
+    return transcribe_files(
+        load_recognizer(asr),
+        args.files,
+        raw=args.raw,
+        as_json=args.json,
+        max_seconds=limit,
+        frontend=frontend_params(config),
+    )
 
 
 def cmd_mqtt_forget(args: argparse.Namespace) -> int:

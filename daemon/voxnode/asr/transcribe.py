@@ -4,6 +4,10 @@ A file that cannot be read costs only its own line (on stderr); the others
 are still transcribed and the exit status says whether all succeeded. Files are
 streamed (voxnode.audio.audio_stream): at most one window plus one read block
 of audio is in memory, however long the file.
+
+Every file goes through the same front-end as a live stream's audio before the engine hears it
+(high-pass, and the denoiser where `frontend.denoise` gives recognition denoised audio;
+frontend/recognition.py), so the offline figures measure what the daemon does.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from voxnode.asr.recognizer import Recognizer
 from voxnode.asr.windows import FRAME, MAX_WINDOW_S, SAMPLE_RATE, SMOOTH_FRAMES, split_at_pauses
 from voxnode.audio.audio_stream import MAX_SECONDS, AudioStream
 from voxnode.errors import AudioFileError
+from voxnode.frontend.chain import FrontEndParams
+from voxnode.frontend.recognition import recognition_blocks
 
 # The cut search looks at smoothed energy up to the window limit; this much audio beyond it keeps the
 # smoothing at the limit the same as over the whole file.
@@ -41,14 +47,21 @@ def windows(blocks: Iterable[np.ndarray], max_s: float = MAX_WINDOW_S) -> Iterat
         yield buf[start:end]
 
 
-def transcribe_audio(engine: Recognizer, audio: np.ndarray | Iterable[np.ndarray]) -> dict:
-    """Any length of 16 kHz mono audio (an array, or blocks of one) -> merged result of its windows."""
+def transcribe_audio(
+    engine: Recognizer, audio: np.ndarray | Iterable[np.ndarray], frontend: FrontEndParams | None = None
+) -> dict:
+    """Any length of 16 kHz mono audio (an array, or blocks of one) -> merged result of its windows.
+
+    `frontend`: run the audio through a fresh front-end with these parameters first (None: as it is)."""
+    blocks: Iterable[np.ndarray] = [audio] if isinstance(audio, np.ndarray) else audio
+    if frontend is not None:
+        blocks = recognition_blocks(frontend, blocks)
     texts, tokens = [], []
     encode_ms = decode_ms = 0.0
     weighted_logprob = 0.0
     weight = 0
     samples = 0
-    for window in windows([audio] if isinstance(audio, np.ndarray) else audio):
+    for window in windows(blocks):
         samples += window.size
         r = engine.transcribe(window)
         if r.text:
@@ -77,15 +90,17 @@ def transcribe_files(
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
     max_seconds: float = MAX_SECONDS,
+    frontend: FrontEndParams | None = None,
 ) -> int:
-    """Print one line per file (text, or a JSON object); errors go to `err`. Returns the exit status."""
+    """Print one line per file (text, or a JSON object); errors go to `err`. Returns the exit status.
+    `frontend`: the front-end each file goes through (`voxnode transcribe`: the config's)."""
     failed = 0
     for path in paths:
         try:
             # The header and the known length are checked here, the rest while the windows are transcribed;
             # a file that turns out bad midway (a pipe that stops, past the limit) prints only its error.
             with AudioStream(path, raw=raw, max_seconds=max_seconds) as stream:
-                result = transcribe_audio(engine, stream.blocks())
+                result = transcribe_audio(engine, stream.blocks(), frontend)
         except AudioFileError as e:
             print(f"voxnode: {e}", file=err, flush=True)
             failed += 1

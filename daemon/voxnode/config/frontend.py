@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 
 from voxnode.config.fields import setting
+from voxnode.frontend.enhance import ENGINES as DENOISE_ENGINES
 
 
 @dataclass(frozen=True)
@@ -15,12 +16,20 @@ class FrontendConfig:
     )
     denoise: str = setting(
         "off",
-        'Spectral noise suppression: "off", "vad" (the VAD hears denoised audio, recognition the original) '
-        'or "all" (both denoised); adds 20 ms. true/false from older configs mean "all"/"off". See '
-        "docs/frontend.md for the measurements.",
-        choices=("off", "vad", "all"),
+        'Noise suppression: "off", "vad" (the VAD hears denoised audio, recognition the original), "all" '
+        '(both denoised) or "asr" (recognition denoised, the VAD the original). true/false from older configs '
+        'mean "all"/"off". See docs/frontend.md for the measurements.',
+        choices=("off", "vad", "all", "asr"),
         aliases=((True, "all"), (False, "off")),
     )
+    denoise_engine: str = setting(
+        "spectral",
+        'Which noise suppressor frontend.denoise uses: "spectral" (built in, Wiener gain; adds 20 ms).',
+        choices=DENOISE_ENGINES,
+    )
     denoise_floor_db: float = setting(
-        -12.0, "Most the denoiser attenuates a frequency bin; deeper causes musical noise.", min=-40.0, max=-3.0
+        -12.0,
+        'Most the "spectral" denoiser attenuates a frequency bin; deeper causes musical noise.',
+        min=-40.0,
+        max=-3.0,
     )

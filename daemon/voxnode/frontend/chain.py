@@ -6,10 +6,15 @@ band and, because they beat, look non-stationary there; measured, HVAC noise
 kept the VAD on continuously without it.
 
 `denoise`: "off"; "vad": the VAD hears the denoised audio, recognition gets
-the original (high-passed) audio; "all": both get the denoised audio. The
-denoised audio is one hop (20 ms) late (overlap-add): with "vad" the VAD's
-decisions are 20 ms late relative to the recognition audio, with "all" the
+the original (high-passed) audio; "all": both get the denoised audio; "asr":
+recognition gets it, the VAD the original. `denoise_engine` picks the
+enhancer (frontend/enhance.py). The denoised audio is `latency_s` late (the
+spectral one: one hop, 20 ms, of overlap-add): with "vad" the VAD's decisions
+are that late relative to the recognition audio, with "all" and "asr" the
 audio is; the segmenter's pre-roll and tail absorb either.
+
+The noise floor always hears the room as it is (not denoised): the gate asks
+whether a frame stands above the room, which a denoiser would blur.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import numpy as np
 from voxnode.audio.format import PERIOD_FRAMES
 
 from .denoise import SpectralDenoiser
+from .enhance import Enhancer, make_enhancer
 from .errors import FrontendError
 from .highpass import HighPass
 from .noise_floor import FloorReading, NoiseFloor
@@ -36,6 +42,7 @@ class FrontEndParams:
 
     highpass_hz: float  # 0 disables
     denoise: str  # DENOISE_MODES
+    denoise_engine: str  # enhance.ENGINES
     denoise_floor_db: float
     vad_engine: str  # "webrtc" | "spectral" | "both" | "silero"
     vad_threshold: float  # spectral: band-mean log-likelihood ratio (noise: 0.58)
@@ -48,7 +55,7 @@ class FrontEndParams:
     floor_window_s: float
 
 
-DENOISE_MODES = ("off", "vad", "all")
+DENOISE_MODES = ("off", "vad", "all", "asr")
 
 
 @dataclass(frozen=True)
@@ -75,16 +82,28 @@ def make_vad(p: FrontEndParams, bins: int) -> FrameVad:
 
 
 class FrontEnd:
-    def __init__(self, params: FrontEndParams, hop: int = PERIOD_FRAMES):
+    """with_vad=False: the recognition path alone (`voxnode transcribe`, a Wyoming request's audio):
+    no VAD and no noise floor are built, and `process` must be called with vad=False."""
+
+    def __init__(self, params: FrontEndParams, hop: int = PERIOD_FRAMES, with_vad: bool = True):
         self.params = params
         if params.denoise not in DENOISE_MODES:
             raise FrontendError(f"unknown denoise mode {params.denoise!r}")
         on = params.denoise != "off"
-        self._denoiser = SpectralDenoiser(params.denoise_floor_db, hop) if on else None
-        self._denoise_recognition = params.denoise == "all"
-        self._analyzer = self._denoiser.analyzer if self._denoiser else StftAnalyzer(hop)
-        self.vad = make_vad(params, self._analyzer.bins)
-        self.latency_s = self._denoiser.latency_s if self._denoiser and self._denoise_recognition else 0.0
+        # The spectral denoiser shares its STFT with the noise floor and the spectral VAD; another
+        # engine works on samples and the spectrum is taken of its output where the VAD needs one.
+        self._spectral: SpectralDenoiser | None = None
+        self._enhancer: Enhancer | None = None
+        if on and params.denoise_engine == "spectral":
+            self._spectral = SpectralDenoiser(params.denoise_floor_db, hop)
+        elif on:
+            self._enhancer = make_enhancer(params.denoise_engine, params.denoise_floor_db)
+        self._denoise_vad = params.denoise in ("vad", "all")
+        self._denoise_recognition = params.denoise in ("all", "asr")
+        self._analyzer = self._spectral.analyzer if self._spectral else StftAnalyzer(hop)
+        self.vad: FrameVad | None = make_vad(params, self._analyzer.bins) if with_vad else None
+        denoiser: SpectralDenoiser | Enhancer | None = self._spectral or self._enhancer
+        self.latency_s = denoiser.latency_s if denoiser is not None and self._denoise_recognition else 0.0
         self.noise_floor = (
             NoiseFloor(
                 self._analyzer.bins,
@@ -92,30 +111,48 @@ class FrontEnd:
                 spread_factor=params.floor_spread_factor,
                 window_s=params.floor_window_s,
             )
-            if params.noise_gate
+            if params.noise_gate and with_vad
             else None
         )
+        spectral_vad = params.vad_engine not in ("webrtc", "silero")
         # The WebRTC and Silero VADs work on samples: skip the STFT when nothing else needs it.
-        self._need_spectrum = (
-            self._denoiser is not None or self.noise_floor is not None or params.vad_engine not in ("webrtc", "silero")
-        )
+        self._need_spectrum = self._spectral is not None or self.noise_floor is not None or spectral_vad
+        # A spectral VAD behind a sample-domain enhancer needs the spectrum of the enhanced audio.
+        self._vad_analyzer = StftAnalyzer(hop) if self._enhancer and self._denoise_vad and spectral_vad else None
         self._hp = HighPass(params.highpass_hz) if params.highpass_hz > 0 else None
 
-    def process(self, samples: np.ndarray) -> FrontEndOutput:
+    def process(self, samples: np.ndarray, vad: bool = True) -> FrontEndOutput:
+        """One 20 ms frame. vad=False: only what recognition gets (`voxnode transcribe`, a Wyoming
+        request's audio sent faster than real time); the VAD and the noise floor skip the frame."""
         x = self._hp.process(samples) if self._hp is not None else np.asarray(samples, dtype=np.float32)
-        spec = self._analyzer.analyze(x) if self._need_spectrum else None
         level = 10 * math.log10(float(np.dot(x, x)) / max(1, len(x)) / 32768.0**2 + 1e-12)
+        if not vad and not self._denoise_recognition:
+            return FrontEndOutput(x, False, level)
+        spec = self._analyzer.analyze(x) if self._need_spectrum else None
         floor = None
-        if self.noise_floor is not None:
+        if vad and self.noise_floor is not None:
             assert spec is not None  # the floor needs the spectrum, so it was computed
             floor = self.noise_floor.update(spec.real**2 + spec.imag**2)  # the room as it is, not denoised
         out, vad_in, vad_spec = x, x, spec
-        if self._denoiser is not None:
+        if self._spectral is not None:
             assert spec is not None  # the denoiser needs the spectrum, so it was computed
-            vad_spec = spec * self._denoiser.gain(spec)
-            vad_in = self._denoiser.synth.synthesize(vad_spec)
+            denoised_spec = spec * self._spectral.gain(spec)
+            denoised = self._spectral.synth.synthesize(denoised_spec)
+            if self._denoise_vad:
+                vad_in, vad_spec = denoised, denoised_spec
             if self._denoise_recognition:
-                out = vad_in
+                out = denoised
+        elif self._enhancer is not None:
+            denoised = self._enhancer.process(x)
+            if self._denoise_vad:
+                vad_in = denoised
+                vad_spec = self._vad_analyzer.analyze(denoised) if self._vad_analyzer is not None else None
+            if self._denoise_recognition:
+                out = denoised
+        if not vad:
+            return FrontEndOutput(out, False, level)
+        if self.vad is None:
+            raise FrontendError("this front-end was built without a VAD (with_vad=False)")
         if floor is not None and not floor.above:
             # The gate vetoes the frame whatever the VAD would say: the VAD keeps up with the audio
             # but a neural one skips its model call. In a steady room most idle frames are here.

@@ -29,6 +29,7 @@ def frontend_params(config: Config) -> FrontEndParams:
     return FrontEndParams(
         highpass_hz=f.highpass_hz,
         denoise=f.denoise,
+        denoise_engine=f.denoise_engine,
         denoise_floor_db=f.denoise_floor_db,
         vad_engine=v.engine,
         vad_threshold=v.threshold,

@@ -5,15 +5,16 @@ name has a colon, so no request shares a microphone's key): the final is a FINAL
 before any partial and round robin with the microphones' finals and the other clients'; partials
 are PARTIAL jobs, skipped first when the engine is behind.
 
-The engine gets the audio as the client sent it (converted to 16 kHz mono), as `voxnode transcribe`
-does: Home Assistant's satellites already clean it (the server's info asks for auto gain and noise
-suppression). The front-end (high-pass + VAD) runs only to decide when a partial is worth
-computing: while speech goes on (as the microphone pipeline does), and only while the client sends
-in about real time. A client that uploads a recording in one burst has no use for partials (and a
-partial still running at audio-stop would delay the final by its whole duration: a decode cannot
-be interrupted), so its audio is only converted and kept. Measured (scripts/bench_wyoming.py):
-running the front-end on every frame of a burst upload put 30-80 ms of catching up between the
-client's audio-stop and the final's decode.
+The engine gets the audio (converted to 16 kHz mono) through the same recognition path as a
+microphone's and `voxnode transcribe`'s (frontend/recognition.py: the high-pass, and the denoiser
+where `frontend.denoise` gives recognition denoised audio), run on every chunk as it arrives.
+The VAD runs only to decide when a partial is worth computing: while speech goes on (as the
+microphone pipeline does), and only while the client sends in about real time. A client that
+uploads a recording in one burst has no use for partials (and a partial still running at
+audio-stop would delay the final by its whole duration: a decode cannot be interrupted), so its
+audio gets the recognition path only. Measured (scripts/bench_wyoming.py): running the VAD on
+every frame of a burst upload put 30-80 ms of catching up between the client's audio-stop and the
+final's decode.
 
 Thread use: `start`, `add`, `finish` and `abandon` run on the server's event loop; decode results
 come back on a decode thread and are handed to the loop with `call_soon_threadsafe`.
@@ -33,6 +34,7 @@ from voxnode.asr import guards
 from voxnode.asr.recognizer import TranscriptResult
 from voxnode.audio.format import PERIOD_FRAMES, SAMPLE_RATE
 from voxnode.frontend.chain import FrontEnd, FrontEndParams
+from voxnode.frontend.recognition import RecognitionFilter
 from voxnode.stream.partials import StablePrefix, norm
 from voxnode.stream.pipeline import PARTIAL_QUIET_FRAMES, clean_text
 from voxnode.stream.scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome, JobResult
@@ -99,10 +101,11 @@ class TranscribeRequest:
         self.params = params
         self._loop = loop
         self._on_partial = on_partial
-        self._frontend = FrontEnd(params.frontend)
+        self._frontend = FrontEnd(params.frontend)  # the VAD, for partials
+        self._recognition = RecognitionFilter(params.frontend)  # what the engine hears
         self.converter: AudioConverter | None = None
         self._bytes = 0
-        self._parts: list[np.ndarray] = []  # converted audio, float32 [-1, 1]
+        self._parts: list[np.ndarray] = []  # converted audio through the recognition path, float32 [-1, 1]
         self._samples = 0
         self._pending = np.zeros(0, dtype=np.float32)  # not yet a whole frame for the VAD, int16 scale
         self._silence = PARTIAL_QUIET_FRAMES  # VAD frames since the last speech frame
@@ -135,7 +138,7 @@ class TranscribeRequest:
             self._submit_partial()
 
     def _feed(self, audio: np.ndarray) -> None:
-        self._parts.append(audio)
+        self._parts.append(self._recognition.process(audio))
         self._samples += audio.size
         if not self.params.partials or self.closed:
             return
@@ -195,6 +198,7 @@ class TranscribeRequest:
         self.closed = True
         if self.converter is not None:
             self._feed(self.converter.convert(b"", last=True))
+        self._parts.append(self._recognition.flush())
         if self._partial is not None and not self._partial.finished:
             self._sched.cancel(self._partial)  # queued: withdrawn; running: its result is ignored
         if not self._samples:
