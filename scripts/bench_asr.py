@@ -259,6 +259,24 @@ def frontend_of(opts: dict):
     return frontend_params(parse_config(toml) if keys else Config())
 
 
+def candidate_enhanced(spec: str, audio: np.ndarray) -> np.ndarray:
+    """enhancer=NAME[/key:value...] (scripts/enhancers.py, libraries installed in the bench venv): a fresh
+    instance over the whole clip, realigned by its latency, as long as the input."""
+    import enhancers
+
+    name, *pairs = spec.split("/")
+    kw = {}
+    for pair in pairs:
+        k, _, v = pair.partition(":")
+        kw[k] = float(v) if v.replace(".", "", 1).lstrip("-").isdigit() else v
+    enh = enhancers.make(name, **kw)
+    lag = round(enh.latency_s * 16000)
+    x = np.concatenate([audio * np.float32(32768.0), np.zeros(lag + 320, np.float32)])
+    n = len(x) // 320
+    y = np.concatenate([enh.process(x[i * 320 : (i + 1) * 320]) for i in range(n)])
+    return (y[lag : lag + len(audio)] / np.float32(32768.0)).astype(np.float32)
+
+
 def voxnode_runner(opts: dict, threads: int):
     import dataclasses
 
@@ -286,10 +304,14 @@ def voxnode_runner(opts: dict, threads: int):
     if _hotwords(opts):
         call_kw["hotwords"] = _hotwords(opts)
 
+    enhancer = opts.get("enhancer")  # a candidate library after the front-end (scripts/enhancers.py)
+
     def run(audio, clip):
         kw = {**call_kw, **_clip_context(opts, clip)}
         if frontend is not None:
             audio = recognition_audio(frontend, audio)
+        if enhancer:
+            audio = candidate_enhanced(enhancer, audio)
         r = engine.transcribe(audio, **kw)
         return r.text, {
             "encode_ms": r.encode_ms,
