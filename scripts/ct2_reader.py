@@ -83,4 +83,6 @@ def read_model(path: Path) -> Ct2Model:
     for _ in range(cur.take("I")):
         alias = cur.string()
         aliases[alias] = cur.string()
+    if cur.pos != len(cur.data):  # e.g. split parts joined in the wrong order, or twice
+        raise ValueError(f"{path}: {len(cur.data) - cur.pos} bytes after the model's end")
     return Ct2Model(spec, revision, version, variables, aliases)

@@ -1,14 +1,17 @@
-"""Whisper tiny.en encoder and KV-cached decoder as TensorFlow graphs (build-time).
+"""Whisper encoder and KV-cached decoder as TensorFlow graphs (build-time): tiny.en and base.
 
 Both graphs are written so that every op lands in XNNPACK after conversion:
 no GATHER (token and position embeddings are added by the caller), no
 shape-dependent slicing (the encoder's positional rows are an input), no
 fused-weight splits (fused Q/K/V weights are split here, in numpy).
 
-Encoder   inputs : mel [1, 1, T, 80] (time-major), positions [S, 384], S = T / 2
+Shapes below with d = d_model (tiny.en 384, 6 heads; base 512, 8 heads; head size 64 in both),
+all read from the weights.
+
+Encoder   inputs : mel [1, 1, T, 80] (time-major), positions [S, d], S = T / 2
           outputs: cross_k_{i}, cross_v_{i} [heads, S, 64] for each decoder layer,
-                   encoder_output [S, 384] (used by verification only)
-Decoder   inputs : x [N, 384] (N rows: token embedding + position row each),
+                   encoder_output [S, d] (used by verification only)
+Decoder   inputs : x [N, d] (N rows: token embedding + position row each),
                    mask [N, M + N] (additive: 0 where a row may attend, -1e9 elsewhere;
                    the first M columns are the cache rows, the last N the rows of x),
                    pick [K, N] (one-hot: which rows' logits to compute),
@@ -28,9 +31,6 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-D_MODEL = 384
-HEADS = 6
-HEAD_DIM = D_MODEL // HEADS
 LN_EPS = 1e-5
 
 
@@ -45,6 +45,13 @@ class Weights:
         self.ct2 = ct2
         self.n_enc = _count_layers(ct2, "encoder")
         self.n_dec = _count_layers(ct2, "decoder")
+        self.d_model = int(ct2.get("encoder/conv1/weight").shape[0])
+        self.n_mels = int(ct2.get("encoder/conv1/weight").shape[1])
+        self.heads = int(ct2.get("decoder/num_heads"))
+        enc_heads = int(ct2.get("encoder/num_heads")) if "encoder/num_heads" in ct2.variables else self.heads
+        if enc_heads != self.heads or self.d_model % self.heads:
+            raise ValueError("encoder and decoder must have the same number of heads, dividing d_model")
+        self.head_dim = self.d_model // self.heads
 
     def const(self, name: str) -> tf.Tensor:
         return _f32(self.ct2.get(name))
@@ -77,18 +84,18 @@ def dense(x, wb):
     return tf.matmul(x, wb[0]) + wb[1]
 
 
-def heads_first(x):
-    """[S, 384] -> [heads, S, 64]"""
-    return tf.transpose(tf.reshape(x, [-1, HEADS, HEAD_DIM]), [1, 0, 2])
+def heads_first(x, w: Weights):
+    """[S, d] -> [heads, S, 64]"""
+    return tf.transpose(tf.reshape(x, [-1, w.heads, w.head_dim]), [1, 0, 2])
 
 
-def heads_merged(x):
-    """[heads, S, 64] -> [S, 384]"""
-    return tf.reshape(tf.transpose(x, [1, 0, 2]), [-1, D_MODEL])
+def heads_merged(x, w: Weights):
+    """[heads, S, 64] -> [S, d]"""
+    return tf.reshape(tf.transpose(x, [1, 0, 2]), [-1, w.d_model])
 
 
-def attention(q, k, v, mask=None):
-    scores = tf.matmul(q, k, transpose_b=True) * (1.0 / np.sqrt(HEAD_DIM))
+def attention(q, k, v, w: Weights, mask=None):
+    scores = tf.matmul(q, k, transpose_b=True) * (1.0 / np.sqrt(w.head_dim))
     if mask is not None:
         scores = scores + mask
     return tf.matmul(tf.nn.softmax(scores, axis=-1), v)
@@ -111,36 +118,39 @@ def _conv(x, w: Weights, prefix: str, stride: int):
 
 
 def encoder_fn(w: Weights):
+    d = w.d_model
+
     def encode(mel, positions):
         x = _conv(mel, w, "encoder/conv1", 1)
         x = _conv(x, w, "encoder/conv2", 2)
-        x = tf.reshape(x, [-1, D_MODEL]) + positions
+        x = tf.reshape(x, [-1, d]) + positions
         for i in range(w.n_enc):
             p = f"encoder/layer_{i}/self_attention"
             h = layer_norm(x, w, p + "/layer_norm")
-            q = heads_first(dense(h, w.linear(p + "/linear_0", slice(0, D_MODEL))))
-            k = heads_first(dense(h, w.linear(p + "/linear_0", slice(D_MODEL, 2 * D_MODEL))))
-            v = heads_first(dense(h, w.linear(p + "/linear_0", slice(2 * D_MODEL, 3 * D_MODEL))))
-            x = x + dense(heads_merged(attention(q, k, v)), w.linear(p + "/linear_1"))
+            q = heads_first(dense(h, w.linear(p + "/linear_0", slice(0, d))), w)
+            k = heads_first(dense(h, w.linear(p + "/linear_0", slice(d, 2 * d))), w)
+            v = heads_first(dense(h, w.linear(p + "/linear_0", slice(2 * d, 3 * d))), w)
+            x = x + dense(heads_merged(attention(q, k, v, w), w), w.linear(p + "/linear_1"))
             x = ffn(x, w, f"encoder/layer_{i}/ffn")
         x = layer_norm(x, w, "encoder/layer_norm")
         out = {"encoder_output": x}
         for i in range(w.n_dec):
             p = f"decoder/layer_{i}/attention/linear_1"
-            out[f"cross_k_{i}"] = heads_first(dense(x, w.linear(p, slice(0, D_MODEL))))
-            out[f"cross_v_{i}"] = heads_first(dense(x, w.linear(p, slice(D_MODEL, 2 * D_MODEL))))
+            out[f"cross_k_{i}"] = heads_first(dense(x, w.linear(p, slice(0, d))), w)
+            out[f"cross_v_{i}"] = heads_first(dense(x, w.linear(p, slice(d, 2 * d))), w)
         return out
 
     spec = [
-        tf.TensorSpec([1, 1, None, 80], tf.float32, name="mel"),
-        tf.TensorSpec([None, D_MODEL], tf.float32, name="positions"),
+        tf.TensorSpec([1, 1, None, w.n_mels], tf.float32, name="mel"),
+        tf.TensorSpec([None, d], tf.float32, name="positions"),
     ]
     return tf.function(encode, input_signature=spec)
 
 
 def decoder_fn(w: Weights):
     n = w.n_dec
-    embedding_t = _f32(w.ct2.get("decoder/embeddings/weight"))  # [vocab, 384], tied output projection
+    d = w.d_model
+    embedding_t = _f32(w.ct2.get("decoder/embeddings/weight"))  # [vocab, d], tied output projection
 
     def decode(x, mask, pick, *caches):
         self_k, self_v = caches[0:n], caches[n : 2 * n]
@@ -149,28 +159,28 @@ def decoder_fn(w: Weights):
         for i in range(n):
             p = f"decoder/layer_{i}/self_attention"
             h = layer_norm(x, w, p + "/layer_norm")
-            q = heads_first(dense(h, w.linear(p + "/linear_0", slice(0, D_MODEL))))
-            k = heads_first(dense(h, w.linear(p + "/linear_0", slice(D_MODEL, 2 * D_MODEL))))
-            v = heads_first(dense(h, w.linear(p + "/linear_0", slice(2 * D_MODEL, 3 * D_MODEL))))
+            q = heads_first(dense(h, w.linear(p + "/linear_0", slice(0, d))), w)
+            k = heads_first(dense(h, w.linear(p + "/linear_0", slice(d, 2 * d))), w)
+            v = heads_first(dense(h, w.linear(p + "/linear_0", slice(2 * d, 3 * d))), w)
             out[f"new_k_{i}"], out[f"new_v_{i}"] = k, v
             keys = tf.concat([self_k[i], k], axis=1)
             values = tf.concat([self_v[i], v], axis=1)
-            x = x + dense(heads_merged(attention(q, keys, values, mask)), w.linear(p + "/linear_1"))
+            x = x + dense(heads_merged(attention(q, keys, values, w, mask), w), w.linear(p + "/linear_1"))
 
             p = f"decoder/layer_{i}/attention"
             h = layer_norm(x, w, p + "/layer_norm")
-            q = heads_first(dense(h, w.linear(p + "/linear_0")))
-            x = x + dense(heads_merged(attention(q, cross_k[i], cross_v[i])), w.linear(p + "/linear_2"))
+            q = heads_first(dense(h, w.linear(p + "/linear_0")), w)
+            x = x + dense(heads_merged(attention(q, cross_k[i], cross_v[i], w), w), w.linear(p + "/linear_2"))
             x = ffn(x, w, f"decoder/layer_{i}/ffn")
         x = layer_norm(tf.matmul(pick, x), w, "decoder/layer_norm")
         out["logits"] = tf.matmul(x, embedding_t, transpose_b=True)
         return out
 
     spec = [
-        tf.TensorSpec([None, D_MODEL], tf.float32, name="x"),
+        tf.TensorSpec([None, d], tf.float32, name="x"),
         tf.TensorSpec([None, None], tf.float32, name="mask"),
         tf.TensorSpec([None, None], tf.float32, name="pick"),
     ]
     for kind in ("self_k", "self_v", "cross_k", "cross_v"):
-        spec += [tf.TensorSpec([HEADS, None, HEAD_DIM], tf.float32, name=f"{kind}_{i}") for i in range(n)]
+        spec += [tf.TensorSpec([w.heads, None, w.head_dim], tf.float32, name=f"{kind}_{i}") for i in range(n)]
     return tf.function(decode, input_signature=spec)
