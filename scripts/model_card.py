@@ -115,7 +115,8 @@ def write(out: Path, command: str, source: str | None) -> None:
         f".venv-convert/bin/{command}",
         "```",
         "The conversion is deterministic here: running it again gave byte-identical .tflite files.",
-        "The fp32 variant is not committed (~150 MB); build it on demand with `--fp32 --no-int8 --out DIR`.",
+        f"The fp32 variant is not committed (~{'290' if name == 'base' else '150'} MB); build it on demand with "
+        "`--fp32 --no-int8 --out DIR`.",
         "",
         "## Files",
         "| file | what | sha256 |",
@@ -199,7 +200,7 @@ def write(out: Path, command: str, source: str | None) -> None:
                     f"Language detection ({v}; `WhisperEngine.detect_language` vs ctranslate2's `detect_language`, "
                     f"same window): the same language as ctranslate2 on {r['language_detected_as_ctranslate2']} "
                     f"clips, the spoken one on {r['language_detected_right']}; where both agree the probabilities "
-                    f"differ by at most {r['language_prob_max_abs_diff']}. Per clip: "
+                    f"differ by at most {r['language_prob_max_abs_diff'] or 0:.3f}. Per clip (ours / ctranslate2): "
                     + ", ".join(
                         f"{c['clip']} {c['detected']['ours']} {c['detected']['ours_prob']:.2f} / "
                         f"{c['detected']['ctranslate2']} {c['detected']['ctranslate2_prob']:.2f}"

@@ -176,10 +176,13 @@ def verify(ct2_dir: Path, targets: list[tuple[Path, str]]) -> dict:
                     "language_detected_as_ctranslate2": f"{sum(_same_language(r) for r in rows)}/{len(rows)}",
                     "language_detected_right": f"{sum(r['detected']['ours'] == r['language'] for r in rows)}"
                     f"/{len(rows)}",
-                    "language_prob_max_abs_diff": max(
-                        abs(r["detected"]["ours_prob"] - r["detected"]["ctranslate2_prob"])
-                        for r in rows
-                        if r["detected"]["ours"] == r["detected"]["ctranslate2"]
+                    "language_prob_max_abs_diff": round(
+                        max(
+                            abs(r["detected"]["ours_prob"] - r["detected"]["ctranslate2_prob"])
+                            for r in rows
+                            if r["detected"]["ours"] == r["detected"]["ctranslate2"]
+                        ),
+                        4,
                     )
                     if any(r["detected"]["ours"] == r["detected"]["ctranslate2"] for r in rows)
                     else None,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from voxnode.errors import ModelError
 
-MODEL_NAME = "whisper-tiny.en"
+MODEL_NAME = "whisper-tiny.en"  # [asr] model = "tiny.en", the default
 TURN_MODEL_NAME = "smart-turn-v3.2"
 TURN_MODEL_FILE = "smart_turn.tflite"
 SYSTEM_DIRS = (Path("/opt/voxnode/models"), Path("/usr/share/voxnode/models"))
@@ -33,16 +33,21 @@ def turn_model_dir() -> Path:
     )
 
 
-def default_model_dir(configured: str | Path | None = None) -> Path:
-    """`asr.model_dir` if set, else the first of the known places that holds a model."""
+def model_dir_name(model: str) -> str:
+    """`[asr] model` ("tiny.en", "base") -> its folder name under models/."""
+    return f"whisper-{model}"
+
+
+def default_model_dir(configured: str | Path | None = None, model: str = "tiny.en") -> Path:
+    """`asr.model_dir` if set, else the first of the known places that holds `asr.model`."""
     if configured:
         return Path(configured).expanduser()
-    candidates = candidate_dirs()
+    candidates = candidate_dirs(model_dir_name(model))
     for d in candidates:
         if (d / "manifest.json").is_file():
             return d
     raise ModelError(
-        "no speech model found; looked in "
+        f"asr.model = {model!r}: no speech model found; looked in "
         + ", ".join(str(d) for d in candidates)
         + " (set asr.model_dir in the config)"
     )

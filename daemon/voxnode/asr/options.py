@@ -19,6 +19,7 @@ class DecodeOptions:
     prompt: str  # Whisper's previous-text prompt, "" = none
     hotwords: tuple[str, ...]  # words or phrases made more likely, () = none
     hotword_boost: float  # nats per hotword token in the beam search's ranking; 0 = prompt only
+    language: str = "en"  # a Whisper language code, or "auto" (multilingual models only)
 
     @classmethod
     def from_config(cls, asr) -> DecodeOptions:
@@ -30,4 +31,5 @@ class DecodeOptions:
             prompt=asr.prompt,
             hotwords=tuple(asr.hotwords),
             hotword_boost=float(asr.hotword_boost),
+            language=asr.language,
         )

@@ -43,6 +43,11 @@ class TranscriptResult:
     # reads it: Whisper punctuates fragments too, but less surely (measured 0.2-0.6 vs 0.8-0.95
     # for whole sentences).
     punctuation_prob: float | None = None
+    # The language the text was decoded as (a Whisper code: "en", "de", ...): the configured one,
+    # or the detected one where `[asr] language = "auto"`, whose probability language_prob then is
+    # (None where the language was not detected). "" only for silence under "auto" (nothing decoded).
+    language: str = ""
+    language_prob: float | None = None
 
     @property
     def probability(self) -> float:

@@ -1,6 +1,12 @@
-"""The `whisper-litert` backend: Whisper tiny.en converted to TFLite, run by LiteRT with XNNPACK.
+"""The `whisper-litert` backend: Whisper (tiny.en or base) converted to TFLite, run by LiteRT with XNNPACK.
 
 WhisperEngine is one loaded Whisper model, shared by every audio stream of the process.
+
+Languages: an English-only model (tiny.en) starts every decode with <|startoftranscript|>
+<|notimestamps|>; a multilingual one (base) with <|startoftranscript|> <|xx|> <|transcribe|>
+<|notimestamps|>, where xx is `[asr] language`, or, for "auto", the language token the decoder
+rates highest right after <|startoftranscript|> (Whisper's detect_language: one extra decoder
+call on the utterance's own encoder pass). The result says which language it used.
 
 Concurrency: `transcribe()` may be called from any thread. The interpreters
 are not re-entrant, so calls are serialised by a FIFO ticket lock: concurrent
@@ -77,7 +83,8 @@ class LiteRtEngineInfo(EngineInfo):
 
 @dataclass(frozen=True)
 class StartSequence:
-    tokens: tuple[int, ...]  # [<|startofprev|>, prompt..., ] <|startoftranscript|>, <|notimestamps|>
+    # [<|startofprev|>, prompt..., ] <|startoftranscript|>, [<|xx|>, <|transcribe|>,] <|notimestamps|>
+    tokens: tuple[int, ...]
     sot_index: int
 
 
@@ -104,11 +111,33 @@ class WhisperEngine(Recognizer):
         self._sot, self._no_timestamps = int(tok["sot"]), int(tok["no_timestamps"])
         self._sot_prev = tokenizer.special("<|startofprev|>")
         self._biases: dict[tuple[str, ...], HotwordBias | None] = {}
+        self.multilingual = bool(files.config.get("multilingual", False))
+        # code -> token id; an English-only model has no language tokens
+        self.languages: dict[str, int] = {str(k): int(v) for k, v in files.config.get("languages", {}).items()}
+        if self.multilingual and not self.languages:
+            raise ModelError(f"{files.root / 'model_config.json'}: multilingual but lists no languages")
+        self._transcribe = int(files.config["transcribe"]) if self.multilingual else -1
+        self._language_ids = np.asarray(list(self.languages.values()), dtype=np.int64)
+        self._language_codes = list(self.languages)
+        self.check_language(self.options.language)
+
+    def check_language(self, language: str) -> None:
+        """Raises ModelError (naming asr.language) unless this model can decode `language`."""
+        if self.multilingual:
+            if language != "auto" and language not in self.languages:
+                raise ModelError(f"asr.language = {language!r}: not a language of {self.files.name}")
+        elif language != "en":
+            raise ModelError(
+                f"asr.language = {language!r}: {self.files.name} is English-only "
+                '(use "en", or asr.model = "base" for other languages)'
+            )
 
     @classmethod
     def from_config(cls, config: AsrConfig) -> WhisperEngine:
         return cls.load(
-            default_model_dir(config.model_dir), config.num_threads or None, options=DecodeOptions.from_config(config)
+            default_model_dir(config.model_dir, config.model),
+            config.num_threads or None,
+            options=DecodeOptions.from_config(config),
         )
 
     @classmethod
@@ -172,9 +201,20 @@ class WhisperEngine(Recognizer):
         log.info("speech model loaded: %s", info.as_dict())
         return cls(files, encoder, decoder, tokenizer, info, options)
 
-    def start_sequence(self, prompt: str = "", hotwords: tuple[str, ...] | list[str] = ()) -> StartSequence:
+    def start_sequence(
+        self, prompt: str = "", hotwords: tuple[str, ...] | list[str] = (), language: str | None = None
+    ) -> StartSequence:
         """The decoder's start tokens for a prompt and hotwords (faster-whisper's layout:
-        <|startofprev|>, hotwords, prompt, then the usual start)."""
+        <|startofprev|>, hotwords, prompt, then the usual start). `language`: a code of a
+        multilingual model (None: the configured one, English where that is "auto"); an
+        English-only model ignores it."""
+        if self.multilingual:
+            code = language or self.options.language
+            code = "en" if code == "auto" else code
+            self.check_language(code)
+            start: tuple[int, ...] = (self._sot, self.languages[code], self._transcribe, self._no_timestamps)
+        else:
+            start = (self._sot, self._no_timestamps)
         ids: list[int] = []
         words = [w.strip() for w in hotwords if w and w.strip()]
         if words:
@@ -182,8 +222,18 @@ class WhisperEngine(Recognizer):
         if prompt and prompt.strip():
             ids += self._tokenizer.encode(" " + prompt.strip())[-(MAX_PROMPT_TOKENS - len(ids)) :]
         if not ids:
-            return StartSequence((self._sot, self._no_timestamps), 0)
-        return StartSequence((self._sot_prev, *ids, self._sot, self._no_timestamps), len(ids) + 1)
+            return StartSequence(start, 0)
+        return StartSequence((self._sot_prev, *ids, *start), len(ids) + 1)
+
+    def detect_language(self) -> tuple[str, float]:
+        """The language of the audio encoded last, with its probability: the language token the
+        decoder rates highest after <|startoftranscript|> alone (openai-whisper's detect_language;
+        faster-whisper does the same on the first 30 s window)."""
+        logits = self._decoder.prefill([self._sot], 0).first_logits[self._language_ids].astype(np.float64)
+        probs = np.exp(logits - logits.max())
+        probs /= probs.sum()
+        best = int(np.argmax(probs))
+        return self._language_codes[best], float(probs[best])
 
     def transcribe(
         self,
@@ -194,18 +244,24 @@ class WhisperEngine(Recognizer):
         hotwords: tuple[str, ...] | list[str] | None = None,
         beam_size: int | None = None,
         abandon: threading.Event | None = None,
+        language: str | None = None,
     ) -> TranscriptResult:
         """float32 mono 16 kHz audio in [-1, 1], at most 30 s -> text and timings.
 
         role "final" decodes with the beam search, the finals' window and the
         temperature fallback of `options`; "partial" greedily in the shortest
         window (a partial is replaced a moment later). prompt/hotwords/beam_size
-        override the options for this call (prompt "" or hotwords () = none). Once `abandon`
+        override the options for this call (prompt "" or hotwords () = none), and so does
+        `language` (a code or "auto"; ModelError where the model lacks it). Once `abandon`
         is set the call raises DecodeAbandoned before its next model call (the encoder pass, or
         one decoder step: ~10 ms here, not the whole decode).
         """
         if role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, not {role!r}")
+        lang = self.options.language if language is None else language
+        if language is not None:
+            self.check_language(lang)
+        forced = "en" if not self.multilingual else None if lang == "auto" else lang
         audio = np.asarray(audio, dtype=np.float32).reshape(-1)
         duration = len(audio) / SAMPLE_RATE
         if duration > MAX_SECONDS + 1e-6:
@@ -213,12 +269,12 @@ class WhisperEngine(Recognizer):
         if not np.all(np.isfinite(audio)):
             raise ValueError("audio contains NaN or infinite samples")
         if len(audio) == 0 or float(np.max(np.abs(audio))) < guards.SILENCE_PEAK:
-            return TranscriptResult("", [], 0.0, 1.0, 0.0, 0.0, duration, "silence")
+            return TranscriptResult("", [], 0.0, 1.0, 0.0, 0.0, duration, "silence", language=forced or "")
         opts = self.options
         final = role == "final"
         beam = max(1, int(beam_size or opts.beam_size)) if final else 1
         words = tuple(opts.hotwords if hotwords is None else hotwords)
-        start = self.start_sequence(opts.prompt if prompt is None else prompt, words)
+        text_prompt = opts.prompt if prompt is None else prompt
         bias = self._bias(words)
         min_window = opts.min_window_s if final else PARTIAL_WINDOW_SECONDS
         window = min(MAX_SECONDS, max(min_window, math.ceil(duration + PAD_SECONDS)))
@@ -229,6 +285,13 @@ class WhisperEngine(Recognizer):
             t1 = time.perf_counter()
             if abandon is not None and abandon.is_set():
                 raise DecodeAbandoned
+            # The language is decided once per call, in the first window (a retry keeps it);
+            # detecting it counts as decoding time.
+            language_prob = None
+            code = forced
+            if code is None:
+                code, language_prob = self.detect_language()
+            start = self.start_sequence(text_prompt, words, code)
             prefix = self._decoder.prefill(list(start.tokens), start.sot_index)
             out = search.beam_search(self._decoder, self._rules, prefix, max_new, beam, bias, abandon)
             t2 = time.perf_counter()
@@ -280,6 +343,8 @@ class WhisperEngine(Recognizer):
             temperature=out.temperature,
             window_s=float(text_window),
             punctuation_prob=punctuation_prob,
+            language=code,
+            language_prob=None if language_prob is None else round(language_prob, 4),
         )
 
     def _encode(self, audio: np.ndarray, window: float) -> None:

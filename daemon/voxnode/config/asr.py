@@ -5,14 +5,38 @@ from dataclasses import dataclass
 from voxnode.config.fields import InvalidValue, setting
 
 ENGINES = ("whisper-litert",)  # asr/backends.py maps each to its module
+# asr/locate.py finds `model` in models/whisper-<model>. Measured on the 2-core x86, shared (docs/asr.md,
+# "Whisper base and languages"; 5.3 s clip, 1 thread): base vs tiny.en encodes in 71 vs 34 ms, a final
+# (beam 3) takes 185 vs 128 ms, `voxnode transcribe` peaks at 178 vs 124 MB RSS, files 76 vs 41 MB.
+MODELS = ("tiny.en", "base")
+# The language tokens of multilingual Whisper (base), in vocabulary order: <|en|> = 50259, ... <|su|>.
+WHISPER_LANGUAGES = (
+    "en zh de es ru ko fr ja pt tr pl ca nl ar sv it id hi fi vi he uk el ms cs ro da hu ta no th ur hr bg lt "
+    "la mi ml cy sk te fa lv bn sr az sl kn et mk br eu is hy ne mn bs kk sq sw gl mr pa si km sn yo so af oc "
+    "ka be tg sd gu am yi lo uz fo ht ps tk nn mt sa lb my bo tl mg as tt haw ln ha ba jw su"
+).split()
 
 
 @dataclass(frozen=True)
 class AsrConfig:
     engine: str = setting(
-        "whisper-litert", "Recognition backend: Whisper tiny.en on LiteRT with XNNPACK (docs/asr.md).", choices=ENGINES
+        "whisper-litert", "Recognition backend: Whisper on LiteRT with XNNPACK (docs/asr.md).", choices=ENGINES
     )
-    model_dir: str = setting("", 'Folder of the converted model; "" = the bundled models/whisper-tiny.en.')
+    model: str = setting(
+        "tiny.en",
+        'Whisper model: "tiny.en" (English only) or "base" (multilingual, more accurate; ~1.5x the time '
+        "per final, +55 MB RSS); found in models/whisper-<model>.",
+        choices=MODELS,
+    )
+    model_dir: str = setting("", 'Folder of the converted model; "" = the bundled models/whisper-<model>.')
+    # "en" by default, not "auto": a node hears one household's language, and detection on a 1-2 s
+    # command is the least reliable part of multilingual Whisper; it also costs a decoder call.
+    language: str = setting(
+        "en",
+        'Spoken language, a Whisper code ("en", "de", "fr", ...); "auto" = detected per utterance. Other '
+        'than "en" needs a multilingual model (model = "base").',
+        pattern=r"auto|[a-z]{2,3}",
+    )
     num_threads: int = setting(0, "Inference threads; 0 = half the CPU cores, at least 1.", min=0, max=64)
     # Finals' defaults, chosen for live latency (end of speech -> final p95 <= 800 ms with the hangover,
     # so a final of an utterance < 8 s should decode in a median ~150-200 ms on a 2-core x86) and for WER
@@ -55,3 +79,8 @@ class AsrConfig:
     def check(self) -> None:
         if list(self.fallback_temperatures) != sorted(self.fallback_temperatures):
             raise InvalidValue("fallback_temperatures", "must be in increasing order")
+        if self.language != "auto" and self.language not in WHISPER_LANGUAGES:
+            raise InvalidValue("language", 'not a Whisper language code (e.g. "en", "de", "fr") nor "auto"')
+        # With model_dir set the model is whichever is there: the engine checks the language at load.
+        if self.model == "tiny.en" and not self.model_dir and self.language != "en":
+            raise InvalidValue("language", 'tiny.en is English-only: use "en", or model = "base" for other languages')

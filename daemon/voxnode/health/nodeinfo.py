@@ -77,10 +77,10 @@ def _file_sha256(path: Path, mtime_ns: int, size: int) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def model_sha256(model_dir: str) -> str | None:
+def model_sha256(model_dir: str, model: str = "tiny.en") -> str | None:
     """The manifest's checksum (it lists every model file's sha256); None where there is no model."""
     try:
-        manifest = default_model_dir(model_dir) / "manifest.json"
+        manifest = default_model_dir(model_dir, model) / "manifest.json"
         st = manifest.stat()
         return _file_sha256(manifest, st.st_mtime_ns, st.st_size)
     except (ModelError, OSError):
@@ -107,6 +107,6 @@ def node_info(config: Config, root: str = "/") -> NodeInfo:
         arch=arch,
         python=python,
         version=__version__,
-        model_sha256=model_sha256(config.asr.model_dir),
+        model_sha256=model_sha256(config.asr.model_dir, config.asr.model),
         config_sha256=config_sha256(config),
     )

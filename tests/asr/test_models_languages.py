@@ -1,0 +1,182 @@
+"""`[asr] model` ("tiny.en" | "base") and `[asr] language`: selection, errors, and Whisper base on real speech."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from voxnode.asr.locate import candidate_dirs, default_model_dir
+from voxnode.asr.wer import wer
+from voxnode.audio.wavfile import read_audio
+from voxnode.config import parse_config
+from voxnode.config.asr import WHISPER_LANGUAGES, AsrConfig
+from voxnode.errors import ConfigError, ModelError
+
+from .conftest import POCKETSPHINX
+
+BASE_DIR = candidate_dirs("whisper-base")[0]
+CLIP = POCKETSPHINX / "librivox" / "sense_and_sensibility_01_austen_64kb-0890.wav"  # 4.5 s
+CLIP_TEXT = "unless to be rather cold hearted and rather selfish is to be ill disposed"
+
+
+@pytest.fixture(scope="module")
+def base():
+    from voxnode.asr.whisper_litert import WhisperEngine
+
+    if not (BASE_DIR / "manifest.json").is_file():
+        pytest.skip(f"no {BASE_DIR}")
+    return WhisperEngine.load(BASE_DIR)
+
+
+@pytest.fixture(scope="module")
+def clip():
+    if not CLIP.is_file():
+        pytest.skip("pocketsphinx-testdata is not installed (apt-get install pocketsphinx-testdata)")
+    return read_audio(CLIP)
+
+
+# --- configuration ---------------------------------------------------------------------------------
+
+
+def test_defaults_are_tiny_en_in_english():
+    assert AsrConfig().model == "tiny.en" and AsrConfig().language == "en"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[asr]\nmodel = "base"\n',
+        '[asr]\nmodel = "base"\nlanguage = "de"\n',
+        '[asr]\nmodel = "base"\nlanguage = "auto"\n',
+        '[asr]\nmodel = "base"\nlanguage = "haw"\n',
+        '[asr]\nlanguage = "en"\n',
+        # model_dir names the model: the engine checks the language when it loads it
+        '[asr]\nmodel_dir = "/somewhere"\nlanguage = "fr"\n',
+    ],
+)
+def test_valid_model_and_language(text):
+    parse_config(text)
+
+
+@pytest.mark.parametrize(
+    "text, key, detail",
+    [
+        ('[asr]\nlanguage = "de"\n', 'asr.language = "de"', "tiny.en is English-only"),
+        ('[asr]\nmodel = "tiny.en"\nlanguage = "auto"\n', 'asr.language = "auto"', "tiny.en is English-only"),
+        ('[asr]\nmodel = "base"\nlanguage = "xx"\n', 'asr.language = "xx"', "not a Whisper language code"),
+        ('[asr]\nmodel = "base"\nlanguage = "German"\n', "asr.language", "must match"),
+        ('[asr]\nmodel = "small"\n', "asr.model", '"tiny.en", "base"'),
+    ],
+)
+def test_bad_model_or_language_is_a_one_line_error(text, key, detail):
+    with pytest.raises(ConfigError) as e:
+        parse_config(text, "node.toml")
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("node.toml: ") and key in msg and detail in msg, msg
+
+
+def test_check_config_names_asr_language(tmp_path, voxnode_cmd):
+    f = tmp_path / "bad.toml"
+    f.write_text('[asr]\nlanguage = "fr"\n')
+    p = subprocess.run(voxnode_cmd + ["check-config", "--config", str(f)], capture_output=True, text=True)
+    assert p.returncode == 1 and p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "asr.language" in lines[0] and "Traceback" not in p.stderr, p.stderr
+
+
+def test_language_codes_are_the_base_models_language_tokens(base):
+    assert list(base.languages) == WHISPER_LANGUAGES
+    assert base.languages["en"] == 50259 and base.languages["su"] == 50357
+
+
+# --- locating the model ----------------------------------------------------------------------------
+
+
+def test_model_resolves_to_models_whisper_name():
+    assert default_model_dir() == candidate_dirs("whisper-tiny.en")[0]
+    assert default_model_dir(None, "tiny.en") == candidate_dirs("whisper-tiny.en")[0]
+    if (BASE_DIR / "manifest.json").is_file():
+        assert default_model_dir("", "base") == BASE_DIR
+
+
+def test_model_dir_overrides_model(tmp_path):
+    assert default_model_dir(str(tmp_path), "base") == tmp_path
+
+
+def test_missing_model_names_asr_model(tmp_path, monkeypatch):
+    import voxnode.asr.locate as locate
+
+    monkeypatch.setattr(locate, "candidate_dirs", lambda name: [tmp_path / name])
+    with pytest.raises(ModelError, match="asr.model = 'base': no speech model found"):
+        locate.default_model_dir(None, "base")
+
+
+# --- the engine ------------------------------------------------------------------------------------
+
+
+def test_tiny_en_refuses_another_language(engine):
+    from voxnode.asr.whisper_litert import WhisperEngine
+
+    with pytest.raises(ModelError, match=r"asr.language = 'de': whisper-tiny.en is English-only"):
+        WhisperEngine(
+            engine.files,
+            engine._encoder,
+            engine._decoder,
+            engine._tokenizer,
+            engine.info,
+            dataclasses.replace(engine.options, language="de"),
+        )
+    with pytest.raises(ModelError, match="English-only"):
+        engine.transcribe(np.zeros(16000, np.float32), language="auto")
+
+
+def test_tiny_en_start_sequence_and_result_language_unchanged(engine, clip):
+    assert not engine.multilingual and engine.languages == {}
+    assert engine.start_sequence().tokens == (50257, 50362)
+    r = engine.transcribe(clip, role="partial")
+    assert r.language == "en" and r.language_prob is None
+
+
+def test_base_loads_fully_on_xnnpack(base):
+    info = base.info
+    assert info.model == "whisper-base" and info.quantization == "int8"
+    assert info.fully_accelerated and info.ops_not_delegated == 0
+    assert base.multilingual
+
+
+def test_base_start_sequence_is_multilingual(base):
+    # <|startoftranscript|> <|en|> <|transcribe|> <|notimestamps|>
+    assert base.start_sequence().tokens == (50258, 50259, 50359, 50363)
+    assert base.start_sequence(language="de").tokens == (50258, 50261, 50359, 50363)
+    seq = base.start_sequence("Marianne.")
+    assert seq.tokens[0] == base._sot_prev and seq.tokens[seq.sot_index :] == (50258, 50259, 50359, 50363)
+    with pytest.raises(ModelError, match="asr.language = 'xx'"):
+        base.start_sequence(language="xx")
+
+
+def test_base_transcribes_english(base, clip):
+    r = base.transcribe(clip)
+    assert r.language == "en" and r.language_prob is None
+    # tiny.en hears "ill disposed" as "old-asposed"; base gets it
+    assert wer(r.text, CLIP_TEXT) <= 0.1, r.text
+
+
+def test_base_detects_english(base, clip):
+    r = base.transcribe(clip, language="auto", role="partial")
+    assert r.language == "en" and r.language_prob is not None and r.language_prob > 0.9
+    assert wer(r.text, CLIP_TEXT) <= 0.2, r.text
+
+
+def test_base_detects_and_transcribes_german(base, tmp_path):
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("espeak-ng is not installed")
+    path = tmp_path / "de.wav"
+    text = "Schalte bitte das Licht in der Küche aus."
+    subprocess.run(["espeak-ng", "-v", "de", "-w", str(path), text], check=True)
+    r = base.transcribe(read_audio(path), language="auto", role="partial")
+    assert r.language == "de", (r.language, r.language_prob, r.text)
+    assert "Licht" in r.text and "Küche" in r.text, r.text
