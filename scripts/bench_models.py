@@ -8,9 +8,10 @@ Runtime venv only:
     .venv/bin/python scripts/bench_models.py [--runs 5] [--json out.json]
 
 Timings: WhisperEngine.transcribe of the clip as a final (the [asr] defaults: beam 3, 6 s window)
-and as a partial (greedy), after one warm-up call; median of --runs calls, wall time (the machine
-may be shared: noisy). RSS: `voxnode transcribe CLIP` in a fresh child with the model chosen by
-`[asr] model`, PYTHONMALLOC=malloc as the daemon runs; ru_maxrss of that child.
+and as a partial (greedy), after one warm-up call; median of --runs calls: the engine's wall-time
+encode_ms/decode_ms (noisy on a shared machine) and the call's CPU time (all threads).
+RSS: `voxnode transcribe CLIP` in a fresh child with the model chosen by `[asr] model`,
+PYTHONMALLOC=malloc as the daemon runs; ru_maxrss of that child.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -40,11 +42,17 @@ def timings(model: str, threads: int, runs: int) -> dict:
     out: dict = {"xnnpack_all_ops": engine.info.fully_accelerated, "ops_total": engine.info.ops_total}
     for role in ("final", "partial"):
         engine.transcribe(audio, role=role)  # warm-up: shapes allocated, weights packed
-        rs = [engine.transcribe(audio, role=role) for _ in range(runs)]
+        rs, cpu = [], []
+        for _ in range(runs):
+            c0 = time.process_time()
+            rs.append(engine.transcribe(audio, role=role))
+            cpu.append((time.process_time() - c0) * 1000)
         out[role] = {
             "encode_ms": round(statistics.median(r.encode_ms for r in rs), 1),
             "decode_ms": round(statistics.median(r.decode_ms for r in rs), 1),
             "total_ms": round(statistics.median(r.encode_ms + r.decode_ms for r in rs), 1),
+            # CPU time of the whole call, all threads: less inflated than wall time on a shared machine
+            "cpu_ms": round(statistics.median(cpu), 1),
             "tokens": len(rs[0].tokens),
             "text": rs[0].text,
         }
