@@ -221,18 +221,21 @@ def play_live(track: la.Track, work: Path, lane: int, config_path: Path, speed: 
 # ---- transcribe reference ----------------------------------------------------------------
 
 
-def transcribe_cuts(tracks: list[la.Track], work: Path, cache: Path) -> dict[tuple[str, int], str]:
-    """`voxnode transcribe` on every utterance cut from its noisy recording; cached by audio hash."""
+def transcribe_cuts(tracks: list[la.Track], work: Path, cache: Path, config: Path) -> dict[tuple[str, int], str]:
+    """`voxnode transcribe` (with the live runs' config: the same front-end and model) on every
+    utterance cut from its noisy recording; cached by audio and config."""
     import hashlib
 
     known = json.loads(cache.read_text()) if cache.exists() else {}
+    # The audio device differs between lanes and does not matter to transcribe.
+    settings = re.sub(r"(?m)^device = .*$", "", config.read_text())
     todo, keys = [], {}
     for t in tracks:
         for i, u in enumerate(t.utts):
             m = int(CUT_MARGIN_S * la.RATE)
             cut = t.audio[max(0, u.clip_start - m) : u.clip_end + m]
             pcm = ac.to_pcm16(cut)
-            h = hashlib.sha1(pcm).hexdigest()[:20]
+            h = hashlib.sha1(pcm + settings.encode()).hexdigest()[:20]
             keys[(t.condition.name, i)] = h
             if h not in known:
                 path = work / f"cut-{h}.raw"
@@ -241,7 +244,7 @@ def transcribe_cuts(tracks: list[la.Track], work: Path, cache: Path) -> dict[tup
     if todo:
         env = {**os.environ, "PYTHONMALLOC": "malloc"}
         out = subprocess.run(
-            [str(VOXNODE), "transcribe", "--raw", "--json", *[str(p) for _, p in todo]],
+            [str(VOXNODE), "transcribe", "--config", str(config), "--raw", "--json", *[str(p) for _, p in todo]],
             env=env,
             capture_output=True,
             text=True,
@@ -339,6 +342,8 @@ def score_condition(track: la.Track, live: dict, transcribed: list[str]) -> dict
             "end_offset_ms": [round(x) for x in end_offset],
         },
     }
+    if track.condition.room:
+        res["level_thirds"] = score_thirds(track, [e["text"] for _, e in finals], spans, transcribed)
     if track.condition.pauses:
         inner = [k for k, u in enumerate(track.utts) if u.inner_pause_ms]
         res["inner_pause_utts"] = len(inner)
@@ -351,6 +356,29 @@ def score_condition(track: la.Track, live: dict, transcribed: list[str]) -> dict
             for p in la.INNER_PAUSES_MS
         }
     return res
+
+
+def score_thirds(track: la.Track, live_texts: list[str], spans: list, transcribed: list[str]) -> dict:
+    """Room conditions: WER per talker-level third. Live, each final counts for the first utterance
+    it overlaps (a final overlapping none is a false one and counts only in the overall figure)."""
+    live_by_utt: list[list[str]] = [[] for _ in track.utts]
+    for text, (_, _, ov) in zip(live_texts, spans, strict=True):
+        if ov:
+            live_by_utt[ov[0]].append(text)
+    out = {}
+    for name, ks in la.level_thirds(track.utts).items():
+        refs = [track.utts[k].text for k in ks]
+        live = scoring.corpus_score(refs, [" ".join(live_by_utt[k]) for k in ks])
+        offline = scoring.corpus_score(refs, [transcribed[k] for k in ks])
+        levels = [track.utts[k].level_dbfs for k in ks]
+        out[name] = {
+            "utterances": len(ks),
+            "words": live.words,
+            "level_dbfs": [round(min(levels), 1), round(max(levels), 1)],
+            "live_wer": round(live.wer, 2),
+            "transcribe_wer": round(offline.wer, 2),
+        }
+    return out
 
 
 def score_noise_alone(track: la.Track, live: dict, speed: float) -> dict:
@@ -382,8 +410,8 @@ def main() -> None:
     ap.add_argument(
         "--conditions",
         default="",
-        help="comma list: clean, pauses, KIND-SNR, pauses-KIND-SNR, "
-        "noise-KIND; 'all' = clean, pauses and every kind at every --snr (default)",
+        help="comma list: clean, pauses, KIND-SNR, pauses-KIND-SNR, room, room-KIND-SNR (talkers at their "
+        "natural levels), noise-KIND; 'all' = clean, pauses and every kind at every --snr (default)",
     )
     ap.add_argument("--kinds", default=",".join(la.KINDS), help="noise kinds for 'all' and noise alone")
     ap.add_argument("--snr", default=",".join(str(s) for s in la.SNRS), help="SNRs (dB) for 'all'")
@@ -446,7 +474,9 @@ def main() -> None:
     tracks = {c.name: la.cached_track(c, n_utts, args.seed, args.noise_minutes * 60, args.speech_dbfs) for c in conds}
     print("transcribe reference (voxnode transcribe on each utterance cut from the same mix) ...", flush=True)
     speech_tracks = [t for t in tracks.values() if not t.condition.noise_alone]
-    tr = transcribe_cuts(speech_tracks, work, ac.cache_dir() / "live-noise-transcribe.json")
+    tr_config = work / "transcribe.toml"
+    write_config(tr_config, "livebench0", extra_text, sets)
+    tr = transcribe_cuts(speech_tracks, work, ac.cache_dir() / "live-noise-transcribe.json", tr_config)
 
     started = dt.datetime.now(dt.UTC)
     results: dict[str, dict] = {}
