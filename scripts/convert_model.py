@@ -103,18 +103,20 @@ def model_config(name: str, ct2_dir: Path, ct2) -> dict:
     if vocab[-1] == "":
         vocab.pop()  # read as the runtime reads it (tokenizer.py); base's id 50256 is an empty line
     ids = {tok: i for i, tok in enumerate(vocab)}
-    # The language tokens follow <|startoftranscript|>, <|en|> first, up to <|translate|>; a .en
-    # model has none. Checked against the CTranslate2 config's lang_ids where it has them.
+    # Whisper's own rule (openai-whisper ModelDimensions, ctranslate2): multilingual = 51865 tokens or
+    # more. A .en vocabulary (51864) has language tokens too, but the model never learnt them (and its
+    # CTranslate2 config's lang_ids are off by one). The language tokens follow <|startoftranscript|>,
+    # <|en|> first, up to <|translate|>; checked against the CTranslate2 config's lang_ids.
+    multilingual = len(vocab) >= 51865
     sot = ids["<|startoftranscript|>"]
     languages = {}
-    for i in range(sot + 1, len(vocab)):
+    for i in range(sot + 1, len(vocab) if multilingual else sot + 1):
         tok = vocab[i]
         if not (tok.startswith("<|") and tok.endswith("|>")) or tok in ("<|translate|>", "<|transcribe|>"):
             break
         languages[tok[2:-2]] = i
-    if "lang_ids" in cfg and sorted(languages.values()) != sorted(cfg["lang_ids"]):
+    if multilingual and sorted(languages.values()) != sorted(cfg.get("lang_ids", languages.values())):
         raise SystemExit(f"{ct2_dir}: language tokens in the vocabulary do not match config.json's lang_ids")
-    multilingual = bool(languages)
     # <|nocaptions|> in older exports, <|nospeech|> in newer ones: the same token.
     no_speech = ids.get("<|nospeech|>", ids.get("<|nocaptions|>"))
     extra = (
