@@ -39,14 +39,15 @@ def live_recognition_audio(params, x: np.ndarray) -> np.ndarray:
     return np.concatenate([fe.process(s[i * PERIOD_FRAMES : (i + 1) * PERIOD_FRAMES]).samples for i in range(n)])
 
 
+@pytest.mark.parametrize("engine", ["spectral", "webrtc"])
 @pytest.mark.parametrize("mode", ["off", "all", "asr"])
-def test_recognition_path_is_the_live_front_ends_realigned(noisy, mode):
-    params = dataclasses.replace(DEFAULTS, denoise=mode)
+def test_recognition_path_is_the_live_front_ends_realigned(noisy, mode, engine):
+    params = dataclasses.replace(DEFAULTS, denoise=mode, denoise_engine=engine)
     got = recognition_audio(params, noisy)
     assert len(got) == len(noisy)
     live = live_recognition_audio(params, noisy) / np.float32(32768.0)
     lag = round(FrontEnd(params).latency_s * SAMPLE_RATE)
-    assert lag == (PERIOD_FRAMES if mode != "off" else 0)
+    assert lag == (0 if mode == "off" else PERIOD_FRAMES if engine == "spectral" else 96)
     # The live output is `lag` late; the realigned offline one is not.
     n = len(live) - lag
     np.testing.assert_allclose(got[:n], live[lag : lag + n], atol=1e-6)

@@ -24,12 +24,14 @@ class FrontendConfig:
     )
     denoise_engine: str = setting(
         "spectral",
-        'Which noise suppressor frontend.denoise uses: "spectral" (built in, Wiener gain; adds 20 ms).',
+        'Which noise suppressor frontend.denoise uses: "spectral" (built in, Wiener gain; adds 20 ms) or '
+        '"webrtc" (WebRTC\'s noise suppressor; adds 6 ms).',
         choices=DENOISE_ENGINES,
     )
     denoise_floor_db: float = setting(
         -12.0,
-        'Most the "spectral" denoiser attenuates a frequency bin; deeper causes musical noise.',
+        "Most the denoiser attenuates (a frequency bin; deeper causes musical noise); webrtc takes the nearest "
+        "of its levels -6 / -12 / -18 / -21 dB.",
         min=-40.0,
         max=-3.0,
     )

@@ -21,12 +21,19 @@ class Enhancer(Protocol):
         """One 20 ms frame in (float32, int16 scale), one out."""
 
 
-ENGINES = ("spectral",)
+# The candidates measured and not adopted (speex, RNNoise, DeepFilterNet, webrtc-noise-gain) are in
+# scripts/enhancers.py; docs/frontend.md has the figures.
+ENGINES = ("spectral", "webrtc")
 
 
 def make_enhancer(engine: str, floor_db: float) -> Enhancer:
+    """`floor_db`: frontend.denoise_floor_db, the most the engine attenuates (webrtc: nearest level)."""
     if engine == "spectral":
         from .denoise import SpectralDenoiser
 
         return SpectralDenoiser(floor_db)
+    if engine == "webrtc":
+        from .webrtc_ns import WebRtcNoiseSuppressor
+
+        return WebRtcNoiseSuppressor(floor_db)
     raise FrontendError(f"unknown denoise engine {engine!r}")
