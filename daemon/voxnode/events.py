@@ -22,6 +22,9 @@ class TranscriptEvent:
     latency_ms: float  # end of speech -> this event ready
     confidence: float  # mean token log-probability
     wake_word: str | None = None  # the wake word that opened the utterance ([wake]); else absent
+    # The language the text was decoded as, a Whisper (ISO 639-1) code: `[asr] language`, or the one
+    # detected where that is "auto"; "" (the key absent) only where the engine did not say.
+    language: str = ""
 
     def as_dict(self) -> dict:
         d = {
@@ -34,6 +37,8 @@ class TranscriptEvent:
             "latency_ms": round(self.latency_ms, 1),
             "confidence": round(self.confidence, 4),
         }
+        if self.language:
+            d["language"] = self.language
         if self.wake_word is not None:
             d["wake_word"] = self.wake_word
         return d

@@ -78,7 +78,17 @@ def test_all_good_exits_zero_and_json_has_the_fields(engine, good_wav, tmp_path)
     assert rc == 0 and err == []
     objs = [json.loads(line) for line in out]
     for obj, name in zip(objs, [wav, path], strict=True):
-        assert set(obj) == {"file", "text", "duration_s", "encode_ms", "decode_ms", "tokens", "confidence"}
+        assert set(obj) == {
+            "file",
+            "text",
+            "duration_s",
+            "encode_ms",
+            "decode_ms",
+            "tokens",
+            "confidence",
+            "language",
+            "language_prob",
+        }
         assert obj["file"] == str(name)
         assert wer(ref, obj["text"]) < 0.2
         assert obj["duration_s"] == pytest.approx(3.29, abs=0.01)

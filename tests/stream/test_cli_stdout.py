@@ -38,8 +38,8 @@ def test_run_stdout_prints_partial_and_final_json_lines(tmp_path, voxnode_cmd):
     f = finals[0]
     assert wer(text, f["text"]) <= 0.2, f
     for e in speech:
-        assert set(e) == {"type", "stream", "id", "text", "start", "end", "latency_ms", "confidence"}
-        assert e["stream"] == "mic" and e["id"] == f["id"]
+        assert set(e) == {"type", "stream", "id", "text", "start", "end", "latency_ms", "confidence", "language"}
+        assert e["stream"] == "mic" and e["id"] == f["id"] and e["language"] == "en"  # tiny.en
         start, end = datetime.fromisoformat(e["start"]), datetime.fromisoformat(e["end"])
         assert start.tzinfo is not None and start < end
         assert isinstance(e["latency_ms"], (int, float)) and isinstance(e["confidence"], (int, float))

@@ -7,8 +7,9 @@ phrase until its context is full. These checks bound and veto its output.
 from __future__ import annotations
 
 import math
-import re
 import zlib
+
+from voxnode.text import is_cjk, is_hangul, words
 
 # Fast speech is about 4-5 BPE tokens per second; allow headroom plus a few
 # tokens for punctuation, but never so many that a loop runs for seconds.
@@ -58,22 +59,55 @@ def repeated_phrase(text: str) -> bool:
     The spaces go because a loop may re-spell a compound: live under babble (20 dB), 2.3 s of
     "Press zero for mailbox options." came back as "Press zero for mailbox options. Press zero for
     mail box options. Press zero for mailbox options." and was published so.
+
+    Words are voxnode.text.words: in Chinese and Japanese, which put no spaces between words, each
+    character counts, and a phrase must then have 4+ of them ("打开厨房的灯。打开厨房的灯。").
     """
-    words = re.findall(r"[\w']+", text.lower())
-    joined = "".join(words)
-    for n in range(1, len(words)):  # the last copy may have more words than the one before it
-        gram = "".join(words[-n:])
+    units = words(text)
+    cjk = any(is_cjk(u[0]) for u in units)
+    min_phrase = 4 if cjk else 3
+    joined = "".join(units)
+    for n in range(1, len(units)):  # the last copy may have more words than the one before it
+        gram = "".join(units[-n:])
         size, repeats = len(gram), 1
         while joined[: len(joined) - size * repeats].endswith(gram):
             repeats += 1
-        if (n >= 3 and repeats >= 2) or repeats >= 4:
+        if (n >= min_phrase and repeats >= 2) or repeats >= 4:
             return True
     return False
 
 
 def compression_ratio(text: str) -> float:
-    data = text.encode("utf-8")
-    return len(data) / len(zlib.compress(data)) if data else 0.0
+    """Whisper's compression ratio (bytes / zlib-compressed bytes), with one byte per letter.
+
+    Whisper computes it on UTF-8 bytes: right for English, and for Chinese and Japanese, whose
+    3-byte characters are about a word each, but not for alphabets of 2-3 bytes a letter
+    (Cyrillic, Greek, Arabic, Hebrew, Devanagari, ...): their repeated lead bytes compress, so
+    ordinary text reads as a loop. A real Asterisk prompt, "Для прослушивания следующего сообщения
+    нажмите 6. Для повторного прослушивания текущего сообщения нажмите 5. ..." is 2.53 in UTF-8,
+    over the 2.4 cut-off, and its final was dropped as "repetitive". Here each letter of such an
+    alphabet counts as one byte (one code per distinct letter, the first 128 of them), which gives
+    that prompt 1.6, what English of the same shape has.
+    """
+    if not text:
+        return 0.0
+    data = text.encode("utf-8") if text.isascii() else _one_byte_letters(text)
+    return len(data) / len(zlib.compress(data))
+
+
+def _one_byte_letters(text: str) -> bytes:
+    codes: dict[str, bytes] = {}
+    out = bytearray()
+    for ch in text:
+        if ch.isascii() or is_cjk(ch) or is_hangul(ch):
+            out += ch.encode("utf-8")
+            continue
+        code = codes.get(ch)
+        if code is None:
+            code = bytes([0x80 + len(codes)]) if len(codes) < 128 else ch.encode("utf-8")
+            codes[ch] = code
+        out += code
+    return bytes(out)
 
 
 def is_no_speech(no_speech_prob: float, avg_logprob: float, threshold: float | None = None) -> bool:

@@ -104,11 +104,13 @@ class Recognizer(ABC):
         prompt: str | None = None,
         hotwords: tuple[str, ...] | list[str] | None = None,
         abandon: threading.Event | None = None,
+        language: str | None = None,
     ) -> TranscriptResult:
         """float32 mono 16 kHz audio in [-1, 1], at most 30 s -> text, confidence and timings.
 
         role "final" asks for the best transcript, "partial" for a quick one (it is replaced
         soon). prompt (text said before) and hotwords (words made more likely) replace the
-        configured ones for this call; None keeps them, "" or () means none. Once `abandon` is
+        configured ones for this call; None keeps them, "" or () means none; so does `language`
+        (a code, or "auto"; None: `[asr] language`). Once `abandon` is
         set the call raises DecodeAbandoned at its next chance (between model calls).
         """

@@ -45,8 +45,10 @@ def _printable_to_byte() -> dict[str, int]:
 PRETOKENIZE = re.compile(r"'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+|\s+(?!\S)|\s+")
 # What closes a sentence: ".", "?" or "!", possibly followed by closing quotes. The pre-tokenizer
 # never mixes punctuation with letters or digits, so such a mark is a token of its own ("." or
-# '."'); an ellipsis ("...", "…") trails off and does not count.
-SENTENCE_END = ".?!"
+# '."'); an ellipsis ("...", "…") trails off and does not count. Other languages' marks count too
+# ("。", "？", "！", Arabic "؟", Devanagari "।"), but only where the mark is one token ("。" and "؟" are
+# in Whisper's vocabulary); one spelled in byte tokens ("？", "।") is taken as it is (None).
+SENTENCE_END = ".?!\u3002\uff1f\uff01\u061f\u0964"
 CLOSING_QUOTES = "\"'\u201d\u2019\u00bb"
 
 

@@ -56,15 +56,19 @@ def transcribe_audio(
     blocks: Iterable[np.ndarray] = [audio] if isinstance(audio, np.ndarray) else audio
     if frontend is not None:
         blocks = recognition_blocks(frontend, blocks)
-    texts, tokens = [], []
+    texts: list[str] = []
+    tokens: list[int] = []
     encode_ms = decode_ms = 0.0
     weighted_logprob = 0.0
     weight = 0
     samples = 0
+    language, language_prob = "", None  # the first window with text decides (each window is detected alone)
     for window in windows(blocks):
         samples += window.size
         r = engine.transcribe(window)
         if r.text:
+            if not texts:
+                language, language_prob = r.language, r.language_prob
             texts.append(r.text)
             tokens.extend(r.tokens)
             # Per-window means, weighted by token count (+1 for end-of-text).
@@ -79,6 +83,8 @@ def transcribe_audio(
         "decode_ms": round(decode_ms, 1),
         "tokens": tokens,
         "confidence": round(weighted_logprob / weight, 4) if weight else 0.0,
+        "language": language,
+        "language_prob": language_prob,
     }
 
 

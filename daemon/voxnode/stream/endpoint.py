@@ -12,7 +12,8 @@ Pure logic on the text; the pipeline applies the verdict to the open pause.
 from __future__ import annotations
 
 import enum
-import re
+
+from voxnode import text as script
 
 # Words that (almost) never end an English sentence: articles, conjunctions, clause openers,
 # prepositions that need an object, possessives, fillers. Whisper often puts a full stop after them
@@ -26,12 +27,54 @@ wherever whether than to of at for from with without into onto upon via per betw
 during against towards toward my your our their his its not uh um er erm let's
 """.split()
 )
-SENTENCE_END = ".?!"
+# Other languages' (Whisper base): the ideographic full stop and the full-width "?" and "!" of
+# Chinese and Japanese, the Arabic question mark, the Devanagari danda (Hindi).
+SENTENCE_END = ".?!\u3002\uff1f\uff01\u061f\u0964"
 # A closing '.', '?' or '!' counts only when the decoder gave it at least `min_prob`
 # (`vad.sentence_end_min_prob`, 0.8). Whisper punctuates fragments too ("Turn on the kitchen." for a
 # speaker who paused there), but less surely (measurements in config/vad.py).
-OPEN_PUNCTUATION = ",;:-\u2013\u2014"  # a comma, a dash: more is coming
-_WORD = re.compile(r"[A-Za-z']+")
+# A comma, a dash: more is coming (with the ideographic and full-width commas, the enumeration
+# comma "、", and the Arabic comma and semicolon).
+OPEN_PUNCTUATION = ",;:-\u2013\u2014\u3001\uff0c\uff1b\uff1a\u060c\u061b"
+ELLIPSES = ("...", "\u2026")  # "…", and Chinese "……"
+CLOSING_QUOTES = "\"')]\u201d\u2019\u00bb\u300d\u300f\uff09"  # with 」 』 and the full-width ")"
+# The same for the languages measured in docs/asr.md ("Other languages"), by Whisper code; words
+# that end sentences often enough are left out, as above: French "le"/"la"/"leur" ("Fais-le."),
+# Italian "perché" ("Perché?"), German separable particles and pronouns ("Mach das Licht an.",
+# "Ich nehme das."), Russian "что" ("Что?").
+OPEN_WORDS_BY_LANGUAGE = {
+    "en": OPEN_WORDS,
+    "fr": frozenset(
+        """
+un une des du de d' au aux et ou mais car que qu' pour par avec sans dans sur vers chez mon ton son ma ta sa
+mes tes ses notre votre nos vos ce cette ces euh
+""".split()
+    ),
+    "es": frozenset(
+        """
+el los las un una unos unas y e o u pero porque aunque que de del al a en con sin para por hacia desde hasta
+mi mis tu tus su sus nuestro nuestra eh
+""".split()
+    ),
+    "it": frozenset(
+        """
+il lo gli i un uno una e ed o ma se che di del della dei degli delle a al alla da dal dalla in nel nella con
+su sul sulla per tra fra mio mia tuo tua suo sua
+""".split()
+    ),
+    "de": frozenset(
+        """
+den dem des eine einen einem einer und oder aber weil dass wenn ob von für bei zwischen mein meine dein deine
+unser unsere äh ähm
+""".split()
+    ),
+    "ru": frozenset(
+        """
+и или но а чтобы если когда потому в во на с со к ко по о об от до из для без при у мой моя моё мои твой
+твоя
+""".split()
+    ),
+}
 
 
 class Completion(enum.Enum):
@@ -51,20 +94,35 @@ def with_turn(verdict: Completion, turn_prob: float | None, turn_min_prob: float
     return verdict
 
 
-def judge(text: str, ended_cleanly: bool, punctuation_prob: float | None = None, min_prob: float = 0.8) -> Completion:
+def _last_word(text: str) -> str:
+    """The last word with a letter in it and no digit, lower case ("for" in "Set a timer for 5.")."""
+    for word in reversed(script.words(text)):
+        if any(c.isalpha() for c in word) and not any(c.isdigit() for c in word):
+            return word
+    return ""
+
+
+def judge(
+    text: str,
+    ended_cleanly: bool,
+    punctuation_prob: float | None = None,
+    min_prob: float = 0.8,
+    language: str = "",
+) -> Completion:
     """Does `text` (the speculative decode of the utterance so far) end a sentence?
 
     `ended_cleanly`: the decoder stopped on its own end-of-text token (not a token cap, a
     repetition guard or a no-speech verdict); anything else says nothing about the sentence.
     `punctuation_prob`: the decoder's probability of the closing mark it wrote (None: not known,
     the mark is taken as it is); it must reach `min_prob`.
+    `language`: the text's (a Whisper code; "" = English): whose open words apply (none for a
+    language without a list: its punctuation decides alone).
     """
-    t = text.strip().rstrip("\"')]")
+    t = text.strip().rstrip(CLOSING_QUOTES)
     if not t or not ended_cleanly:
         return Completion.UNKNOWN
-    words = _WORD.findall(t)
-    last = words[-1].lower() if words else ""
-    if last in OPEN_WORDS or t[-1] in OPEN_PUNCTUATION or t.endswith("..."):
+    open_words = OPEN_WORDS_BY_LANGUAGE.get(language or "en", frozenset())
+    if _last_word(t) in open_words or t[-1] in OPEN_PUNCTUATION or t.endswith(ELLIPSES):
         return Completion.OPEN
     if t[-1] in SENTENCE_END:
         if punctuation_prob is None or punctuation_prob >= min_prob:

@@ -8,22 +8,23 @@ free to differ; it is decoded from the whole utterance).
 
 The last word of a hypothesis decoded while speech is still going on is
 often cut mid-word, so it is never considered (`drop_last`).
+
+Words are voxnode.text's display words: in Chinese and Japanese (no spaces between words) each
+character is one, so a partial grows character by character there and is joined without spaces.
 """
 
 from __future__ import annotations
 
-import re
-
-_NORM = re.compile(r"[^\w']+")
+from voxnode import text as script
 
 
 def words(text: str) -> list[str]:
-    return text.split()
+    return script.units(text)
 
 
 def norm(word: str) -> str:
     """Comparison key: case and punctuation do not make two words differ."""
-    return _NORM.sub("", word.lower())
+    return script.key(word)
 
 
 class StablePrefix:
@@ -33,7 +34,7 @@ class StablePrefix:
 
     @property
     def text(self) -> str:
-        return " ".join(self._stable)
+        return script.join(self._stable)
 
     @property
     def words(self) -> list[str]:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from voxnode import text as script
 from voxnode.asr import guards
 from voxnode.asr.recognizer import TranscriptResult
 from voxnode.audio.format import PERIOD_S, SAMPLE_RATE
@@ -46,7 +47,8 @@ from .wake_gate import WakeGate
 log = logging.getLogger(__name__)
 
 PARTIAL_QUIET_FRAMES = 3
-_NON_SPEECH = re.compile(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|♪")
+# Annotations, with the full-width brackets Whisper uses in Chinese and Japanese ("（笑）", "【音楽】").
+_NON_SPEECH = re.compile(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|♪|（[^）]*）|【[^】]*】|［[^］]*］")
 
 
 @dataclass(frozen=True)
@@ -98,8 +100,14 @@ class PipelineStats:
 
 
 def clean_text(text: str) -> str:
-    """Strip Whisper's non-speech annotations ("[BLANK_AUDIO]", "(music)")."""
-    return " ".join(_NON_SPEECH.sub(" ", text).split())
+    """Strip Whisper's non-speech annotations ("[BLANK_AUDIO]", "(music)"); where one sat between
+    Chinese or Japanese characters, no space is left in its place."""
+    out = ""
+    for part in _NON_SPEECH.split(text):
+        part = " ".join(part.split())
+        if part:
+            out = out + script.glue(out, part) + part if out else part
+    return out
 
 
 @dataclass
@@ -371,6 +379,7 @@ class StreamPipeline:
             result.stop_reason == "eot",
             result.punctuation_prob,
             self.params.sentence_end_min_prob,
+            result.language,
         )
         if by_text == Completion.UNKNOWN and self.turn is not None and st.turn_prob is None:
             return  # the model's verdict is still to come
@@ -416,7 +425,7 @@ class StreamPipeline:
                 grown,
                 last_speech.t_wall + PERIOD_S,
                 (self._clock() - covered.t_mono - PERIOD_S) * 1e3,
-                result.confidence,
+                result,
             )
         )
 
@@ -452,7 +461,7 @@ class StreamPipeline:
                 (job.finished - end_mono) * 1e3,
                 (now - end_mono) * 1e3,
             )
-        self._emit(self._event("final", st, text, end_wall, (now - end_mono) * 1e3, result.confidence))
+        self._emit(self._event("final", st, text, end_wall, (now - end_mono) * 1e3, result))
 
     def _is_noise(self, result: TranscriptResult) -> bool:
         p = self.params
@@ -471,7 +480,7 @@ class StreamPipeline:
         )
 
     def _event(
-        self, kind: str, st: _UttState, text: str, end_wall: float, latency_ms: float, confidence: float
+        self, kind: str, st: _UttState, text: str, end_wall: float, latency_ms: float, result: TranscriptResult
     ) -> TranscriptEvent:
         first = next((c for c in st.utt.chunks if c.speech), st.utt.chunks[0])
         return TranscriptEvent(
@@ -482,6 +491,7 @@ class StreamPipeline:
             start=first.t_wall,
             end=end_wall,
             latency_ms=latency_ms,
-            confidence=float(confidence),
+            confidence=float(result.confidence),
             wake_word=st.wake_word,
+            language=result.language,
         )

@@ -68,6 +68,7 @@ class DecodeJob:
     tag: Any = None  # owner's bookkeeping (utterance id, pause id, ...)
     prompt: str | None = None  # the stream's recognition prompt; None = the recognizer's own
     hotwords: tuple[str, ...] | None = None  # the stream's hotwords; None = the recognizer's own
+    language: str | None = None  # a Wyoming client's language (a code); None = the recognizer's ([asr])
     # The `stream` the decode-time observer is told ("" = `stream`): owners whose keys come and go
     # (one per Wyoming request) share one, so the voxnode_decode_seconds series stay bounded.
     observed_as: str = ""
@@ -344,6 +345,8 @@ class DecodeScheduler:
                 prompt=job.prompt,
                 hotwords=job.hotwords,
                 abandon=None if job.kind == JobKind.FINAL else job.abandon,
+                # Only when asked: recognizers that predate the argument (test doubles) still work.
+                **({} if job.language is None else {"language": job.language}),
             )
         except DecodeAbandoned:
             # A partial giving way to a final is skipped; a speculative final voided by speech

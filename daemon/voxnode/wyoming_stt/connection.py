@@ -24,6 +24,7 @@ from wyoming.event import Event, async_write_event
 from wyoming.info import Describe, Info
 from wyoming.ping import Ping, Pong
 
+from voxnode import text as script
 from voxnode.stream.scheduler import DecodeScheduler
 
 from .convert import FormatError
@@ -33,7 +34,9 @@ from .request import AudioTooLong, RequestParams, TranscribeRequest, remainder
 log = logging.getLogger(__name__)
 
 LINGER_S = 1.0  # at most this long reading a client's leftovers before closing (see _close)
-LANGUAGES = ("en",)  # Whisper tiny.en: English only; a request for another language is refused
+# What the configured model can do (WyomingServer.languages): ("en",) for tiny.en; a request for
+# another language is refused.
+DEFAULT_LANGUAGES = ("en",)
 
 
 @dataclass
@@ -64,8 +67,10 @@ class Connection:
         info: Callable[[], Info],
         stats: ServerStats,
         idle_timeout_s: float,
+        languages: tuple[str, ...] = DEFAULT_LANGUAGES,
     ):
         self.key = key
+        self._languages = languages
         self._reader, self._writer = reader, writer
         self._sched = scheduler
         self._params = params
@@ -147,10 +152,11 @@ class Connection:
             self._send(Pong(text=Ping.from_event(event).text).event())
         elif Transcribe.is_type(event.type):
             language = Transcribe.from_event(event).language
-            if language and language.replace("_", "-").split("-")[0].lower() not in LANGUAGES:
-                self._fail("unsupported-language", f"language {language!r}: this model speaks {', '.join(LANGUAGES)}")
+            code = language.replace("_", "-").split("-")[0].lower() if language else None
+            if code is not None and code not in self._languages:
+                self._fail("unsupported-language", f"language {language!r}: this model speaks {self._spoken()}")
                 return False
-            self._language = language
+            self._language = code
             self._new_request()
         elif AudioStart.is_type(event.type):
             start = AudioStart.from_event(event)
@@ -202,7 +208,11 @@ class Connection:
         if self.request is not None and not self.request.closed:
             self.request.abandon()
         loop = asyncio.get_running_loop()
-        self.request = TranscribeRequest(self.key, self._sched, self._params, loop, self._on_partial)
+        # A client's language is decoded as such (with [asr] language = "auto" it may be any of the
+        # model's); without one, [asr] language decides (detection under "auto").
+        self.request = TranscribeRequest(
+            self.key, self._sched, self._params, loop, self._on_partial, language=self._language
+        )
         self._streaming_started = False
         self._stats.requests += 1
         return self.request
@@ -213,13 +223,14 @@ class Connection:
         if request is not self.request:
             return
         self._start_streaming()
-        first = len(request.sent_words) == len(words)
-        self._send(TranscriptChunk(text=("" if first else " ") + " ".join(words)).event())
+        sent = request.sent_words  # already extended by `words`; the word before them was streamed last
+        sep = script.glue(sent[-len(words) - 1], words[0]) if len(sent) > len(words) else ""
+        self._send(TranscriptChunk(text=sep + script.join(words)).event())
 
     def _start_streaming(self) -> None:
         if self._params.partials and not self._streaming_started:
             self._streaming_started = True
-            self._send(TranscriptStart(language=self._language or LANGUAGES[0]).event())
+            self._send(TranscriptStart(language=self._expected_language()).event())
 
     async def _finish(self, request: TranscribeRequest) -> None:
         self.answering = True
@@ -251,7 +262,9 @@ class Connection:
             outcome.wait_s * 1e3,
             st.last_final_ms,
         )
-        language = self._language or LANGUAGES[0]
+        # What the text was decoded as: the client's, the configured, or the detected language.
+        decoded = outcome.result.language if outcome.result is not None else ""
+        language = decoded or self._expected_language()
         if self._params.partials:
             self._start_streaming()
             rest = remainder(request.sent_words, outcome.text)
@@ -261,6 +274,17 @@ class Connection:
             self._send(TranscriptStop().event())
         else:
             self._send(Transcript(text=outcome.text, language=language).event())
+
+    def _expected_language(self) -> str | None:
+        """The language a transcript will be in before it is decoded: the client's, else the model's
+        one language; None where it is detected ([asr] language = "auto", no language asked)."""
+        if self._language:
+            return self._language
+        return self._languages[0] if len(self._languages) == 1 else None
+
+    def _spoken(self) -> str:
+        langs = self._languages
+        return ", ".join(langs) if len(langs) <= 8 else f"{len(langs)} languages ({', '.join(langs[:8])}, ...)"
 
     def _fail(self, code: str, text: str) -> None:
         self._stats.errors += 1

@@ -30,12 +30,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from voxnode import text as script
 from voxnode.asr import guards
 from voxnode.asr.recognizer import TranscriptResult
 from voxnode.audio.format import PERIOD_FRAMES, SAMPLE_RATE
 from voxnode.frontend.chain import FrontEnd, FrontEndParams
 from voxnode.frontend.recognition import RecognitionFilter
 from voxnode.stream.partials import StablePrefix, norm
+from voxnode.stream.partials import words as partial_words
 from voxnode.stream.pipeline import PARTIAL_QUIET_FRAMES, clean_text
 from voxnode.stream.scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome, JobResult
 
@@ -95,8 +97,10 @@ class TranscribeRequest:
         params: RequestParams,
         loop: asyncio.AbstractEventLoop,
         on_partial: Callable[[TranscribeRequest, list[str]], None],
+        language: str | None = None,
     ):
         self.key = key
+        self.language = language  # the client's (a code); None: [asr] language
         self._sched = scheduler
         self.params = params
         self._loop = loop
@@ -171,7 +175,14 @@ class TranscribeRequest:
 
     def _submit_partial(self) -> None:
         self._last_partial_audio_s = self.audio_s
-        self._partial = DecodeJob(self.key, JobKind.PARTIAL, self._audio(), self._partial_done, observed_as=OBSERVED_AS)
+        self._partial = DecodeJob(
+            self.key,
+            JobKind.PARTIAL,
+            self._audio(),
+            self._partial_done,
+            language=self.language,
+            observed_as=OBSERVED_AS,
+        )
         self._sched.submit(self._partial)
 
     def _partial_done(self, job: DecodeJob, outcome: JobOutcome, result: JobResult) -> None:  # decode thread
@@ -204,7 +215,9 @@ class TranscribeRequest:
         if not self._samples:
             fut.set_result(FinalOutcome("", None))
             return fut
-        self._final = DecodeJob(self.key, JobKind.FINAL, self._audio(), self._final_done, observed_as=OBSERVED_AS)
+        self._final = DecodeJob(
+            self.key, JobKind.FINAL, self._audio(), self._final_done, language=self.language, observed_as=OBSERVED_AS
+        )
         self._sched.submit(self._final)
         return fut
 
@@ -244,10 +257,10 @@ def remainder(sent: list[str], final: str) -> str:
     """What to stream after the partial words already sent so that the chunks join into the final:
     the final's words after them, when the final begins with them (it nearly always does: a word is
     sent only once two hypotheses agree on it); else nothing (the transcript event is what counts)."""
-    words = final.split()
+    words = partial_words(final)
     if not sent:
         return final
     if [norm(w) for w in words[: len(sent)]] != [norm(w) for w in sent]:
         return ""
     rest = words[len(sent) :]
-    return (" " + " ".join(rest)) if rest else ""
+    return (script.glue(sent[-1], rest[0]) + script.join(rest)) if rest else ""

@@ -19,6 +19,7 @@ from wyoming.info import AsrModel, AsrProgram, Attribution, Info
 
 from voxnode import __version__
 from voxnode.config import Config
+from voxnode.config.asr import WHISPER_LANGUAGES
 from voxnode.config.mqtt import node_id_for
 from voxnode.errors import ConfigError
 from voxnode.lifecycle import Component
@@ -26,7 +27,7 @@ from voxnode.stream.params import pipeline_params
 from voxnode.stream.recognition import Recognition
 
 from .announce import Announcement
-from .connection import LANGUAGES, Connection, ServerStats
+from .connection import Connection, ServerStats
 from .protocol import MAX_HEADER_BYTES
 from .request import RequestParams
 
@@ -164,6 +165,7 @@ class WyomingServer(Component):
             self.info,
             self.stats,
             self.wyoming.idle_timeout_s,
+            self.languages(),
         )
         st = self.stats
         if self._stop is not None and self._stop.is_set():
@@ -188,6 +190,16 @@ class WyomingServer(Component):
             st.connections -= 1
             self._tasks.pop(task, None)
 
+    def languages(self) -> tuple[str, ...]:
+        """What the configured model can transcribe: `[asr] language` where it names one ("en" for
+        tiny.en), else (`"auto"`, a multilingual model) every language of the loaded model."""
+        configured = self.config.asr.language
+        if configured != "auto":
+            return (configured,)
+        recognizers = self._recognition.recognizers
+        known = getattr(recognizers[0], "languages", None) if recognizers else None
+        return tuple(known) if known else tuple(WHISPER_LANGUAGES)
+
     def info(self) -> Info:
         """The answer to `describe`: the model and the language it speaks."""
         engine = self._recognition.engine_info()
@@ -209,7 +221,7 @@ class WyomingServer(Component):
                             attribution=WHISPER_ATTRIBUTION,
                             installed=True,
                             version=None,
-                            languages=list(LANGUAGES),
+                            languages=list(self.languages()),
                         )
                     ],
                     supports_transcript_streaming=self._params.partials,
