@@ -12,16 +12,20 @@ APT_RUN  := python3-venv python3-dev gcc pkg-config libasound2-dev alsa-utils li
 # and check the unit with systemd-analyze (package systemd; a container may lack it);
 # qemu-user runs the ARM64 check (test-arm64); prometheus (promtool and the server: 19 MB, 21 s to
 # install here) checks the metrics and alert rules and scrapes a running daemon (tests/fleet).
-APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl systemd qemu-user prometheus
+# A real French recording (asterisk-core-sounds-fr) for the other-language tests (tests/languages.py).
+APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl systemd qemu-user prometheus \
+            asterisk-core-sounds-fr asterisk-core-sounds-fr-wav
 # Benchmarks also use real recorded speech and music (scripts/speech_corpus.py says what each is),
 # and flite voices for the synthetic wake-word set (scripts/bench_wake.py).
 APT_CORPUS := flite pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 \
               asterisk-core-sounds-en-wav asterisk-moh-opsound-wav
+# Other languages' recordings (scripts/language_corpus.py): French, Spanish, Italian, Russian prompts.
+APT_LANGUAGES := $(foreach l,fr es it ru,asterisk-core-sounds-$(l) asterisk-core-sounds-$(l)-g722 asterisk-core-sounds-$(l)-wav)
 
 export PYTHONMALLOC := malloc
 
 .PHONY: demo run test test-ha ha-venv ha-venv-or-skip lint deps-run deps-test deps-corpus venv venv-test \
-        check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-wyoming \
+        check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-wyoming bench-languages \
         convert-model convert-model-base convert-silero eval-vad install uninstall purge test-arm64 soak
 
 demo: venv
@@ -118,6 +122,12 @@ bench-wake: deps-corpus venv-test
 
 bench-wyoming: deps-corpus venv-test
 	$(BIN)/python scripts/bench_wyoming.py --write docs/wyoming_benchmark.json
+
+# "Other languages" in docs/asr.md: WER per language for Whisper base (language forced and "auto"),
+# the detection accuracy, faster-whisper base as the reference (when build/whisper-base-ct2 is there).
+bench-languages: deps-corpus venv-test .venv-bench/.installed
+	@scripts/apt-ensure $(APT_LANGUAGES)
+	.venv-bench/bin/python scripts/bench_languages.py --write docs/language_benchmark.json
 
 # Build-time tools live in their own venvs: tensorflow and faster-whisper never enter the runtime.
 .venv-convert/.installed: scripts/requirements-convert.txt
