@@ -140,3 +140,12 @@ def test_the_decoders_probability_of_a_chinese_full_stop(tmp_path):
     ids = tok.encode("كيف حالك؟")
     assert tok.closing_punctuation(ids) == len(ids) - 1
     assert tok.closing_punctuation(tok.encode("你好吗？")) is None
+
+
+def test_wyoming_chunks_join_into_the_final_in_any_script():
+    from voxnode.wyoming_stt.request import remainder
+
+    assert remainder(["打", "开"], "打开厨房的灯。") == "厨房的灯。"
+    assert remainder(["Введите"], "Введите пароль.") == " пароль."
+    assert remainder(["我", "用"], "我用iPhone打电话。") == "iPhone打电话。"
+    assert remainder(["打", "关"], "打开厨房的灯。") == ""  # the final changed its mind: nothing more
