@@ -89,7 +89,8 @@ def test_speech_silence_speech_gives_two_finals_with_partials_as_prefixes(alsa_d
     # A finished sentence is confirmed after the short hangover, anything else after the ordinary one.
     shortest = min(vad.sentence_end_hangover_ms, vad.hangover_ms)
     for f in finals:
-        assert set(f) == {"type", "stream", "id", "text", "start", "end", "latency_ms", "confidence"}
+        assert set(f) == {"type", "stream", "id", "text", "start", "end", "latency_ms", "confidence", "language"}
+        assert f["language"] == "en"  # tiny.en
         assert f["stream"] == "mic"
         # End of speech -> final: at least the shortest hangover (the endpoint must be confirmed),
         # and not much more than the ordinary one, because the final was decoded speculatively.
