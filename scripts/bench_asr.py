@@ -89,6 +89,8 @@ TITLES = {
     "windows": "ASR window policy",
     "beams": "ASR beam size",
     "int8": "ASR int8 error",
+    "noise": "ASR in loud noise: front-end and model (issue 22)",
+    "room": "ASR in a room: talkers at their natural levels (issue 22)",
 }
 FIVE_S_CLIP = Path("/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-0890.wav")
 
@@ -268,7 +270,7 @@ def candidate_enhanced(spec: str, audio: np.ndarray) -> np.ndarray:
     kw = {}
     for pair in pairs:
         k, _, v = pair.partition(":")
-        kw[k] = float(v) if v.replace(".", "", 1).lstrip("-").isdigit() else v
+        kw[k] = int(v) if v.lstrip("-").isdigit() else float(v) if v.replace(".", "", 1).lstrip("-").isdigit() else v
     enh = enhancers.make(name, **kw)
     lag = round(enh.latency_s * 16000)
     x = np.concatenate([audio * np.float32(32768.0), np.zeros(lag + 320, np.float32)])

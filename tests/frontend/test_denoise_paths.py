@@ -54,7 +54,7 @@ def params(**changes) -> FrontEndParams:
 
 
 def run(mode: str, engine: str = "webrtc"):
-    fe = FrontEnd(params(denoise=mode, vad_engine=engine))
+    fe = FrontEnd(params(denoise=mode, denoise_engine="spectral", vad_engine=engine))
     spy = Recording(fe.vad)
     fe.vad = spy
     outs = [fe.process(f) for f in signal()]

@@ -39,7 +39,7 @@ def live_recognition_audio(params, x: np.ndarray) -> np.ndarray:
     return np.concatenate([fe.process(s[i * PERIOD_FRAMES : (i + 1) * PERIOD_FRAMES]).samples for i in range(n)])
 
 
-@pytest.mark.parametrize("engine", ["spectral", "webrtc"])
+@pytest.mark.parametrize("engine", ["spectral", "webrtc", "deepfilter"])
 @pytest.mark.parametrize("mode", ["off", "all", "asr"])
 def test_recognition_path_is_the_live_front_ends_realigned(noisy, mode, engine):
     params = dataclasses.replace(DEFAULTS, denoise=mode, denoise_engine=engine)
@@ -47,7 +47,7 @@ def test_recognition_path_is_the_live_front_ends_realigned(noisy, mode, engine):
     assert len(got) == len(noisy)
     live = live_recognition_audio(params, noisy) / np.float32(32768.0)
     lag = round(FrontEnd(params).latency_s * SAMPLE_RATE)
-    assert lag == (0 if mode == "off" else PERIOD_FRAMES if engine == "spectral" else 96)
+    assert lag == (0 if mode == "off" else {"spectral": PERIOD_FRAMES, "webrtc": 96, "deepfilter": 560}[engine])
     # The live output is `lag` late; the realigned offline one is not.
     n = len(live) - lag
     np.testing.assert_allclose(got[:n], live[lag : lag + n], atol=1e-6)
@@ -62,7 +62,7 @@ def test_vad_only_denoising_leaves_recognition_audio_high_passed_only(noisy):
 
 @pytest.mark.parametrize("block", [1, 100, 320, 777, 16000])
 def test_any_block_sizes_give_the_same_audio(noisy, block):
-    params = dataclasses.replace(DEFAULTS, denoise="all")
+    params = dataclasses.replace(DEFAULTS, denoise="all", denoise_engine="spectral")
     whole = recognition_audio(params, noisy)
     pieces = np.concatenate(
         list(recognition_blocks(params, (noisy[i : i + block] for i in range(0, len(noisy), block))))

@@ -23,15 +23,17 @@ class FrontendConfig:
         aliases=((True, "all"), (False, "off")),
     )
     denoise_engine: str = setting(
-        "spectral",
-        'Which noise suppressor frontend.denoise uses: "spectral" (built in, Wiener gain; adds 20 ms) or '
-        '"webrtc" (WebRTC\'s noise suppressor; adds 6 ms).',
+        "deepfilter",
+        'Which noise suppressor frontend.denoise uses: "deepfilter" (DeepFilterNet 3, neural; adds 35 ms and '
+        '~1 ms of CPU per 20 ms here, ~5x that on a Pi 4), "webrtc" (WebRTC\'s; 6 ms, ~0.02 ms) or '
+        '"spectral" (the older built-in Wiener gain; 20 ms). See docs/frontend.md.',
         choices=DENOISE_ENGINES,
     )
     denoise_floor_db: float = setting(
         -12.0,
-        "Most the denoiser attenuates (a frequency bin; deeper causes musical noise); webrtc takes the nearest "
-        "of its levels -6 / -12 / -18 / -21 dB.",
+        "Most the denoiser takes away, dB: deepfilter's attenuation limit (a mild one keeps some room, which "
+        "Whisper copes with better than with a deep cut's artefacts), webrtc's nearest level (-6/-12/-18/-21), "
+        "the spectral gain floor.",
         min=-40.0,
         max=-3.0,
     )

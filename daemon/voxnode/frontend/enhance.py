@@ -21,17 +21,22 @@ class Enhancer(Protocol):
         """One 20 ms frame in (float32, int16 scale), one out."""
 
 
-# The candidates measured and not adopted (speex, RNNoise, DeepFilterNet, webrtc-noise-gain) are in
+# The candidates measured and not adopted (speex, RNNoise, webrtc-noise-gain) are in
 # scripts/enhancers.py; docs/frontend.md has the figures.
-ENGINES = ("spectral", "webrtc")
+ENGINES = ("deepfilter", "webrtc", "spectral")
 
 
 def make_enhancer(engine: str, floor_db: float) -> Enhancer:
-    """`floor_db`: frontend.denoise_floor_db, the most the engine attenuates (webrtc: nearest level)."""
+    """`floor_db`: frontend.denoise_floor_db, the most the engine attenuates (webrtc: the nearest level;
+    deepfilter: its attenuation limit)."""
     if engine == "spectral":
         from .denoise import SpectralDenoiser
 
         return SpectralDenoiser(floor_db)
+    if engine == "deepfilter":
+        from .deepfilter import DeepFilter
+
+        return DeepFilter(floor_db)
     if engine == "webrtc":
         from .webrtc_ns import WebRtcNoiseSuppressor
 
