@@ -12,9 +12,10 @@ APT_RUN  := python3-venv python3-dev gcc pkg-config libasound2-dev alsa-utils li
 # and check the unit with systemd-analyze (package systemd; a container may lack it);
 # qemu-user runs the ARM64 check (test-arm64); prometheus (promtool and the server: 19 MB, 21 s to
 # install here) checks the metrics and alert rules and scrapes a running daemon (tests/fleet).
-# A real French recording (asterisk-core-sounds-fr) for the other-language tests (tests/languages.py).
+# A real French recording (asterisk-core-sounds-fr) for the other-language tests (tests/languages.py);
+# the English prompts (asterisk-core-sounds-en, 18 MB) for the enhancement test (tests/stream/test_enhance_alsa.py).
 APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl systemd qemu-user prometheus \
-            asterisk-core-sounds-fr asterisk-core-sounds-fr-wav
+            asterisk-core-sounds-fr asterisk-core-sounds-fr-wav asterisk-core-sounds-en asterisk-core-sounds-en-wav
 # Benchmarks also use real recorded speech and music (scripts/speech_corpus.py says what each is),
 # and flite voices for the synthetic wake-word set (scripts/bench_wake.py).
 APT_CORPUS := flite pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 \
