@@ -9,6 +9,7 @@ not at the next frame.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import threading
@@ -25,6 +26,7 @@ from voxnode.asr.recognizer import TranscriptResult
 from voxnode.audio.format import PERIOD_S, SAMPLE_RATE
 from voxnode.events import TranscriptEvent, WakeEvent
 from voxnode.frontend.chain import FrontEnd, FrontEndParams
+from voxnode.frontend.enhance import make_enhancer
 
 from .endpoint import Completion, judge, with_turn
 from .partials import StablePrefix
@@ -42,6 +44,7 @@ from .segmenter import (
     Utterance,
 )
 from .turn import TurnDetector, TurnRequest
+from .utterance_enhance import UtteranceEnhancer
 from .wake_gate import WakeGate
 
 log = logging.getLogger(__name__)
@@ -146,7 +149,12 @@ class StreamPipeline:
         self._sched = scheduler
         self._emit = emit
         self._clock = clock
-        self.frontend = FrontEnd(params.frontend)
+        # denoise = "asr": only recognition hears the enhancer, so it runs on utterances' frames alone
+        # (stream/utterance_enhance.py), not inside the front-end on every frame.
+        fp = params.frontend
+        asr_only = fp.denoise == "asr"
+        self.frontend = FrontEnd(dataclasses.replace(fp, denoise="off") if asr_only else fp)
+        self.enhancer = UtteranceEnhancer(make_enhancer(fp.denoise_engine, fp.denoise_floor_db)) if asr_only else None
         self.segmenter = Segmenter(params.segmenter)
         # Re-entrant: cancelling a queued job calls _on_done back synchronously.
         # Lock order is always pipeline -> scheduler; the scheduler never calls
@@ -169,6 +177,8 @@ class StreamPipeline:
         with self._lock:
             if gate is not None and not self._through_gate(gate, samples, t_wall):
                 return
+            if self.enhancer is not None and self.segmenter.active is not None:
+                chunk = self.enhancer.chunk(chunk)
             self._segment(self.segmenter.push(chunk))
             if gate is not None and (gate.tick() or not gate.open):
                 self._close_session(gate)
@@ -183,6 +193,8 @@ class StreamPipeline:
     def _segment(self, events: list[SegmentEvent]) -> None:
         """The segmenter's events, in order: the wake gate follows them, then the pipeline acts."""
         for ev in events:
+            if self.enhancer is not None and isinstance(ev, Started):
+                self.enhancer.started(ev.utterance)
             if self.wake is not None:
                 self.wake.follow(ev)
             self._on_segment(ev)
