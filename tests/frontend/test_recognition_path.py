@@ -83,3 +83,10 @@ def test_a_recognition_only_front_end_refuses_to_run_a_vad():
     assert fe.vad is None and fe.noise_floor is None
     with pytest.raises(FrontendError, match="without a VAD"):
         fe.process(np.zeros(PERIOD_FRAMES, np.float32))
+
+
+def test_every_configurable_denoise_engine_has_a_module():
+    from voxnode.config.frontend import DENOISE_ENGINES
+    from voxnode.frontend.enhance import MODULES
+
+    assert set(DENOISE_ENGINES) == set(MODULES)

@@ -3,7 +3,10 @@
 from dataclasses import dataclass
 
 from voxnode.config.fields import setting
-from voxnode.frontend.enhance import ENGINES as DENOISE_ENGINES
+
+# frontend/enhance.py maps each to its module (a test keeps the two in step). The candidates measured
+# and not adopted (speex, RNNoise, webrtc-noise-gain) are in scripts/enhancers.py (docs/frontend.md).
+DENOISE_ENGINES = ("deepfilter", "webrtc", "spectral")
 
 
 @dataclass(frozen=True)

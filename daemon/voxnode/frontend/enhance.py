@@ -21,9 +21,8 @@ class Enhancer(Protocol):
         """One 20 ms frame in (float32, int16 scale), one out."""
 
 
-# The candidates measured and not adopted (speex, RNNoise, webrtc-noise-gain) are in
-# scripts/enhancers.py; docs/frontend.md has the figures.
-ENGINES = ("deepfilter", "webrtc", "spectral")
+# engine name -> module; config/frontend.py DENOISE_ENGINES lists the names (a test keeps them in step).
+MODULES = {"deepfilter": "deepfilter", "webrtc": "webrtc_ns", "spectral": "denoise"}
 
 
 def make_enhancer(engine: str, floor_db: float) -> Enhancer:
