@@ -517,7 +517,13 @@ def markdown(
             if any("domain" in c for c in clips)
             else "real recordings, `scripts/speech_corpus.py`"
         )
-        + "; noise from `scripts/audio_corpus.py` mixed at the speech-frame SNR. "
+        + (
+            "; the room recordings of `scripts/live_noise_audio.py` (talkers at their natural levels, one noise "
+            "level for the whole recording), each utterance cut out +- 0.25 s; groups: talker-level thirds. "
+            if any(c.get("level_dbfs") is not None for c in clips)
+            else "; noise from `scripts/audio_corpus.py` (fan, music, TV: `scripts/live_noise_audio.py`) mixed at "
+            "the speech-frame SNR. "
+        )
         "WER: jiwer over Whisper's English normaliser (`scripts/scoring.py`), all errors / all words. "
         f"Compute: CPU time per utterance shorter than {SHORT_S:.0f} s, every condition (whole "
         "`transcribe()`: log-mel, encoder, decoder; faster-whisper pads every window to 30 s).",
