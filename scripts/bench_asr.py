@@ -524,7 +524,7 @@ def markdown(
             else "; noise from `scripts/audio_corpus.py` (fan, music, TV: `scripts/live_noise_audio.py`) mixed at "
             "the speech-frame SNR. "
         )
-        "WER: jiwer over Whisper's English normaliser (`scripts/scoring.py`), all errors / all words. "
+        + "WER: jiwer over Whisper's English normaliser (`scripts/scoring.py`), all errors / all words. "
         f"Compute: CPU time per utterance shorter than {SHORT_S:.0f} s, every condition (whole "
         "`transcribe()`: log-mel, encoder, decoder; faster-whisper pads every window to 30 s).",
         "",
