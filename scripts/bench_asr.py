@@ -25,6 +25,8 @@ denoise_engine, denoise_floor_db (every clip goes through the front-end `voxnode
 with the default config unless these say otherwise; frontend=none: the engine hears the clip as is);
 "faster-whisper [beam_size=N] [prompt=...] [hotwords=...]
 [context=...] [label=...]" (int8, its default temperature fallback, no timestamps, no VAD).
+"moonshine [model=base] [model_dir=...] [vad_threshold=...] [lib=cpp] [label=...]" (Moonshine on its own
+ONNX Runtime, the optional lines of requirements-bench.txt; docs/asr.md "Moonshine").
 `--corpus domain` uses scripts/domain_corpus.py instead (prompts and hotwords).
 
 Writes the section into docs/benchmarks.md and the raw results to docs/asr_bench_<section>.json.
@@ -91,6 +93,7 @@ TITLES = {
     "int8": "ASR int8 error",
     "noise": "ASR in loud noise: front-end and model (issue 22)",
     "room": "ASR in a room: talkers at their natural levels (issue 22)",
+    "moonshine": "ASR: Moonshine base-en against Whisper (issue 22)",
 }
 FIVE_S_CLIP = Path("/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-0890.wav")
 
@@ -198,15 +201,15 @@ def room_corpus(workdir: Path, conditions: list[str]) -> list[dict]:
 
 @dataclass(frozen=True)
 class EngineSpec:
-    kind: str  # "voxnode" or "faster-whisper"
+    kind: str  # "voxnode", "faster-whisper" or "moonshine"
     options: dict
     label: str
 
     @classmethod
     def parse(cls, text: str) -> EngineSpec:
         words = shlex.split(text)
-        if not words or words[0] not in ("voxnode", "faster-whisper"):
-            raise SystemExit(f"engine spec {text!r}: must start with voxnode or faster-whisper")
+        if not words or words[0] not in ("voxnode", "faster-whisper", "moonshine"):
+            raise SystemExit(f"engine spec {text!r}: must start with voxnode, faster-whisper or moonshine")
         opts = {}
         for w in words[1:]:
             key, _, value = w.partition("=")
@@ -357,10 +360,92 @@ def faster_whisper_runner(opts: dict, threads: int):
     return run, {"runtime": "faster-whisper (ctranslate2)", "quantization": "int8", "num_threads": threads}
 
 
+def moonshine_runner(opts: dict, threads: int):
+    """Moonshine (moonshine-voice's libmoonshine on its own ONNX Runtime), the .ort models of moonshine-cpp
+    (base-en only; model_dir=... for others). Non-streaming path: libmoonshine's Silero VAD cuts the clip
+    into lines (vad_threshold, default 0.5; 0 = the whole clip as one line), each line transcribed."""
+    import ctypes
+    import importlib.util
+
+    if threads == 1:  # libmoonshine's only thread control: intra_op_num_threads = 1 (else ORT's default pool)
+        os.environ["MOONSHINE_ORT_SINGLE_THREAD"] = "1"
+    from moonshine_voice.errors import check_error
+    from moonshine_voice.moonshine_api import ModelArch, TranscriptC
+    from moonshine_voice.transcriber import Transcriber
+
+    arch = opts.get("model", "base")
+    model_dir = opts.get("model_dir")
+    if not model_dir:  # the package's own files, without importing moonshine_cpp (it loads a second ORT)
+        pkg = importlib.util.find_spec("moonshine_cpp").submodule_search_locations[0]
+        model_dir = str(Path(pkg) / "models" / f"{arch}-en")
+    if not (Path(model_dir) / "encoder_model.ort").exists():
+        raise SystemExit(f"moonshine: no {arch} model in {model_dir} (moonshine-cpp ships base-en only)")
+    if opts.get("lib") == "cpp":  # moonshine-cpp's own older libmoonshine (one call on the whole clip, no VAD)
+        return _moonshine_cpp_runner(model_dir, arch, threads)
+    options = {"return_audio_data": "false"}
+    if "vad_threshold" in opts:
+        options["vad_threshold"] = opts["vad_threshold"]
+    tr = Transcriber(model_path=model_dir, model_arch=ModelArch[arch.upper()], options=options)
+    lib = tr._lib
+
+    def run(audio, clip):
+        # The C call on the array itself (Transcriber.transcribe_without_streaming copies it through a list).
+        audio = np.ascontiguousarray(audio, dtype=np.float32)
+        out = ctypes.POINTER(TranscriptC)()
+        ptr = audio.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+        check_error(
+            lib.moonshine_transcribe_without_streaming(tr._handle, ptr, len(audio), 16000, 0, ctypes.byref(out))
+        )
+        t = out.contents
+        texts = [ctypes.string_at(t.lines[i].text).decode("utf-8", "ignore") for i in range(t.line_count)]
+        return " ".join(x.strip() for x in texts if x and x.strip()), {"lines": int(t.line_count)}
+
+    from importlib.metadata import version
+
+    return run, {
+        "runtime": f"moonshine-voice {version('moonshine-voice')} (libmoonshine, ONNX Runtime)",
+        "model": f"moonshine {arch}-en ({Path(model_dir).name}, moonshine-cpp {version('moonshine-cpp')})",
+        "quantization": "as shipped (.ort)",
+        "num_threads": threads if threads == 1 else "ORT default pool",
+        "options": options,
+    }
+
+
+def _moonshine_cpp_runner(model_dir: str, arch: str, threads: int):
+    import ctypes
+    from importlib.metadata import version
+
+    import moonshine_cpp
+
+    model = moonshine_cpp.MoonshineModel(model_dir_path=model_dir, model_type=arch)
+    lib = moonshine_cpp.moonshine_lib
+
+    def run(audio, clip):
+        # MoonshineModel.transcribe() is broken in 0.1.4 (ctypes.c_float_p): the C call on the array itself.
+        audio = np.ascontiguousarray(audio, dtype=np.float32)
+        out = ctypes.c_char_p(0)
+        err = lib.moonshine_transcribe(
+            model.model_handle, audio.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), len(audio), ctypes.byref(out)
+        )
+        if err != 0:
+            raise RuntimeError(f"moonshine_transcribe: error {err}")
+        return (out.value or b"").decode("utf-8", "ignore").strip(), {}
+
+    return run, {
+        "runtime": f"moonshine-cpp {version('moonshine-cpp')} (libmoonshine, ONNX Runtime {moonshine_cpp.ORT_VERSION})",
+        "model": f"moonshine {arch}-en ({Path(model_dir).name})",
+        "quantization": "as shipped (.ort)",
+        "num_threads": "ORT default pool (this libmoonshine has no thread setting)",
+    }
+
+
+RUNNERS = {"voxnode": voxnode_runner, "faster-whisper": faster_whisper_runner, "moonshine": moonshine_runner}
+
+
 def worker(spec_text: str, clips_json: str, threads: int) -> dict:
     spec = EngineSpec.parse(spec_text)
     clips = json.loads(Path(clips_json).read_text())
-    make = voxnode_runner if spec.kind == "voxnode" else faster_whisper_runner
+    make = RUNNERS[spec.kind]
     run, info = make(spec.options, threads)
     rss_loaded = peak_rss_mb()
     warmed = set()
@@ -671,7 +756,9 @@ def main() -> int:
         else None
     )
     summaries = [summarise(r, clips, args.conditions) for r in results]
-    command = ".venv-bench/bin/python scripts/bench_asr.py " + " ".join(_shell_quote(a) for a in sys.argv[1:])
+    py = Path(sys.executable)
+    py = py.relative_to(REPO) if py.is_relative_to(REPO) else Path(".venv-bench/bin/python")
+    command = f"{py} scripts/bench_asr.py " + " ".join(_shell_quote(a) for a in sys.argv[1:])
     section = markdown(
         args.section,
         results,
