@@ -42,7 +42,7 @@ class FrontEndParams:
 
     highpass_hz: float  # 0 disables
     denoise: str  # DENOISE_MODES
-    denoise_engine: str  # enhance.ENGINES
+    denoise_engine: str  # config.frontend.DENOISE_ENGINES
     denoise_floor_db: float
     vad_engine: str  # "webrtc" | "spectral" | "both" | "silero"
     vad_threshold: float  # spectral: band-mean log-likelihood ratio (noise: 0.58)

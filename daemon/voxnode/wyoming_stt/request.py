@@ -14,7 +14,9 @@ uploads a recording in one burst has no use for partials (and a partial still ru
 audio-stop would delay the final by its whole duration: a decode cannot be interrupted), so its
 audio gets the recognition path only. Measured (scripts/bench_wyoming.py): running the VAD on
 every frame of a burst upload put 30-80 ms of catching up between the client's audio-stop and the
-final's decode.
+final's decode. The recognition path costs ~0.02 ms per 20 ms frame with the default config (the
+high-pass alone); with an enhancer for recognition it runs on the event loop too (DeepFilterNet:
+~1 ms per 20 ms frame here, so a 10 s burst costs ~0.5 s there).
 
 Thread use: `start`, `add`, `finish` and `abandon` run on the server's event loop; decode results
 come back on a decode thread and are handed to the loop with `call_soon_threadsafe`.
