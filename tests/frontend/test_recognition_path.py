@@ -90,3 +90,18 @@ def test_every_configurable_denoise_engine_has_a_module():
     from voxnode.frontend.enhance import MODULES
 
     assert set(DENOISE_ENGINES) == set(MODULES)
+
+
+@pytest.mark.parametrize("mode", ["off", "vad", "all", "asr"])
+def test_a_speech_only_front_end_decides_as_the_full_one_without_recognitions_denoising(noisy, mode):
+    # The Wyoming request's VAD and a live stream with "asr" use it: same speech decisions, and no
+    # enhancer runs where only recognition would have heard it.
+    from voxnode.frontend.chain import speech_only
+
+    params = dataclasses.replace(DEFAULTS, denoise=mode, denoise_engine="webrtc")
+    full, lean = FrontEnd(params), FrontEnd(speech_only(params))
+    s = noisy * np.float32(32768.0)
+    frames = [s[i : i + PERIOD_FRAMES] for i in range(0, len(s) - PERIOD_FRAMES + 1, PERIOD_FRAMES)]
+    assert [full.process(f).speech for f in frames] == [lean.process(f).speech for f in frames]
+    assert lean.latency_s == 0.0
+    assert (lean._enhancer is not None) == (mode in ("vad", "all"))

@@ -19,6 +19,7 @@ whether a frame stands above the room, which a denoiser would blur.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -56,6 +57,13 @@ class FrontEndParams:
 
 
 DENOISE_MODES = ("off", "vad", "all", "asr")
+
+
+def speech_only(p: FrontEndParams) -> FrontEndParams:
+    """The parameters for a front-end asked only whether frames are speech (its samples unused): the
+    denoiser stays where the VAD hears it and goes where only recognition would ("asr" -> "off",
+    "all" -> "vad"), so the enhancer does not run for nothing."""
+    return dataclasses.replace(p, denoise={"asr": "off", "all": "vad"}.get(p.denoise, p.denoise))
 
 
 @dataclass(frozen=True)

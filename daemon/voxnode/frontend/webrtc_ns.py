@@ -40,8 +40,3 @@ class WebRtcNoiseSuppressor:
     def process(self, frame: np.ndarray) -> np.ndarray:
         out = self._ns.process(np.asarray(frame, dtype=np.float32) / _SCALE)
         return np.asarray(out, dtype=np.float32) * _SCALE
-
-    @property
-    def speech_probability(self) -> float:
-        """The suppressor's own speech probability for the last frame (0..1)."""
-        return float(self._ns.speech_probability)

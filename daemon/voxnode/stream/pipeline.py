@@ -9,7 +9,6 @@ not at the next frame.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import re
 import threading
@@ -25,7 +24,7 @@ from voxnode.asr import guards
 from voxnode.asr.recognizer import TranscriptResult
 from voxnode.audio.format import PERIOD_S, SAMPLE_RATE
 from voxnode.events import TranscriptEvent, WakeEvent
-from voxnode.frontend.chain import FrontEnd, FrontEndParams
+from voxnode.frontend.chain import FrontEnd, FrontEndParams, speech_only
 from voxnode.frontend.enhance import make_enhancer
 
 from .endpoint import Completion, judge, with_turn
@@ -153,7 +152,7 @@ class StreamPipeline:
         # (stream/utterance_enhance.py), not inside the front-end on every frame.
         fp = params.frontend
         asr_only = fp.denoise == "asr"
-        self.frontend = FrontEnd(dataclasses.replace(fp, denoise="off") if asr_only else fp)
+        self.frontend = FrontEnd(speech_only(fp) if asr_only else fp)
         self.enhancer = UtteranceEnhancer(make_enhancer(fp.denoise_engine, fp.denoise_floor_db)) if asr_only else None
         self.segmenter = Segmenter(params.segmenter)
         # Re-entrant: cancelling a queued job calls _on_done back synchronously.

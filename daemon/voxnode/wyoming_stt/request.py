@@ -36,7 +36,7 @@ from voxnode import text as script
 from voxnode.asr import guards
 from voxnode.asr.recognizer import TranscriptResult
 from voxnode.audio.format import PERIOD_FRAMES, SAMPLE_RATE
-from voxnode.frontend.chain import FrontEnd, FrontEndParams
+from voxnode.frontend.chain import FrontEnd, FrontEndParams, speech_only
 from voxnode.frontend.recognition import RecognitionFilter
 from voxnode.stream.partials import StablePrefix, norm
 from voxnode.stream.partials import words as partial_words
@@ -107,7 +107,7 @@ class TranscribeRequest:
         self.params = params
         self._loop = loop
         self._on_partial = on_partial
-        self._frontend = FrontEnd(params.frontend)  # the VAD, for partials
+        self._frontend = FrontEnd(speech_only(params.frontend))  # the VAD, for partials
         self._recognition = RecognitionFilter(params.frontend)  # what the engine hears
         self.converter: AudioConverter | None = None
         self._bytes = 0
