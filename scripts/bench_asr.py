@@ -140,20 +140,18 @@ def build_corpus(workdir: Path, n_asterisk: int, conditions: list[str], corpus: 
             if spec is not None:
                 kind, snr = spec
                 audio = audio_corpus.mix(audio, clip_noise(kind, len(audio), 1000 + k, exclude), snr)
-            path = workdir / f"{len(clips):04d}.npy"
-            np.save(path, (audio / 32768.0).astype(np.float32))
-            clips.append(
-                {
-                    "condition": cond,
-                    "name": u.name,
-                    "speaker": u.speaker,
-                    "reference": u.text,
-                    "seconds": round(u.duration_s, 3),
-                    "path": str(path),
-                    **extra,
-                }
-            )
+            add_clip(clips, workdir, audio, cond, u.name, u.speaker, u.text, **extra)
     return clips
+
+
+def add_clip(
+    clips: list[dict], workdir: Path, audio: np.ndarray, cond: str, name: str, speaker: str, text: str, **extra
+) -> None:
+    """Save one clip (int16 scale in) as float32 [-1, 1] .npy for the workers and add its row to the table."""
+    path = workdir / f"{len(clips):04d}.npy"
+    np.save(path, (audio / 32768.0).astype(np.float32))
+    row = {"condition": cond, "name": name, "speaker": speaker, "reference": text}
+    clips.append({**row, "seconds": round(len(audio) / 16000, 3), "path": str(path), **extra})
 
 
 def clip_noise(kind: str, n: int, seed: int, exclude: set[str]) -> np.ndarray:
@@ -178,21 +176,8 @@ def room_corpus(workdir: Path, conditions: list[str]) -> list[dict]:
         m = int(ROOM_CUT_MARGIN_S * la.RATE)
         for k, u in enumerate(track.utts):
             cut = track.audio[max(0, u.clip_start - m) : u.clip_end + m]
-            path = workdir / f"{len(clips):04d}.npy"
-            np.save(path, (cut / 32768.0).astype(np.float32))
-            clips.append(
-                {
-                    "condition": cond,
-                    "name": u.name,
-                    "speaker": u.speaker,
-                    "reference": u.text,
-                    "seconds": round(len(cut) / la.RATE, 3),
-                    "level_dbfs": u.level_dbfs,
-                    "noise_dbfs": track.noise_dbfs,
-                    "path": str(path),
-                    "group": group[k],
-                }
-            )
+            extra = {"level_dbfs": u.level_dbfs, "noise_dbfs": track.noise_dbfs, "group": group[k]}
+            add_clip(clips, workdir, cut, cond, u.name, u.speaker, u.text, **extra)
     return clips
 
 
