@@ -1,5 +1,7 @@
 """Capture through real ALSA: `type file` PCMs defined in tests/conftest.py, no sound card needed."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -18,6 +20,17 @@ def _capture(device, ring, channel=0, channels=0, audio=DEFAULT_AUDIO):
     return cap
 
 
+def _capture_bytes(alsa_dir, device, data, ring, channels=1, **kw):
+    """Capture `data` through the FIFO PCM (`device`: "vx_fifo", or a plug layer over it). Not the
+    regular-file PCM: at its EOF the file plugin returns stale periods as fast as it can, and the
+    capture thread, racing past the end, filled the 1000-frame ring and dropped (oldest first) frames
+    the test had not read yet (about 1 run in 3 on a quiet 2-core machine). The FIFO's reads block
+    once the data is written, so nothing beyond it is captured. Written a whole period at a time: a
+    short read of the FIFO would give the plugin half a period."""
+    writer = FifoWriter(alsa_dir / "mic.fifo", data, period_bytes=640 * channels)
+    return writer, _capture(device, ring, **kw)
+
+
 def _drain(ring, n, timeout=5.0):
     out = []
     while len(out) < n:
@@ -29,13 +42,14 @@ def _drain(ring, n, timeout=5.0):
 
 def test_capture_is_byte_exact(alsa_dir):
     pcm = random_pcm(200)
-    (alsa_dir / "in.raw").write_bytes(pcm.tobytes())
     ring = FrameRing(1000)
-    cap = _capture("vx_file", ring)
+    writer, cap = _capture_bytes(alsa_dir, "vx_fifo", pcm.tobytes(), ring)
     try:
         frames = _drain(ring, 200)
     finally:
-        cap.stop()
+        cap.stop(timeout=0.2)
+        writer.close()
+    assert ring.dropped == 0
     got = b"".join(f.samples.tobytes() for f in frames)
     assert got == pcm.tobytes()
     assert [f.seq for f in frames] == list(range(200))
@@ -44,13 +58,13 @@ def test_capture_is_byte_exact(alsa_dir):
 
 def test_multichannel_keeps_the_configured_channel(alsa_dir):
     stereo = random_pcm(50, channels=2, seed=1)
-    (alsa_dir / "in.raw").write_bytes(stereo.tobytes())
     ring = FrameRing(1000)
-    cap = _capture("vx_file", ring, channel=1)
+    writer, cap = _capture_bytes(alsa_dir, "vx_fifo", stereo.tobytes(), ring, channels=2, channel=1)
     try:
         frames = _drain(ring, 50)
     finally:
-        cap.stop()
+        cap.stop(timeout=0.2)
+        writer.close()
     got = np.concatenate([f.samples for f in frames])
     assert np.array_equal(got, stereo.reshape(-1, 2)[:, 1])
     assert cap.stats.granted["channels"] == 2
@@ -95,16 +109,23 @@ def test_missing_device_backs_off_then_recovers(alsa_dir, caplog):
     ring = FrameRing(1000)
     audio = AudioConfig(retry_initial_s=0.1, retry_max_s=0.2)
     cap = _capture("vx_late", ring, audio=audio)
+    writer = None
     try:
         assert wait_until(lambda: cap.stats.device_errors >= 2, timeout=5)
         assert cap.stats.state == "backoff"
         assert "vx_late" in cap.stats.last_error
         pcm = random_pcm(20, seed=4)
-        late.write_bytes(pcm.tobytes())  # the microphone is plugged back in
+        # The microphone is plugged back in: the PCM's infile appears, as a FIFO (see _capture_bytes:
+        # a regular file would let the capture race past its end and overflow the ring; and a retry
+        # could open it between its creation and its last byte).
+        os.mkfifo(late)
+        writer = FifoWriter(late, pcm.tobytes())
         frames = _drain(ring, 20)
         assert cap.stats.state == "running"
     finally:
-        cap.stop()
+        cap.stop(timeout=0.2)
+        if writer is not None:
+            writer.close()
         late.unlink(missing_ok=True)
     assert b"".join(f.samples.tobytes() for f in frames) == pcm.tobytes()
     assert any("cannot open ALSA capture device 'vx_late'" in r.getMessage() for r in caplog.records)
@@ -171,12 +192,12 @@ def test_plug_layer_name_opens_a_real_device_byte_exact(alsa_dir):
     from voxnode.audio.alsa_open import plug_name
 
     pcm = random_pcm(30, seed=5)
-    (alsa_dir / "in.raw").write_bytes(pcm.tobytes())
     ring = FrameRing(1000)
-    cap = _capture(plug_name("vx_file"), ring)
+    writer, cap = _capture_bytes(alsa_dir, plug_name("vx_fifo"), pcm.tobytes(), ring)
     try:
         frames = _drain(ring, 30)
     finally:
-        cap.stop()
-    assert cap.stats.granted["device"] == "plug:'vx_file'"
+        cap.stop(timeout=0.2)
+        writer.close()
+    assert cap.stats.granted["device"] == "plug:'vx_fifo'"
     assert b"".join(f.samples.tobytes() for f in frames) == pcm.tobytes()
