@@ -7,7 +7,10 @@ same graph serves the three uses:
 
 - prefill: the start sequence (and a prompt) of one hypothesis, N tokens with
   a causal mask; logits at the <|startoftranscript|> row (no-speech
-  probability) and at the last row (first text token);
+  probability) and at the last row (first text token). With a draft (the
+  tokens a partial decoded a moment ago) after the start sequence, the same
+  call also gives the logits after every draft token: the draft is verified
+  in one call (asr/search.py, `verified_draft`);
 - steps: N hypotheses (beams or samples), one new token each, over a cache
   that holds the shared prefill rows and every hypothesis's own rows;
 - (verification) teacher forcing, one row at a time.
@@ -91,15 +94,34 @@ class TokenEmbedding:
 
 
 class Prefix:
-    """The prefill of one start sequence: its cache rows and the two logit rows it gave."""
+    """The prefill of one start sequence: its cache rows and the logit rows it gave.
+
+    `first_logits` predicts the token after the last row. A prefill of a start sequence and a draft
+    also holds `row_logits` [draft + 1, vocab]: row i predicts the token after the start and the
+    draft's first i tokens (the last row is `first_logits`).
+    """
 
     def __init__(
-        self, keys: dict[str, np.ndarray], length: int, no_speech_logits: np.ndarray, first_logits: np.ndarray
+        self,
+        keys: dict[str, np.ndarray],
+        length: int,
+        no_speech_logits: np.ndarray,
+        first_logits: np.ndarray,
+        row_logits: np.ndarray | None = None,
     ) -> None:
         self.keys = keys  # self_k_i / self_v_i: [heads, length, head_dim]
         self.length = length
         self.no_speech_logits = no_speech_logits
         self.first_logits = first_logits
+        self.row_logits = first_logits[None] if row_logits is None else row_logits
+
+    def cut(self, length: int) -> Prefix:
+        """This prefix up to its first `length` rows (the start and the draft tokens accepted)."""
+        first = len(self.row_logits) - 1 - (self.length - length)
+        if not 0 <= first < len(self.row_logits):
+            raise ValueError(f"cannot cut a prefix of {self.length} rows to {length}")
+        keys = {name: arr[:, :length] for name, arr in self.keys.items()}
+        return Prefix(keys, length, self.no_speech_logits, self.row_logits[first], self.row_logits[: first + 1])
 
 
 class Hypotheses:
@@ -210,23 +232,26 @@ class DecoderRunner:
     def _x(self, tokens, positions) -> np.ndarray:
         return self.embedding.rows(tokens) + self.positions[np.asarray(positions)]
 
-    def prefill(self, tokens: list[int], sot_index: int) -> Prefix:
-        """Run the start sequence (causal); logits at `sot_index` and at the last row."""
+    def prefill(self, tokens: list[int], sot_index: int, draft: int = 0) -> Prefix:
+        """Run the start sequence (causal); logits at `sot_index` and at the last `draft + 1` rows
+        (the last `draft` tokens are a draft to verify: Prefix.row_logits)."""
         n = len(tokens)
         if n > self.max_positions:
             raise ValueError(f"start sequence of {n} tokens exceeds the decoder's {self.max_positions} positions")
+        if not 0 <= draft < n - sot_index:
+            raise ValueError(f"a draft of {draft} tokens does not fit a start sequence of {n}")
         empty = np.zeros((self.n_heads, 1, self.head_dim), np.float32)
         mask = np.full((n, 1 + n), EMPTY_SLOT, np.float32)
         mask[:, 1:][np.tril_indices(n)] = 0.0
-        pick = np.zeros((2, n), np.float32)
+        pick = np.zeros((2 + draft, n), np.float32)
         pick[0, sot_index] = 1.0
-        pick[1, n - 1] = 1.0
+        pick[1 + np.arange(draft + 1), np.arange(n - 1 - draft, n)] = 1.0
         self._invoke(
             {"x": self._x(tokens, range(n)), "mask": mask, "pick": pick, **{name: empty for name in self.cache_names}}
         )
         logits = self.it.get_tensor(self.outputs["logits"])
         keys = {name: self.it.get_tensor(self.outputs["new_" + name[len("self_") :]]) for name in self.cache_names}
-        return Prefix(keys, n, logits[0], logits[1])
+        return Prefix(keys, n, logits[0], logits[-1], logits[1:])
 
     def forced_logits(self, tokens: list[int]) -> np.ndarray:
         """Teacher forcing in one call: the logits [len(tokens), vocab] after each token (verification)."""

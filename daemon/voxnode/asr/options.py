@@ -20,6 +20,7 @@ class DecodeOptions:
     hotwords: tuple[str, ...]  # words or phrases made more likely, () = none
     hotword_boost: float  # nats per hotword token in the beam search's ranking; 0 = prompt only
     language: str = "en"  # a Whisper language code, or "auto" (multilingual models only)
+    draft: bool = True  # verify a caller's draft tokens in one call and decode only the rest
 
     @classmethod
     def from_config(cls, asr) -> DecodeOptions:
@@ -32,4 +33,5 @@ class DecodeOptions:
             hotwords=tuple(asr.hotwords),
             hotword_boost=float(asr.hotword_boost),
             language=asr.language,
+            draft=asr.draft,
         )

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import threading
+    from collections.abc import Sequence
 
     import numpy as np
 
@@ -73,6 +74,11 @@ class EngineInfo:
         """Every op of the model runs on the fast path (XNNPACK for LiteRT); None when it does not apply."""
         return None
 
+    @property
+    def drafts(self) -> bool:
+        """transcribe() verifies a draft's tokens in one call and decodes only the rest."""
+        return False
+
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         for key, value in d.items():
@@ -105,6 +111,7 @@ class Recognizer(ABC):
         hotwords: tuple[str, ...] | list[str] | None = None,
         abandon: threading.Event | None = None,
         language: str | None = None,
+        draft: Sequence[int] = (),
     ) -> TranscriptResult:
         """float32 mono 16 kHz audio in [-1, 1], at most 30 s -> text, confidence and timings.
 
@@ -113,4 +120,7 @@ class Recognizer(ABC):
         configured ones for this call; None keeps them, "" or () means none; so does `language`
         (a code, or "auto"; None: `[asr] language`). Once `abandon` is
         set the call raises DecodeAbandoned at its next chance (between model calls).
+        `draft`: tokens the text probably begins with (a partial's of the same utterance); a
+        backend that can verify them at once decodes only the rest, one that cannot ignores them
+        (EngineInfo.drafts says which).
         """

@@ -42,6 +42,24 @@ class Decoded:
         return float(np.sum(self.logprobs)) / max(1, len(self.tokens))
 
 
+@dataclass
+class DraftStats:
+    """Drafts verified since the engine loaded: how many, their tokens, how many were accepted."""
+
+    decodes: int = 0
+    tokens: int = 0
+    accepted: int = 0
+
+    def add(self, tokens: int, accepted: int) -> None:
+        self.decodes += 1
+        self.tokens += tokens
+        self.accepted += accepted
+
+    def as_dict(self) -> dict[str, float | int]:
+        rate = self.accepted / self.tokens if self.tokens else 0.0
+        return {**vars(self), "acceptance": round(rate, 3)}
+
+
 class TokenRules:
     """Which tokens may be emitted: text tokens only, minus Whisper's non-speech symbols."""
 
@@ -107,6 +125,71 @@ def best(results: list[Decoded]) -> Decoded:
     return max(pool, key=lambda r: r.score + r.bonus / longest)
 
 
+# A candidate continuation: (rank, parent, token, bias state, bonus change); rank = log-probability + bonus.
+_Candidate = tuple[float, int, int, BiasState, float]
+
+
+def _candidates(live: list[_Hyp], lp: np.ndarray, k: int, bias: HotwordBias | None) -> list[_Candidate]:
+    """Every live hypothesis's k best tokens (and the hotwords' next tokens), best first."""
+    scored: dict[tuple[int, ...], _Candidate] = {}
+    k = min(k, lp.shape[1])
+    for i, h in enumerate(live):
+        # The k best tokens, unordered; row by row (the whole [n, vocab] at once costs 2 MB of int64).
+        tokens = np.argpartition(lp[i], -k)[-k:].tolist()
+        if bias is not None:
+            tokens += [t for t in bias.candidates(h.bias) if t not in tokens]
+        for t in tokens:
+            if not np.isfinite(lp[i, t]):
+                continue
+            state, delta = bias.advance(h.bias, t) if bias is not None else (ROOT, 0.0)
+            scored[(*h.tokens, t)] = (h.total + h.bonus + delta + float(lp[i, t]), i, t, state, delta)
+    return sorted(scored.values(), key=lambda c: c[0], reverse=True)
+
+
+@dataclass(frozen=True)
+class Verified:
+    """The part of a draft the decoder agreed with: where decoding goes on from."""
+
+    prefix: Prefix  # the start sequence and the accepted draft tokens
+    start: _Hyp  # the hypothesis holding the accepted tokens (and their log-probabilities)
+
+    @property
+    def accepted(self) -> int:
+        return len(self.start.tokens)
+
+
+def verified_draft(
+    rules: TokenRules,
+    prefix: Prefix,
+    draft: list[int],
+    max_new_tokens: int,
+    bias: HotwordBias | None = None,
+) -> Verified:
+    """The longest head of `draft` that greedy decoding would have chosen, token by token.
+
+    `prefix` is the prefill of the start sequence followed by `draft` (DecoderRunner.prefill with
+    draft=len(draft)): its row logits give the decoder's choice after each draft token, all from one
+    call. A draft token is accepted while it is the greedy choice (the same ranking as
+    beam_search's, hotword bonus included), is not end-of-text, starts no loop and stays under the
+    token cap; decoding goes on from the first disagreement, so the result is the greedy
+    decode's whatever the draft was (up to float rounding between one call and many).
+    """
+    h = _Hyp([], [], 0.0)
+    for i, token in enumerate(draft):
+        lp = rules.logprobs(prefix.row_logits[i : i + 1].copy(), first=not h.tokens)
+        best_choice = _candidates([h], lp, 2, bias)
+        if not best_choice:
+            break
+        _, _, t, state, delta = best_choice[0]
+        if t != token or t == rules.eot:
+            break
+        nxt = _Hyp(h.tokens + [t], h.logprobs + [float(lp[0, t])], h.total + float(lp[0, t]), h.bonus + delta, state)
+        if repeated_tail(nxt.tokens) or len(nxt.tokens) >= max_new_tokens:
+            break
+        h = nxt
+    return Verified(prefix.cut(prefix.length - len(draft) + len(h.tokens)), h)
+
+
 def beam_search(
     dec: DecoderRunner,
     rules: TokenRules,
@@ -115,35 +198,24 @@ def beam_search(
     beam_size: int,
     bias: HotwordBias | None = None,
     abandon: threading.Event | None = None,
+    start: _Hyp | None = None,
 ) -> Decoded:
-    """Raises DecodeAbandoned before the next decoder call once `abandon` is set."""
+    """Raises DecodeAbandoned before the next decoder call once `abandon` is set. `start`: the
+    hypothesis `prefix` already holds (a verified draft's tokens), else none."""
     no_speech = rules.no_speech_prob(prefix)
-    live = [_Hyp([], [], 0.0)]
+    live = [start or _Hyp([], [], 0.0)]
+    done_before = len(live[0].tokens)
     logits = prefix.first_logits[None].copy()  # logprobs() works in place; the prefix is reused
     finished: list[Decoded] = []
     hyps = None
     while True:
         lp = rules.logprobs(logits, first=not live[0].tokens)
-        # seq -> (rank, parent, token, bias state, bonus change); rank = log-probability + bonus
-        scored: dict[tuple[int, ...], tuple[float, int, int, BiasState, float]] = {}
-        k = min(beam_size + 1, lp.shape[1])
-        for i, h in enumerate(live):
-            # The k best tokens, unordered; row by row (the whole [n, vocab] at once costs 2 MB of int64).
-            tokens = np.argpartition(lp[i], -k)[-k:].tolist()
-            if bias is not None:
-                tokens += [t for t in bias.candidates(h.bias) if t not in tokens]
-            for t in tokens:
-                if not np.isfinite(lp[i, t]):
-                    continue
-                state, delta = bias.advance(h.bias, t) if bias is not None else (ROOT, 0.0)
-                scored[(*h.tokens, t)] = (h.total + h.bonus + delta + float(lp[i, t]), i, t, state, delta)
         nxt: list[_Hyp] = []
         parents: list[int] = []
-        for seq in sorted(scored, key=lambda s: scored[s][0], reverse=True):
-            _, i, t, state, delta = scored[seq]
+        for _, i, t, state, delta in _candidates(live, lp, beam_size + 1, bias):
             parent = live[i]
             h = _Hyp(
-                list(seq),
+                parent.tokens + [t],
                 parent.logprobs + [float(lp[i, t])],
                 parent.total + float(lp[i, t]),
                 parent.bonus + delta,
@@ -167,7 +239,7 @@ def beam_search(
             finished += [_finish(h, "token_cap", no_speech, 0.0) for h in nxt]
             break
         if hyps is None:
-            hyps = dec.hypotheses(prefix, len(nxt), max_new_tokens)
+            hyps = dec.hypotheses(prefix, len(nxt), max_new_tokens - done_before)
         else:
             hyps.reorder(parents)
         live = nxt

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from voxnode.asr import guards, search
-from voxnode.asr.decoder import DecoderRunner
+from voxnode.asr.decoder import DecoderRunner, Prefix
 from voxnode.asr.encoder import EncoderRunner
 from voxnode.asr.fifo_lock import FifoLock
 from voxnode.asr.hotwords import HotwordBias
@@ -44,6 +44,8 @@ from voxnode.asr.tokenizer import Tokenizer
 from voxnode.errors import ModelError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from voxnode.config.asr import AsrConfig
 
 ENGINE = "whisper-litert"
@@ -80,6 +82,10 @@ class LiteRtEngineInfo(EngineInfo):
     def fully_accelerated(self) -> bool:
         return self.xnnpack_applied and self.ops_not_delegated == 0
 
+    @property
+    def drafts(self) -> bool:
+        return True
+
 
 @dataclass(frozen=True)
 class StartSequence:
@@ -111,6 +117,7 @@ class WhisperEngine(Recognizer):
         self._sot, self._no_timestamps = int(tok["sot"]), int(tok["no_timestamps"])
         self._sot_prev = tokenizer.special("<|startofprev|>")
         self._biases: dict[tuple[str, ...], HotwordBias | None] = {}
+        self.draft_stats = search.DraftStats()
         self.multilingual = bool(files.config.get("multilingual", False))
         # code -> token id; an English-only model has no language tokens
         self.languages: dict[str, int] = {str(k): int(v) for k, v in files.config.get("languages", {}).items()}
@@ -245,6 +252,7 @@ class WhisperEngine(Recognizer):
         beam_size: int | None = None,
         abandon: threading.Event | None = None,
         language: str | None = None,
+        draft: Sequence[int] = (),
     ) -> TranscriptResult:
         """float32 mono 16 kHz audio in [-1, 1], at most 30 s -> text and timings.
 
@@ -255,6 +263,10 @@ class WhisperEngine(Recognizer):
         `language` (a code or "auto"; ModelError where the model lacks it). Once `abandon`
         is set the call raises DecodeAbandoned before its next model call (the encoder pass, or
         one decoder step: ~10 ms here, not the whole decode).
+
+        `draft`: tokens expected to begin the text (a partial's of the same utterance a moment
+        ago), verified in the decoder's prefill call (search.verified_draft); decoding goes on
+        from the first token the decoder disagrees with. See `_decode` for what it changes.
         """
         if role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, not {role!r}")
@@ -292,8 +304,7 @@ class WhisperEngine(Recognizer):
             if code is None:
                 code, language_prob = self.detect_language()
             start = self.start_sequence(text_prompt, words, code)
-            prefix = self._decoder.prefill(list(start.tokens), start.sot_index)
-            out = search.beam_search(self._decoder, self._rules, prefix, max_new, beam, bias, abandon)
+            prefix, out = self._decode(start, max_new, beam, bias, abandon, draft)
             t2 = time.perf_counter()
             encode_ms, decode_ms = (t1 - t0) * 1000, (t2 - t1) * 1000
             text_window = window
@@ -346,6 +357,38 @@ class WhisperEngine(Recognizer):
             language=code,
             language_prob=None if language_prob is None else round(language_prob, 4),
         )
+
+    def _decode(
+        self,
+        start: StartSequence,
+        max_new: int,
+        beam: int,
+        bias: HotwordBias | None,
+        abandon: threading.Event | None,
+        draft: Sequence[int] = (),
+    ) -> tuple[Prefix, Decoded]:
+        """The start sequence's prefill and the search from it; returns the prefill of the start
+        sequence alone too (a retry or the fallback decodes from it).
+
+        With a draft, the draft's head that greedy decoding agrees with is taken in the prefill's
+        one call and only the rest is searched (with `beam`): greedily the text is the same as
+        without a draft; with a beam, the beam covers only the tail after the accepted head.
+        """
+        if not self.options.draft:
+            draft = ()
+        draft = [int(t) for t in draft if 0 <= int(t) < self._rules.eot][: max(0, max_new - 1)]
+        room = self._decoder.max_positions - len(start.tokens) - max_new
+        draft = draft[: max(0, room)]
+        if not draft:
+            prefix = self._decoder.prefill(list(start.tokens), start.sot_index)
+            return prefix, search.beam_search(self._decoder, self._rules, prefix, max_new, beam, bias, abandon)
+        full = self._decoder.prefill([*start.tokens, *draft], start.sot_index, draft=len(draft))
+        verified = search.verified_draft(self._rules, full, draft, max_new, bias)
+        self.draft_stats.add(len(draft), verified.accepted)
+        out = search.beam_search(
+            self._decoder, self._rules, verified.prefix, max_new, beam, bias, abandon, start=verified.start
+        )
+        return full.cut(len(start.tokens)), out
 
     def _encode(self, audio: np.ndarray, window: float) -> None:
         """Encode `audio` zero-padded to `window` seconds; the decoder reads this audio from now on."""

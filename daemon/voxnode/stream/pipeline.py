@@ -126,6 +126,9 @@ class _UttState:
     final_job: DecodeJob | None = None
     done: bool = False
     wake_word: str | None = None  # the wake word that opened this utterance
+    # The tokens of the latest hypothesis decoded for this utterance (a partial, or the speculative
+    # decode of a pause speech resumed after): the next decode's draft (asr/search.verified_draft).
+    draft: tuple[int, ...] = ()
 
 
 class StreamPipeline:
@@ -271,7 +274,7 @@ class StreamPipeline:
                 self._cancel(st.spec_job)
                 st.spec_result, st.turn_prob, st.judged = None, None, False
                 n = min(len(utt.chunks), utt.last_speech + 1 + self.params.segmenter.tail_frames)
-                st.spec_job = self._job(JobKind.SPECULATIVE, ev.audio, (utt.uid, ev.pause_id, n))
+                st.spec_job = self._job(JobKind.SPECULATIVE, ev.audio, (utt.uid, ev.pause_id, n), st.draft)
                 to_submit = st.spec_job
                 if self.turn is not None:
                     # The same audio as the decode's, on the model's own thread: usually back first.
@@ -304,7 +307,7 @@ class StreamPipeline:
                     return
                 self._cancel(spec)
                 st.spec_job = None
-                st.final_job = self._job(JobKind.FINAL, ev.audio, (utt.uid, -1, len(ev.utterance.chunks)))
+                st.final_job = self._job(JobKind.FINAL, ev.audio, (utt.uid, -1, len(ev.utterance.chunks)), st.draft)
                 to_submit = st.final_job
             else:
                 return
@@ -320,11 +323,11 @@ class StreamPipeline:
             if len(utt.chunks) * PERIOD_S < self.params.partial_min_audio_s:
                 return
             st.last_partial_t = now
-            st.partial_job = self._job(JobKind.PARTIAL, utt.audio(), (utt.uid, -2, len(utt.chunks)))
+            st.partial_job = self._job(JobKind.PARTIAL, utt.audio(), (utt.uid, -2, len(utt.chunks)), st.draft)
             job = st.partial_job
         self._sched.submit(job)
 
-    def _job(self, kind: JobKind, audio: np.ndarray, tag: Any) -> DecodeJob:
+    def _job(self, kind: JobKind, audio: np.ndarray, tag: Any, draft: tuple[int, ...]) -> DecodeJob:
         return DecodeJob(
             self.name,
             kind,
@@ -333,6 +336,7 @@ class StreamPipeline:
             tag,
             prompt=self.params.prompt,
             hotwords=self.params.hotwords,
+            draft=draft,
         )
 
     def _cancel(self, job: DecodeJob | None) -> None:
@@ -349,6 +353,8 @@ class StreamPipeline:
             if st is None or st.done:
                 return
             done = result if outcome == JobOutcome.DONE and isinstance(result, TranscriptResult) else None
+            if done is not None and not st.ended and done.tokens:
+                st.draft = tuple(done.tokens)
             if job is st.final_job:
                 if done is not None:
                     self._publish_final(st, done)

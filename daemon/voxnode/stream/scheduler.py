@@ -69,6 +69,9 @@ class DecodeJob:
     prompt: str | None = None  # the stream's recognition prompt; None = the recognizer's own
     hotwords: tuple[str, ...] | None = None  # the stream's hotwords; None = the recognizer's own
     language: str | None = None  # a Wyoming client's language (a code); None = the recognizer's ([asr])
+    # Tokens the text probably starts with (the utterance's previous hypothesis): verified in one
+    # decoder call, decoding goes on from the first disagreement (Recognizer.transcribe's `draft`).
+    draft: tuple[int, ...] = ()
     # The `stream` the decode-time observer is told ("" = `stream`): owners whose keys come and go
     # (one per Wyoming request) share one, so the voxnode_decode_seconds series stay bounded.
     observed_as: str = ""
@@ -347,6 +350,7 @@ class DecodeScheduler:
                 abandon=None if job.kind == JobKind.FINAL else job.abandon,
                 # Only when asked: recognizers that predate the argument (test doubles) still work.
                 **({} if job.language is None else {"language": job.language}),
+                **({"draft": job.draft} if job.draft else {}),
             )
         except DecodeAbandoned:
             # A partial giving way to a final is skipped; a speculative final voided by speech
