@@ -369,3 +369,28 @@ def test_partials_grow_as_hypotheses_agree_and_the_one_in_flight_is_withdrawn_at
     assert not p3.finished
     r.pipeline.flush()
     assert p3 in r.sched.cancelled  # the utterance ended: its pending partial is withdrawn
+
+
+def test_each_decode_gets_the_utterances_latest_hypothesis_as_its_draft():
+    r = Rig(partials=True)
+    r.feed("0" * 20 + "1" * 40)
+    (p1,) = r.jobs(JobKind.PARTIAL)
+    assert p1.draft == ()  # nothing decoded yet
+    r.sched.finish(p1, dataclasses.replace(result("turn on the"), tokens=[1, 2, 3]))
+    r.feed("1" * 25)
+    p2 = r.jobs(JobKind.PARTIAL)[-1]
+    assert p2.draft == (1, 2, 3)
+    r.sched.finish(p2, dataclasses.replace(result(""), tokens=[]))  # heard nothing: the draft stays
+    r.feed("1" * 25)
+    p3 = r.jobs(JobKind.PARTIAL)[-1]
+    assert p3.draft == (1, 2, 3)
+    r.sched.finish(p3, dataclasses.replace(result("turn on the lights"), tokens=[1, 2, 3, 4]))
+    r.feed("0" * TAIL)
+    (spec,) = r.jobs(JobKind.SPECULATIVE)
+    assert spec.draft == (1, 2, 3, 4)  # the pause's decode, the final to be, starts from the last partial
+    spoken = dataclasses.replace(result("turn on the lights,"), tokens=[1, 2, 3, 4, 5], draft_tokens=4, draft_accepted=3)
+    r.sched.finish(spec, spoken)
+    r.feed("1" * 10 + "0" * TAIL)  # speech resumed: the next pause's decode starts from the voided one
+    assert r.jobs(JobKind.SPECULATIVE)[-1].draft == (1, 2, 3, 4, 5)
+    st = r.pipeline.stats
+    assert (st.draft_tokens, st.draft_accepted) == (4, 3)  # counted per stream (health, metrics)

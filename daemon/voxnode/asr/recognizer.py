@@ -49,6 +49,9 @@ class TranscriptResult:
     # (None where the language was not detected). "" only for silence under "auto" (nothing decoded).
     language: str = ""
     language_prob: float | None = None
+    # A draft handed to transcribe(): its tokens (after clean-up) and how many the decoder accepted.
+    draft_tokens: int = 0
+    draft_accepted: int = 0
 
     @property
     def probability(self) -> float:

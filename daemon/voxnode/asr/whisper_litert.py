@@ -304,7 +304,7 @@ class WhisperEngine(Recognizer):
             if code is None:
                 code, language_prob = self.detect_language()
             start = self.start_sequence(text_prompt, words, code)
-            prefix, out = self._decode(start, max_new, beam, bias, abandon, draft)
+            prefix, out, (drafted, accepted) = self._decode(start, max_new, beam, bias, abandon, draft)
             t2 = time.perf_counter()
             encode_ms, decode_ms = (t1 - t0) * 1000, (t2 - t1) * 1000
             text_window = window
@@ -356,6 +356,8 @@ class WhisperEngine(Recognizer):
             punctuation_prob=punctuation_prob,
             language=code,
             language_prob=None if language_prob is None else round(language_prob, 4),
+            draft_tokens=drafted,
+            draft_accepted=accepted,
         )
 
     def _decode(
@@ -366,9 +368,10 @@ class WhisperEngine(Recognizer):
         bias: HotwordBias | None,
         abandon: threading.Event | None,
         draft: Sequence[int] = (),
-    ) -> tuple[Prefix, Decoded]:
+    ) -> tuple[Prefix, Decoded, tuple[int, int]]:
         """The start sequence's prefill and the search from it; returns the prefill of the start
-        sequence alone too (a retry or the fallback decodes from it).
+        sequence alone too (a retry or the fallback decodes from it), and the draft's tokens and
+        how many were accepted.
 
         With a draft, the draft's head that greedy decoding agrees with is taken in the prefill's
         one call and only the rest is searched (with `beam`): greedily the text is the same as
@@ -381,14 +384,14 @@ class WhisperEngine(Recognizer):
         draft = draft[: max(0, room)]
         if not draft:
             prefix = self._decoder.prefill(list(start.tokens), start.sot_index)
-            return prefix, search.beam_search(self._decoder, self._rules, prefix, max_new, beam, bias, abandon)
+            return prefix, search.beam_search(self._decoder, self._rules, prefix, max_new, beam, bias, abandon), (0, 0)
         full = self._decoder.prefill([*start.tokens, *draft], start.sot_index, draft=len(draft))
         verified = search.verified_draft(self._rules, full, draft, max_new, bias)
         self.draft_stats.add(len(draft), verified.accepted)
         out = search.beam_search(
             self._decoder, self._rules, verified.prefix, max_new, beam, bias, abandon, start=verified.start
         )
-        return full.cut(len(start.tokens)), out
+        return full.cut(len(start.tokens)), out, (len(draft), verified.accepted)
 
     def _encode(self, audio: np.ndarray, window: float) -> None:
         """Encode `audio` zero-padded to `window` seconds; the decoder reads this audio from now on."""

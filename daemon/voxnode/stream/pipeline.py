@@ -89,6 +89,8 @@ class PipelineStats:
     endpoints_by_turn: int = 0  # of endpoints_sentence_end: the end-of-turn model's call (no sure mark)
     wakes: int = 0  # wake words that opened the gate ([wake])
     wake_timeouts: int = 0  # ... after which nobody spoke within wake.listen_timeout_ms
+    draft_tokens: int = 0  # tokens of the drafts its decodes were handed (the previous hypothesis)
+    draft_accepted: int = 0  # ... that the decoder agreed with (taken in one call, not decoded again)
     decode_s: float = 0.0  # engine time spent on this stream's decodes (partials included)
     audio_s: float = 0.0  # audio those decodes covered
 
@@ -353,8 +355,11 @@ class StreamPipeline:
             if st is None or st.done:
                 return
             done = result if outcome == JobOutcome.DONE and isinstance(result, TranscriptResult) else None
-            if done is not None and not st.ended and done.tokens:
-                st.draft = tuple(done.tokens)
+            if done is not None:
+                self.stats.draft_tokens += done.draft_tokens
+                self.stats.draft_accepted += done.draft_accepted
+                if not st.ended and done.tokens:
+                    st.draft = tuple(done.tokens)
             if job is st.final_job:
                 if done is not None:
                     self._publish_final(st, done)

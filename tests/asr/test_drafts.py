@@ -1,0 +1,150 @@
+"""Drafts: a decode that starts from the utterance's previous hypothesis (asr/search.verified_draft).
+
+The draft's tokens are checked in the decoder's one prefill call; decoding goes on from the first
+token greedy decoding disagrees with. Greedily the text must be the decode's without a draft,
+whatever the draft was (right, a partial's of shorter audio, or wrong); a beam covers the tail.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from voxnode.asr import search
+from voxnode.asr.decoder import DecoderRunner, Prefix
+from voxnode.asr.wer import corpus_wer
+from voxnode.audio.wavfile import read_audio
+
+from .conftest import pocketsphinx_utterances
+
+PARTIAL_LAG_S = 0.5  # the live pipeline's partial interval: the last partial misses up to this much
+
+
+@pytest.fixture(scope="module")
+def clips():
+    return [(read_audio(wav), ref) for wav, ref in pocketsphinx_utterances()[:8]]
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Counts the decoder's calls: prefills and steps."""
+    calls = {"prefill": 0, "step": 0}
+    prefill, step = DecoderRunner.prefill, DecoderRunner.step
+
+    def counting_prefill(self, *a, **kw):
+        calls["prefill"] += 1
+        return prefill(self, *a, **kw)
+
+    def counting_step(self, *a, **kw):
+        calls["step"] += 1
+        return step(self, *a, **kw)
+
+    monkeypatch.setattr(DecoderRunner, "prefill", counting_prefill)
+    monkeypatch.setattr(DecoderRunner, "step", counting_step)
+    return calls
+
+
+def partial_draft(engine, audio: np.ndarray) -> list[int]:
+    return engine.transcribe(audio[: len(audio) - int(PARTIAL_LAG_S * 16000)], role="partial").tokens
+
+
+def test_greedy_text_is_the_same_with_a_partials_draft(engine, clips):
+    before = engine.draft_stats.accepted
+    for audio, _ in clips:
+        plain = engine.transcribe(audio, beam_size=1)
+        drafted = engine.transcribe(audio, beam_size=1, draft=partial_draft(engine, audio))
+        assert drafted.tokens == plain.tokens
+        assert drafted.text == plain.text and drafted.stop_reason == plain.stop_reason
+        assert drafted.confidence == pytest.approx(plain.confidence, abs=0.02)
+    assert engine.draft_stats.accepted > before  # the drafts were used, not ignored
+
+
+def test_a_wrong_draft_changes_nothing(engine, clips):
+    (audio, _), (other, _) = clips[0], clips[3]
+    plain = engine.transcribe(audio, beam_size=1)
+    wrong = engine.transcribe(other, beam_size=1).tokens
+    assert wrong[:3] != plain.tokens[:3]
+    for draft in (wrong, plain.tokens[::-1], [plain.tokens[0]] * 40):
+        assert engine.transcribe(audio, beam_size=1, draft=draft).tokens == plain.tokens
+
+
+def test_the_whole_text_as_draft_takes_one_call_and_the_end_of_text_step(engine, clips, counted):
+    audio, _ = clips[1]
+    plain = engine.transcribe(audio, beam_size=1)
+    assert len(plain.tokens) > 5
+    steps_plain = counted["step"]
+    assert steps_plain >= len(plain.tokens) - 1
+    counted["step"] = counted["prefill"] = 0
+    again = engine.transcribe(audio, beam_size=1, draft=plain.tokens)
+    assert again.tokens == plain.tokens
+    # One prefill verified every token and gave the end-of-text: no step at all.
+    assert counted == {"prefill": 1, "step": 0}
+
+
+def test_special_tokens_and_overlong_drafts_are_cut(engine, clips):
+    audio, _ = clips[2]
+    plain = engine.transcribe(audio, beam_size=1)
+    eot = engine._rules.eot
+    junk = [eot, eot + 5, -3, *plain.tokens, *([plain.tokens[-1]] * 500)]
+    assert engine.transcribe(audio, beam_size=1, draft=junk).tokens == plain.tokens
+    assert engine.transcribe(audio, beam_size=1, draft=plain.tokens + [eot]).tokens == plain.tokens
+
+
+def test_drafts_can_be_turned_off(engine, clips, counted, monkeypatch):
+    import dataclasses
+
+    audio, _ = clips[1]
+    plain = engine.transcribe(audio, beam_size=1)
+    monkeypatch.setattr(engine, "options", dataclasses.replace(engine.options, draft=False))
+    counted["step"] = 0
+    engine.transcribe(audio, beam_size=1, draft=plain.tokens)
+    assert counted["step"] >= len(plain.tokens) - 1
+
+
+def test_finals_beam_the_tail_after_the_drafts_head(engine, clips, counted):
+    pairs_plain, pairs_drafted = [], []
+    steps = {"plain": 0, "drafted": 0}
+    for audio, ref in clips:
+        draft = partial_draft(engine, audio)
+        counted["step"] = 0
+        pairs_plain.append((ref, engine.transcribe(audio, beam_size=3).text))
+        steps["plain"] += counted["step"]
+        counted["step"] = 0
+        pairs_drafted.append((ref, engine.transcribe(audio, beam_size=3, draft=draft).text))
+        steps["drafted"] += counted["step"]
+    assert corpus_wer(pairs_drafted) <= corpus_wer(pairs_plain) + 0.02, (pairs_plain, pairs_drafted)
+    assert steps["drafted"] < 0.7 * steps["plain"], steps
+
+
+def test_hotwords_rank_the_draft_as_the_search_does(engine, clips):
+    audio, _ = clips[4]
+    words = ("Clubs", "Hearts")
+    plain = engine.transcribe(audio, beam_size=1, hotwords=words)
+    drafted = engine.transcribe(audio, beam_size=1, hotwords=words, draft=partial_draft(engine, audio))
+    assert drafted.tokens == plain.tokens
+
+
+def test_prefix_cut_keeps_the_rows_and_the_logits_after_them():
+    keys = {"self_k_0": np.arange(2 * 7 * 3, dtype=np.float32).reshape(2, 7, 3)}
+    rows = np.arange(4 * 5, dtype=np.float32).reshape(4, 5)  # after rows 3, 4, 5, 6 (a draft of 3)
+    prefix = Prefix(keys, 7, np.zeros(5, np.float32), rows[-1], rows)
+    cut = prefix.cut(5)  # the start (4 rows) and one draft token
+    assert cut.length == 5 and cut.keys["self_k_0"].shape == (2, 5, 3)
+    np.testing.assert_array_equal(cut.keys["self_k_0"], keys["self_k_0"][:, :5])
+    np.testing.assert_array_equal(cut.first_logits, rows[1])
+    np.testing.assert_array_equal(cut.row_logits, rows[:2])
+    with pytest.raises(ValueError):
+        prefix.cut(3)
+
+
+def test_verified_draft_stops_at_the_first_disagreement(engine, clips):
+    audio, _ = clips[0]
+    plain = engine.transcribe(audio, beam_size=1)
+    start = engine.start_sequence()
+    draft = list(plain.tokens)
+    draft[4] = (draft[4] + 1) % 1000  # wrong from the fifth token on
+    engine._encode(audio, float(np.ceil(len(audio) / 16000 + 1)))
+    full = engine._decoder.prefill([*start.tokens, *draft], start.sot_index, draft=len(draft))
+    verified = search.verified_draft(engine._rules, full, draft, 100)
+    assert verified.accepted == 4 and verified.start.tokens == plain.tokens[:4]
+    assert verified.prefix.length == len(start.tokens) + 4
