@@ -372,7 +372,7 @@ def test_partials_grow_as_hypotheses_agree_and_the_one_in_flight_is_withdrawn_at
 
 
 def test_each_decode_gets_the_utterances_latest_hypothesis_as_its_draft():
-    r = Rig(partials=True)
+    r = Rig(partials=True, partial_max_share=1.0)
     r.feed("0" * 20 + "1" * 40)
     (p1,) = r.jobs(JobKind.PARTIAL)
     assert p1.draft == ()  # nothing decoded yet
@@ -394,3 +394,27 @@ def test_each_decode_gets_the_utterances_latest_hypothesis_as_its_draft():
     assert r.jobs(JobKind.SPECULATIVE)[-1].draft == (1, 2, 3, 4, 5)
     st = r.pipeline.stats
     assert (st.draft_tokens, st.draft_accepted) == (4, 3)  # counted per stream (health, metrics)
+
+
+def test_partials_are_spaced_by_their_own_decode_time_on_a_slow_board():
+    r = Rig(partials=True)  # partial_interval_ms 500, partial_max_share 0.25
+
+    def frames_to_next_partial(limit=100):
+        before = len(r.jobs(JobKind.PARTIAL))
+        for n in range(1, limit):
+            r.feed("1")
+            if len(r.jobs(JobKind.PARTIAL)) > before:
+                return n, r.jobs(JobKind.PARTIAL)[-1]
+        raise AssertionError("no partial")
+
+    r.feed("0" * 20)
+    _, p1 = frames_to_next_partial()
+    n, p2 = frames_to_next_partial()
+    assert n in (25, 26)  # 500 ms (+ a frame of float rounding)
+    r.sched.finish(p2, result("turn on the"))  # took 0.2 s of the engine: the next waits 0.8 s
+    n, p3 = frames_to_next_partial()
+    assert n in (40, 41)  # 800 ms after p2's submission
+    p3.started, p3.finished = 1.0, 1.05
+    p3.on_done(p3, JobOutcome.DONE, result("turn on the kitchen"))  # 50 ms: the interval rules again
+    n, _ = frames_to_next_partial()
+    assert n in (25, 26)

@@ -12,6 +12,19 @@ class StreamingConfig:
         500, "Re-decode the growing utterance this often for partials.", min=100, max=10000
     )
     partial_min_audio_ms: int = setting(800, "No partial before the utterance has this much audio.", min=0, max=10000)
+    # A slow board spaces partials out by their own cost: a partial that took d seconds to decode is
+    # followed by the next no sooner than d / partial_max_share (and partial_interval_ms). On the
+    # 2-core x86 a partial takes ~30-50 ms, so 0.25 never binds; on an emulated Pi 4 (~6x slower
+    # per thread, scripts/emulate_board.py) a 180-250 ms partial is repeated every 0.7-1 s instead of
+    # every 0.5 s, which keeps a speaking stream within about a third of a Pi 4 core and the engine
+    # free for the final when the speaker stops (docs/benchmarks.md, "Emulated boards").
+    partial_max_share: float = setting(
+        0.25,
+        "At most this share of the time goes to one stream's partials: the next partial waits its "
+        "predecessor's decode time divided by this (a slow board gets fewer partials); 1 = no limit.",
+        min=0.05,
+        max=1.0,
+    )
     partial_max_wait_ms: int = setting(
         1000, "A partial still queued after this long is skipped (the engine is behind).", min=50, max=30000
     )

@@ -67,6 +67,7 @@ def pipeline_params(config: Config, stream: str | None = None) -> PipelineParams
         partials=s.partials,
         partial_interval_s=s.partial_interval_ms / 1000,
         partial_min_audio_s=s.partial_min_audio_ms / 1000,
+        partial_max_share=s.partial_max_share,
         no_speech_threshold=s.no_speech_threshold,
         min_confidence=s.min_confidence,
         sentence_end_hangover_frames=frames(config.vad.sentence_end_hangover_ms),

@@ -62,6 +62,7 @@ class PipelineParams:
     partials: bool
     partial_interval_s: float
     partial_min_audio_s: float
+    partial_max_share: float  # the next partial waits at least the last one's decode time / this
     no_speech_threshold: float
     min_confidence: float  # mean token log-prob; below: treated as noise
     # Sentence-aware endpoints (stream/endpoint.py): the pause's hangover, in frames of silence after
@@ -170,6 +171,7 @@ class StreamPipeline:
         # ids unique across daemon restarts and reloads for consumers that key on them.
         self._id_prefix = f"{name}-{int(time.time()):x}"
         self._holding = False
+        self._partial_cost_s = 0.0  # the engine time of this stream's latest partial (paces the next)
 
     # ---- feeding ----------------------------------------------------------------
     def feed(self, samples: np.ndarray, seq: int, t_mono: float, t_wall: float) -> None:
@@ -320,7 +322,9 @@ class StreamPipeline:
             st = self._utts.get(utt.uid)
             if st is None or st.ended or st.spec_job is not None:
                 return  # in a pause the speculative final is the better use of the engine
-            if now - st.last_partial_t < self.params.partial_interval_s:
+            if now - st.last_partial_t < max(
+                self.params.partial_interval_s, self._partial_cost_s / self.params.partial_max_share
+            ):
                 return
             if len(utt.chunks) * PERIOD_S < self.params.partial_min_audio_s:
                 return
@@ -351,6 +355,8 @@ class StreamPipeline:
             if outcome == JobOutcome.DONE:
                 self.stats.decode_s += job.finished - job.started
                 self.stats.audio_s += job.audio.size / SAMPLE_RATE
+                if job.kind == JobKind.PARTIAL:
+                    self._partial_cost_s = job.finished - job.started
             st = self._utts.get(job.tag[0])
             if st is None or st.done:
                 return
