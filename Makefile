@@ -26,7 +26,7 @@ APT_LANGUAGES := $(foreach l,fr es it ru,asterisk-core-sounds-$(l) asterisk-core
 export PYTHONMALLOC := malloc
 
 .PHONY: demo run test test-ha ha-venv ha-venv-or-skip lint deps-run deps-test deps-corpus venv venv-test \
-        check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-wyoming bench-languages \
+        check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-wyoming bench-languages calibrate-boards \
         convert-model convert-model-base convert-silero eval-vad install uninstall purge test-arm64 soak
 
 demo: venv
@@ -165,6 +165,11 @@ eval-vad: deps-corpus .venv-bench/.installed
 bench-asr: deps-corpus venv-test .venv-bench/.installed
 	.venv-bench/bin/python scripts/bench_asr.py
 	.venv-bench/bin/python scripts/bench_final_latency.py
+
+# Emulated boards (scripts/emulate_board.py, docs/benchmarks.md#emulated-boards): published Pi 4 / Pi 5 /
+# Zero 2 W workloads under each board's cgroup caps, measured vs published. Root and cgroup v1 cpu; ~5 min.
+calibrate-boards: .venv-bench/.installed
+	.venv-bench/bin/python scripts/calibrate_boards.py --reference --write docs/board_calibration.json
 
 # `sudo make install`: /opt/voxnode (venv + model), /etc/voxnode/config.toml (kept if edited),
 # the systemd unit, enabled and started when systemd runs. DESTDIR=dir lays the files out under dir.

@@ -40,7 +40,7 @@ from pathlib import Path
 
 CGROUP_CPU = Path("/sys/fs/cgroup/cpu")
 MIN_QUOTA_US = 1000  # cgroup v1 refuses a smaller cpu.cfs_quota_us
-DEFAULT_PERIOD_US = 10_000  # short periods keep the stalls small (quota runs out, the thread waits)
+DEFAULT_PERIOD_US = 5000  # short periods keep the stalls small; lengthened where the quota would be < 1000 us
 
 
 @dataclass(frozen=True)
@@ -57,12 +57,12 @@ BOARDS: dict[str, Board] = {
     # Raspberry Pi 4 / 400: 4x Cortex-A72. Modelled at 1.8 GHz (Pi 400 and the later Pi 4 boards;
     # the first Pi 4 revisions run at 1.5 GHz, ~17 % slower): the published figures used for the
     # calibration (fquirin's Pi 400, ncnn's "BCM2711B0 1.8GHz") are at 1.8 GHz.
-    "pi4": Board(4, 0.125, "Raspberry Pi 4/400, 4x Cortex-A72 1.8 GHz"),
+    "pi4": Board(4, 0.072, "Raspberry Pi 4/400, 4x Cortex-A72 1.8 GHz"),
     # Raspberry Pi 5: 4x Cortex-A76 2.4 GHz (Orange Pi 5 / RK3588 has the same core and clock).
-    "pi5": Board(4, 0.40, "Raspberry Pi 5, 4x Cortex-A76 2.4 GHz"),
+    "pi5": Board(4, 0.19, "Raspberry Pi 5, 4x Cortex-A76 2.4 GHz"),
     # Raspberry Pi Zero 2 W: 4x Cortex-A53 1 GHz (512 MB RAM, not modelled). ncnn only (no published
     # CTranslate2 figure found).
-    "zero2w": Board(4, 0.04, "Raspberry Pi Zero 2 W, 4x Cortex-A53 1.0 GHz"),
+    "zero2w": Board(4, 0.023, "Raspberry Pi Zero 2 W, 4x Cortex-A53 1.0 GHz"),
     "x86": Board(os.cpu_count() or 1, None, "this host, no limit"),
 }
 

@@ -1,0 +1,1 @@
+"""Checks of the benchmark tools in scripts/ (not of the daemon)."""

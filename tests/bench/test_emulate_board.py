@@ -1,0 +1,104 @@
+"""scripts/emulate_board.py slows what it runs by the board's fraction, each thread on its own board core.
+
+Needs a writable cgroup v1 cpu controller (root, /sys/fs/cgroup/cpu); skipped otherwise. The child
+measures itself: CPU time of its busy thread(s) (time.thread_time) over the wall time of the same
+stretch, so a loaded machine only makes the wall longer (hence the wider upper tolerance).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "emulate_board.py"
+_spec = importlib.util.spec_from_file_location("emulate_board", SCRIPT)
+assert _spec and _spec.loader
+emulate_board = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(emulate_board)
+
+BOARD = "pi5"  # the largest fraction: the shortest test
+FRACTION = emulate_board.BOARDS[BOARD].fraction
+CPU_S = 0.2  # busy CPU seconds per thread; ~1 s of wall at the pi5 fraction
+
+_reason = emulate_board.unavailable_reason()
+needs_cgroup = pytest.mark.skipif(_reason is not None, reason=f"cpu controller not usable: {_reason}")
+
+# Busy for CPU_S of thread CPU time in N threads; hashlib releases the GIL for large buffers, so the
+# threads really run at once. Prints [thread CPU s, wall s] per thread.
+CHILD = """
+import hashlib, json, sys, threading, time
+cpu_s, n = float(sys.argv[1]), int(sys.argv[2])
+buf = b"x" * (1 << 16)
+out = []
+def busy():
+    w0, c0 = time.perf_counter(), time.thread_time()
+    while time.thread_time() - c0 < cpu_s:
+        hashlib.sha256(buf).digest()
+    out.append((time.thread_time() - c0, time.perf_counter() - w0))
+threads = [threading.Thread(target=busy) for _ in range(n)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(json.dumps(out))
+"""
+
+
+def run_child(threads: int, board: str = BOARD) -> list[tuple[float, float]]:
+    cmd = [sys.executable, str(SCRIPT), board, "--", sys.executable, "-c", CHILD, str(CPU_S), str(threads)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    return [tuple(x) for x in json.loads(r.stdout)]
+
+
+def assert_share(cpu: float, wall: float) -> None:
+    # wall / cpu = 1 / fraction: -25 % (never faster than the quota) to +60 % (a loaded 2-core host)
+    stretch = (wall / cpu) * FRACTION
+    assert 0.75 <= stretch <= 1.6, (
+        f"wall {wall:.3f} s for {cpu:.3f} s CPU: stretch x{wall / cpu:.2f}, want x{1 / FRACTION:.2f}"
+    )
+
+
+@needs_cgroup
+def test_one_thread_is_slowed_by_the_fraction():
+    [(cpu, wall)] = run_child(1)
+    assert_share(cpu, wall)
+
+
+@needs_cgroup
+def test_each_thread_gets_one_board_core():
+    # Unmoved, both would share one board core (each ~fraction / 2); uncapped, each could take a
+    # host core or the parent's 4 x fraction.
+    for cpu, wall in run_child(2):
+        assert_share(cpu, wall)
+
+
+@needs_cgroup
+def test_signal_is_forwarded_and_groups_removed():
+    before = set(os.listdir(emulate_board.own_cpu_cgroup()))
+    p = subprocess.Popen([sys.executable, str(SCRIPT), BOARD, "--", "sleep", "30"])
+    time.sleep(0.5)
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=10) == -signal.SIGTERM  # it dies as its child did
+    left = {d for d in set(os.listdir(emulate_board.own_cpu_cgroup())) - before if d.startswith("voxnode-emu-")}
+    assert not left
+
+
+@needs_cgroup
+def test_exit_status_is_the_childs():
+    r = subprocess.run([sys.executable, str(SCRIPT), BOARD, "--", "sh", "-c", "exit 7"], timeout=10)
+    assert r.returncode == 7
+
+
+def test_unknown_board_is_one_line():
+    r = subprocess.run([sys.executable, str(SCRIPT), "pi9", "--", "true"], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0 and "unknown board 'pi9'" in r.stderr, r.stderr
