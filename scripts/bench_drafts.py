@@ -87,7 +87,8 @@ def measure(threads: int, conditions: list[str], n_asterisk: int, lag_s: float) 
                 "p95_ms": round(float(np.percentile(w, 95)), 1),
             }
         rows["draft_acceptance"] = round(accepted / drafted, 3) if drafted else None
-        rows["greedy_texts_changed"] = sum(a != b for a, b in zip(texts["greedy"], texts["greedy + draft"]))
+        pairs = zip(texts["greedy"], texts["greedy + draft"], strict=True)
+        rows["greedy_texts_changed"] = sum(a != b for a, b in pairs)
         out[cond] = rows
         print(cond, json.dumps(rows), flush=True)
     return {"utterances": len(utts), "conditions": out}
@@ -143,7 +144,8 @@ def main() -> int:
         for cond, row in r["conditions"].items():
             cells = [f"{row[s]['wer']:.1f} %, {row[s]['median_ms']:.0f} / {row[s]['p95_ms']:.0f}" for s in SETTINGS]
             lines.append(
-                f"| {key} (load {r['load'][0]:.1f}; {r['measured']}) | {cond} | " + " | ".join(cells)
+                f"| {key} (load {r['load'][0]:.1f}; {r['measured']}) | {cond} | "
+                + " | ".join(cells)
                 + f" | {row['draft_acceptance']:.0%} | {row['greedy_texts_changed']} of {r['utterances']} |"
             )
     lines += ["", f"Machine: {run['machine']}."]

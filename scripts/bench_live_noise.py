@@ -38,6 +38,7 @@ import datetime as dt
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -55,6 +56,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 import audio_corpus as ac  # noqa: E402
+import emulate_board  # noqa: E402
 import live_noise_audio as la  # noqa: E402
 import live_noise_report as report  # noqa: E402
 import scoring  # noqa: E402
@@ -144,6 +146,11 @@ def alsa_conf(work: Path, lanes: int) -> None:
     (work / "alsa" / "asoundrc").write_text(conf)
 
 
+def _children_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def loadavg() -> list[float]:
     return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
 
@@ -151,15 +158,20 @@ def loadavg() -> list[float]:
 # ---- one live run -----------------------------------------------------------------------
 
 
-def play_live(track: la.Track, work: Path, lane: int, config_path: Path, speed: float = 1.0) -> dict:
-    """Play the track into a fresh daemon in real time (or `speed` x); events with read times."""
+def play_live(
+    track: la.Track, work: Path, lane: int, config_path: Path, speed: float = 1.0, board: str = "x86"
+) -> dict:
+    """Play the track into a fresh daemon in real time (or `speed` x); events with read times.
+    `board`: the daemon (only it: not the pacer, not the scoring) runs under scripts/emulate_board.py."""
     pcm = work / f"lane{lane}.pcm"
     pcm.write_bytes(ac.to_pcm16(track.audio))
     times_path = work / f"lane{lane}.times.json"
     env = {**os.environ, "XDG_CONFIG_HOME": str(work), "PYTHONMALLOC": "malloc"}
     errlog = open(work / f"lane{lane}-{track.condition.name}.stderr", "w+")  # noqa: SIM115 - lives as long as the daemon, closed below
+    children_cpu0 = _children_cpu_s()
+    t_start = time.monotonic()
     daemon = subprocess.Popen(
-        [str(VOXNODE), "run", "--stdout", "--config", str(config_path)],
+        [*emulate_board.argv_prefix(board), str(VOXNODE), "run", "--stdout", "--config", str(config_path)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=errlog,
@@ -193,13 +205,20 @@ def play_live(track: la.Track, work: Path, lane: int, config_path: Path, speed: 
         time.sleep(0.3)
     finally:
         pacer.stdin.close()  # the FIFO closes: a capture blocked in its read returns
+        before_pacer = _children_cpu_s()
         pacer.wait(10)
+        pacer_cpu_s = _children_cpu_s() - before_pacer
         try:
             daemon.wait(30)
         except subprocess.TimeoutExpired:
             daemon.kill()
             daemon.wait(5)
         reader.join(5)
+    # The daemon's CPU (and, under an emulated board, its emulator's: a few % of it) over its whole
+    # run, start-up included: children's usage is counted when they are reaped, and the pacer was
+    # reaped before (its usage is taken out by the snapshot below it).
+    daemon_cpu_s = _children_cpu_s() - children_cpu0 - pacer_cpu_s
+    run_s = time.monotonic() - t_start
     errlog.seek(0)
     stderr = errlog.read()
     errlog.close()
@@ -214,6 +233,7 @@ def play_live(track: la.Track, work: Path, lane: int, config_path: Path, speed: 
         "xruns": int(m.group(3)) if m else None,
         "finals_lost": len(re.findall(r"final for utterance \d+ lost|final for stream \S+ dropped", stderr)),
         "daemon_rc": daemon.returncode,
+        "daemon_cpu_pct": round(100 * daemon_cpu_s / run_s, 1) if run_s > 0 else None,
         "stderr_tail": stderr[-2000:] if daemon.returncode else "",
     }
 
@@ -331,6 +351,7 @@ def score_condition(track: la.Track, live: dict, transcribed: list[str]) -> dict
         "frames": live["frames"],
         "dropped_frames": live["dropped_frames"],
         "finals_lost": live["finals_lost"],
+        "daemon_cpu_pct": live["daemon_cpu_pct"],
         "noise_dbfs": track.noise_dbfs,
         "detail": {
             "refs": refs,
@@ -407,6 +428,12 @@ def all_conditions() -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--label", default="", help="name of this run in the results (e.g. webrtc, spectral)")
+    ap.add_argument(
+        "--board",
+        default="x86",
+        choices=sorted(emulate_board.BOARDS),
+        help="run the daemon as this board (scripts/emulate_board.py; the pacer and the scoring run unthrottled)",
+    )
     ap.add_argument(
         "--conditions",
         default="",
@@ -489,7 +516,7 @@ def main() -> None:
         load0 = loadavg()
         t0 = time.monotonic()
         speed = args.noise_speed if c.noise_alone else 1.0
-        live = play_live(t, work, lane, cfg, speed)
+        live = play_live(t, work, lane, cfg, speed, args.board)
         if c.noise_alone:
             res = score_noise_alone(t, live, speed)
         else:

@@ -388,7 +388,9 @@ def test_each_decode_gets_the_utterances_latest_hypothesis_as_its_draft():
     r.feed("0" * TAIL)
     (spec,) = r.jobs(JobKind.SPECULATIVE)
     assert spec.draft == (1, 2, 3, 4)  # the pause's decode, the final to be, starts from the last partial
-    spoken = dataclasses.replace(result("turn on the lights,"), tokens=[1, 2, 3, 4, 5], draft_tokens=4, draft_accepted=3)
+    spoken = dataclasses.replace(
+        result("turn on the lights,"), tokens=[1, 2, 3, 4, 5], draft_tokens=4, draft_accepted=3
+    )
     r.sched.finish(spec, spoken)
     r.feed("1" * 10 + "0" * TAIL)  # speech resumed: the next pause's decode starts from the voided one
     assert r.jobs(JobKind.SPECULATIVE)[-1].draft == (1, 2, 3, 4, 5)

@@ -99,7 +99,7 @@ METRICS: dict[str, MetricDef] = _defs(
     ("voxnode_stream_suppressed_total", C, "Decodes with no speech in them (noise, music), not emitted.", S),
     ("voxnode_stream_finals_lost_total", C, "Finals dropped by the decode scheduler or failed in the engine.", S),
     ("voxnode_stream_speculative_hits_total", C, "Finals served by the speculative decode during the pause.", S),
-    ("voxnode_stream_draft_tokens_total", C, "Draft tokens (the previous hypothesis) handed to this stream's decodes.", S),
+    ("voxnode_stream_draft_tokens_total", C, "Draft tokens (the previous hypothesis) given to the decodes.", S),
     ("voxnode_stream_draft_accepted_total", C, "Draft tokens the decoder accepted in one call.", S),
     ("voxnode_stream_decoded_audio_seconds_total", C, "Seconds of audio decoded (partials included).", S),
     ("voxnode_stream_last_final_timestamp_seconds", G, "Unix time of the stream's last final.", S),

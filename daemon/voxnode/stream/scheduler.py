@@ -342,15 +342,19 @@ class DecodeScheduler:
             # A speculative final becomes the final: it gets the full decode. Partials and
             # speculative finals may be given up (`abandon`); a final never is.
             partial = job.kind == JobKind.PARTIAL
+            # Only when asked: recognizers that predate these arguments (test doubles) still work.
+            asked: dict[str, Any] = {}
+            if job.language is not None:
+                asked["language"] = job.language
+            if job.draft:
+                asked["draft"] = job.draft
             result = rec.transcribe(
                 job.audio,
                 role="partial" if partial else "final",
                 prompt=job.prompt,
                 hotwords=job.hotwords,
                 abandon=None if job.kind == JobKind.FINAL else job.abandon,
-                # Only when asked: recognizers that predate the argument (test doubles) still work.
-                **({} if job.language is None else {"language": job.language}),
-                **({"draft": job.draft} if job.draft else {}),
+                **asked,
             )
         except DecodeAbandoned:
             # A partial giving way to a final is skipped; a speculative final voided by speech
