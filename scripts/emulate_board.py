@@ -57,11 +57,16 @@ BOARDS: dict[str, Board] = {
     # Raspberry Pi 4 / 400: 4x Cortex-A72. Modelled at 1.8 GHz (Pi 400 and the later Pi 4 boards;
     # the first Pi 4 revisions run at 1.5 GHz, ~17 % slower): the published figures used for the
     # calibration (fquirin's Pi 400, ncnn's "BCM2711B0 1.8GHz") are at 1.8 GHz.
+    # At 0.072: faster-whisper JFK 3.74 s (Pi 400 3.9), ncnn 1 thread mobilenet 0.098 (0.124),
+    # mobilenet_v2 0.057 (0.093, short: +-25 % between runs), resnet50 0.585 (0.534), 4 threads 0.258 (0.263).
     "pi4": Board(4, 0.072, "Raspberry Pi 4/400, 4x Cortex-A72 1.8 GHz"),
     # Raspberry Pi 5: 4x Cortex-A76 2.4 GHz (Orange Pi 5 / RK3588 has the same core and clock).
+    # Fitted on faster-whisper JFK: 1.35-1.51 s (Orange Pi 5 1.3). ncnn's Pi 5 fp32 figures are 1.6-2.9x
+    # faster than this predicts (fp16 arithmetic on the ARMv8.2 A76): not fitted, see docs/benchmarks.md.
     "pi5": Board(4, 0.19, "Raspberry Pi 5, 4x Cortex-A76 2.4 GHz"),
     # Raspberry Pi Zero 2 W: 4x Cortex-A53 1 GHz (512 MB RAM, not modelled). ncnn only (no published
-    # CTranslate2 figure found).
+    # CTranslate2 figure found: Whisper on it is extrapolated). At 0.023: mobilenet 0.436 s (0.394),
+    # mobilenet_v2 0.261 (0.274), resnet50 2.22 (1.80), 4 threads 0.730 (0.783).
     "zero2w": Board(4, 0.023, "Raspberry Pi Zero 2 W, 4x Cortex-A53 1.0 GHz"),
     "x86": Board(os.cpu_count() or 1, None, "this host, no limit"),
 }

@@ -22,6 +22,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "emulate_board.py"
 _spec = importlib.util.spec_from_file_location("emulate_board", SCRIPT)
 assert _spec and _spec.loader
 emulate_board = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("emulate_board", emulate_board)  # its dataclass looks itself up there
 _spec.loader.exec_module(emulate_board)
 
 BOARD = "pi5"  # the largest fraction: the shortest test
