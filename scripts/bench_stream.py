@@ -36,6 +36,9 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import audio_corpus as ac  # noqa: E402
+import emulate_board  # noqa: E402
+
+EMULATED_ENV = "VOXNODE_BENCH_BOARD"  # set in the re-run under scripts/emulate_board.py
 
 PACER = r"""
 import os, sys, time, json
@@ -275,7 +278,20 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], help="section.key=value (ints/floats/bools)")
     ap.add_argument("--batching", action="store_true")
     ap.add_argument("--json", help="append results to this file")
+    ap.add_argument(
+        "--board",
+        default="x86",
+        choices=sorted(emulate_board.BOARDS),
+        help="run the whole benchmark as this board (scripts/emulate_board.py; the pacer's few writes "
+        "per 20 ms fit any board); CPU is also given in that board's cores",
+    )
     args = ap.parse_args()
+    board = emulate_board.BOARDS[args.board]
+    if board.fraction is not None and os.environ.get(EMULATED_ENV) != args.board:
+        # Re-run this command under the emulation (the daemon runs in this process).
+        os.environ[EMULATED_ENV] = args.board
+        cmd = [*emulate_board.argv_prefix(args.board), sys.executable, __file__, *sys.argv[1:]]
+        os.execv(cmd[0], cmd)
     counts = [int(x) for x in args.streams.split(",")]
     work = Path(tempfile.mkdtemp(prefix="voxnode-bench-"))
     os.environ["VOXNODE_BENCH_DIR"] = str(work)
@@ -322,6 +338,12 @@ def main() -> None:
     for n in counts:
         res = run(n, args.speak_s, args.idle_s, engines, overrides)
         res["settings"] = args.set
+        res["board"] = args.board
+        res["threads"] = args.threads
+        if board.fraction is not None:
+            # One board core = `fraction` of a host core.
+            for key in ("cpu_idle_pct_per_stream", "cpu_speaking_pct_per_stream", "cpu_total_speaking_pct"):
+                res[key + "_of_board_core"] = round(res[key] / board.fraction, 1)
         print(json.dumps(res), flush=True)
         if args.json:
             with open(args.json, "a") as f:
