@@ -134,5 +134,7 @@ def test_fifo_lock_serves_in_arrival_order():
     assert order == [0, 1, 2, 3, 4]
 
 
-def test_default_threads_is_half_the_physical_cores():
-    assert default_num_threads() == max(1, physical_cores() // 2)
+def test_default_threads_is_half_the_physical_cores_up_to_four():
+    # a Pi Zero 2 W / Pi 4 / Pi 5 (4 cores) gets 2; a 2-core box 1; a 16-core PC no more than 4
+    assert [default_num_threads(n) for n in (1, 2, 4, 6, 8, 16)] == [1, 1, 2, 3, 4, 4]
+    assert default_num_threads() == default_num_threads(physical_cores())
