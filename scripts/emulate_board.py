@@ -31,6 +31,7 @@ import argparse
 import contextlib
 import math
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -274,6 +275,16 @@ def run(board_name: str, command: list[str], period_us: int, poll_ms: float, ver
             n += 1
             time.sleep(poll_s)
         status = child.returncode
+        # What the command used (its tree, reaped), apart from this poller's own CPU (~10 % of a
+        # host core at a 5 ms poll): benchmarks read this line (bench_live_noise.py).
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
+        mine = resource.getrusage(resource.RUSAGE_SELF)
+        print(
+            f"emulate_board: command CPU {used.ru_utime + used.ru_stime:.3f} s, "
+            f"emulator CPU {mine.ru_utime + mine.ru_stime:.3f} s",
+            file=sys.stderr,
+            flush=True,
+        )
     finally:
         if child is not None and child.poll() is None:
             child.kill()
