@@ -344,6 +344,10 @@ def main() -> None:
         res["settings"] = args.set
         res["board"] = args.board
         res["threads"] = args.threads
+        # What produced the row and under what load, for docs/benchmarks.md.
+        res["command"] = " ".join([".venv/bin/python", "scripts/bench_stream.py", *sys.argv[1:]])
+        res["finished"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        res["loadavg"] = Path("/proc/loadavg").read_text().split()[:3]
         if board.fraction is not None:
             # One board core = `fraction` of a host core.
             for key in ("cpu_idle_pct_per_stream", "cpu_speaking_pct_per_stream", "cpu_total_speaking_pct"):
