@@ -9,6 +9,7 @@ Japanese character is a word of its own, and marks belong to the letter they sit
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 # Scripts written without spaces between words: Han (CJK ideographs, extensions A and beyond, the
@@ -100,3 +101,20 @@ def join(parts: list[str]) -> str:
 def key(word: str) -> str:
     """Comparison key of a word: case and punctuation do not make two words differ (marks do)."""
     return "".join(ch for ch in word.lower() if is_word_char(ch))
+
+
+# Whisper's non-speech annotations ("[BLANK_AUDIO]", "(music)", "*laughs*", "♪"), with the
+# full-width brackets it uses in Chinese and Japanese ("（笑）", "【音楽】").
+_NON_SPEECH = re.compile(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|♪|（[^）]*）|【[^】]*】|［[^］]*］")
+
+
+def clean_text(text: str) -> str:
+    """A transcript as published (live finals and partials, Wyoming): Whisper's
+    non-speech annotations stripped, spaces normalised; where one sat between Chinese or Japanese
+    characters, no space is left in its place."""
+    out = ""
+    for part in _NON_SPEECH.split(text):
+        part = " ".join(part.split())
+        if part:
+            out = out + glue(out, part) + part if out else part
+    return out

@@ -9,7 +9,7 @@ from voxnode import text as script
 from voxnode.asr.guards import compression_ratio, is_too_repetitive, repeated_phrase
 from voxnode.stream.endpoint import Completion, judge
 from voxnode.stream.partials import StablePrefix
-from voxnode.stream.pipeline import clean_text
+from voxnode.text import clean_text
 
 
 def test_words_in_every_script():

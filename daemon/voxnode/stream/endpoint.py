@@ -14,6 +14,7 @@ from __future__ import annotations
 import enum
 
 from voxnode import text as script
+from voxnode.asr.recognizer import TranscriptResult
 
 # Words that (almost) never end an English sentence: articles, conjunctions, clause openers,
 # prepositions that need an object, possessives, fillers. Whisper often puts a full stop after them
@@ -131,3 +132,26 @@ def judge(
     # No closing mark after an ordinary word: often a short command ("turn on the lights") or a
     # fragment: the ordinary hangover, not the long one, so the final stays within latency targets.
     return Completion.UNKNOWN
+
+
+def pause_verdict(
+    result: TranscriptResult,
+    turn_prob: float | None,
+    awaits_turn: bool,
+    sentence_end_min_prob: float,
+    turn_min_prob: float,
+) -> tuple[Completion, Completion] | None:
+    """The verdict on a pause, and the text's own, from its speculative decode `result` and the
+    end-of-turn model's `turn_prob` (None: not back yet, or no model). The text decides alone when
+    it can (a sure closing mark, or clearly open); otherwise, when `awaits_turn` (a model was asked),
+    None: the model's verdict is still to come."""
+    by_text = judge(
+        script.clean_text(result.text),
+        result.stop_reason == "eot",
+        result.punctuation_prob,
+        sentence_end_min_prob,
+        result.language,
+    )
+    if by_text == Completion.UNKNOWN and awaits_turn and turn_prob is None:
+        return None
+    return with_turn(by_text, turn_prob, turn_min_prob), by_text

@@ -8,16 +8,39 @@ none of their own (tests build them from a default `Config()` here too).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from voxnode.audio.format import PERIOD_MS
 from voxnode.config import Config
 from voxnode.config.wake import stream_wake_model
 from voxnode.frontend.chain import FrontEndParams
 from voxnode.wake.models import load_wake_model
 
-from .pipeline import PipelineParams
 from .scheduler import SchedulerParams
 from .segmenter import SegmenterParams
 from .wake_gate import WakeParams
+
+
+@dataclass(frozen=True)
+class PipelineParams:
+    """A stream pipeline's (stream/pipeline.py), built by `pipeline_params` from [frontend], [vad] and [stream]."""
+
+    frontend: FrontEndParams
+    segmenter: SegmenterParams
+    partials: bool
+    partial_interval_s: float
+    partial_min_audio_s: float
+    partial_max_share: float  # the next partial waits at least the last one's decode time / this
+    no_speech_threshold: float
+    min_confidence: float  # mean token log-prob; below: treated as noise
+    # Sentence-aware endpoints (stream/endpoint.py): the pause's hangover, in frames of silence after
+    # the last speech, once the speculative decode says the sentence ended / is still open.
+    sentence_end_hangover_frames: int
+    sentence_end_min_prob: float  # the closing mark's probability that calls a sentence finished
+    open_hangover_frames: int
+    turn_min_prob: float  # the end-of-turn model's P(finished) that calls it, where the text cannot tell
+    prompt: str | None  # this stream's recognition prompt; None = the engine's ([asr])
+    hotwords: tuple[str, ...] | None  # this stream's hotwords; None = the engine's ([asr])
 
 
 def frames(ms: int) -> int:

@@ -17,6 +17,10 @@ from __future__ import annotations
 
 from voxnode import text as script
 
+# Partials stop after this many silent frames (60 ms): once the speaker pauses, a partial would only
+# repeat itself and delay the speculative final behind it on the engine (live streams and Wyoming).
+PARTIAL_QUIET_FRAMES = 3
+
 
 def words(text: str) -> list[str]:
     return script.units(text)

@@ -10,25 +10,22 @@ not at the next frame.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from voxnode import text as script
-from voxnode.asr import guards
 from voxnode.asr.recognizer import TranscriptResult
 from voxnode.audio.format import PERIOD_S, SAMPLE_RATE
 from voxnode.events import TranscriptEvent, WakeEvent
-from voxnode.frontend.chain import FrontEnd, FrontEndParams, speech_only
+from voxnode.frontend.chain import FrontEnd, speech_only
 from voxnode.frontend.enhance import make_enhancer
 
-from .endpoint import Completion, judge, with_turn
-from .partials import StablePrefix
+from .endpoint import Completion, pause_verdict
+from .params import PipelineParams
+from .partials import PARTIAL_QUIET_FRAMES
 from .scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome, JobResult
 from .segmenter import (
     Chunk,
@@ -37,101 +34,18 @@ from .segmenter import (
     Paused,
     Resumed,
     Segmenter,
-    SegmenterParams,
     SegmentEvent,
     Started,
     Utterance,
 )
+from .stats import PipelineStats
+from .transcripts import TranscriptPublisher
 from .turn import TurnDetector, TurnRequest
 from .utterance_enhance import UtteranceEnhancer
+from .utterance_state import UtteranceState
 from .wake_gate import WakeGate
 
 log = logging.getLogger(__name__)
-
-PARTIAL_QUIET_FRAMES = 3
-# Annotations, with the full-width brackets Whisper uses in Chinese and Japanese ("（笑）", "【音楽】").
-_NON_SPEECH = re.compile(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|♪|（[^）]*）|【[^】]*】|［[^］]*］")
-
-
-@dataclass(frozen=True)
-class PipelineParams:
-    """Built from [frontend], [vad] and [stream] (stream/params.py), which hold the defaults."""
-
-    frontend: FrontEndParams
-    segmenter: SegmenterParams
-    partials: bool
-    partial_interval_s: float
-    partial_min_audio_s: float
-    partial_max_share: float  # the next partial waits at least the last one's decode time / this
-    no_speech_threshold: float
-    min_confidence: float  # mean token log-prob; below: treated as noise
-    # Sentence-aware endpoints (stream/endpoint.py): the pause's hangover, in frames of silence after
-    # the last speech, once the speculative decode says the sentence ended / is still open.
-    sentence_end_hangover_frames: int
-    sentence_end_min_prob: float  # the closing mark's probability that calls a sentence finished
-    open_hangover_frames: int
-    turn_min_prob: float  # the end-of-turn model's P(finished) that calls it, where the text cannot tell
-    prompt: str | None  # this stream's recognition prompt; None = the engine's ([asr])
-    hotwords: tuple[str, ...] | None  # this stream's hotwords; None = the engine's ([asr])
-
-
-@dataclass
-class PipelineStats:
-    frames: int = 0
-    utterances: int = 0
-    discarded: int = 0
-    finals: int = 0
-    partials: int = 0
-    suppressed: int = 0  # decoded, but no speech in it (noise, music, hallucination)
-    finals_lost: int = 0  # dropped by the scheduler or failed in the engine
-    speculative_hits: int = 0
-    endpoints_sentence_end: int = 0  # pauses the speculative decode judged a finished sentence
-    endpoints_open: int = 0  # ... an unfinished one (waited the long hangover)
-    endpoints_by_turn: int = 0  # of endpoints_sentence_end: the end-of-turn model's call (no sure mark)
-    wakes: int = 0  # wake words that opened the gate ([wake])
-    wake_timeouts: int = 0  # ... after which nobody spoke within wake.listen_timeout_ms
-    draft_tokens: int = 0  # tokens of the drafts its decodes were handed (the previous hypothesis)
-    draft_accepted: int = 0  # ... that the decoder agreed with (taken in one call, not decoded again)
-    decode_s: float = 0.0  # engine time spent on this stream's decodes (partials included)
-    audio_s: float = 0.0  # audio those decodes covered
-
-    @property
-    def rtf(self) -> float | None:
-        """Real-time factor of this stream's recognition: engine seconds per second of audio."""
-        return round(self.decode_s / self.audio_s, 4) if self.audio_s else None
-
-    def as_dict(self) -> dict:
-        return {**vars(self), "rtf": self.rtf}
-
-
-def clean_text(text: str) -> str:
-    """Strip Whisper's non-speech annotations ("[BLANK_AUDIO]", "(music)"); where one sat between
-    Chinese or Japanese characters, no space is left in its place."""
-    out = ""
-    for part in _NON_SPEECH.split(text):
-        part = " ".join(part.split())
-        if part:
-            out = out + script.glue(out, part) + part if out else part
-    return out
-
-
-@dataclass
-class _UttState:
-    utt: Utterance
-    prefix: StablePrefix = field(default_factory=StablePrefix)
-    last_partial_t: float = 0.0
-    partial_job: DecodeJob | None = None
-    spec_job: DecodeJob | None = None
-    spec_result: TranscriptResult | None = None
-    turn_prob: float | None = None  # the end-of-turn model's verdict on the current pause
-    judged: bool = False  # the current pause's verdict is applied
-    ended: bool = False
-    final_job: DecodeJob | None = None
-    done: bool = False
-    wake_word: str | None = None  # the wake word that opened this utterance
-    # The tokens of the latest hypothesis decoded for this utterance (a partial, or the speculative
-    # decode of a pause speech resumed after): the next decode's draft (asr/search.verified_draft).
-    draft: tuple[int, ...] = ()
 
 
 class StreamPipeline:
@@ -165,11 +79,12 @@ class StreamPipeline:
         # Lock order is always pipeline -> scheduler; the scheduler never calls
         # back while holding its own lock.
         self._lock = threading.RLock()
-        self._utts: dict[int, _UttState] = {}
+        self._utts: dict[int, UtteranceState] = {}
         self.stats = PipelineStats()
         # Utterance numbers restart with the pipeline; the start time (hex seconds) keeps
         # ids unique across daemon restarts and reloads for consumers that key on them.
         self._id_prefix = f"{name}-{int(time.time()):x}"
+        self._out = TranscriptPublisher(name, self._id_prefix, params, self.stats, emit, clock)
         self._holding = False
         self._partial_cost_s = 0.0  # the engine time of this stream's latest partial (paces the next)
 
@@ -268,7 +183,7 @@ class StreamPipeline:
             if isinstance(ev, Started):
                 self.stats.utterances += 1
                 word = self.wake.word if self.wake is not None else None
-                self._utts[utt.uid] = _UttState(utt, last_partial_t=utt.chunks[-1].t_mono, wake_word=word)
+                self._utts[utt.uid] = UtteranceState(utt, utt.chunks[-1].t_mono, wake_word=word)
                 return
             st = self._utts.get(utt.uid)
             if st is None:
@@ -276,17 +191,16 @@ class StreamPipeline:
             if isinstance(ev, Paused):
                 self._cancel(st.partial_job)
                 self._cancel(st.spec_job)
-                st.spec_result, st.turn_prob, st.judged = None, None, False
                 n = min(len(utt.chunks), utt.last_speech + 1 + self.params.segmenter.tail_frames)
-                st.spec_job = self._job(JobKind.SPECULATIVE, ev.audio, (utt.uid, ev.pause_id, n), st.draft)
-                to_submit = st.spec_job
+                to_submit = self._job(JobKind.SPECULATIVE, ev.audio, (utt.uid, ev.pause_id, n), st.draft)
+                st.pause(to_submit)
                 if self.turn is not None:
                     # The same audio as the decode's, on the model's own thread: usually back first.
                     tag = (utt.uid, ev.pause_id)
-                    self.turn.submit(TurnRequest(self.name, st.spec_job.audio, self._on_turn, tag))
+                    self.turn.submit(TurnRequest(self.name, to_submit.audio, self._on_turn, tag))
             elif isinstance(ev, Resumed):
                 self._cancel(st.spec_job)
-                st.spec_job, st.spec_result, st.turn_prob = None, None, None
+                st.resume()
                 if self.turn is not None:
                     self.turn.cancel(self.name)
                 return
@@ -297,22 +211,19 @@ class StreamPipeline:
                 del self._utts[utt.uid]
                 return
             elif isinstance(ev, Ended):
-                st.utt = ev.utterance
-                st.ended = True
                 self._cancel(st.partial_job)
                 spec = st.spec_job
                 if spec is not None and ev.pause_id >= 0 and spec.tag[:2] == (utt.uid, ev.pause_id):
                     self.stats.speculative_hits += 1
-                    st.final_job = spec
+                    st.end(ev.utterance, spec)
                     if st.spec_result is not None:
-                        self._publish_final(st, st.spec_result)
+                        self._finish(st, st.spec_result)
                     else:
                         self._sched.promote(spec)  # no-op if it is already running
                     return
                 self._cancel(spec)
-                st.spec_job = None
-                st.final_job = self._job(JobKind.FINAL, ev.audio, (utt.uid, -1, len(ev.utterance.chunks)), st.draft)
-                to_submit = st.final_job
+                to_submit = self._job(JobKind.FINAL, ev.audio, (utt.uid, -1, len(ev.utterance.chunks)), st.draft)
+                st.end(ev.utterance, to_submit)
             else:
                 return
         self._sched.submit(to_submit)
@@ -368,21 +279,21 @@ class StreamPipeline:
                     st.draft = tuple(done.tokens)
             if job is st.final_job:
                 if done is not None:
-                    self._publish_final(st, done)
+                    self._finish(st, done)
                 else:
-                    self._lose_final(st, outcome, result)
+                    self._lose(st, outcome, result)
             elif job is st.spec_job and done is not None:
                 st.spec_result = done
                 if not st.ended:
                     # Decoded at a pause, so its last word is complete: also a partial hypothesis.
-                    self._publish_partial(st, job, done, drop_last=False)
+                    self._out.partial(st, job, done, drop_last=False)
                     self._apply_endpoint_verdict(st)
             elif job is st.spec_job:
-                st.spec_job = None  # the endpoint will submit a fresh final
+                st.speculation_failed()
             elif not st.ended and isinstance(result, TranscriptResult):
                 # A partial, or a speculation voided because speech resumed: either way a
                 # hypothesis of the utterance so far.
-                self._publish_partial(st, job, result, drop_last=job.kind == JobKind.PARTIAL)
+                self._out.partial(st, job, result, drop_last=job.kind == JobKind.PARTIAL)
 
     def _on_turn(self, request: TurnRequest, prob: float) -> None:
         """The end-of-turn model's verdict (its thread): kept for the pause it was asked about."""
@@ -394,7 +305,7 @@ class StreamPipeline:
             st.turn_prob = prob
             self._apply_endpoint_verdict(st)
 
-    def _apply_endpoint_verdict(self, st: _UttState) -> None:
+    def _apply_endpoint_verdict(self, st: UtteranceState) -> None:
         """The pause's text (and sound) set its hangover; a finished sentence may end the utterance now.
         Called when the speculative decode is back and again when the end-of-turn model is: the text
         decides alone when it can (a sure closing mark, or clearly open); otherwise the model's
@@ -402,16 +313,11 @@ class StreamPipeline:
         result, job = st.spec_result, st.spec_job
         if result is None or job is None or st.judged:
             return
-        by_text = judge(
-            clean_text(result.text),
-            result.stop_reason == "eot",
-            result.punctuation_prob,
-            self.params.sentence_end_min_prob,
-            result.language,
-        )
-        if by_text == Completion.UNKNOWN and self.turn is not None and st.turn_prob is None:
-            return  # the model's verdict is still to come
-        verdict = with_turn(by_text, st.turn_prob, self.params.turn_min_prob)
+        p = self.params
+        verdicts = pause_verdict(result, st.turn_prob, self.turn is not None, p.sentence_end_min_prob, p.turn_min_prob)
+        if verdicts is None:
+            return  # the end-of-turn model's verdict is still to come
+        verdict, by_text = verdicts
         st.judged = True
         log.debug(
             "stream %s: pause %d: %s (stop %s, closing mark p=%s, turn p=%s): %r",
@@ -434,92 +340,10 @@ class StreamPipeline:
             return
         self._segment(self.segmenter.set_hangover(job.tag[1], frames))
 
-    def _publish_partial(self, st: _UttState, job: DecodeJob, result: TranscriptResult, drop_last: bool) -> None:
-        text = clean_text(result.text)
-        if not text or self._is_noise(result):
-            return
-        grown = st.prefix.update(text, drop_last=drop_last)
-        if grown is None:
-            return
-        n = min(job.tag[2], len(st.utt.chunks))
-        covered = st.utt.chunks[n - 1]
-        last_speech = next((c for c in reversed(st.utt.chunks[:n]) if c.speech), covered)
-        self.stats.partials += 1
-        # end = end of the speech this partial has heard; latency from the end of its audio.
-        self._emit(
-            self._event(
-                "partial",
-                st,
-                grown,
-                last_speech.t_wall + PERIOD_S,
-                (self._clock() - covered.t_mono - PERIOD_S) * 1e3,
-                result,
-            )
-        )
-
-    def _publish_final(self, st: _UttState, result: TranscriptResult) -> None:
-        st.done = True
+    def _finish(self, st: UtteranceState, result: TranscriptResult) -> None:
         self._utts.pop(st.utt.uid, None)
-        text = clean_text(result.text)
-        end_wall, end_mono = st.utt.speech_end()
-        if not text or self._is_noise(result):
-            self.stats.suppressed += 1
-            log.debug(
-                "stream %s: utterance %d suppressed (text %r, no_speech %.2f, conf %.2f)",
-                self.name,
-                st.utt.uid,
-                result.text,
-                result.no_speech_prob,
-                result.confidence,
-            )
-            return
-        self.stats.finals += 1
-        now = self._clock()
-        job = st.final_job
-        if job is not None and log.isEnabledFor(logging.DEBUG):
-            # Where the latency went, from the end of speech: the decode's submission (the pause
-            # reaching tail_ms, or the endpoint), its start (engine free) and its end.
-            log.debug(
-                "stream %s: final %d %s: submitted +%.0f ms, started +%.0f, decoded +%.0f, published +%.0f",
-                self.name,
-                st.utt.uid,
-                job.kind.name.lower(),
-                (job.submitted - end_mono) * 1e3,
-                (job.started - end_mono) * 1e3,
-                (job.finished - end_mono) * 1e3,
-                (now - end_mono) * 1e3,
-            )
-        self._emit(self._event("final", st, text, end_wall, (now - end_mono) * 1e3, result))
+        self._out.final(st, result)
 
-    def _is_noise(self, result: TranscriptResult) -> bool:
-        p = self.params
-        return guards.is_noise(result.no_speech_prob, result.confidence, p.no_speech_threshold, p.min_confidence)
-
-    def _lose_final(self, st: _UttState, outcome: JobOutcome, result: JobResult) -> None:
-        st.done = True
+    def _lose(self, st: UtteranceState, outcome: JobOutcome, result: JobResult) -> None:
         self._utts.pop(st.utt.uid, None)
-        self.stats.finals_lost += 1
-        log.error(
-            "stream %s: final for utterance %d lost (%s%s)",
-            self.name,
-            st.utt.uid,
-            outcome.value,
-            f": {result}" if result is not None else "",
-        )
-
-    def _event(
-        self, kind: str, st: _UttState, text: str, end_wall: float, latency_ms: float, result: TranscriptResult
-    ) -> TranscriptEvent:
-        first = next((c for c in st.utt.chunks if c.speech), st.utt.chunks[0])
-        return TranscriptEvent(
-            type=kind,
-            stream=self.name,
-            id=f"{self._id_prefix}-{st.utt.uid}",
-            text=text,
-            start=first.t_wall,
-            end=end_wall,
-            latency_ms=latency_ms,
-            confidence=float(result.confidence),
-            wake_word=st.wake_word,
-            language=result.language,
-        )
+        self._out.lost(st, outcome, result)

@@ -1,0 +1,134 @@
+"""A stream's decode results -> the partial and final TranscriptEvents it publishes.
+
+Text clean-up (voxnode.text.clean_text), the noise verdict (asr/guards.is_noise), the partials'
+stable prefix, the event's id, times and latency, and the stream's counters of what was published,
+suppressed and lost. The pipeline (stream/pipeline.py) calls it under its lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from voxnode.asr import guards
+from voxnode.asr.recognizer import TranscriptResult
+from voxnode.audio.format import PERIOD_S
+from voxnode.events import TranscriptEvent, WakeEvent
+from voxnode.text import clean_text
+
+from .params import PipelineParams
+from .scheduler import DecodeJob, JobOutcome, JobResult
+from .stats import PipelineStats
+from .utterance_state import UtteranceState
+
+# The pipeline's logger: what an operator filters on for a stream's finals stays one name.
+log = logging.getLogger("voxnode.stream.pipeline")
+
+
+class TranscriptPublisher:
+    def __init__(
+        self,
+        name: str,
+        id_prefix: str,
+        params: PipelineParams,
+        stats: PipelineStats,
+        emit: Callable[[TranscriptEvent | WakeEvent], None],
+        clock: Callable[[], float],
+    ):
+        self.name = name
+        self.params = params
+        self.stats = stats
+        self._id_prefix = id_prefix
+        self._emit = emit
+        self._clock = clock
+
+    def partial(self, st: UtteranceState, job: DecodeJob, result: TranscriptResult, drop_last: bool) -> None:
+        """A hypothesis of the utterance so far: published when its stable prefix grew."""
+        text = clean_text(result.text)
+        if not text or self._is_noise(result):
+            return
+        grown = st.prefix.update(text, drop_last=drop_last)
+        if grown is None:
+            return
+        n = min(job.tag[2], len(st.utt.chunks))
+        covered = st.utt.chunks[n - 1]
+        last_speech = next((c for c in reversed(st.utt.chunks[:n]) if c.speech), covered)
+        self.stats.partials += 1
+        # end = end of the speech this partial has heard; latency from the end of its audio.
+        self._emit(
+            self._event(
+                "partial",
+                st,
+                grown,
+                last_speech.t_wall + PERIOD_S,
+                (self._clock() - covered.t_mono - PERIOD_S) * 1e3,
+                result,
+            )
+        )
+
+    def final(self, st: UtteranceState, result: TranscriptResult) -> None:
+        """The utterance's final: published, or suppressed as noise."""
+        st.finish()
+        text = clean_text(result.text)
+        end_wall, end_mono = st.utt.speech_end()
+        if not text or self._is_noise(result):
+            self.stats.suppressed += 1
+            log.debug(
+                "stream %s: utterance %d suppressed (text %r, no_speech %.2f, conf %.2f)",
+                self.name,
+                st.utt.uid,
+                result.text,
+                result.no_speech_prob,
+                result.confidence,
+            )
+            return
+        self.stats.finals += 1
+        now = self._clock()
+        job = st.final_job
+        if job is not None and log.isEnabledFor(logging.DEBUG):
+            # Where the latency went, from the end of speech: the decode's submission (the pause
+            # reaching tail_ms, or the endpoint), its start (engine free) and its end.
+            log.debug(
+                "stream %s: final %d %s: submitted +%.0f ms, started +%.0f, decoded +%.0f, published +%.0f",
+                self.name,
+                st.utt.uid,
+                job.kind.name.lower(),
+                (job.submitted - end_mono) * 1e3,
+                (job.started - end_mono) * 1e3,
+                (job.finished - end_mono) * 1e3,
+                (now - end_mono) * 1e3,
+            )
+        self._emit(self._event("final", st, text, end_wall, (now - end_mono) * 1e3, result))
+
+    def _is_noise(self, result: TranscriptResult) -> bool:
+        p = self.params
+        return guards.is_noise(result.no_speech_prob, result.confidence, p.no_speech_threshold, p.min_confidence)
+
+    def lost(self, st: UtteranceState, outcome: JobOutcome, result: JobResult) -> None:
+        """The final was dropped by the scheduler or failed in the engine: counted and logged."""
+        st.finish()
+        self.stats.finals_lost += 1
+        log.error(
+            "stream %s: final for utterance %d lost (%s%s)",
+            self.name,
+            st.utt.uid,
+            outcome.value,
+            f": {result}" if result is not None else "",
+        )
+
+    def _event(
+        self, kind: str, st: UtteranceState, text: str, end_wall: float, latency_ms: float, result: TranscriptResult
+    ) -> TranscriptEvent:
+        first = next((c for c in st.utt.chunks if c.speech), st.utt.chunks[0])
+        return TranscriptEvent(
+            type=kind,
+            stream=self.name,
+            id=f"{self._id_prefix}-{st.utt.uid}",
+            text=text,
+            start=first.t_wall,
+            end=end_wall,
+            latency_ms=latency_ms,
+            confidence=float(result.confidence),
+            wake_word=st.wake_word,
+            language=result.language,
+        )

@@ -1,0 +1,103 @@
+"""One utterance's recognition, as explicit states.
+
+    OPEN ──pause──> PAUSED ──resume──> OPEN
+      │               │
+      └────end────────┴──> ENDED ──final──> DONE
+
+OPEN: speech is going on; partials are decoded now and then.
+PAUSED: a pause reached `tail_ms`; a speculative final is decoded over the speech so far
+(`spec_job`; None again if that decode failed: the end then submits a fresh final). Its text,
+and the end-of-turn model, judge the pause (stream/endpoint.py).
+ENDED: the segmenter ended the utterance; its final is `final_job` (the speculation, when the
+pause it covered is the one that ended the utterance).
+DONE: the final is published, suppressed as noise, or lost; nothing more happens to it.
+A discarded utterance (too little speech) is dropped from any state but DONE.
+
+Only the pipeline (stream/pipeline.py) drives these transitions, under its lock.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from voxnode.asr.recognizer import TranscriptResult
+
+from .partials import StablePrefix
+from .scheduler import DecodeJob
+from .segmenter import Utterance
+
+
+class Phase(enum.Enum):
+    OPEN = "open"
+    PAUSED = "paused"
+    ENDED = "ended"
+    DONE = "done"
+
+
+_NEXT = {
+    Phase.OPEN: frozenset({Phase.PAUSED, Phase.ENDED}),
+    Phase.PAUSED: frozenset({Phase.OPEN, Phase.PAUSED, Phase.ENDED}),
+    Phase.ENDED: frozenset({Phase.DONE}),
+    Phase.DONE: frozenset(),
+}
+
+
+class TransitionError(RuntimeError):
+    """A transition the diagram above does not have: a bug in the pipeline, never the input."""
+
+
+@dataclass
+class UtteranceState:
+    utt: Utterance
+    last_partial_t: float
+    wake_word: str | None = None  # the wake word that opened this utterance
+    phase: Phase = Phase.OPEN
+    prefix: StablePrefix = field(default_factory=StablePrefix)
+    partial_job: DecodeJob | None = None
+    spec_job: DecodeJob | None = None  # PAUSED (and ENDED, when it became the final)
+    spec_result: TranscriptResult | None = None
+    turn_prob: float | None = None  # the end-of-turn model's verdict on the current pause
+    judged: bool = False  # the current pause's verdict is applied
+    final_job: DecodeJob | None = None
+    # The tokens of the latest hypothesis decoded for this utterance (a partial, or the speculative
+    # decode of a pause speech resumed after): the next decode's draft (asr/search.verified_draft).
+    draft: tuple[int, ...] = ()
+
+    @property
+    def ended(self) -> bool:
+        return self.phase in (Phase.ENDED, Phase.DONE)
+
+    @property
+    def done(self) -> bool:
+        return self.phase == Phase.DONE
+
+    def _go(self, phase: Phase) -> None:
+        if phase not in _NEXT[self.phase]:
+            raise TransitionError(f"utterance {self.utt.uid}: {self.phase.value} -> {phase.value}")
+        self.phase = phase
+
+    def pause(self, spec_job: DecodeJob) -> None:
+        """A pause reached tail_ms: `spec_job` decodes the speech so far; the old pause's verdict is void."""
+        self._go(Phase.PAUSED)
+        self.spec_job, self.spec_result, self.turn_prob, self.judged = spec_job, None, None, False
+
+    def resume(self) -> None:
+        """Speech resumed in the pause: its speculation is void."""
+        self._go(Phase.OPEN)
+        self.spec_job, self.spec_result, self.turn_prob = None, None, None
+
+    def speculation_failed(self) -> None:
+        """The pause's speculative decode was dropped or failed: the end will submit a fresh final."""
+        self.spec_job = None
+
+    def end(self, utt: Utterance, final_job: DecodeJob) -> None:
+        """The segmenter ended the utterance (`utt`: its final audio); `final_job` decodes it."""
+        self._go(Phase.ENDED)
+        self.utt, self.final_job = utt, final_job
+        if final_job is not self.spec_job:
+            self.spec_job = None
+
+    def finish(self) -> None:
+        """The final is published, suppressed or lost."""
+        self._go(Phase.DONE)
