@@ -38,10 +38,10 @@ from voxnode.asr.recognizer import TranscriptResult
 from voxnode.audio.format import PERIOD_FRAMES, SAMPLE_RATE
 from voxnode.frontend.chain import FrontEnd, FrontEndParams, speech_only
 from voxnode.frontend.recognition import RecognitionFilter
-from voxnode.stream.partials import StablePrefix, norm
+from voxnode.stream.partials import PARTIAL_QUIET_FRAMES, StablePrefix, norm
 from voxnode.stream.partials import words as partial_words
-from voxnode.stream.pipeline import PARTIAL_QUIET_FRAMES, clean_text
 from voxnode.stream.scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome, JobResult
+from voxnode.text import clean_text
 
 from .convert import AudioConverter
 
