@@ -176,7 +176,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if config.streams:
         config = dataclasses.replace(config, streams=())
     work, feeder, seconds = demo.prepare(args.clip)
-    config = config.with_device(demo.DEMO_PCM)
+    config = demo.with_name_hotword(config.with_device(demo.DEMO_PCM), args.clip)
     broker, config = demo.mqtt_setup(config, work)  # a local Mosquitto when no broker is configured
     printer = demo.MqttPrinter(config, sys.stderr if args.stdout else sys.stdout)
     log.info("demo: playing %s through ALSA PCM %r (%.1f s)", args.clip or "the bundled clip", demo.DEMO_PCM, seconds)
