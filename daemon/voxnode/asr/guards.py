@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Callable
+
+import numpy as np
 
 from voxnode.text import is_cjk, is_hangul, words
 
@@ -75,6 +78,87 @@ def repeated_phrase(text: str) -> bool:
         if (n >= min_phrase and repeats >= 2) or repeats >= 4:
             return True
     return False
+
+
+# Whole-utterance repeats ("Set bedroom light green. Set bedroom light green." for one command).
+# A short command in a mostly empty window: tiny.en goes on after the sentence and says it again,
+# then ends. Live (scripts/probe_repeats.py, 45 short real commands, one per pause, clean) 2 finals
+# of 45 without a prompt, 4 with one, were the command twice or three times over; offline, 1 clip
+# of 283 ("Login incorrect." -> "Login Incorrect. Login Incorrect.", 1.3 s).
+# Such text holds more than the speech could: measured on the same 283 real clips (pocketsphinx-
+# testdata and the Asterisk prompts of 0.5-9 s, their offline transcripts, per second of speech as
+# speech_span_s finds it), letters per second: median 12.2, p99 17.0, max 18.0 ("The conference
+# will begin when the leader arrives.", 2.3 s); the doubled commands: 22-34, except "I'm sorry.
+# I'm sorry." (17, 0.8 s: caught by the second decode instead, see whisper_litert). Tokens separate
+# worse: real max 5.0 per second, "Message deleted. Message deleted." only 4.8.
+# A repeat is collapsed to one copy only when it is over the limit, so "no, no, no" or a command a
+# user really says twice (at most 18 letters per second) stays as said.
+MAX_LETTERS_PER_SECOND = 19.0
+DIGIT_LETTERS = 3  # "5" is said "five": a digit counts as 3 letters
+CJK_LETTERS = 3  # a Chinese or Japanese character is a syllable (not measured: no such corpus here)
+SPAN_BELOW_PEAK_DB = 35.0  # speech_span_s: frames within 35 dB of the loudest (audio_corpus.label_speech)
+SPAN_FLOOR_DBFS = -60.0
+SPAN_FRAME = 320  # 20 ms at 16 kHz
+
+
+def repeat_unit(text: str) -> tuple[int, int]:
+    """(n, k): the words of `text` are k copies of its first n words (compared without case,
+    punctuation or spaces, as repeated_phrase); (len(words), 1) when they are not a repeat."""
+    units = words(text)
+    joined = "".join(units)
+    for n in range(1, len(units) // 2 + 1):
+        gram = "".join(units[:n])
+        if gram and len(joined) % len(gram) == 0 and joined == gram * (len(joined) // len(gram)):
+            return n, len(joined) // len(gram)
+    return len(units), 1
+
+
+def is_repeated_utterance(text: str) -> bool:
+    """The whole text is one phrase of 2+ words said 2+ times, or one word 3+ times
+    ("five five" is not; "five, five, five" and "Call forwarding. Call forwarding." are)."""
+    n, k = repeat_unit(text)
+    return (k >= 2 and n >= 2) or k >= 3
+
+
+def spoken_letters(text: str) -> int:
+    """Letters of `text` as said: a digit counts DIGIT_LETTERS, a Chinese or Japanese character CJK_LETTERS."""
+    return sum(CJK_LETTERS if is_cjk(ch) else DIGIT_LETTERS if ch.isdigit() else 1 for ch in text if ch.isalnum())
+
+
+def speech_span_s(audio: np.ndarray, rate: int = 16000) -> float:
+    """Seconds from the first to the last 20 ms frame within SPAN_BELOW_PEAK_DB of the loudest
+    (its 99th percentile) and above SPAN_FLOOR_DBFS; `audio` in [-1, 1]. Noise makes the span
+    longer, never shorter, so it can only make too_fast() less likely."""
+    n = len(audio) // SPAN_FRAME
+    if n == 0:
+        return len(audio) / rate
+    frames = np.asarray(audio[: n * SPAN_FRAME], np.float64).reshape(n, SPAN_FRAME)
+    level = 10 * np.log10(np.mean(frames * frames, axis=1) + 1e-12)
+    loud = np.nonzero(level > max(float(np.percentile(level, 99)) - SPAN_BELOW_PEAK_DB, SPAN_FLOOR_DBFS))[0]
+    if len(loud) == 0:
+        return len(audio) / rate
+    return (int(loud[-1]) + 1 - int(loud[0])) * SPAN_FRAME / rate
+
+
+def too_fast(text: str, span_s: float) -> bool:
+    """More letters than speech of `span_s` seconds holds (MAX_LETTERS_PER_SECOND)."""
+    return spoken_letters(text) > MAX_LETTERS_PER_SECOND * max(span_s, 0.1)
+
+
+def first_copy(tokens: list[int], decode: Callable[[list[int]], str]) -> int:
+    """How many of `tokens` make the first copy of a repeated utterance, with the punctuation
+    that ends it; len(tokens) when the text is not a repeat."""
+    text = decode(tokens)
+    n, k = repeat_unit(text)
+    if k < 2:
+        return len(tokens)
+    gram = "".join(words(text)[:n])
+    for m in range(1, len(tokens) + 1):
+        if "".join(words(decode(tokens[:m]))) == gram:
+            while m < len(tokens) and not any(ch.isalnum() for ch in decode(tokens[m : m + 1])):
+                m += 1  # the closing mark and spaces of the first copy
+            return m
+    return len(tokens)
 
 
 def compression_ratio(text: str) -> float:

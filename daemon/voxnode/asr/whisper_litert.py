@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from voxnode.asr import guards, search
+from voxnode.asr import guards, redecode, search
 from voxnode.asr.decoder import DecoderRunner, Prefix
 from voxnode.asr.encoder import EncoderRunner
 from voxnode.asr.fifo_lock import FifoLock
@@ -67,8 +67,6 @@ RETRY_WINDOW_SECONDS = 10.0
 # Whisper keeps at most n_text_ctx // 2 - 1 = 223 prompt tokens (the most recent ones).
 MAX_PROMPT_TOKENS = 223
 MAX_HOTWORD_TOKENS = 111
-# Sampling is seeded per call: the same audio gives the same transcript.
-SAMPLING_SEED = 0
 
 
 @dataclass(frozen=True)
@@ -305,10 +303,13 @@ class WhisperEngine(Recognizer):
                 code, language_prob = self.detect_language()
             start = self.start_sequence(text_prompt, words, code)
             prefix, out, (drafted, accepted) = self._decode(start, max_new, beam, bias, abandon, draft)
+            text_of = self._tokenizer.decode
+            if final and redecode.drafted_repeat(out, accepted, text_of):
+                out = search.beam_search(self._decoder, self._rules, prefix, max_new, beam, bias, abandon)
             t2 = time.perf_counter()
             encode_ms, decode_ms = (t1 - t0) * 1000, (t2 - t1) * 1000
             text_window = window
-            if final and self._looped(out) and window < MAX_SECONDS:
+            if final and redecode.looped(out, text_of) and window < MAX_SECONDS:
                 # No end-of-text, or a phrase said again and again: the short window made
                 # decoding loop. A longer window (closer to Whisper's 30 s training windows)
                 # nearly always ends, and says the phrase once unless it was said twice.
@@ -325,13 +326,16 @@ class WhisperEngine(Recognizer):
                 encode_ms, decode_ms = encode_ms + (t1 - t0) * 1000, decode_ms + (t2 - t1) * 1000
                 if retry.stop_reason == "eot" or out.stop_reason != "eot":
                     out, text_window = retry, window
-            if final and opts.temperatures and self._needs_fallback(out):
+            if final and opts.temperatures and redecode.needs_fallback(out, text_of):
                 # Sampled in the window the decoder holds (the longer one after a retry).
                 t0 = time.perf_counter()
-                out = self._fallback(out, prefix, max_new, beam, opts.temperatures, abandon)
+                out = redecode.fallback(
+                    self._decoder, self._rules, text_of, out, prefix, max_new, beam, opts.temperatures, abandon
+                )
                 decode_ms += (time.perf_counter() - t0) * 1000
                 if out.temperature:
                     text_window = window
+        out = redecode.collapse(out, text_of, audio)
         text = self._tokenizer.decode(out.tokens)
         confidence = out.avg_logprob
         tokens, stop = out.tokens, out.stop_reason
@@ -407,40 +411,6 @@ class WhisperEngine(Recognizer):
                 self._biases.clear()
             self._biases[hotwords] = HotwordBias.build(self._tokenizer, hotwords, self.options.hotword_boost)
         return self._biases[hotwords]
-
-    def _looped(self, out: Decoded) -> bool:
-        return out.stop_reason != "eot" or guards.repeated_phrase(self._tokenizer.decode(out.tokens))
-
-    def _needs_fallback(self, out: Decoded) -> bool:
-        """Whisper's rule: a loop, or text too repetitive, or the model unsure, unless it is silence."""
-        if out.no_speech_prob > guards.NO_SPEECH_THRESHOLD:
-            return False
-        return (
-            out.stop_reason != "eot"
-            or out.avg_logprob < guards.LOGPROB_THRESHOLD
-            or guards.is_too_repetitive(self._tokenizer.decode(out.tokens))
-        )
-
-    def _fallback(
-        self,
-        first: Decoded,
-        prefix,
-        max_new: int,
-        best_of: int,
-        temperatures: tuple[float, ...],
-        abandon: threading.Event | None = None,
-    ) -> Decoded:
-        """Sample at rising temperatures until a result passes; else the best of all tries
-        (faster-whisper's choice: highest mean log-probability among those not too repetitive)."""
-        rng = np.random.default_rng(SAMPLING_SEED)
-        tries = [first]
-        for t in temperatures:
-            out = search.sample(self._decoder, self._rules, prefix, max_new, best_of, t, rng, abandon)
-            if not self._needs_fallback(out):
-                return out
-            tries.append(out)
-        plain = [r for r in tries if not guards.is_too_repetitive(self._tokenizer.decode(r.tokens))]
-        return max(plain or tries, key=lambda r: r.avg_logprob)
 
 
 def default_options() -> DecodeOptions:

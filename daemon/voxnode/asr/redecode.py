@@ -1,0 +1,104 @@
+"""A final's second looks: when the engine decodes again, and what it keeps.
+
+After the first decode of a final (whisper_litert.WhisperEngine.transcribe):
+
+1. a whole-utterance repeat decoded from a draft is decoded again without it (`drafted_repeat`);
+2. a loop (no end-of-text, a phrase said again and again, the whole utterance twice) is decoded
+   again in a longer window (`looped`);
+3. text that is unsure or too repetitive is sampled at rising temperatures (`needs_fallback`,
+   `fallback`: Whisper's temperature fallback);
+4. a whole-utterance repeat longer than its speech could hold is cut to one copy (`collapse`;
+   partials too: it costs no decode).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+import numpy as np
+
+from voxnode.asr import guards, search
+from voxnode.asr.decoder import DecoderRunner, Prefix
+from voxnode.asr.search import Decoded, TokenRules
+
+log = logging.getLogger(__name__)
+
+TextOf = Callable[[list[int]], str]  # tokens -> text (Tokenizer.decode)
+
+# Sampling is seeded per call: the same audio gives the same transcript.
+SAMPLING_SEED = 0
+
+
+def drafted_repeat(out: Decoded, accepted: int, text_of: TextOf) -> bool:
+    """A decode that took `accepted` tokens of a draft came out as the whole utterance twice.
+
+    The draft (a partial's greedy text) commits the beam to greedy decoding's head, and after a
+    short command greedy tiny.en often says it again: on the live probe (scripts/probe_repeats.py)
+    the partial "Call forwarding." as the draft of the final gave "Call forwarding. Call
+    forwarding." where the same beam without a draft ends after one copy; so did "I'm sorry." and
+    "Message deleted." (4 of 4 drafted repeats; 0 of them repeat decoded without the draft). The
+    engine's encoder output is still loaded: decoding again costs the decode alone.
+    """
+    return accepted > 0 and guards.is_repeated_utterance(text_of(out.tokens))
+
+
+def looped(out: Decoded, text_of: TextOf) -> bool:
+    """No end-of-text, a phrase said again and again, or the whole utterance said 2+ times."""
+    if out.stop_reason != "eot":
+        return True
+    text = text_of(out.tokens)
+    return guards.repeated_phrase(text) or guards.is_repeated_utterance(text)
+
+
+def needs_fallback(out: Decoded, text_of: TextOf) -> bool:
+    """Whisper's rule: a loop, or text too repetitive, or the model unsure, unless it is silence."""
+    if out.no_speech_prob > guards.NO_SPEECH_THRESHOLD:
+        return False
+    return (
+        out.stop_reason != "eot"
+        or out.avg_logprob < guards.LOGPROB_THRESHOLD
+        or guards.is_too_repetitive(text_of(out.tokens))
+    )
+
+
+def fallback(
+    decoder: DecoderRunner,
+    rules: TokenRules,
+    text_of: TextOf,
+    first: Decoded,
+    prefix: Prefix,
+    max_new: int,
+    best_of: int,
+    temperatures: tuple[float, ...],
+    abandon: threading.Event | None = None,
+) -> Decoded:
+    """Sample at rising temperatures until a result passes; else the best of all tries
+    (faster-whisper's choice: highest mean log-probability among those not too repetitive)."""
+    rng = np.random.default_rng(SAMPLING_SEED)
+    tries = [first]
+    for t in temperatures:
+        out = search.sample(decoder, rules, prefix, max_new, best_of, t, rng, abandon)
+        if not needs_fallback(out, text_of):
+            return out
+        tries.append(out)
+    plain = [r for r in tries if not guards.is_too_repetitive(text_of(r.tokens))]
+    return max(plain or tries, key=lambda r: r.avg_logprob)
+
+
+def collapse(out: Decoded, text_of: TextOf, audio: np.ndarray) -> Decoded:
+    """`out` cut to the first copy when its text is a whole-utterance repeat with more letters
+    than `audio`'s speech could hold (guards.too_fast); else `out` itself. The stop reason stays:
+    decoding did end there."""
+    text = text_of(out.tokens)
+    if not guards.is_repeated_utterance(text) or not guards.too_fast(text, guards.speech_span_s(audio)):
+        return out
+    m = guards.first_copy(out.tokens, text_of)
+    if m >= len(out.tokens):
+        return out
+    log.debug("whole-utterance repeat cut to one copy: %r", text)
+    ended = out.logprobs[len(out.tokens) :]  # the end-of-text token's, if reached
+    return Decoded(
+        out.tokens[:m], out.logprobs[:m] + ended, out.no_speech_prob, out.stop_reason, out.temperature, out.bonus
+    )
