@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
-import alsaaudio
-
+from voxnode.audio.alsa_pcm import CapturePcm, PcmError
 from voxnode.audio.format import PERIOD_FRAMES, SAMPLE_RATE
 from voxnode.errors import AudioDeviceError
 
@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class OpenedPcm:
-    pcm: alsaaudio.PCM
+    pcm: CapturePcm
     device: str  # what was actually opened (maybe the plug: wrapper)
     requested_device: str
     channels: int
@@ -50,28 +50,12 @@ def plug_name(device: str) -> str:
     return f"plug:'{device}'"
 
 
-def _open(device: str, channels: int, periods: int) -> alsaaudio.PCM:
+def _open(device: str, channels: int, periods: int) -> CapturePcm:
+    """Through ctypes (audio/alsa_pcm.py): an open that blocks holds only the calling thread."""
     try:
-        return alsaaudio.PCM(
-            type=alsaaudio.PCM_CAPTURE,
-            mode=alsaaudio.PCM_NORMAL,
-            device=device,
-            channels=channels,
-            rate=SAMPLE_RATE,
-            format=alsaaudio.PCM_FORMAT_S16_LE,
-            periodsize=PERIOD_FRAMES,
-            periods=periods,
-        )
-    except alsaaudio.ALSAAudioError as e:
-        raise AudioDeviceError(f"cannot open ALSA capture device {device!r}: {_reason(e)}") from None
-
-
-def _reason(e: Exception) -> str:
-    text = str(e)
-    # pyalsaaudio appends " [device]"; we name the device ourselves.
-    if text.endswith("]") and " [" in text:
-        text = text[: text.rindex(" [")]
-    return text
+        return CapturePcm(device, channels, SAMPLE_RATE, PERIOD_FRAMES, periods)
+    except PcmError as e:
+        raise AudioDeviceError(f"cannot open ALSA capture device {device!r}: {e}") from None
 
 
 def _mismatches(info: dict, channels: int) -> list[str]:
@@ -85,7 +69,8 @@ def _mismatches(info: dict, channels: int) -> list[str]:
     return problems
 
 
-def supported_rates(pcm: alsaaudio.PCM) -> str:
+def supported_rates(pcm: Any) -> str:
+    """`pcm`: a CapturePcm, or pyalsaaudio's PCM (`voxnode devices`)."""
     try:
         lo, hi = pcm.getratebounds()
     except Exception:  # some plugins cannot report; the message still helps without it
