@@ -23,6 +23,7 @@ def add_outputs(daemon: Daemon) -> None:
         daemon.add_sink(mqtt)
         daemon.add_hook(mqtt)
         daemon.use_journal(mqtt.journal)
+        mqtt.restore_mutes(daemon)  # before any stream captures: a mute survives a restart
     if config.health.prometheus:
         from voxnode.health.prometheus import PrometheusExporter
 

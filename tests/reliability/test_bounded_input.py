@@ -198,7 +198,7 @@ def test_oversized_commands_are_answered_before_queueing(tmp_path, broker, monit
         for _ in range(20):
             mon.client.publish(f"{BASE}/cmd", big, qos=1)
         assert mon.wait_for(lambda: len(mon.on(f"{BASE}/error")) >= 20, 30)
-        assert svc._commands.qsize() == 0  # nothing waits for the main thread
+        assert svc.commands.waiting == 0  # nothing waits for the main thread
         assert {json.loads(p)["error"] for p in mon.on(f"{BASE}/error")} == {"too_large"}
     finally:
         svc.publisher.close()

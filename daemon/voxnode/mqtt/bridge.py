@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import math
-import queue
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -22,16 +21,15 @@ from typing import TYPE_CHECKING
 from voxnode.config import Config
 from voxnode.config.wake import wake_streams
 from voxnode.control import DaemonControl
-from voxnode.events import iso8601
-from voxnode.health.memory import TraceSnapshots
 from voxnode.health.nodeinfo import board_model
 from voxnode.health.reporter import HealthReporter
 from voxnode.lifecycle import Component, Hook
 from voxnode.mqtt.announcer import Announcer
 from voxnode.mqtt.client import MqttPublisher
-from voxnode.mqtt.commands import Command, CommandError, check_size, error_reply, parse_command, parse_mute_set
+from voxnode.mqtt.command_runner import CommandRunner
 from voxnode.mqtt.discovery import MUTE_OFF, MUTE_ON, StreamDevice
 from voxnode.mqtt.journal import FinalsJournal, dumps
+from voxnode.mqtt.mute_record import MuteRecord, mute_record_path
 from voxnode.mqtt.spool import Spool, default_spool_path
 from voxnode.mqtt.status import ONLINE, status_payload
 from voxnode.mqtt.topics import Topics
@@ -42,7 +40,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("voxnode.mqtt")
 
-COMMAND_QUEUE = 32  # commands are rare; a flood beyond this is refused with an error reply
 # After a connect, discovery waits for the echo of the sync marker (Topics.sync), i.e. for what the
 # broker retains on the discovery topics, so the first announcement already has its tombstones.
 # A broker whose ACL hides the marker gets the announcement after this long instead.
@@ -69,7 +66,6 @@ class MqttBridge(Component, Hook):
             backlog_limit=config.mqtt.inflight_window,
         )
         self.announcer.set_streams(stream_devices(config))
-        self._commands: queue.Queue[tuple[str, bytes]] = queue.Queue(COMMAND_QUEUE)  # (topic, payload)
         self._retained_lock = threading.Lock()
         self._retained: dict[str, bytes] = {}  # discovery topic -> retained payload, from paho's thread
         self._stale_mute: set[str] = set()  # retained mute states of streams not configured, same
@@ -79,9 +75,6 @@ class MqttBridge(Component, Hook):
         # has been handled here: paho flags the link up a moment before the connect hook runs.
         self._hold_until: float | None = math.inf
         self._ha_online = threading.Event()
-        self._traces = TraceSnapshots()
-        self._memory_busy = threading.Lock()
-        self._memory_thread: threading.Thread | None = None
         t = self.topics
         self.publisher = MqttPublisher(
             config.mqtt,
@@ -108,6 +101,11 @@ class MqttBridge(Component, Hook):
         # Gives finals their seq: outputs.add_outputs hands it to the daemon's sequencer, which
         # records each final here before any sink sees it.
         self.journal = FinalsJournal(self.spool, self.topics, self._model_name)
+        # Commands, and the streams the user muted, recorded next to the spool (survives a restart).
+        record = MuteRecord(mute_record_path(spool_path))
+        self.commands = CommandRunner(
+            t, config.mqtt.max_command_bytes, self.publisher, reporter, record, self._publish_mute_state
+        )
         reporter.add_section("mqtt", self.mqtt_stats)
         reporter.subscribe(self.publish_health)
 
@@ -120,10 +118,12 @@ class MqttBridge(Component, Hook):
         """After the last final was emitted: spool what is queued, let in-flight finals be
         acknowledged, say offline. The publisher keeps its own bounds (up to 10 s to spool, 3 s
         for acknowledgements) past `deadline`: cutting them short would lose accepted finals."""
-        memory = self._memory_thread
-        if memory is not None:
-            memory.join(max(0.0, deadline - time.monotonic()))
+        self.commands.stop(deadline)
         self.publisher.close()
+
+    def restore_mutes(self, daemon: DaemonControl) -> None:
+        """Before the daemon runs (outputs.add_outputs): streams muted before the restart stay muted."""
+        self.commands.restore_mutes(daemon)
 
     # ---- sink ----------------------------------------------------------------------------------
 
@@ -157,7 +157,7 @@ class MqttBridge(Component, Hook):
     def tick(self, daemon: DaemonControl, now: float) -> None:
         # Runs on the daemon's main thread: an exception here would stop the daemon, so none gets out.
         try:
-            self._run_commands(daemon)
+            self.commands.run(daemon)
         except Exception:  # noqa: BLE001
             log.exception("MQTT: a command failed")
         try:
@@ -180,6 +180,7 @@ class MqttBridge(Component, Hook):
             self.publisher.publish_now(self.topics.mute_state(gone), b"", qos=1, retain=True)  # clears it
         self.streams = names
         self.announcer.set_streams(stream_devices(daemon.config))
+        self.commands.follow_record(daemon)  # a stream added back that the user had muted
         self._publish_mute_states(daemon)
         self.reporter.request()
         self.publish_status()  # the config checksum (and maybe the streams) changed
@@ -303,7 +304,7 @@ class MqttBridge(Component, Hook):
     def _on_message(self, topic: str, payload: bytes, retained: bool) -> None:
         t = self.topics
         if topic == t.cmd or t.stream_of_mute_set(topic) is not None:
-            self._queue_command(topic, payload)
+            self.commands.arrived(topic, payload, retained)  # a retained one is ignored (and said to be)
         elif topic == t.sync:
             self._synced.set()
         elif topic == t.ha_status:
@@ -316,70 +317,3 @@ class MqttBridge(Component, Hook):
         elif retained and payload and t.stream_of_mute_state(topic) is not None:
             with self._retained_lock:
                 self._stale_mute.add(topic)
-
-    # ---- commands ------------------------------------------------------------------------------
-
-    def _queue_command(self, topic: str, payload: bytes) -> None:  # paho's thread
-        try:
-            # Before queueing: 40 oversized commands once held 32 x 16 MB in the queue (RSS 159 -> 295 MB).
-            check_size(payload, self.config.mqtt.max_command_bytes)
-        except CommandError as e:
-            log.warning("MQTT command refused: %s", e.message)
-            self._reply_error(e, payload)
-            return
-        try:
-            self._commands.put_nowait((topic, payload))
-        except queue.Full:
-            self._reply_error(CommandError("busy", f"more than {COMMAND_QUEUE} commands waiting; try again"), payload)
-
-    def _parse(self, topic: str, payload: bytes, streams: list[str]) -> Command:
-        if topic == self.topics.cmd:
-            return parse_command(payload, max_bytes=self.config.mqtt.max_command_bytes, streams=streams)
-        stream = self.topics.stream_of_mute_set(topic)
-        return parse_mute_set(topic, stream or "", payload, streams=streams)
-
-    def _run_commands(self, daemon: DaemonControl) -> None:
-        while True:
-            try:
-                topic, payload = self._commands.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                cmd = self._parse(topic, payload, list(daemon.stream_names()))
-            except CommandError as e:
-                log.warning("MQTT command refused: %s", e.message)
-                self._reply_error(e, payload)
-                continue
-            log.info("MQTT command: %s%s", cmd.name, f" {cmd.stream}" if cmd.stream else "")
-            if cmd.name in ("mute", "unmute"):
-                assert cmd.stream is not None  # both parsers require it for these
-                daemon.set_muted(cmd.stream, cmd.name == "mute")
-                self._publish_mute_state(cmd.stream, cmd.name == "mute")  # the HA switch's state
-                self.reporter.request()
-            elif cmd.name == "reload":
-                daemon.request_reload()
-            elif cmd.name == "health":
-                self.reporter.request()
-            elif cmd.name == "memory":
-                self._memory_snapshot(cmd.id)
-
-    def _memory_snapshot(self, cid: str | None) -> None:
-        # tracemalloc snapshots take long enough to delay the main thread's tick (and the watchdog).
-        if not self._memory_busy.acquire(blocking=False):
-            self._reply_error(CommandError("busy", "a memory snapshot is already being taken", "memory", cid), b"")
-            return
-
-        def work() -> None:
-            try:
-                result = {"id": cid, "time": iso8601(time.time()), **self._traces.take()}
-                self.publisher.publish_now(self.topics.debug_memory, dumps(result), qos=1)
-            except Exception:  # noqa: BLE001
-                log.exception("memory snapshot failed")
-            finally:
-                self._memory_busy.release()
-
-        self._memory_thread = threading.Thread(target=work, name="memory-snapshot", daemon=True)
-        self._memory_thread.start()
-
-    def _reply_error(self, err: CommandError, payload: bytes) -> None:
-        self.publisher.publish_now(self.topics.error, dumps(error_reply(err, payload, iso8601(time.time()))), qos=1)

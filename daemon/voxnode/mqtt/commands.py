@@ -10,6 +10,7 @@ names the problem, and changes nothing.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,11 +92,19 @@ def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Comm
         raise CommandError("malformed", f"command is not JSON: {e.msg} at position {e.pos}") from None
     except RecursionError:  # json_depth should have caught it
         raise CommandError("malformed", "command is nested too deeply") from None
+    except ValueError as e:
+        # Python refuses int() of a string longer than sys.get_int_max_str_digits() (4300): json.loads
+        # raised this out of the daemon's tick, a traceback and no reply, for a 5,000-digit number.
+        if "integer string conversion" in str(e):
+            limit = sys.get_int_max_str_digits()
+            raise CommandError("malformed", f"command has a number of more than {limit} digits") from None
+        raise CommandError("malformed", f"command is not JSON: {e}") from None
     if not isinstance(data, dict):
         raise CommandError("malformed", 'command must be a JSON object like {"cmd": "health"}')
     cid = data.get("id")
-    if cid is not None and not isinstance(cid, str):
-        raise CommandError("bad_argument", '"id" must be a string', cid=None)
+    if cid is not None and not (isinstance(cid, str) and _is_utf8(cid)):
+        # A lone surrogate ("\\ud800") is valid JSON but no UTF-8: echoed in a reply, it cannot be sent.
+        raise CommandError("bad_argument", '"id" must be a string of UTF-8 text', cid=None)
     name = data.get("cmd")
     if not isinstance(name, str):
         raise CommandError("malformed", 'missing "cmd" (one of: ' + ", ".join(COMMANDS) + ")", cid=cid)
@@ -137,13 +146,29 @@ def parse_mute_set(topic: str, stream: str, payload: bytes, *, streams: list[str
     return Command(name=name, stream=stream)
 
 
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def sendable(text: str | None) -> str | None:
+    """Text a reply can carry: a lone surrogate from the command (\\ud800 in a JSON string) becomes
+    its escape, instead of making the reply itself fail to encode."""
+    if text is None or not isinstance(text, str):
+        return None
+    return text if _is_utf8(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def error_reply(err: CommandError, payload: bytes, time_iso: str) -> dict:
     excerpt = payload[:200].decode("utf-8", errors="replace")
     return {
         "error": err.code,
-        "message": err.message,
-        "cmd": err.command,
-        "id": err.cid,
+        "message": sendable(err.message),
+        "cmd": sendable(err.command),
+        "id": sendable(err.cid),
         "received": excerpt,
         "time": time_iso,
     }

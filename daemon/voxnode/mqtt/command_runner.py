@@ -1,0 +1,210 @@
+"""Remote commands from arrival to effect: queued by paho's thread, carried out on the daemon's main
+thread, the mute kept in the node's own record (mqtt/mute_record.py).
+
+A command acts once, when it arrives. One published with the retain flag reaches the node live
+with the flag cleared (MQTT 3.1.1 section 3.3.1.3, MQTT 5 without Retain As Published) and is carried
+out then; the broker keeps a copy and hands it to the node, flagged retained, at every later connect.
+Before, that copy was carried out too: a retained `mute` muted the node at every restart, and a
+retained `unmute` would have unmuted it. Retained copies are now ignored, with one log line and one
+`error` reply (code `retained`) per message and run, not one per reconnect. They are left on the
+broker: the node does not delete what other clients publish (an empty retained message clears it;
+an empty payload on a command topic is therefore taken as that, and ignored).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from voxnode.control import DaemonControl
+from voxnode.events import iso8601
+from voxnode.health.memory import TraceSnapshots
+from voxnode.mqtt.commands import (
+    Command,
+    CommandError,
+    check_size,
+    error_reply,
+    parse_command,
+    parse_mute_set,
+    sendable,
+)
+from voxnode.mqtt.journal import dumps
+from voxnode.mqtt.mute_record import MuteRecord, UnreadableRecord
+from voxnode.mqtt.topics import Topics
+
+if TYPE_CHECKING:
+    from voxnode.health.reporter import HealthReporter
+    from voxnode.mqtt.client import MqttPublisher
+
+log = logging.getLogger("voxnode.mqtt")
+
+COMMAND_QUEUE = 32  # commands are rare; a flood beyond this is refused with an error reply
+# Retained messages already answered this run: one per command topic (cmd, each {stream}/mute/set);
+# a client retaining on thousands of made-up stream topics gets its first 256 answered, then silence.
+MAX_ANSWERED_RETAINED = 256
+
+
+class CommandRunner:
+    def __init__(
+        self,
+        topics: Topics,
+        max_command_bytes: int,
+        publisher: MqttPublisher,
+        reporter: HealthReporter,
+        record: MuteRecord,
+        publish_mute_state: Callable[[str, bool], None],
+    ):
+        self.topics = topics
+        self.max_bytes = max_command_bytes
+        self.publisher = publisher
+        self.reporter = reporter
+        self.record = record
+        self._publish_mute_state = publish_mute_state
+        self._queue: queue.Queue[tuple[str, bytes]] = queue.Queue(COMMAND_QUEUE)  # (topic, payload)
+        self._answered: set[tuple[str, bytes]] = set()  # (topic, sha256 of the payload), paho's thread
+        self._traces = TraceSnapshots()
+        self._memory_busy = threading.Lock()
+        self._memory_thread: threading.Thread | None = None
+
+    @property
+    def waiting(self) -> int:
+        return self._queue.qsize()
+
+    def stop(self, deadline: float) -> None:
+        memory = self._memory_thread
+        if memory is not None:
+            memory.join(max(0.0, deadline - time.monotonic()))
+
+    # ---- the mute record (main thread) ---------------------------------------------------------
+
+    def restore_mutes(self, daemon: DaemonControl) -> None:
+        """Before the streams capture: the streams the user left muted are muted again."""
+        try:
+            recorded = self.record.load()
+        except UnreadableRecord as e:
+            recorded = self.record.muted = set(daemon.stream_names())
+            log.error(
+                "MQTT: cannot read the mute record (%s); every stream starts muted until unmuted: %s",
+                e,
+                ", ".join(sorted(recorded)),
+            )
+        self.follow_record(daemon, "muted before the restart")
+
+    def follow_record(self, daemon: DaemonControl, why: str = "recorded as muted") -> None:
+        """Mute the configured streams the record lists (at start; after a reload that added one)."""
+        for name in daemon.stream_names():
+            if name in self.record.muted and not daemon.is_muted(name):
+                daemon.set_muted(name, True)
+                log.info("stream %s stays muted (%s; %s)", name, why, self.record.path)
+
+    # ---- arrival (paho's thread: queue it, nothing more) ---------------------------------------
+
+    def arrived(self, topic: str, payload: bytes, retained: bool) -> None:
+        if not payload:
+            log.info("MQTT: empty message on %s (a retained command being cleared); ignored", topic)
+            return
+        if retained:
+            self._ignore_retained(topic, payload)
+            return
+        try:
+            # Before queueing: 40 oversized commands once held 32 x 16 MB in the queue (RSS 159 -> 295 MB).
+            check_size(payload, self.max_bytes)
+        except CommandError as e:
+            log.warning("MQTT command refused: %s", e.message)
+            self._reply_error(e, payload)
+            return
+        try:
+            self._queue.put_nowait((topic, payload))
+        except queue.Full:
+            self._reply_error(CommandError("busy", f"more than {COMMAND_QUEUE} commands waiting; try again"), payload)
+
+    def _ignore_retained(self, topic: str, payload: bytes) -> None:
+        key = (topic, hashlib.sha256(payload).digest())
+        if key in self._answered or len(self._answered) >= MAX_ANSWERED_RETAINED:
+            log.debug("MQTT: retained command on %s ignored again", topic)
+            return
+        self._answered.add(key)
+        excerpt = payload[:80].decode("utf-8", errors="replace")
+        log.warning(
+            "MQTT: ignored a retained command on %s (%r): a command acts once, when it arrives, and the "
+            "broker would replay a retained one at every connect; clear it with an empty retained "
+            "message (mosquitto_pub -r -n -t '%s')",
+            topic,
+            excerpt,
+            topic,
+        )
+        message = (
+            f"{topic}: retained command ignored: commands act once, when they arrive "
+            "(clear it with an empty retained message)"
+        )
+        self._reply_error(CommandError("retained", message), payload)
+
+    # ---- effect (the daemon's main thread) -----------------------------------------------------
+
+    def _parse(self, topic: str, payload: bytes, streams: list[str]) -> Command:
+        if topic == self.topics.cmd:
+            return parse_command(payload, max_bytes=self.max_bytes, streams=streams)
+        stream = self.topics.stream_of_mute_set(topic)
+        return parse_mute_set(topic, stream or "", payload, streams=streams)
+
+    def run(self, daemon: DaemonControl) -> None:
+        while True:
+            try:
+                topic, payload = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                cmd = self._parse(topic, payload, list(daemon.stream_names()))
+            except CommandError as e:
+                log.warning("MQTT command refused: %s", sendable(e.message))
+                self._reply_error(e, payload)
+                continue
+            log.info("MQTT command: %s%s", cmd.name, f" {cmd.stream}" if cmd.stream else "")
+            if cmd.name in ("mute", "unmute"):
+                assert cmd.stream is not None  # both parsers require it for these
+                self._set_muted(daemon, cmd.stream, cmd.name == "mute")
+            elif cmd.name == "reload":
+                daemon.request_reload()
+            elif cmd.name == "health":
+                self.reporter.request()
+            elif cmd.name == "memory":
+                self._memory_snapshot(cmd.id)
+
+    def _set_muted(self, daemon: DaemonControl, stream: str, muted: bool) -> None:
+        daemon.set_muted(stream, muted)
+        error = self.record.change(stream, muted)
+        if error is not None:
+            log.error(
+                "MQTT: stream %s is %s now, but a restart would not know it: %s",
+                stream,
+                "muted" if muted else "unmuted",
+                error,
+            )
+        self._publish_mute_state(stream, muted)  # the HA switch's state
+        self.reporter.request()
+
+    def _memory_snapshot(self, cid: str | None) -> None:
+        # tracemalloc snapshots take long enough to delay the main thread's tick (and the watchdog).
+        if not self._memory_busy.acquire(blocking=False):
+            self._reply_error(CommandError("busy", "a memory snapshot is already being taken", "memory", cid), b"")
+            return
+
+        def work() -> None:
+            try:
+                result = {"id": cid, "time": iso8601(time.time()), **self._traces.take()}
+                self.publisher.publish_now(self.topics.debug_memory, dumps(result), qos=1)
+            except Exception:  # noqa: BLE001
+                log.exception("memory snapshot failed")
+            finally:
+                self._memory_busy.release()
+
+        self._memory_thread = threading.Thread(target=work, name="memory-snapshot", daemon=True)
+        self._memory_thread.start()
+
+    def _reply_error(self, err: CommandError, payload: bytes) -> None:
+        self.publisher.publish_now(self.topics.error, dumps(error_reply(err, payload, iso8601(time.time()))), qos=1)
