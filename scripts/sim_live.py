@@ -29,9 +29,9 @@ import audio_corpus as ac  # noqa: E402
 import speech_corpus as sc  # noqa: E402
 
 from voxnode.config import Config  # noqa: E402
+from voxnode.stream.jobs import DecodeJob, JobKind, JobOutcome  # noqa: E402
 from voxnode.stream.params import pipeline_params  # noqa: E402
 from voxnode.stream.pipeline import StreamPipeline  # noqa: E402
-from voxnode.stream.scheduler import DecodeJob, JobKind, JobOutcome  # noqa: E402
 
 FRAME = 320
 RATE = 16000

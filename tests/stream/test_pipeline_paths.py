@@ -18,9 +18,9 @@ import pytest
 from voxnode.asr.recognizer import TranscriptResult
 from voxnode.audio.format import PERIOD_FRAMES, PERIOD_S
 from voxnode.config import Config
+from voxnode.stream.jobs import DecodeJob, JobKind, JobOutcome
 from voxnode.stream.params import frames, pipeline_params
 from voxnode.stream.pipeline import StreamPipeline
-from voxnode.stream.scheduler import DecodeJob, JobKind, JobOutcome
 
 # Defaults in frames: onset 3 of 5, tail 10, minimum speech 12, pre-roll 15; the endpoint's
 # hangovers: ordinary, after a finished sentence, after an open one.

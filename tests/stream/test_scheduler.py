@@ -16,8 +16,9 @@ import pytest
 
 from voxnode.asr.recognizer import DecodeAbandoned
 from voxnode.config import Config
+from voxnode.stream.jobs import DecodeJob, JobKind, JobOutcome
 from voxnode.stream.params import scheduler_params
-from voxnode.stream.scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome
+from voxnode.stream.scheduler import DecodeScheduler
 
 DEFAULTS = scheduler_params(Config())
 

@@ -13,9 +13,9 @@ import numpy as np
 from tests.stream.test_pipeline_paths import HANGOVER, FakeScheduler, ScriptedVad
 from voxnode.audio.format import PERIOD_FRAMES, PERIOD_S
 from voxnode.config import Config
+from voxnode.stream.jobs import JobKind
 from voxnode.stream.params import pipeline_params
 from voxnode.stream.pipeline import StreamPipeline
-from voxnode.stream.scheduler import JobKind
 
 
 def rig(denoise: str):

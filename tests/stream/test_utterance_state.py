@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from voxnode.stream.scheduler import DecodeJob, JobKind
+from voxnode.stream.jobs import DecodeJob, JobKind
 from voxnode.stream.segmenter import Utterance
 from voxnode.stream.utterance_state import Phase, TransitionError, UtteranceState
 

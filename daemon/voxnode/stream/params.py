@@ -16,7 +16,7 @@ from voxnode.config.wake import stream_wake_model
 from voxnode.frontend.chain import FrontEndParams
 from voxnode.wake.models import load_wake_model
 
-from .scheduler import SchedulerParams
+from .jobs import SchedulerParams
 from .segmenter import SegmenterParams
 from .wake_gate import WakeParams
 

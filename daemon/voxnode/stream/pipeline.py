@@ -24,9 +24,10 @@ from voxnode.frontend.chain import FrontEnd, speech_only
 from voxnode.frontend.enhance import make_enhancer
 
 from .endpoint import Completion, pause_verdict
+from .jobs import DecodeJob, JobKind, JobOutcome, JobResult
 from .params import PipelineParams
 from .partials import PARTIAL_QUIET_FRAMES
-from .scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome, JobResult
+from .scheduler import DecodeScheduler
 from .segmenter import (
     Chunk,
     Discarded,

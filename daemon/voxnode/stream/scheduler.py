@@ -3,9 +3,17 @@
 Rules, in order:
 1. Finals before speculative finals before partials (a partial is only
    useful while it is fresh; a final is the product).
-2. Within a class, the stream served least recently goes first, and a stream
-   never has more than one job running: a talkative stream cannot starve the
-   others, whatever it submits.
+2. Within a class, turns go round robin between tenants: the tenant served
+   least recently goes first (one never served, or idle since, before any
+   other), and within a tenant its oldest job. A microphone is its own tenant;
+   every Wyoming request shares the tenant "wyoming" (`DecodeJob.tenant`), so a
+   microphone's final waits for at most one Wyoming request, however many are
+   queued. A stream never has more than one job running: a talkative stream
+   cannot starve the others, whatever it submits. A tenant with nothing queued
+   or running is forgotten, so nothing is kept per finished request (issue 27:
+   one key per request, each starting at "never served", had put 8 clients'
+   requests ahead of a microphone's finals for 18-126 s, and 20,000 requests
+   left 20,000 entries behind).
 3. While any stream is in a pause that may be its endpoint (`hold_partials`),
    no new partial starts; a partial already running when a final or a
    speculative final has to wait for it gives the engine up at its next model
@@ -23,89 +31,20 @@ Rules, in order:
 
 from __future__ import annotations
 
-import enum
 import itertools
 import logging
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from voxnode.asr.recognizer import DecodeAbandoned, Recognizer, TranscriptResult
 from voxnode.heartbeat import Heartbeat
 
+from .jobs import DecodeJob, JobKind, JobOutcome, JobResult, SchedulerParams, SchedulerStats, percentiles
+
 log = logging.getLogger(__name__)
-
-
-class JobKind(enum.IntEnum):
-    FINAL = 0
-    SPECULATIVE = 1
-    PARTIAL = 2
-
-
-class JobOutcome(enum.Enum):
-    DONE = "done"
-    FAILED = "failed"  # the engine raised
-    SKIPPED = "skipped"  # partial dropped under back-pressure or replaced
-    DROPPED = "dropped"  # final dropped: queue overflow (counted and logged)
-    CANCELLED = "cancelled"  # owner withdrew it (speech resumed, utterance discarded)
-
-
-# What a finished job reports: the transcript (DONE), the engine's exception (FAILED), else None.
-JobResult = TranscriptResult | Exception | None
-
-
-@dataclass(eq=False)
-class DecodeJob:
-    stream: str
-    kind: JobKind
-    audio: np.ndarray
-    on_done: Callable[[DecodeJob, JobOutcome, JobResult], None]
-    tag: Any = None  # owner's bookkeeping (utterance id, pause id, ...)
-    prompt: str | None = None  # the stream's recognition prompt; None = the recognizer's own
-    hotwords: tuple[str, ...] | None = None  # the stream's hotwords; None = the recognizer's own
-    language: str | None = None  # a Wyoming client's language (a code); None = the recognizer's ([asr])
-    # Tokens the text probably starts with (the utterance's previous hypothesis): verified in one
-    # decoder call, decoding goes on from the first disagreement (Recognizer.transcribe's `draft`).
-    draft: tuple[int, ...] = ()
-    # The `stream` the decode-time observer is told ("" = `stream`): owners whose keys come and go
-    # (one per Wyoming request) share one, so the voxnode_decode_seconds series stay bounded.
-    observed_as: str = ""
-    submitted: float = 0.0
-    started: float = 0.0
-    finished: float = 0.0
-    cancelled: bool = False
-    seq: int = 0
-    # Set by the scheduler when a final must not wait for this partial, or when this speculative
-    # final was cancelled (speech resumed): the engine stops at its next model call.
-    abandon: threading.Event = field(default_factory=threading.Event)
-
-
-@dataclass(frozen=True)
-class SchedulerParams:
-    """Built from [stream] (stream/params.py), which holds the defaults."""
-
-    workers: int
-    max_pending_finals: int
-    partial_max_wait_s: float
-
-
-@dataclass
-class SchedulerStats:
-    submitted: dict[str, int] = field(default_factory=lambda: {k.name: 0 for k in JobKind})
-    completed: dict[str, int] = field(default_factory=lambda: {k.name: 0 for k in JobKind})
-    partials_skipped: int = 0
-    partials_abandoned: int = 0  # stopped mid-decode for a final (also counted as skipped)
-    finals_dropped: int = 0
-    failed: int = 0
-    cancelled: int = 0
-    queue_depth: int = 0
-    max_queue_depth: int = 0
-    busy_s: float = 0.0
 
 
 class DecodeScheduler:
@@ -127,7 +66,9 @@ class DecodeScheduler:
         self._on_decoded = on_decoded
         self._clock = clock
         self._cv = threading.Condition()
+        # class -> tenant -> its jobs of that class, oldest first; a tenant with none has no entry.
         self._queues: dict[JobKind, dict[str, deque[DecodeJob]]] = {k: {} for k in JobKind}
+        # tenant -> when last served (a count); only tenants with a job queued or running.
         self._last_served: dict[str, int] = {}
         self._running: dict[str, DecodeJob] = {}  # stream -> its job on a worker
         self._holds: set[str] = set()
@@ -147,15 +88,16 @@ class DecodeScheduler:
         with self._cv:
             job.submitted = self._clock()
             job.seq = next(self._serial)
-            q = self._queues[job.kind].setdefault(job.stream, deque())
+            q = self._queues[job.kind].setdefault(job.turn, deque())
             if job.kind in (JobKind.PARTIAL, JobKind.SPECULATIVE):
                 # Only the newest partial/speculation of a stream is worth doing.
-                while q:
-                    old = q.popleft()
+                for old in [j for j in q if j.stream == job.stream]:
+                    q.remove(old)
                     evicted.append((old, JobOutcome.SKIPPED if old.kind == JobKind.PARTIAL else JobOutcome.CANCELLED))
             q.append(job)
             self._stats.submitted[job.kind.name] += 1
             if job.kind == JobKind.FINAL:
+                log.debug("stream %s: final queued (%d finals pending)", job.stream, self._pending_finals())
                 evicted += self._enforce_final_limit()
             if job.kind != JobKind.PARTIAL:
                 self._make_room()
@@ -170,9 +112,7 @@ class DecodeScheduler:
         idle = len(self.heartbeats) - len(self._running)
         partials = [j for j in self._running.values() if j.kind == JobKind.PARTIAL and not j.abandon.is_set()]
         for kind in (JobKind.FINAL, JobKind.SPECULATIVE):
-            for stream, q in self._queues[kind].items():
-                if not q:
-                    continue
+            for stream in dict.fromkeys(j.stream for q in self._queues[kind].values() for j in q):
                 own = self._running.get(stream)
                 if own is not None:  # a stream runs one job at a time: its own partial is in the way
                     if own in partials:
@@ -188,9 +128,29 @@ class DecodeScheduler:
     def _enforce_final_limit(self) -> list[tuple[DecodeJob, JobOutcome]]:
         if self._pending_finals() <= self.params.max_pending_finals:
             return []
-        oldest = min((d[0] for d in self._queues[JobKind.FINAL].values() if d), key=lambda j: j.seq)
-        self._queues[JobKind.FINAL][oldest.stream].popleft()
+        oldest = min((j for q in self._queues[JobKind.FINAL].values() for j in q), key=lambda j: j.seq)
+        self._remove(oldest)
         return [(oldest, JobOutcome.DROPPED)]
+
+    def _remove(self, job: DecodeJob, forget: bool = True) -> bool:
+        """Take a queued job out of its queue; False if it is not queued. Under the lock."""
+        queues = self._queues[job.kind]
+        q = queues.get(job.turn)
+        if q is None or job not in q:
+            return False
+        q.remove(job)
+        if not q:
+            del queues[job.turn]
+        if forget:
+            self._forget_if_idle(job.turn)
+        return True
+
+    def _forget_if_idle(self, tenant: str) -> None:
+        """A tenant with nothing queued or running is forgotten: back later, it counts as never
+        served, which is where an idle tenant belongs anyway. Under the lock."""
+        if any(tenant in qs for qs in self._queues.values()) or any(j.turn == tenant for j in self._running.values()):
+            return
+        self._last_served.pop(tenant, None)
 
     def _report(self, evicted: list[tuple[DecodeJob, JobOutcome]]) -> None:
         for old, outcome in evicted:
@@ -200,12 +160,11 @@ class DecodeScheduler:
     def promote(self, job: DecodeJob) -> bool:
         """Turn a queued speculative job into a final (endpoint confirmed it)."""
         with self._cv:
-            q = self._queues[job.kind].get(job.stream)
-            if not q or job not in q:
+            if not self._remove(job, forget=False):  # its tenant keeps its turn
                 return False
-            q.remove(job)
             job.kind = JobKind.FINAL
-            self._queues[JobKind.FINAL].setdefault(job.stream, deque()).append(job)
+            self._queues[JobKind.FINAL].setdefault(job.turn, deque()).append(job)
+            log.debug("stream %s: final queued (%d finals pending)", job.stream, self._pending_finals())
             evicted = self._enforce_final_limit()
             self._cv.notify()
         self._report(evicted)
@@ -226,9 +185,7 @@ class DecodeScheduler:
         removed = False
         with self._cv:
             job.cancelled = True
-            q = self._queues[job.kind].get(job.stream)
-            if q and job in q:
-                q.remove(job)
+            if self._remove(job):
                 removed = True
                 self._update_depth()
             elif job.kind == JobKind.SPECULATIVE and self._running.get(job.stream) is job:
@@ -240,7 +197,7 @@ class DecodeScheduler:
     def stats(self) -> dict[str, Any]:
         with self._cv:
             now = self._clock()
-            oldest = min((d[0].submitted for qs in self._queues.values() for d in qs.values() if d), default=now)
+            oldest = min((j.submitted for qs in self._queues.values() for q in qs.values() for j in q), default=now)
             s = self._stats
             return {
                 "workers": len(self.heartbeats),  # params.workers follows a reload; the threads do not
@@ -256,7 +213,7 @@ class DecodeScheduler:
                 "failed": s.failed,
                 "cancelled": s.cancelled,
                 "busy_s": round(s.busy_s, 3),
-                "timings_ms": {k.name: _percentiles(self._timings[k]) for k in JobKind if self._timings[k]},
+                "timings_ms": {k.name: percentiles(self._timings[k]) for k in JobKind if self._timings[k]},
             }
 
     # ---- lifecycle --------------------------------------------------------------
@@ -283,6 +240,8 @@ class DecodeScheduler:
             leftovers = [j for qs in self._queues.values() for d in qs.values() for j in d]
             for qs in self._queues.values():
                 qs.clear()
+            for tenant in list(self._last_served):
+                self._forget_if_idle(tenant)
             self._update_depth()
             self._cv.notify_all()
         for j in leftovers:
@@ -299,21 +258,33 @@ class DecodeScheduler:
         for kind in JobKind:
             if kind == JobKind.PARTIAL and self._holds:
                 break
-            while True:
-                ready = [s for s, d in self._queues[kind].items() if d and s not in self._running]
-                if not ready:
-                    break
-                stream = min(ready, key=lambda s: (self._last_served.get(s, 0), self._queues[kind][s][0].seq))
-                job = self._queues[kind][stream].popleft()
+            while (job := self._next(kind)) is not None:
+                self._remove(job)
                 if kind == JobKind.PARTIAL and now - job.submitted > self.params.partial_max_wait_s:
                     skipped.append(job)  # stale: the speaker has moved on
                     continue
-                self._last_served[stream] = next(self._served)
-                self._running[stream] = job
+                self._last_served[job.turn] = next(self._served)
+                self._running[job.stream] = job
                 self._update_depth()
+                if kind == JobKind.FINAL:
+                    log.debug("stream %s: final starts, %.0f ms queued", job.stream, 1e3 * (now - job.submitted))
                 return job
         self._update_depth()
         return None
+
+    def _next(self, kind: JobKind) -> DecodeJob | None:
+        """Round robin: the tenant served least recently (never: first; ties: the oldest job), and
+        its oldest job of this class whose stream has none running. Under the lock."""
+        best: DecodeJob | None = None
+        best_key = (0, 0)
+        for tenant, q in self._queues[kind].items():
+            job = next((j for j in q if j.stream not in self._running), None)
+            if job is None:
+                continue
+            key = (self._last_served.get(tenant, 0), job.seq)
+            if best is None or key < best_key:
+                best, best_key = job, key
+        return best
 
     def _work(self, heartbeat: Heartbeat, rec: Recognizer) -> None:
         while True:
@@ -380,6 +351,7 @@ class DecodeScheduler:
             )
         with self._cv:
             self._running.pop(job.stream, None)
+            self._forget_if_idle(job.turn)
             if outcome == JobOutcome.SKIPPED:  # only an abandoned partial ends here as skipped
                 self._stats.partials_abandoned += 1
             self._stats.busy_s += job.finished - job.started
@@ -415,20 +387,9 @@ class DecodeScheduler:
                 s.cancelled += 1
 
     def _pending_finals(self) -> int:
-        return sum(len(d) for d in self._queues[JobKind.FINAL].values())
+        return sum(len(q) for q in self._queues[JobKind.FINAL].values())
 
     def _update_depth(self) -> None:
-        depth = sum(len(d) for qs in self._queues.values() for d in qs.values())
+        depth = sum(len(q) for qs in self._queues.values() for q in qs.values())
         self._stats.queue_depth = depth
         self._stats.max_queue_depth = max(self._stats.max_queue_depth, depth)
-
-
-def _percentiles(samples: deque[tuple[float, float]]) -> dict[str, float]:
-    waits = np.array([w for w, _ in samples]) * 1e3
-    runs = np.array([r for _, r in samples]) * 1e3
-    return {
-        "wait_p50": round(float(np.percentile(waits, 50)), 1),
-        "wait_p95": round(float(np.percentile(waits, 95)), 1),
-        "run_p50": round(float(np.percentile(runs, 50)), 1),
-        "run_p95": round(float(np.percentile(runs, 95)), 1),
-    }

@@ -16,8 +16,8 @@ from voxnode.audio.format import PERIOD_S
 from voxnode.events import TranscriptEvent, WakeEvent
 from voxnode.text import clean_text
 
+from .jobs import DecodeJob, JobOutcome, JobResult
 from .params import PipelineParams
-from .scheduler import DecodeJob, JobOutcome, JobResult
 from .stats import PipelineStats
 from .utterance_state import UtteranceState
 

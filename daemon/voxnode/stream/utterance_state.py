@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 from voxnode.asr.recognizer import TranscriptResult
 
+from .jobs import DecodeJob
 from .partials import StablePrefix
-from .scheduler import DecodeJob
 from .segmenter import Utterance
 
 

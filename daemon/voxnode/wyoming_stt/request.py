@@ -38,9 +38,10 @@ from voxnode.asr.recognizer import TranscriptResult
 from voxnode.audio.format import PERIOD_FRAMES, SAMPLE_RATE
 from voxnode.frontend.chain import FrontEnd, FrontEndParams, speech_only
 from voxnode.frontend.recognition import RecognitionFilter
+from voxnode.stream.jobs import DecodeJob, JobKind, JobOutcome, JobResult
 from voxnode.stream.partials import PARTIAL_QUIET_FRAMES, StablePrefix, norm
 from voxnode.stream.partials import words as partial_words
-from voxnode.stream.scheduler import DecodeJob, DecodeScheduler, JobKind, JobOutcome, JobResult
+from voxnode.stream.scheduler import DecodeScheduler
 from voxnode.text import clean_text
 
 from .convert import AudioConverter
@@ -70,6 +71,9 @@ class RequestParams:
 # under this one name, not the request's own key: one key per request would add series without
 # bound. The ":" keeps it apart from every stream name (config STREAM_NAME_PATTERN).
 OBSERVED_AS = "wyoming:requests"
+# All requests share one turn in the decode scheduler, between two of each microphone's
+# (stream/jobs.py DecodeJob.tenant); the ":" keeps it apart from every stream name.
+TENANT = "wyoming:requests"
 
 
 class AudioTooLong(Exception):
@@ -184,6 +188,7 @@ class TranscribeRequest:
             self._partial_done,
             language=self.language,
             observed_as=OBSERVED_AS,
+            tenant=TENANT,
         )
         self._sched.submit(self._partial)
 
@@ -218,7 +223,13 @@ class TranscribeRequest:
             fut.set_result(FinalOutcome("", None))
             return fut
         self._final = DecodeJob(
-            self.key, JobKind.FINAL, self._audio(), self._final_done, language=self.language, observed_as=OBSERVED_AS
+            self.key,
+            JobKind.FINAL,
+            self._audio(),
+            self._final_done,
+            language=self.language,
+            observed_as=OBSERVED_AS,
+            tenant=TENANT,
         )
         self._sched.submit(self._final)
         return fut

@@ -1,0 +1,101 @@
+"""What the decode scheduler (stream/scheduler.py) is handed, what it reports back, and its counters."""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from voxnode.asr.recognizer import TranscriptResult
+
+
+class JobKind(enum.IntEnum):
+    FINAL = 0
+    SPECULATIVE = 1
+    PARTIAL = 2
+
+
+class JobOutcome(enum.Enum):
+    DONE = "done"
+    FAILED = "failed"  # the engine raised
+    SKIPPED = "skipped"  # partial dropped under back-pressure or replaced
+    DROPPED = "dropped"  # final dropped: queue overflow (counted and logged)
+    CANCELLED = "cancelled"  # owner withdrew it (speech resumed, utterance discarded)
+
+
+# What a finished job reports: the transcript (DONE), the engine's exception (FAILED), else None.
+JobResult = TranscriptResult | Exception | None
+
+
+@dataclass(eq=False)
+class DecodeJob:
+    stream: str
+    kind: JobKind
+    audio: np.ndarray
+    on_done: Callable[[DecodeJob, JobOutcome, JobResult], None]
+    tag: Any = None  # owner's bookkeeping (utterance id, pause id, ...)
+    prompt: str | None = None  # the stream's recognition prompt; None = the recognizer's own
+    hotwords: tuple[str, ...] | None = None  # the stream's hotwords; None = the recognizer's own
+    language: str | None = None  # a Wyoming client's language (a code); None = the recognizer's ([asr])
+    # Tokens the text probably starts with (the utterance's previous hypothesis): verified in one
+    # decoder call, decoding goes on from the first disagreement (Recognizer.transcribe's `draft`).
+    draft: tuple[int, ...] = ()
+    # The `stream` the decode-time observer is told ("" = `stream`): owners whose keys come and go
+    # (one per Wyoming request) share one, so the voxnode_decode_seconds series stay bounded.
+    observed_as: str = ""
+    # Whose turn this job is ("" = `stream`): the scheduler takes turns between tenants, not keys,
+    # so owners whose keys come and go (one per Wyoming request) share one tenant and get one turn
+    # between two of a microphone's, however many requests they have queued.
+    tenant: str = ""
+    submitted: float = 0.0
+    started: float = 0.0
+    finished: float = 0.0
+    cancelled: bool = False
+    seq: int = 0
+    # Set by the scheduler when a final must not wait for this partial, or when this speculative
+    # final was cancelled (speech resumed): the engine stops at its next model call.
+    abandon: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def turn(self) -> str:
+        """The tenant whose turn this job takes."""
+        return self.tenant or self.stream
+
+
+@dataclass(frozen=True)
+class SchedulerParams:
+    """Built from [stream] (stream/params.py), which holds the defaults."""
+
+    workers: int
+    max_pending_finals: int
+    partial_max_wait_s: float
+
+
+@dataclass
+class SchedulerStats:
+    submitted: dict[str, int] = field(default_factory=lambda: {k.name: 0 for k in JobKind})
+    completed: dict[str, int] = field(default_factory=lambda: {k.name: 0 for k in JobKind})
+    partials_skipped: int = 0
+    partials_abandoned: int = 0  # stopped mid-decode for a final (also counted as skipped)
+    finals_dropped: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    queue_depth: int = 0
+    max_queue_depth: int = 0
+    busy_s: float = 0.0
+
+
+def percentiles(samples: deque[tuple[float, float]]) -> dict[str, float]:
+    waits = np.array([w for w, _ in samples]) * 1e3
+    runs = np.array([r for _, r in samples]) * 1e3
+    return {
+        "wait_p50": round(float(np.percentile(waits, 50)), 1),
+        "wait_p95": round(float(np.percentile(waits, 95)), 1),
+        "run_p50": round(float(np.percentile(runs, 50)), 1),
+        "run_p95": round(float(np.percentile(runs, 95)), 1),
+    }
