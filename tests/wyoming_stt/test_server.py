@@ -132,7 +132,7 @@ def test_four_concurrent_clients_and_one_that_leaves_mid_request(daemon):
     assert ex.error is None and wer(clips[2][0], ex.text) <= 0.2
 
 
-def test_connections_past_max_clients_are_told_busy(daemon):
+def test_connections_without_a_request_hold_no_slot(daemon):
     async def crowd():
         clients = [AsyncTcpClient("127.0.0.1", daemon.port) for _ in range(7)]
         for c in clients:
@@ -145,8 +145,8 @@ def test_connections_past_max_clients_are_told_busy(daemon):
         return answers
 
     answers = run(crowd())
-    assert [a.type for a in answers[:6]] == ["info"] * 6
-    assert answers[6].type == "error" and answers[6].data["code"] == "busy"
+    # wyoming.max_clients = 6 counts requests with audio (tests/wyoming_stt/test_limits.py), not connections.
+    assert [a.type for a in answers] == ["info"] * 7
 
 
 def test_a_request_in_flight_at_shutdown_still_gets_its_transcript(tmp_path):

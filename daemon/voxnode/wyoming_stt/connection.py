@@ -8,7 +8,8 @@ chunks join into the transcript when the final begins with the words already str
 
 Bad input gets an `error` event with a code and a sentence, then the connection is closed; a
 request past `wyoming.max_audio_s` likewise. A client that disconnects mid-request: its queued
-jobs are withdrawn; nothing else is affected.
+jobs are withdrawn; nothing else is affected. What a connection may hold (replies queued, a slot,
+audio) and for how long: limits.py.
 """
 
 from __future__ import annotations
@@ -25,15 +26,18 @@ from wyoming.info import Describe, Info
 from wyoming.ping import Ping, Pong
 
 from voxnode import text as script
+from voxnode.frontend.chain import FrontEnd, speech_only
 from voxnode.stream.scheduler import DecodeScheduler
 
 from .convert import FormatError
+from .limits import MAX_QUEUED_REPLIES, REPLY_STALL_S, Lease, Slots
 from .protocol import BadEvent, error_event, read_event
 from .request import AudioTooLong, RequestParams, TranscribeRequest, remainder
 
 log = logging.getLogger(__name__)
 
 LINGER_S = 1.0  # at most this long reading a client's leftovers before closing (see _close)
+WRITER_WAIT_S = 5.0  # at most this long for the replies still queued when a connection ends
 # What the configured model can do (WyomingServer.languages): ("en",) for tiny.en; a request for
 # another language is refused.
 DEFAULT_LANGUAGES = ("en",)
@@ -43,7 +47,9 @@ DEFAULT_LANGUAGES = ("en",)
 class ServerStats:
     connections: int = 0  # open now
     connections_total: int = 0
-    refused_busy: int = 0
+    refused_busy: int = 0  # requests refused: every slot taken (wyoming.max_clients)
+    evicted: int = 0  # connections without a request closed to make room for a new one (limits.py)
+    stalled: int = 0  # clients that read none of their replies for REPLY_STALL_S, disconnected
     requests: int = 0
     transcripts: int = 0
     errors: int = 0  # error events sent (bad input, too long, refused language, recogniser failed)
@@ -68,6 +74,7 @@ class Connection:
         stats: ServerStats,
         idle_timeout_s: float,
         languages: tuple[str, ...] = DEFAULT_LANGUAGES,
+        slots: Slots | None = None,
     ):
         self.key = key
         self._languages = languages
@@ -77,7 +84,15 @@ class Connection:
         self._info = info
         self._stats = stats
         self._idle_timeout_s = idle_timeout_s
+        # Unbounded as a type, bounded by the reader: it reads no further event while
+        # MAX_QUEUED_REPLIES are queued (_room_for_replies).
         self._out: asyncio.Queue[Event | None] = asyncio.Queue()
+        self._written = asyncio.Event()  # set by the writer after each event it wrote
+        self.lease = Lease(slots if slots is not None else Slots(1 << 30), params.max_audio_s)
+        self._vad: FrontEnd | None = None  # built at the first audio that needs it; kept for the next request
+        self._read_task: asyncio.Task | None = None
+        self._evicted = ""  # why limits.Roster closed it
+        self._abort = False  # the client does not read: close without waiting for the writer
         self.request: TranscribeRequest | None = None
         self._streaming_started = False
         self._language: str | None = None
@@ -85,19 +100,41 @@ class Connection:
 
     async def run(self) -> None:
         writer_task = asyncio.create_task(self._write_all())
+        self._read_task = asyncio.create_task(self._read_all())
         try:
-            await self._read_all()
+            await self._read_task
+        except asyncio.CancelledError:
+            if not self._evicted or not self._read_task.cancelled():
+                raise  # the server is stopping
+            self._fail("busy", self._evicted)
         finally:
+            self._read_task.cancel()  # where run() itself was cancelled
             if self.request is not None and not self.request.closed:
                 self.request.abandon()
                 self._stats.abandoned += 1
                 log.info("wyoming %s: client left in the middle of a request; its jobs are withdrawn", self.key)
+            self.lease.give()
             self._out.put_nowait(None)
             try:
-                await asyncio.wait_for(writer_task, 5.0)
+                await asyncio.wait_for(writer_task, 0.0 if self._abort else WRITER_WAIT_S)
             except (TimeoutError, asyncio.CancelledError):
                 writer_task.cancel()
-            await self._close()
+            if self._abort:
+                self._writer.transport.abort()
+            else:
+                await self._close()
+
+    def evict(self, why: str) -> None:
+        """limits.Roster: this connection, holding no slot, makes room for a new one."""
+        self._evicted = why
+        self._stats.evicted += 1
+        if self._read_task is not None:
+            self._read_task.cancel()
+
+    def abort(self) -> None:
+        """The server is stopping and waited long enough: drop the connection now."""
+        self._abort = True
+        self._writer.transport.abort()
 
     async def refuse(self, code: str, text: str) -> None:
         """Tell the client why it is not served, and close."""
@@ -108,14 +145,14 @@ class Connection:
             pass
         await self._close()
 
-    async def _close(self) -> None:
+    async def _close(self, linger_s: float = LINGER_S) -> None:
         """Close so that what we wrote last (an error event) reaches the client: closing a socket with
         unread input makes the kernel send a reset, and the client may lose our last event with it. So
         our side is shut first and the client's leftovers are read and dropped for a moment."""
         try:
             if self._writer.can_write_eof() and not self._writer.is_closing():
                 self._writer.write_eof()
-            async with asyncio.timeout(LINGER_S):
+            async with asyncio.timeout(linger_s):
                 while await self._reader.read(65536):
                     pass
         except (TimeoutError, ConnectionError, OSError):
@@ -126,10 +163,21 @@ class Connection:
 
     async def _read_all(self) -> None:
         while True:
+            if not await self._room_for_replies():
+                self._stats.stalled += 1
+                self._abort = True
+                log.warning(
+                    "wyoming %s: the client read none of its replies for %g s (%d queued); disconnected",
+                    self.key,
+                    REPLY_STALL_S,
+                    self._out.qsize(),
+                )
+                return
+            timeout, why = self.lease.read_timeout(self._idle_timeout_s)
             try:
-                event = await asyncio.wait_for(read_event(self._reader), self._idle_timeout_s)
+                event = await asyncio.wait_for(read_event(self._reader), timeout)
             except TimeoutError:
-                self._fail("timeout", f"nothing received for {self._idle_timeout_s:g} s (wyoming.idle_timeout_s)")
+                self._fail("timeout", why)
                 return
             except BadEvent as e:
                 self._fail("bad-event", str(e))
@@ -141,9 +189,36 @@ class Connection:
             try:
                 if not await self._handle(event):
                     return
-            except (KeyError, TypeError, ValueError) as e:
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
                 self._fail("bad-event", f"{event.type}: missing or wrong field ({type(e).__name__}: {e})")
                 return
+
+    async def _room_for_replies(self) -> bool:
+        """Wait while MAX_QUEUED_REPLIES replies are queued; False if the client read none for REPLY_STALL_S."""
+        while self._out.qsize() >= MAX_QUEUED_REPLIES:
+            self._written.clear()
+            try:
+                await asyncio.wait_for(self._written.wait(), REPLY_STALL_S)
+            except TimeoutError:
+                return False
+        return True
+
+    def _take_slot(self) -> bool:
+        if self.lease.take():
+            return True
+        size = self.lease.slots.size
+        self._stats.refused_busy += 1
+        log.warning("wyoming %s: refused a request: %d being transcribed already (wyoming.max_clients)", self.key, size)
+        self._fail("busy", f"{size} requests being transcribed already (wyoming.max_clients); try again")
+        return False
+
+    def _vad_frontend(self) -> FrontEnd:
+        """The connection's VAD (partials only), built at the first audio that needs it and kept for its
+        next requests, as a microphone's runs on from one utterance to the next: building one
+        (Silero's interpreter) costs ~2 ms, which every `transcribe` + `audio-start` used to pay."""
+        if self._vad is None:
+            self._vad = FrontEnd(speech_only(self._params.frontend))
+        return self._vad
 
     async def _handle(self, event: Event) -> bool:
         if Describe.is_type(event.type):
@@ -152,6 +227,9 @@ class Connection:
             self._send(Pong(text=Ping.from_event(event).text).event())
         elif Transcribe.is_type(event.type):
             language = Transcribe.from_event(event).language
+            if language is not None and not isinstance(language, str):
+                self._fail("bad-event", f"transcribe: language {language!r} is not a string")
+                return False
             code = language.replace("_", "-").split("-")[0].lower() if language else None
             if code is not None and code not in self._languages:
                 self._fail("unsupported-language", f"language {language!r}: this model speaks {self._spoken()}")
@@ -181,6 +259,9 @@ class Connection:
                     f"audio-start said {c.rate}/{c.width}/{c.channels}",
                 )
                 return False
+            if not self._take_slot():
+                request.abandon()
+                return False
             try:
                 request.add(chunk.audio or b"")
             except AudioTooLong as e:
@@ -207,11 +288,12 @@ class Connection:
     def _new_request(self) -> TranscribeRequest:
         if self.request is not None and not self.request.closed:
             self.request.abandon()
+        self.lease.give()
         loop = asyncio.get_running_loop()
         # A client's language is decoded as such (with [asr] language = "auto" it may be any of the
         # model's); without one, [asr] language decides (detection under "auto").
         self.request = TranscribeRequest(
-            self.key, self._sched, self._params, loop, self._on_partial, language=self._language
+            self.key, self._sched, self._params, loop, self._on_partial, language=self._language, vad=self._vad_frontend
         )
         self._streaming_started = False
         self._stats.requests += 1
@@ -238,6 +320,7 @@ class Connection:
             await self._answer(request)
         finally:
             self.answering = False
+            self.lease.give()
 
     async def _answer(self, request: TranscribeRequest) -> None:
         loop = asyncio.get_running_loop()
@@ -300,3 +383,4 @@ class Connection:
                 await async_write_event(event, self._writer)
             except (ConnectionError, OSError):
                 return  # the client is gone; the reader notices too
+            self._written.set()

@@ -3,7 +3,9 @@
 wyoming's own `async_read_event` reads whatever `data_length` and `payload_length` a peer
 declares: a client announcing a 4 GB payload would make the server buffer it. This reader checks
 each length against a bound before reading, and tells malformed input apart from a closed
-connection, so each gets a clear answer (`error` event) instead of a silent close.
+connection, so each gets a clear answer (`error` event) instead of a silent close. JSON that
+Python's parser refuses past its own limits (nesting deeper than the recursion limit, an integer of
+more than 4,300 digits) is malformed input like any other, not a traceback.
 """
 
 from __future__ import annotations
@@ -38,10 +40,7 @@ async def read_event(reader: asyncio.StreamReader) -> Event | None:
         raise BadEvent("connection closed in the middle of an event header") from None
     except asyncio.LimitOverrunError:
         raise BadEvent(f"event header longer than {MAX_HEADER_BYTES} bytes") from None
-    try:
-        header = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise BadEvent("event header is not JSON") from None
+    header = _json(line, "event header")
     if not isinstance(header, dict) or not isinstance(header.get("type"), str):
         raise BadEvent('event header is not a JSON object with a "type"')
     data = header.get("data") or {}
@@ -51,16 +50,24 @@ async def read_event(reader: asyncio.StreamReader) -> Event | None:
     payload_length = _length(header, "payload_length", MAX_PAYLOAD_BYTES)
     try:
         if data_length:
-            extra = json.loads(await reader.readexactly(data_length))
+            extra = _json(await reader.readexactly(data_length), "event data")
             if not isinstance(extra, dict):
                 raise BadEvent('event "data" is not a JSON object')
             data.update(extra)
         payload = await reader.readexactly(payload_length) if payload_length else None
     except asyncio.IncompleteReadError:
         raise BadEvent("connection closed in the middle of an event") from None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise BadEvent("event data is not JSON") from None
     return Event(type=header["type"], data=data, payload=payload)
+
+
+def _json(raw: bytes, what: str) -> object:
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise BadEvent(f"{what} is JSON nested too deeply") from None
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, an integer past 4,300 digits
+        why = "an integer with too many digits" if "digits" in str(e) else "not JSON"
+        raise BadEvent(f"{what} is {why}") from None
 
 
 def _length(header: dict, key: str, bound: int) -> int:

@@ -104,6 +104,7 @@ class TranscribeRequest:
         loop: asyncio.AbstractEventLoop,
         on_partial: Callable[[TranscribeRequest, list[str]], None],
         language: str | None = None,
+        vad: Callable[[], FrontEnd] | None = None,
     ):
         self.key = key
         self.language = language  # the client's (a code); None: [asr] language
@@ -111,8 +112,13 @@ class TranscribeRequest:
         self.params = params
         self._loop = loop
         self._on_partial = on_partial
-        self._frontend = FrontEnd(speech_only(params.frontend))  # the VAD, for partials
-        self._recognition = RecognitionFilter(params.frontend)  # what the engine hears
+        # Built at the first audio (the VAD only where partials need it): `transcribe` + `audio-start`
+        # with no audio cost 3.4 ms each with both built here (Silero's interpreter), 20,000 of them
+        # kept the event loop busy for 84 s (scripts/bench_wyoming_limits.py). `vad`: the
+        # connection's, kept from one request to the next.
+        self._new_vad = vad or (lambda: FrontEnd(speech_only(params.frontend)))
+        self._frontend: FrontEnd | None = None  # the VAD, for partials
+        self._recognition: RecognitionFilter | None = None  # what the engine hears
         self.converter: AudioConverter | None = None
         self._bytes = 0
         self._parts: list[np.ndarray] = []  # converted audio through the recognition path, float32 [-1, 1]
@@ -148,6 +154,8 @@ class TranscribeRequest:
             self._submit_partial()
 
     def _feed(self, audio: np.ndarray) -> None:
+        if self._recognition is None:
+            self._recognition = RecognitionFilter(self.params.frontend)
         self._parts.append(self._recognition.process(audio))
         self._samples += audio.size
         if not self.params.partials or self.closed:
@@ -158,7 +166,10 @@ class TranscribeRequest:
             return
         x = np.concatenate([self._pending, audio * np.float32(32768.0)])
         whole = len(x) - len(x) % PERIOD_FRAMES
+        if whole and self._frontend is None:
+            self._frontend = self._new_vad()
         for i in range(0, whole, PERIOD_FRAMES):
+            assert self._frontend is not None
             speech = self._frontend.process(x[i : i + PERIOD_FRAMES]).speech
             self._silence = 0 if speech else self._silence + 1
         self._pending = x[whole:]
@@ -214,9 +225,10 @@ class TranscribeRequest:
         fut: asyncio.Future[FinalOutcome] = self._loop.create_future()
         self._final_future = fut
         self.closed = True
-        if self.converter is not None:
+        if self._recognition is not None:  # some audio came
+            assert self.converter is not None
             self._feed(self.converter.convert(b"", last=True))
-        self._parts.append(self._recognition.flush())
+            self._parts.append(self._recognition.flush())
         if self._partial is not None and not self._partial.finished:
             self._sched.cancel(self._partial)  # queued: withdrawn; running: its result is ignored
         if not self._samples:

@@ -3,7 +3,8 @@
 Started after the recognition component (it submits to its decode scheduler) and stopped before it,
 so the finals of requests in flight are still decoded and answered within the shutdown deadline.
 The listening socket is bound in `start()`, so a port in use stops start-up with a clear error.
-Each connection is one `Connection`; `wyoming.max_clients` of them at once.
+Each connection is one `Connection`; `wyoming.max_clients` requests transcribe at once, and up to
+`limits.connection_cap` connections are open (limits.py: what a connection may hold).
 """
 
 from __future__ import annotations
@@ -27,13 +28,18 @@ from voxnode.stream.params import pipeline_params
 from voxnode.stream.recognition import Recognition
 
 from .announce import Announcement
-from .connection import Connection, ServerStats
+from .connection import LINGER_S, WRITER_WAIT_S, Connection, ServerStats
+from .limits import Roster, Slots, connection_cap
 from .protocol import MAX_HEADER_BYTES
 from .request import RequestParams
 
 log = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 10.0
+# After the shutdown deadline: how long cancelled connections get to end (their last replies and
+# the linger of Connection._close) before their sockets are dropped; the loop closes only then,
+# with nothing left on it (no "Event loop is closed" from a transport closed after it).
+CLOSE_WAIT_S = WRITER_WAIT_S + LINGER_S + 0.5
 VOXNODE_URL = "https://github.com/voxnode/voxnode"
 WHISPER_ATTRIBUTION = Attribution(name="OpenAI", url="https://github.com/openai/whisper")
 
@@ -68,6 +74,8 @@ class WyomingServer(Component):
         self._stop: asyncio.Event | None = None
         self._deadline = 0.0
         self._tasks: dict[asyncio.Task, Connection] = {}
+        self._slots = Slots(self.wyoming.max_clients)
+        self._roster = Roster(connection_cap(self.wyoming.max_clients), lambda line: log.warning("wyoming: %s", line))
         self.port = 0  # bound port (wyoming.port, or the one the OS chose for port 0 in tests)
 
     # ---- Component ------------------------------------------------------------------------------
@@ -102,7 +110,7 @@ class WyomingServer(Component):
                 loop.call_soon_threadsafe(self._stop.set)
             except RuntimeError:
                 pass  # the loop already ended
-        thread.join(max(0.0, deadline - time.monotonic()) + 2.0)
+        thread.join(max(0.0, deadline - time.monotonic()) + CLOSE_WAIT_S + 2.0)
         if thread.is_alive():
             log.warning("wyoming: the server thread did not end in time")
         elif not loop.is_closed():
@@ -116,16 +124,21 @@ class WyomingServer(Component):
     # ---- the loop's thread ----------------------------------------------------------------------
 
     def _run(self) -> None:
-        assert self._loop is not None
-        asyncio.set_event_loop(self._loop)
+        loop = self._loop
+        assert loop is not None
+        asyncio.set_event_loop(loop)
         try:
-            self._loop.run_until_complete(self._serve())
+            loop.run_until_complete(self._serve())
         except BaseException as e:  # noqa: BLE001 - reported to start() or logged; the thread must end cleanly
             if not self._ready.is_set():
                 self._start_error = e
                 self._ready.set()
             else:
                 log.exception("wyoming: the server failed")
+        finally:
+            # Callbacks the closed transports scheduled (connection_lost) run before the loop closes.
+            loop.run_until_complete(asyncio.sleep(0))
+            loop.run_until_complete(loop.shutdown_asyncgens())
 
     async def _serve(self) -> None:
         self._stop = asyncio.Event()
@@ -142,13 +155,18 @@ class WyomingServer(Component):
             await announcement.close()
 
     async def _drain(self) -> None:
-        """Connections waiting for a final get it until the deadline; then every connection is closed."""
+        """Connections waiting for a final get it until the deadline; then every connection is closed:
+        cancelled, given CLOSE_WAIT_S to end, then dropped."""
         while any(c.answering for c in self._tasks.values()):
             if time.monotonic() >= self._deadline:
                 break
             await asyncio.sleep(0.02)
         for task in list(self._tasks):
             task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=CLOSE_WAIT_S)
+        for conn in self._tasks.values():
+            conn.abort()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=1.0)
 
@@ -166,28 +184,27 @@ class WyomingServer(Component):
             self.stats,
             self.wyoming.idle_timeout_s,
             self.languages(),
+            self._slots,
         )
         st = self.stats
-        if self._stop is not None and self._stop.is_set():
-            await conn.refuse("stopping", "the server is shutting down")
-            return
-        if st.connections >= self.wyoming.max_clients:
-            st.refused_busy += 1
-            log.warning("wyoming: refused a connection: %d clients already (wyoming.max_clients)", st.connections)
-            await conn.refuse("busy", f"{st.connections} clients already (wyoming.max_clients); try again")
-            return
         task = asyncio.current_task()
         assert task is not None
         self._tasks[task] = conn
-        st.connections += 1
-        st.connections_total += 1
         try:
-            await conn.run()
+            if self._stop is not None and self._stop.is_set():
+                await conn.refuse("stopping", "the server is shutting down")
+                return
+            self._roster.add(conn)  # past the cap, the connection longest without a request is closed
+            st.connections += 1
+            st.connections_total += 1
+            try:
+                await conn.run()
+            finally:
+                st.connections -= 1
+                self._roster.remove(conn)
         except asyncio.CancelledError:
-            if conn.request is not None and not conn.request.closed:
-                conn.request.abandon()
+            pass  # the server is stopping: Connection.run withdrew the request's jobs
         finally:
-            st.connections -= 1
             self._tasks.pop(task, None)
 
     def languages(self) -> tuple[str, ...]:

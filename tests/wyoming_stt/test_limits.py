@@ -1,0 +1,196 @@
+"""What one Wyoming client may hold of the server (issue 27, wyoming_stt/limits.py): raw TCP clients
+against a real `voxnode run` (no microphone, the real engine), the daemon's RSS and CPU time read
+from /proc. The full-size probes (100,000 describes, 20,000 requests, 200 connections) are
+scripts/bench_wyoming_limits.py; these are the same probes, smaller."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import audio_corpus as ac  # noqa: E402
+import speech_corpus as sc  # noqa: E402
+from wyoming_client import WyomingDaemon, clip, pcm, transcribe  # noqa: E402
+
+from voxnode.asr.wer import wer  # noqa: E402
+from voxnode.wyoming_stt.limits import MIN_CONNECTIONS, REPLY_STALL_S  # noqa: E402
+
+pytestmark = pytest.mark.skipif(
+    not (sc.PS_DATA.exists() and ac.have_espeak()), reason="needs pocketsphinx-testdata, espeak-ng, sox"
+)
+
+START = b'{"type": "audio-start", "data": {"rate": 16000, "width": 2, "channels": 1}}\n'
+TRANSCRIBE = b'{"type": "transcribe", "data": {"language": "en"}}\n'
+SILENCE = b'{"type": "audio-chunk", "data": {"rate": 16000, "width": 2, "channels": 1}, "payload_length": 3200}\n'
+SILENCE += bytes(3200)  # 100 ms
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    d = WyomingDaemon(tmp_path_factory.mktemp("wyoming-limits"), max_audio_s=10.0, max_clients=2, idle_timeout_s=30.0)
+    yield d
+    assert d.stop() == 0, d.log()
+    assert "Traceback" not in d.log()
+
+
+def rss_mb(pid: int) -> float:
+    line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("VmRSS:"))
+    return int(line.split()[1]) / 1024
+
+
+def cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def served(port: int) -> None:
+    text, audio = clip("005")
+    ex = await asyncio.wait_for(transcribe(port, pcm(audio)), 60)
+    assert ex.error is None and wer(text, ex.text) <= 0.2, (ex.error, ex.text)
+
+
+async def read_events(reader: asyncio.StreamReader, until: str = "") -> list[dict]:
+    out = []
+    while line := await asyncio.wait_for(reader.readline(), 30):
+        header = json.loads(line)
+        if header.get("data_length"):
+            header.setdefault("data", {}).update(json.loads(await reader.readexactly(header["data_length"])))
+        if header.get("payload_length"):
+            await reader.readexactly(header["payload_length"])
+        out.append(header)
+        if header["type"] == until:
+            break
+    return out
+
+
+def test_replies_a_client_never_reads_are_bounded_and_it_is_disconnected(daemon):
+    async def flood():
+        pid = daemon.proc.pid
+        for _ in range(2):
+            await served(daemon.port)  # the engine's first decodes allocate its working memory
+        before = rss_mb(pid)
+        reader, writer = await asyncio.open_connection("127.0.0.1", daemon.port)
+        writer.write(b'{"type": "describe"}\n' * 20_000)  # 400 kB: the kernel's buffers take it all
+        await served(daemon.port)  # meanwhile, another client is served
+        deadline = time.monotonic() + REPLY_STALL_S + 20
+        while "read none of its replies" not in daemon.log():
+            assert time.monotonic() < deadline, daemon.log()
+            await asyncio.sleep(0.2)
+        grown = rss_mb(pid) - before
+        writer.close()
+        return grown
+
+    grown = asyncio.run(flood())
+    # Unbounded, the 20,000 Info replies queued for it took ~46 MB (100,000: +230 MB).
+    assert grown < 10, grown
+    assert "the client read none of its replies for 10 s" in daemon.log()
+
+
+def test_requests_without_audio_cost_next_to_nothing(daemon):
+    async def open_many(n: int) -> float:
+        pid = daemon.proc.pid
+        reader, writer = await asyncio.open_connection("127.0.0.1", daemon.port)
+        c0 = cpu_s(pid)
+        writer.write((TRANSCRIBE + START) * n + b'{"type": "ping", "data": {"text": "done"}}\n')
+        (pong,) = await read_events(reader, until="pong")  # read once all of them were handled
+        spent = cpu_s(pid) - c0
+        writer.close()
+        assert pong["data"]["text"] == "done"
+        await served(daemon.port)
+        return spent
+
+    spent = asyncio.run(open_many(2000))
+    # Each built a VAD front-end (Silero) and the recognition path: 3.4 ms of CPU each, 6.8 s here.
+    assert spent < 2.0, spent
+
+
+def test_idle_and_pinging_connections_keep_no_client_out(daemon):
+    async def crowd():
+        conns = [await asyncio.open_connection("127.0.0.1", daemon.port) for _ in range(MIN_CONNECTIONS + 16)]
+        for _, w in conns[:8]:  # 8 ping, the rest say nothing
+            w.write(b'{"type": "ping", "data": {}}\n')
+        await asyncio.sleep(0.5)
+        await served(daemon.port)  # max_clients = 2: the pinging ones held every slot before
+        for _, w in conns:
+            w.close()
+
+    asyncio.run(crowd())
+    assert "connection(s) without a request closed to make room" in daemon.log()
+
+
+def test_a_request_past_max_clients_is_told_busy_and_describe_still_answers(daemon):
+    async def three():
+        _, audio = clip("0870")  # 7 s, paced: holds its slot for 7 s
+        holders = [asyncio.create_task(transcribe(daemon.port, pcm(audio), pace=True)) for _ in range(2)]
+        await asyncio.sleep(1.5)
+        third = await transcribe(daemon.port, pcm(audio))
+        reader, writer = await asyncio.open_connection("127.0.0.1", daemon.port)
+        writer.write(b'{"type": "describe"}\n')
+        (info,) = await read_events(reader, until="info")
+        writer.close()
+        return third, info, await asyncio.gather(*holders)
+
+    third, info, holders = asyncio.run(three())
+    assert third.error is not None and third.error["code"] == "busy", third.types
+    assert "wyoming.max_clients" in third.error["text"]
+    assert info["type"] == "info"
+    assert all(ex.error is None and ex.text for ex in holders), [ex.types for ex in holders]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"type": "describe", "data": ' + b'{"a": ' * 5000 + b"1" + b"}" * 5001 + b"\n",
+        b'{"type": "audio-chunk", "payload_length": ' + b"9" * 5000 + b"}\n",
+        b'{"type": "transcribe", "data": {"language": 5}}\n',
+        b'{"type": "transcribe", "data": {"language": ["en"]}}\n',
+    ],
+    ids=["deep-json", "5000-digit-integer", "language-int", "language-list"],
+)
+def test_malformed_headers_get_an_error_event(daemon, line):
+    async def send() -> list[dict]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", daemon.port)
+        writer.write(line)
+        events = await read_events(reader)
+        writer.close()
+        return events
+
+    events = asyncio.run(send())
+    assert [(e["type"], e["data"]["code"]) for e in events] == [("error", "bad-event")], events
+    assert "Traceback" not in daemon.log()
+
+
+def test_a_shutdown_while_a_client_streams_is_clean(tmp_path):
+    d = WyomingDaemon(tmp_path)
+
+    async def stream_through_sigterm():
+        reader, writer = await asyncio.open_connection("127.0.0.1", d.port)
+        writer.write(TRANSCRIBE + START)
+        t0, stopped = time.monotonic(), False
+        while time.monotonic() - t0 < 6:  # keeps sending whatever the server says
+            if time.monotonic() - t0 > 1.5 and not stopped:
+                d.proc.send_signal(signal.SIGTERM)
+                stopped = True
+            try:
+                writer.write(SILENCE)
+                await writer.drain()
+            except (ConnectionError, OSError):
+                break
+            await asyncio.sleep(0.1)
+        writer.close()
+
+    asyncio.run(stream_through_sigterm())
+    code = d.proc.wait(30)
+    log = d.log()
+    d.stop()
+    assert code == 0, log
+    assert "Event loop is closed" not in log and "destroyed but it is pending" not in log, log
+    assert "client left in the middle of a request" in log
