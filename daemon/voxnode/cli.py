@@ -128,10 +128,10 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         sys.stdout.write(render_reference())
         return 0
     config = load_config(args.config)
-    # The files the config refers to, checked exactly as `voxnode run` checks them at start.
-    from voxnode.mqtt.credentials import check_files
+    # The files and models the config refers to, checked as `voxnode run` checks them at start.
+    from voxnode.preflight import check_runnable
 
-    check_files(config.mqtt)
+    check_runnable(config)
     sys.stdout.write(render_effective(config))
     print(f"# config OK ({args.config or 'built-in defaults or /etc/voxnode/config.toml'})", file=sys.stderr)
     return 0

@@ -26,7 +26,8 @@ from voxnode.config.mqtt import node_id_for
 from voxnode.errors import VoxnodeError
 from voxnode.health.reporter import HealthReporter
 from voxnode.lifecycle import TICK_S, Component, Hook, start_all, stop_all
-from voxnode.reload import ReloadResult, plan_reload
+from voxnode.preflight import check_runnable
+from voxnode.reload import ReloadResult, StartRetries, error_text, plan_reload
 from voxnode.sequencer import FinalStore, Sequencer
 from voxnode.stream.recognition import Recognition
 from voxnode.stream.runtime import StreamRuntime, Streams
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from voxnode.events import TranscriptEvent, WakeEvent
     from voxnode.heartbeat import Heartbeat
     from voxnode.sinks import Sink
+    from voxnode.stream.pipeline import StreamPipeline
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +85,9 @@ class Daemon:
             config, self._emit_transcript, recognizers, on_decoded=self.reporter.observe_decode
         )
         self.streams = Streams(self._make_stream, config.effective_streams())
+        # Pipelines a reload built before stopping anything, taken by _make_stream.
+        self._prebuilt: dict[str, StreamPipeline] = {}
+        self._unstarted = StartRetries()  # streams a reload could not start, retried from the main loop
         self._outputs: list[Component] = []
         self._servers: list[Component] = []
         # With a journal (the MQTT spool), finals get their durable seq before any sink sees them.
@@ -183,7 +188,11 @@ class Daemon:
 
     def _make_stream(self, stream: StreamConfig) -> StreamRuntime:
         source = self._make_source(stream)
-        pipeline = self.recognition.pipeline(stream.name, self.config)
+        pipeline = self._prebuilt.pop(stream.name, None)
+        if pipeline is None:
+            pipeline = self.recognition.pipeline(stream.name, self.config)
+        else:
+            self.recognition.pipelines[stream.name] = pipeline
         worker = StreamWorker(
             stream.name, source.ring, pipeline, self.emit, levels=self.options.levels, is_muted=self.is_muted
         )
@@ -222,6 +231,8 @@ class Daemon:
                         log.error("every stream worker has ended; exiting with status 1")
                         exit_code = 1
                     break  # every source finished (files) and its worker drained it
+                if self._unstarted:
+                    self._retry_streams(now)
                 for hook in hooks:
                     hook.tick(self, now)
                 wait = self._tick_interval()
@@ -272,7 +283,11 @@ class Daemon:
                 log.exception("unexpected error while reading the config")
                 result = ReloadResult(ok=False, error=f"{type(e).__name__}: {e}")
             else:
-                result = self.reload(new_config)
+                try:
+                    result = self.reload(new_config)
+                except Exception as e:  # a bug, not a config: still no reason to take the daemon down
+                    log.exception("unexpected error while applying the config")
+                    result = ReloadResult(ok=False, error=f"{error_text(e)} (part of it may be applied)")
         if result.ok:
             log.info("config %s", result.summary())
         else:
@@ -281,25 +296,68 @@ class Daemon:
             hook.on_reloaded(self, result)
 
     def reload(self, new_config: Config) -> ReloadResult:
-        """Apply a validated config: unchanged streams keep running, changed ones restart.
+        """Apply a config: unchanged streams keep running, changed ones restart.
+
+        What can fail is done while the old streams still run: the checks `run` makes at start
+        (voxnode.preflight), then the pipelines of the streams to start (their wake word models
+        loaded). A failure there rejects the config and changes nothing. Only then are the old
+        streams stopped. A stream that still cannot start (its model removed in between) is retried
+        from the main loop while the others run; a device that cannot open backs off in its capture.
 
         Main thread only (it owns the set of streams); other threads call request_reload().
         """
         plan = plan_reload(self.config, new_config)
         if self.options.file and (plan.start or plan.stop or plan.restart):
             return ReloadResult(ok=False, plan=plan, error="streams cannot change while playing a file")
+        starting = [s for s in new_config.effective_streams() if s.name not in plan.keep]
+        try:
+            check_runnable(new_config, self.config)
+            pipelines = self._build_pipelines(new_config, starting)
+        except Exception as e:  # a VoxnodeError naming the key; or a model file the runtime cannot load
+            return ReloadResult(ok=False, plan=plan, error=error_text(e))
         gone = set(plan.restart) | set(plan.stop)
         self.streams.remove(gone, time.monotonic() + self.config.service.stop_timeout_s)
         for name in gone:
             self.recognition.remove(name)
+            self._unstarted.discard(name)
         self.config = new_config
-        self.recognition.reconfigure(new_config)
-        for stream in new_config.effective_streams():
-            if stream.name not in plan.keep:
-                self.streams.add(stream)
+        for stream in starting:
+            self._prebuilt[stream.name] = pipelines[stream.name]
+            self._start_stream(stream)
         self.streams.reorder([s.name for s in new_config.effective_streams()])
         logging.getLogger().setLevel(new_config.log.level.upper())
         return ReloadResult(ok=True, plan=plan)
+
+    def _build_pipelines(self, config: Config, streams: list[StreamConfig]) -> dict[str, StreamPipeline]:
+        """The pipelines of `streams` under `config`; the running pipelines stay as they are."""
+        running = dict(self.recognition.pipelines)
+        self.recognition.reconfigure(config)  # starts the end-of-turn model if `config` turns it on
+        try:
+            return {s.name: self.recognition.pipeline(s.name, config) for s in streams}
+        except BaseException:
+            self.recognition.reconfigure(self.config)
+            raise
+        finally:
+            self.recognition.pipelines.clear()
+            self.recognition.pipelines.update(running)
+
+    def _start_stream(self, stream: StreamConfig) -> None:
+        """Start one stream; one that cannot be built is reported and retried (StartRetries)."""
+        try:
+            self.streams.add(stream)
+        except Exception as e:
+            delay = self._unstarted.failed(stream, error_text(e), self.config.audio)
+            log.error("stream %s cannot start: %s; retrying in %.1f s", stream.name, error_text(e), delay)
+        else:
+            self._unstarted.discard(stream.name)
+        finally:
+            self._prebuilt.pop(stream.name, None)
+
+    def _retry_streams(self, now: float) -> None:
+        for stream in self._unstarted.due(now):
+            self._start_stream(stream)
+            if stream.name in self.streams.names():
+                log.info("stream %s started", stream.name, extra={"STREAM": stream.name})
 
     # ---- state, for health and STATUS= -------------------------------------------------------
 
@@ -312,7 +370,7 @@ class Daemon:
         speech = self.recognition.stats() if self.recognition.started else None
         return {
             "uptime_s": round(time.monotonic() - self.started_mono, 1),
-            "streams": {rt.name: rt.snapshot() for rt in self.streams},
+            "streams": {rt.name: rt.snapshot() for rt in self.streams} | self._unstarted.snapshots(),
             # Engine back-pressure: queue depth, waits, skipped partials, dropped finals.
             "speech": speech,
             # Transcripts waiting for the spool's disk, and finals the full queue refused.

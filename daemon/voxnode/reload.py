@@ -1,17 +1,22 @@
 """What a config reload changes: which streams keep running, which restart, what needs a full restart.
 
 Pure functions of (old config, new config), so the rules are testable without
-threads or devices; `Daemon.reload` carries the plan out.
+threads or devices; `Daemon.reload` carries the plan out. `StartRetries` keeps the
+streams a reload could not start, for the daemon's main loop to retry.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from voxnode.audio.source import SourceStats
 from voxnode.config import Config, load_config
+from voxnode.config.audio import AudioConfig, StreamConfig
+from voxnode.errors import VoxnodeError
 
 # Read live by whoever needs them on every use (log level is re-applied, [service] is read each tick).
 LIVE_SECTIONS = frozenset({"log", "service"})
@@ -90,6 +95,11 @@ def plan_reload(old: Config, new: Config) -> ReloadPlan:
     return ReloadPlan(tuple(keep), tuple(restart), tuple(start), tuple(stop), tuple(needs_restart))
 
 
+def error_text(e: Exception) -> str:
+    """One line for a failed reload or stream start: a VoxnodeError's own words, else its type too."""
+    return str(e) if isinstance(e, VoxnodeError) else f"{type(e).__name__}: {e}"
+
+
 def config_loader(path: str | Path | None, device: str | None = None) -> Callable[[], Config]:
     """What SIGHUP re-reads: the same file and command-line overrides the daemon started with."""
 
@@ -98,3 +108,41 @@ def config_loader(path: str | Path | None, device: str | None = None) -> Callabl
         return config.with_device(device) if device else config
 
     return load
+
+
+@dataclass
+class Unstarted:
+    stream: StreamConfig
+    due: float  # time.monotonic() of the next try
+    delay: float
+    stats: SourceStats  # what health shows for it: a capture in backoff, with the reason
+
+
+class StartRetries:
+    """Streams a reload could not start (their pipeline could not be built: a model removed after the
+    checks): retried from the main loop at the capture's retry delays while the others run."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, Unstarted] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._by_name)
+
+    def failed(self, stream: StreamConfig, error: str, audio: AudioConfig) -> float:
+        """Note a failed start; returns the delay until the next try (doubling, as a device's)."""
+        before = self._by_name.get(stream.name)
+        delay = audio.retry_initial_s if before is None else min(before.delay * 2, audio.retry_max_s)
+        stats = SourceStats(state="backoff", last_error=error, retry_in_s=delay)
+        stats.device_errors = (before.stats.device_errors if before else 0) + 1
+        self._by_name[stream.name] = Unstarted(stream, time.monotonic() + delay, delay, stats)
+        return delay
+
+    def due(self, now: float) -> list[StreamConfig]:
+        return [u.stream for u in self._by_name.values() if now >= u.due]
+
+    def discard(self, name: str) -> None:
+        self._by_name.pop(name, None)
+
+    def snapshots(self) -> dict[str, dict]:
+        """Shown among the streams' snapshots, as a capture in backoff."""
+        return {n: {**u.stats.snapshot(), "queue_depth": 0, "dropped_frames": 0} for n, u in self._by_name.items()}

@@ -5,7 +5,9 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import os
 import re
+import stat
 import tomllib
 import types
 import typing
@@ -24,6 +26,7 @@ MAX_CONFIG_BYTES = 1 << 20
 # level and raises RecursionError (a traceback) at about 330 levels, so deeper input is refused first.
 MAX_TOML_DEPTH = 16
 BOM = "\ufeff"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def load_config(path: str | Path | None = None) -> Config:
@@ -38,13 +41,16 @@ def load_config(path: str | Path | None = None) -> Config:
         path = DEFAULT_PATH
     path = Path(path)
     try:
-        # Bounded read: `--config <(...)` (a pipe) still works, a device or a huge file does not fill memory.
-        with open(path, "rb") as f:
+        # Opening a FIFO waits for a writer: `voxnode run` (and every reload) hung there, SIGTERM
+        # included (issue 27). So the kind is looked at before the open (opening a device can have
+        # effects), the open does not wait (O_NONBLOCK), and the opened file is looked at again.
+        _check_kind(path, os.stat(path).st_mode)
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as f:
+            _check_kind(path, os.fstat(f.fileno()).st_mode)
+            # Bounded read: a huge file (a log given as --config) does not fill memory.
             raw = f.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
-    except IsADirectoryError:
-        raise ConfigError(f"config file {path} is a directory") from None
     except PermissionError:
         raise ConfigError(f"config file {path} is not readable (permission denied)") from None
     except OSError as e:
@@ -52,6 +58,23 @@ def load_config(path: str | Path | None = None) -> Config:
     if len(raw) > MAX_CONFIG_BYTES:
         raise ConfigError(f"config file {path} is larger than {MAX_CONFIG_BYTES >> 20} MiB; is it the right file?")
     return parse_config(raw, str(path))
+
+
+def _check_kind(path: Path, mode: int) -> None:
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISDIR(mode):
+        raise ConfigError(f"config file {path} is a directory")
+    kind = (
+        "a FIFO (named pipe)"
+        if stat.S_ISFIFO(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a special file"
+    )
+    raise ConfigError(f"config file {path} is {kind}, not a regular file")
 
 
 def parse_config(raw: bytes | str, source: str = "<config>") -> Config:
@@ -211,8 +234,13 @@ def _check_scalar(hint: Any, meta: Any, value: Any, key: str, source: str) -> An
         if not math.isfinite(value):
             # nan compares false with every bound, so it would slip past min/max and disable a check
             raise fail("expected a finite number (not nan or inf)")
-    elif hint is str and not isinstance(value, str):
-        raise fail("expected a string")
+    elif hint is str:
+        if not isinstance(value, str):
+            raise fail("expected a string")
+        if "\x00" in value:
+            # TOML allows "\u0000"; no name, path or text here can hold one (C strings end there, and
+            # a device name with one killed the capture thread with a ValueError: issue 27).
+            raise fail("must not contain a NUL character")
     lo, hi = meta.get("min"), meta.get("max")
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         raise fail(f"must be between {_show(lo)} and {_show(hi)}")
@@ -244,7 +272,9 @@ def _show(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+        # Control characters as TOML escapes: a NUL or a newline must not reach the one-line message.
+        return '"' + _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", escaped) + '"'
     if isinstance(value, dict):
         return "{table}"
     if isinstance(value, list):

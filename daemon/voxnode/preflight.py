@@ -1,0 +1,83 @@
+"""What `voxnode run` refuses at start beyond the config file itself, checked without starting anything.
+
+`voxnode check-config` and every reload (SIGHUP, MQTT `{"cmd": "reload"}`) run these checks, with the
+functions `run` uses at start, so a config passes all three or fails all three with the same words.
+Issue 27: a `[wake] model` whose manifest did not exist passed check-config and a reload, and was
+first read after the old streams had been stopped, which ended the daemon.
+
+Nothing here opens a device, binds a port or connects: those can only be known by doing them, and a
+stream whose device cannot open backs off and retries (audio/alsa_capture.py), at start as after a
+reload.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+
+from voxnode.config import Config
+from voxnode.config.wake import stream_wake_model
+from voxnode.errors import ConfigError
+
+
+def _mqtt(config: Config) -> None:
+    from voxnode.mqtt.credentials import check_files
+
+    check_files(config.mqtt)  # password file, TLS files: as the MQTT bridge reads them before connecting
+
+
+def _asr(config: Config) -> None:
+    from voxnode.asr.locate import default_model_dir
+    from voxnode.asr.model_files import open_model_dir
+
+    # The files and their checksums, as the engine checks them before loading (0.1 s for tiny.en).
+    open_model_dir(default_model_dir(config.asr.model_dir, config.asr.model))
+
+
+def _end_of_turn(config: Config) -> None:
+    if config.vad.end_of_turn == "off":
+        return
+    from voxnode.asr.locate import TURN_MODEL_FILE, turn_model_dir
+    from voxnode.asr.model_files import check_model_file
+
+    check_model_file(turn_model_dir() / TURN_MODEL_FILE, "vad.end_of_turn")
+
+
+def _wake(config: Config) -> None:
+    """Every stream's wake word model: its manifest and the model file it names, as a stream reads them
+    when it starts (errors name wake.model or streams[i].wake)."""
+    from voxnode.wake.models import load_wake_model
+
+    w = config.wake
+    for i, stream in enumerate(config.effective_streams()):
+        spec = stream_wake_model(w, stream)
+        if spec is None:
+            continue
+        key = f"streams[{i}].wake" if stream.wake and spec != w.model else "wake.model"
+        load_wake_model(spec, w.threshold, key).content()
+
+
+def _wyoming(config: Config) -> None:
+    if config.wyoming.enabled and config.wyoming.zeroconf and importlib.util.find_spec("zeroconf") is None:
+        raise ConfigError("wyoming.zeroconf = true needs the zeroconf package: pip install 'voxnode[zeroconf]'")
+
+
+# (the config sections a check reads, the check)
+CHECKS: tuple[tuple[tuple[str, ...], Callable[[Config], None]], ...] = (
+    (("mqtt",), _mqtt),
+    (("asr",), _asr),
+    (("vad",), _end_of_turn),
+    (("wake", "streams", "audio"), _wake),
+    (("wyoming",), _wyoming),
+)
+
+
+def check_runnable(config: Config, running: Config | None = None) -> None:
+    """Raise the VoxnodeError `voxnode run` would stop with for `config`'s files and models.
+
+    `running`: the config in force (a reload). Sections equal to it were checked when it was loaded,
+    and a file that has gone since then (a model removed by hand) is not this reload's fault, so only
+    the checks of changed sections run."""
+    for sections, check in CHECKS:
+        if running is None or any(getattr(config, s) != getattr(running, s) for s in sections):
+            check(config)
