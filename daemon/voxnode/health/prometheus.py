@@ -2,16 +2,20 @@
 health/metrics.py plus the standard process collector, on health.prometheus_host:port.
 
 Each scrape reads the daemon's live state (health/metrics.py); nothing waits for the next health
-report. The HTTP server is prometheus-client's, on its own thread, owned by this component.
+report. The HTTP server is health/metrics_server.py (one thread and a selector, bounded connections,
+read timeouts: prometheus-client's own server gave each connection a thread and listened with a
+backlog of 5), owned by this component.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+import time
+from typing import TYPE_CHECKING
 
 from voxnode.config.health import HealthConfig
 from voxnode.errors import VoxnodeError
+from voxnode.health.metrics_server import MetricsServer, render_registry
 from voxnode.lifecycle import Component
 
 if TYPE_CHECKING:
@@ -44,8 +48,7 @@ class PrometheusExporter(Component):
     def __init__(self, config: HealthConfig, reporter: HealthReporter):
         self.config = config
         self.reporter = reporter
-        self._server: Any = None
-        self._thread: Any = None
+        self._server: MetricsServer | None = None
         try:
             import prometheus_client  # noqa: F401  (checked here, before anything starts)
         except ImportError:
@@ -54,23 +57,19 @@ class PrometheusExporter(Component):
             ) from None
 
     def start(self) -> None:
-        from prometheus_client import start_http_server
-
         c = self.config
+        server = MetricsServer(c.prometheus_host, c.prometheus_port, render_registry(make_registry(self.reporter)))
         try:
-            self._server, self._thread = start_http_server(
-                c.prometheus_port, c.prometheus_host, registry=make_registry(self.reporter)
-            )
+            server.start()
         except OSError as e:
             raise PrometheusError(
                 f"Prometheus endpoint {c.prometheus_host}:{c.prometheus_port}: "
                 f"{e.strerror or e} (set health.prometheus_host / health.prometheus_port)"
             ) from None
+        self._server = server
         log.info("Prometheus metrics on http://%s:%d/metrics", c.prometheus_host, c.prometheus_port)
 
     def stop(self, deadline: float) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()  # shutdown() only stops serving; the port stays bound without this
-            self._thread.join(1.0)
+            self._server.stop(min(deadline, time.monotonic() + 1.0))  # the port is free once this returns
             self._server = None
