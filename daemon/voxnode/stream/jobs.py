@@ -89,6 +89,18 @@ class SchedulerStats:
     max_queue_depth: int = 0
     busy_s: float = 0.0
 
+    def count(self, kind: JobKind, outcome: JobOutcome) -> None:
+        if outcome == JobOutcome.DONE:
+            self.completed[kind.name] += 1
+        elif outcome == JobOutcome.SKIPPED:
+            self.partials_skipped += 1
+        elif outcome == JobOutcome.DROPPED:
+            self.finals_dropped += 1
+        elif outcome == JobOutcome.FAILED:
+            self.failed += 1
+        elif outcome == JobOutcome.CANCELLED:
+            self.cancelled += 1
+
 
 def percentiles(samples: deque[tuple[float, float]]) -> dict[str, float]:
     waits = np.array([w for w, _ in samples]) * 1e3
