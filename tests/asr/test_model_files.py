@@ -86,7 +86,7 @@ def test_undelegated_ops_are_counted_and_warned(model_dir, monkeypatch, caplog):
     """Without XNNPACK every op runs on reference kernels: the check must see that."""
     from ai_edge_litert import interpreter as lite
 
-    from voxnode.asr import whisper_litert as engine_mod
+    from voxnode.asr import litert_load as engine_mod  # loads the model's parts for WhisperEngine.load
     from voxnode.asr.runtime import Runtime
 
     def no_delegate(**kwargs):

@@ -33,12 +33,12 @@ from voxnode.asr.decoder import DecoderRunner, Prefix
 from voxnode.asr.encoder import EncoderRunner
 from voxnode.asr.fifo_lock import FifoLock
 from voxnode.asr.hotwords import HotwordBias
+from voxnode.asr.litert_load import LiteRtEngineInfo, load_parts
 from voxnode.asr.locate import default_model_dir
 from voxnode.asr.mel import SAMPLE_RATE, LogMel
-from voxnode.asr.model_files import ModelFiles, open_model_dir
+from voxnode.asr.model_files import ModelFiles
 from voxnode.asr.options import ROLES, DecodeOptions
-from voxnode.asr.recognizer import DecodeAbandoned, EngineInfo, Recognizer, TranscriptResult
-from voxnode.asr.runtime import default_num_threads, delegation, load_runtime, release_file_pages
+from voxnode.asr.recognizer import DecodeAbandoned, Recognizer, TranscriptResult
 from voxnode.asr.search import Decoded
 from voxnode.asr.tokenizer import Tokenizer
 from voxnode.errors import ModelError
@@ -47,8 +47,6 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from voxnode.config.asr import AsrConfig
-
-ENGINE = "whisper-litert"
 
 log = logging.getLogger(__name__)
 
@@ -67,22 +65,6 @@ RETRY_WINDOW_SECONDS = 10.0
 # Whisper keeps at most n_text_ctx // 2 - 1 = 223 prompt tokens (the most recent ones).
 MAX_PROMPT_TOKENS = 223
 MAX_HOTWORD_TOKENS = 111
-
-
-@dataclass(frozen=True)
-class LiteRtEngineInfo(EngineInfo):
-    xnnpack_applied: bool
-    ops_total: int
-    ops_not_delegated: int
-    not_delegated_ops: tuple[str, ...] = ()
-
-    @property
-    def fully_accelerated(self) -> bool:
-        return self.xnnpack_applied and self.ops_not_delegated == 0
-
-    @property
-    def drafts(self) -> bool:
-        return True
 
 
 @dataclass(frozen=True)
@@ -154,57 +136,8 @@ class WhisperEngine(Recognizer):
         options: DecodeOptions | None = None,
     ) -> WhisperEngine:
         """Check and load the model; raises ModelError saying what is wrong."""
-        t0 = time.perf_counter()
-        files = open_model_dir(Path(model_dir), variant)
-        runtime = load_runtime()
-        threads = num_threads if num_threads and num_threads > 0 else default_num_threads()
-        interpreters = {}
-        for part, path in (("encoder", files.encoder), ("decoder", files.decoder)):
-            try:
-                it = runtime.interpreter_class(model_path=str(path), num_threads=threads)
-                it.allocate_tensors()  # the delegate is applied here
-            except (ValueError, RuntimeError) as e:
-                raise ModelError(f"{path}: cannot be loaded by {runtime.name} {runtime.version}: {e}") from None
-            interpreters[part] = it
-            if delegation(it).applied:
-                # Each part right after its delegate packed the weights, so the two
-                # mappings are never resident at once: that bounds the peak RSS.
-                release_file_pages(path)
-        cfg = files.config
-        try:
-            enc_pos = np.load(files.encoder_positions)
-            dec_pos = np.load(files.decoder_positions)
-        except (ValueError, OSError) as e:
-            raise ModelError(f"{files.root}: positional tables unreadable: {e}") from None
-        encoder = EncoderRunner(interpreters["encoder"], enc_pos, int(cfg["n_decoder_layers"]))
-        decoder = DecoderRunner(interpreters["decoder"], dec_pos, cfg)
-        tokenizer = Tokenizer.from_file(files.vocabulary, int(cfg["tokens"]["eot"]), files.merges)
-
-        reports = [delegation(it) for it in interpreters.values()]
-        left = tuple(op for r in reports for op in r.not_delegated)
-        info = LiteRtEngineInfo(
-            engine=ENGINE,
-            runtime=runtime.name,
-            runtime_version=runtime.version,
-            model=files.name,
-            quantization=files.variant,
-            xnnpack_applied=all(r.applied for r in reports),
-            ops_total=sum(r.ops_total for r in reports),
-            ops_not_delegated=len(left),
-            num_threads=threads,
-            load_ms=round((time.perf_counter() - t0) * 1000, 1),
-            not_delegated_ops=left,
-        )
-        if left or not info.xnnpack_applied:
-            log.warning(
-                "XNNPACK did not take the whole model: %d of %d ops run on slow reference kernels (%s); "
-                "expect several times slower transcription",
-                len(left),
-                info.ops_total,
-                ", ".join(sorted(set(left))) or "no delegate applied",
-            )
-        log.info("speech model loaded: %s", info.as_dict())
-        return cls(files, encoder, decoder, tokenizer, info, options)
+        p = load_parts(Path(model_dir), num_threads, variant)
+        return cls(p.files, p.encoder, p.decoder, p.tokenizer, p.info, options)
 
     def start_sequence(
         self, prompt: str = "", hotwords: tuple[str, ...] | list[str] = (), language: str | None = None
