@@ -199,3 +199,71 @@ def test_node_exporter_textfile_copy_passes_promtool(scraped_daemon, tmp_path):
     names = served_names(text)
     assert not [n for n in names if n.startswith("process_")]  # node_exporter has its own
     assert set(names) >= MUST_SERVE
+
+
+def test_a_quiet_node_serves_its_histograms_from_the_start(tmp_path):
+    """Issue 27 item 8. Before, a histogram's series appeared with its first observation: a quiet node
+    served no voxnode_final_latency_seconds at all, and absent() alerts fired on a healthy node."""
+    import dataclasses
+
+    from tests.mqtt.standin import StandInDaemon
+    from voxnode.config import Config
+    from voxnode.config.audio import StreamConfig
+    from voxnode.config.health import HealthConfig
+    from voxnode.health.prometheus import PrometheusExporter
+    from voxnode.health.reporter import HealthReporter
+    from voxnode.mqtt.localbroker import free_port
+    from voxnode.wyoming_stt.request import OBSERVED_AS
+
+    base = Config()
+    config = dataclasses.replace(
+        base,
+        streams=tuple(StreamConfig(name=n, device="null") for n in ("kitchen", "hall")),
+        wyoming=dataclasses.replace(base.wyoming, enabled=True),
+    )
+    source = StandInDaemon(config)
+    reporter = HealthReporter(HealthConfig(), "n1", source)
+    port = free_port()
+    exp = PrometheusExporter(HealthConfig(prometheus=True, prometheus_port=port), reporter)
+    exp.start()
+    url = f"http://127.0.0.1:{port}/metrics"
+
+    def histograms() -> tuple[str, dict]:
+        text = get(url)
+        out: dict = {}
+        for fam in text_string_to_metric_families(text):
+            if fam.type == "histogram" and fam.name.startswith("voxnode_"):
+                for s in fam.samples:
+                    key = tuple(sorted((k, v) for k, v in s.labels.items() if k not in ("le", "node")))
+                    out.setdefault(fam.name, {}).setdefault(key, []).append((s.name, s.labels.get("le"), s.value))
+        return text, out
+
+    try:
+        text, quiet = histograms()
+        reporter.observe_decode("kitchen", "final", 0.2)
+        _, one = histograms()
+        source.config = dataclasses.replace(config, streams=(StreamConfig(name="porch", device="null"),))  # a reload
+        _, reloaded = histograms()
+    finally:
+        exp.stop(time.monotonic() + 1)
+    latency = quiet["voxnode_final_latency_seconds"]
+    assert set(latency) == {(("stream", "kitchen"),), (("stream", "hall"),)}
+    decode = quiet["voxnode_decode_seconds"]
+    kinds = {"final", "speculative", "partial"}
+    expected = {(("kind", k), ("stream", s)) for s in ("kitchen", "hall") for k in kinds}
+    expected |= {(("kind", k), ("stream", OBSERVED_AS)) for k in ("final", "partial")}
+    assert set(decode) == expected
+    for series in [*latency.values(), *decode.values()]:
+        assert all(v == 0 for _, _, v in series)  # every bucket, the count and the sum
+        assert any(le == "+Inf" for _, le, _ in series)
+        assert {n.rsplit("_", 1)[1] for n, _, _ in series} == {"bucket", "count", "sum"}
+    if PROMTOOL:
+        lint = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True)
+        assert lint.returncode == 0 and not lint.stdout.strip(), lint.stdout + lint.stderr
+    counts = {k: next(v for n, _, v in s if n.endswith("_count")) for k, s in one["voxnode_decode_seconds"].items()}
+    assert counts[(("kind", "final"), ("stream", "kitchen"))] == 1
+    assert sum(counts.values()) == 1
+    # After a reload the new stream's series are there from the start; the old one's observations stay.
+    streams = {dict(k)["stream"] for k in reloaded["voxnode_decode_seconds"]}
+    assert {"porch", "kitchen", OBSERVED_AS} <= streams and "hall" not in streams
+    assert {dict(k)["stream"] for k in reloaded["voxnode_final_latency_seconds"]} == {"porch"}

@@ -170,7 +170,8 @@ def test_prometheus_exporter_reads_the_reporter_live():
         after = urllib.request.urlopen(url, timeout=5).read().decode()
     finally:
         exp.stop(0.0)
-    assert "voxnode_final_latency_seconds_count" not in before
+    # Served from the start, zero until the first final (issue 27 item 8; before: absent until then)
+    assert 'voxnode_final_latency_seconds_count{node="n1",stream="mic"} 0.0' in before
     assert 'voxnode_stream_xruns_total{node="n1",stream="mic"} 2.0' in before
     assert 'voxnode_stream_dropped_frames_total{node="n1",stream="mic"} 3.0' in before
     assert 'voxnode_stream_state{node="n1",state="running",stream="mic"} 1.0' in before

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 # Seconds. Final latency (end of speech -> final ready): 0.50 s p50 / 0.52-1.1 s p95 for 1-10
@@ -48,9 +49,16 @@ class Histogram:
             series[0][i] += 1
             series[1][0] += value
 
-    def samples(self) -> list[HistogramSample]:
+    def samples(self, known: Iterable[tuple[str, ...]] = ()) -> list[HistogramSample]:
+        """Every label set observed so far, and each of `known` not observed yet with zero buckets,
+        count and sum. Prometheus's conventions ask for that: a series that only appears with its
+        first observation is invisible to rate(), absent() alerts and dashboards on a quiet node."""
         with self._lock:
             items = [(labels, list(counts), total[0]) for labels, (counts, total) in self._series.items()]
+        seen = {labels for labels, _, _ in items}
+        for labels in dict.fromkeys(known):  # in order, once each
+            if labels not in seen:
+                items.append((labels, [0] * (len(self.bounds) + 1), 0.0))
         out = []
         for labels, counts, total in items:
             cumulative, running = [], 0

@@ -23,6 +23,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from voxnode.health.histograms import HistogramSample
 from voxnode.health.process import thread_count
 from voxnode.health.thermal import THROTTLE_BITS
+from voxnode.stream.jobs import JobKind
+from voxnode.wyoming_stt.request import OBSERVED_AS
 
 if TYPE_CHECKING:
     from voxnode.health.reporter import HealthReporter
@@ -30,6 +32,10 @@ if TYPE_CHECKING:
 # Capture states (audio/source.py SourceStats.state), each its own series of voxnode_stream_state.
 STREAM_STATES = ("starting", "running", "backoff", "stopped", "finished")
 THROTTLE_REASONS = tuple(name for bit, name in sorted(THROTTLE_BITS.items()) if bit < 16)
+# The decode kinds each source can have (the scheduler's on_decoded labels: JobKind names, lower
+# case): a microphone decodes all three, a Wyoming request partials and its final, never speculation.
+STREAM_DECODE_KINDS = tuple(k.name.lower() for k in JobKind)
+WYOMING_DECODE_KINDS = (JobKind.FINAL.name.lower(), JobKind.PARTIAL.name.lower())
 
 
 @dataclass(frozen=True)
@@ -286,9 +292,16 @@ class VoxnodeCollector:
         self._streams(fams, snapshot)
         speech = snapshot.get("speech") or {}
         self._scheduler(fams, speech.get("scheduler") or {})
-        for sample in r.final_latency.samples():
+        # The label sets the config in force can produce, served from the start (all zero), so a quiet
+        # node has its series too; label sets observed earlier (a stream removed by a reload) stay.
+        config = r.source.config
+        streams = [s.name for s in config.effective_streams()]
+        for sample in r.final_latency.samples(known=[(s,) for s in streams]):
             fams.add_histogram("voxnode_final_latency_seconds", sample)
-        for sample in r.decode_time.samples():
+        kinds = [(s, k) for s in streams for k in STREAM_DECODE_KINDS]
+        if config.wyoming.enabled:
+            kinds += [(OBSERVED_AS, k) for k in WYOMING_DECODE_KINDS]
+        for sample in r.decode_time.samples(known=kinds):
             fams.add_histogram("voxnode_decode_seconds", sample)
         mqtt = r.sections().get("mqtt")
         for key, name in _MQTT.items():
