@@ -2,12 +2,11 @@
 
 After the first decode of a final (whisper_litert.WhisperEngine.transcribe):
 
-1. a whole-utterance repeat decoded from a draft is decoded again without it (`drafted_repeat`);
-2. a loop (no end-of-text, a phrase said again and again, the whole utterance twice) is decoded
-   again in a longer window (`looped`);
-3. text that is unsure or too repetitive is sampled at rising temperatures (`needs_fallback`,
+1. a loop (no end-of-text, a phrase said again and again, the whole utterance twice) is decoded
+   again in a longer window, without the draft (`looped`);
+2. text that is unsure or too repetitive is sampled at rising temperatures (`needs_fallback`,
    `fallback`: Whisper's temperature fallback);
-4. a whole-utterance repeat longer than its speech could hold is cut to one copy (`collapse`;
+3. a whole-utterance repeat longer than its speech could hold is cut to one copy (`collapse`;
    partials too: it costs no decode).
 """
 
@@ -31,21 +30,16 @@ TextOf = Callable[[list[int]], str]  # tokens -> text (Tokenizer.decode)
 SAMPLING_SEED = 0
 
 
-def drafted_repeat(out: Decoded, accepted: int, text_of: TextOf) -> bool:
-    """A decode that took `accepted` tokens of a draft came out as the whole utterance twice.
-
-    The draft (a partial's greedy text) commits the beam to greedy decoding's head, and after a
-    short command greedy tiny.en often says it again: on the live probe (scripts/probe_repeats.py)
-    the partial "Call forwarding." as the draft of the final gave "Call forwarding. Call
-    forwarding." where the same beam without a draft ends after one copy; so did "I'm sorry." and
-    "Message deleted." (4 of 4 drafted repeats; 0 of them repeat decoded without the draft). The
-    engine's encoder output is still loaded: decoding again costs the decode alone.
-    """
-    return accepted > 0 and guards.is_repeated_utterance(text_of(out.tokens))
-
-
 def looped(out: Decoded, text_of: TextOf) -> bool:
-    """No end-of-text, a phrase said again and again, or the whole utterance said 2+ times."""
+    """No end-of-text, a phrase said again and again, or the whole utterance said 2+ times.
+
+    The whole utterance twice comes mostly from drafts: a draft (the partial's greedy text) holds
+    the final's beam to greedy decoding's head, and after a short command greedy tiny.en often says
+    it again before it ends. Live (scripts/probe_repeats.py, clean, 2 x 65 commands, 3 prompts) 12
+    finals of 392 were a command twice or three times; offline, the same audio with the partial's
+    tokens as the draft gave "Message deleted. Message deleted." where the beam without a draft
+    ends after one copy (so did "Call forwarding.", "I'm sorry."). The retry decodes without it.
+    """
     if out.stop_reason != "eot":
         return True
     text = text_of(out.tokens)

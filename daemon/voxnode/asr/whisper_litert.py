@@ -237,15 +237,15 @@ class WhisperEngine(Recognizer):
             start = self.start_sequence(text_prompt, words, code)
             prefix, out, (drafted, accepted) = self._decode(start, max_new, beam, bias, abandon, draft)
             text_of = self._tokenizer.decode
-            if final and redecode.drafted_repeat(out, accepted, text_of):
-                out = search.beam_search(self._decoder, self._rules, prefix, max_new, beam, bias, abandon)
             t2 = time.perf_counter()
             encode_ms, decode_ms = (t1 - t0) * 1000, (t2 - t1) * 1000
             text_window = window
             if final and redecode.looped(out, text_of) and window < MAX_SECONDS:
-                # No end-of-text, or a phrase said again and again: the short window made
-                # decoding loop. A longer window (closer to Whisper's 30 s training windows)
-                # nearly always ends, and says the phrase once unless it was said twice.
+                # No end-of-text, a phrase said again and again, or the whole utterance twice: the
+                # short window made decoding loop, or a draft held the beam to greedy decoding's
+                # loop (redecode.looped). A longer window (closer to Whisper's 30 s training
+                # windows), decoded without the draft, nearly always ends, and says the phrase once
+                # unless it was said twice.
                 # Not for partials: a preview replaced a moment later is not worth a second,
                 # longer encode (live, 12 of 19 window retries were partials', 130-300 ms each,
                 # and a final waiting behind one waits for the whole encode).
