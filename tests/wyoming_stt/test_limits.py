@@ -145,6 +145,28 @@ def test_a_request_past_max_clients_is_told_busy_and_describe_still_answers(daem
     assert all(ex.error is None and ex.text for ex in holders), [ex.types for ex in holders]
 
 
+def test_a_request_whose_audio_stops_gives_its_slot_back(daemon):
+    async def stall():
+        stalled = []
+        for _ in range(2):  # max_clients = 2: both slots, then nothing more
+            reader, writer = await asyncio.open_connection("127.0.0.1", daemon.port)
+            writer.write(TRANSCRIBE + START + SILENCE)
+            stalled.append((reader, writer))
+        await asyncio.sleep(0.5)
+        refused = await transcribe(daemon.port, pcm(clip("005")[1]))
+        answers = [await read_events(r) for r, _ in stalled]  # after SLOT_IDLE_S
+        await served(daemon.port)
+        for _, w in stalled:
+            w.close()
+        return refused, answers
+
+    refused, answers = asyncio.run(stall())
+    assert refused.error is not None and refused.error["code"] == "busy"
+    for events in answers:
+        assert [(e["type"], e["data"]["code"]) for e in events] == [("error", "timeout")], events
+        assert "no audio for 10 s in the middle of a request" in events[0]["data"]["text"]
+
+
 @pytest.mark.parametrize(
     "line",
     [
