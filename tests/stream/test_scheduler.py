@@ -252,6 +252,24 @@ def test_final_overflow_drops_oldest_counted_and_logged(sched, caplog):
     assert sorted(t for t, o in done if o == JobOutcome.DONE) == [0, 2, 3]
 
 
+def test_final_overflow_drops_from_the_tenant_with_most_queued(sched):
+    """wyoming.max_clients may be 256, max_pending_finals is 64: a flood of requests must not push
+    out a microphone's final."""
+    s, eng = sched(dataclasses.replace(DEFAULTS, max_pending_finals=3))
+    rec = Recorder()
+    s.start()
+    s.submit(job("x", JobKind.FINAL, 0, rec))
+    assert eng.entered.acquire(timeout=5)
+    s.submit(job("kitchen", JobKind.FINAL, 1, rec))  # the oldest queued
+    for n in (2, 3, 4):
+        s.submit(wyoming(n, JobKind.FINAL, n, rec))
+    assert rec.wait(1) == [(2, JobOutcome.DROPPED)]
+    for _ in range(4):
+        eng.gate.release()
+    done = rec.wait(5)
+    assert sorted(t for t, o in done if o == JobOutcome.DONE) == [0, 1, 3, 4]
+
+
 def test_engine_error_is_reported_and_worker_survives(sched):
     s, eng = sched()
     eng.fail_on = {1.0}

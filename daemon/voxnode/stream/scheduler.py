@@ -31,8 +31,9 @@ Rules, in order:
 4. Back-pressure: a stream has at most one pending partial (a newer one
    replaces it, counted as skipped); a partial that waited longer than
    `partial_max_wait_s` is skipped; finals are never skipped.  Only if more
-   than `max_pending_finals` are queued is the oldest one dropped, and that
-   is counted, logged and reported to its owner.
+   than `max_pending_finals` are queued is one dropped, the oldest of the
+   tenant with the most queued, and that is counted, logged and reported to
+   its owner.
 """
 
 from __future__ import annotations
@@ -137,7 +138,10 @@ class DecodeScheduler:
     def _enforce_final_limit(self) -> list[tuple[DecodeJob, JobOutcome]]:
         if self._pending_finals() <= self.params.max_pending_finals:
             return []
-        oldest = min((j for q in self._queues[JobKind.FINAL].values() for j in q), key=lambda j: j.seq)
+        # The oldest of the tenant with the most queued: 256 Wyoming clients cannot push out a microphone's.
+        longest = max(len(q) for q in self._queues[JobKind.FINAL].values())
+        pool = (j for q in self._queues[JobKind.FINAL].values() if len(q) == longest for j in q)
+        oldest = min(pool, key=lambda j: j.seq)
         self._remove(oldest)
         return [(oldest, JobOutcome.DROPPED)]
 
