@@ -26,7 +26,7 @@ APT_LANGUAGES := $(foreach l,fr es it ru,asterisk-core-sounds-$(l) asterisk-core
 export PYTHONMALLOC := malloc
 
 .PHONY: demo run test test-ha ha-venv ha-venv-or-skip lint deps-run deps-test deps-corpus venv venv-test \
-        check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-wyoming bench-languages calibrate-boards \
+        check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-wyoming probe-wyoming-fairness bench-languages calibrate-boards \
         convert-model convert-model-base convert-silero eval-vad install uninstall purge test-arm64 soak
 
 demo: venv
@@ -123,6 +123,11 @@ bench-wake: deps-corpus venv-test
 
 bench-wyoming: deps-corpus venv-test
 	$(BIN)/python scripts/bench_wyoming.py --write docs/wyoming_benchmark.json
+
+# Issue 27 (docs/reliability.md): 8 Wyoming clients uploading 29 s requests back to back for 2 min
+# while a microphone speaks: end of speech -> the microphone's final, requests' latency, RSS.
+probe-wyoming-fairness: deps-corpus venv-test
+	$(BIN)/python scripts/probe_wyoming_fairness.py --clients 8 --duration 120
 
 # "Other languages" in docs/asr.md: WER per language for Whisper base (language forced and "auto"),
 # the detection accuracy, faster-whisper base as the reference (when build/whisper-base-ct2 is there).

@@ -32,9 +32,9 @@ import sim_live as sl  # noqa: E402
 import speech_corpus as sc  # noqa: E402
 
 from voxnode.config import Config  # noqa: E402
+from voxnode.stream.jobs import DecodeJob, JobKind, JobOutcome  # noqa: E402
 from voxnode.stream.params import pipeline_params  # noqa: E402
 from voxnode.stream.pipeline import StreamPipeline  # noqa: E402
-from voxnode.stream.scheduler import DecodeJob, JobKind, JobOutcome  # noqa: E402
 from voxnode.text import key, words  # noqa: E402
 
 RATE, FRAME = sl.RATE, sl.FRAME
