@@ -245,6 +245,7 @@ def test_prometheus_without_mqtt_through_voxnode_run(tmp_path, voxnode_cmd):
     """`voxnode run` with [mqtt] off and Prometheus on: the per-stream mute and the latency histogram
     are served without MQTT too (the reporter hears the finals whatever outputs are on)."""
     pytest.importorskip("prometheus_client")
+    import re
     import time
     import wave
 
@@ -274,7 +275,9 @@ def test_prometheus_without_mqtt_through_voxnode_run(tmp_path, voxnode_cmd):
     text = ""
     try:
         end = time.monotonic() + 30
-        while "voxnode_final_latency_seconds_count" not in text and time.monotonic() < end and p.poll() is None:
+        # The histogram is served from the start (zero): wait for its first final's count.
+        counted = re.compile(r'^voxnode_final_latency_seconds_count\{[^}]*stream="mic"\} [1-9]', re.M)
+        while not counted.search(text) and time.monotonic() < end and p.poll() is None:
             try:
                 text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1).read().decode()
             except OSError:
@@ -286,7 +289,7 @@ def test_prometheus_without_mqtt_through_voxnode_run(tmp_path, voxnode_cmd):
     assert "process_resident_memory_bytes" in text, err
     assert f'voxnode_stream_frames_total{{node="{node}",stream="mic"}}' in text
     assert f'voxnode_stream_muted{{node="{node}",stream="mic"}} 0.0' in text
-    assert f'voxnode_final_latency_seconds_count{{node="{node}",stream="mic"}}' in text, text
+    assert counted.search(text) and f'voxnode_final_latency_seconds_count{{node="{node}",stream="mic"}}' in text, text
     assert f'voxnode_model_loaded{{node="{node}"}} 1.0' in text and 'model="whisper-tiny.en"' in text
     assert "voxnode_mqtt_" not in text  # MQTT is off
     assert p.returncode == 0 and "Traceback" not in err

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.mqtt.broker import retained
 from tests.mqtt.conftest import write_config
 
@@ -28,9 +30,12 @@ def muted_now(mon, f) -> bool:
     return json.loads(mon.on(f"{BASE}/health")[-1])["streams"]["mic"]["muted"]
 
 
-def test_retained_commands_are_ignored_and_a_mute_survives_restarts(tmp_path, broker, monitor_for, feeders, validate):
+@pytest.mark.parametrize("protocol", ["5", "3.1.1"])  # both clear the flag on live delivery, set it on replay
+def test_retained_commands_are_ignored_and_a_mute_survives_restarts(
+    tmp_path, broker, monitor_for, feeders, validate, protocol
+):
     mon = monitor_for(broker)  # "any client on the network": it also publishes the commands
-    cfg = write_config(tmp_path / "c.toml", broker, health={"interval_s": 3600.0})
+    cfg = write_config(tmp_path / "c.toml", broker, health={"interval_s": 3600.0}, protocol=protocol)
 
     # 1. Someone publishes `mute` with the retain flag while the node runs: a live command, it acts once.
     f = feeders(cfg, count=1, interval=0.1, tag="r1")
