@@ -1,0 +1,93 @@
+"""Reload inside the process: what can fail is done before any stream stops, and a stream that still
+cannot start is retried while the others run (issue 27)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+
+from tests.helpers import wait_until
+from voxnode.config import parse_config
+from voxnode.daemon import Daemon, RunOptions
+
+BASE = '[audio]\nretry_initial_s = 0.1\nretry_max_s = 1.0\n[[streams]]\nname = "a"\ndevice = "vx_late"\n'
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from voxnode.asr.backends import load_recognizer
+    from voxnode.config.asr import AsrConfig
+
+    return load_recognizer(AsrConfig())
+
+
+class Flaky(Daemon):
+    """A daemon whose capture for stream "b" cannot be made the first `fails` times (a fault no
+    config check can see: the stream is retried, the others keep running)."""
+
+    fails = 2
+
+    def _make_source(self, stream):
+        if stream.name == "b" and self.fails:
+            self.fails -= 1
+            raise OSError("Too many open files")
+        return super()._make_source(stream)
+
+
+def run_in_thread(daemon: Daemon) -> threading.Thread:
+    t = threading.Thread(target=daemon.run, daemon=True)
+    t.start()
+    assert wait_until(lambda: "a" in daemon.streams.names(), timeout=10)
+    return t
+
+
+def test_a_stream_that_cannot_start_is_retried_while_the_others_run(engine, caplog):
+    daemon = Flaky(parse_config(BASE), [], RunOptions(), recognizers=[engine])
+    t = run_in_thread(daemon)
+    a = daemon.streams["a"]
+    try:
+        with caplog.at_level(logging.INFO, logger="voxnode.daemon"):
+            daemon.reloader = lambda: parse_config(BASE + '[[streams]]\nname = "b"\ndevice = "vx_late"\n', "c.toml")
+            daemon.request_reload()
+            assert wait_until(lambda: "b" in daemon.snapshot()["streams"], timeout=10)
+            snap = daemon.snapshot()["streams"]["b"]
+            assert snap["state"] == "backoff" and "OSError: Too many open files" in snap["last_error"], snap
+            assert t.is_alive() and daemon.streams["a"] is a and a.worker.is_alive()  # a kept running
+            started = lambda: "b" in daemon.streams.names() and daemon.streams["b"].source.is_alive()  # noqa: E731
+            assert wait_until(started, timeout=10)  # retried, and its capture runs
+    finally:
+        daemon.request_stop()
+        t.join(20)
+    assert not t.is_alive()
+    text = caplog.text
+    assert "config reloaded: started b; kept a" in text
+    assert "stream b cannot start: OSError: Too many open files; retrying in 0.1 s" in text
+    assert "stream b cannot start: OSError: Too many open files; retrying in 0.2 s" in text  # doubling
+    assert "stream b started" in text
+
+
+def test_a_wake_model_that_does_not_load_is_refused_before_the_streams_stop(engine, tmp_path, caplog):
+    """A manifest and a model file that exist, but the file is no model: the checks pass, building the
+    pipeline fails, and that comes before the running stream is stopped."""
+    (tmp_path / "bad.tflite").write_bytes(b"not a tflite model")
+    (tmp_path / "bad.json").write_text(
+        '{"type": "micro", "wake_word": "Bad", "model": "bad.tflite",'
+        ' "micro": {"probability_cutoff": 0.9, "sliding_window_size": 5}}'
+    )
+    daemon = Daemon(parse_config(BASE), [], RunOptions(), recognizers=[engine])
+    t = run_in_thread(daemon)
+    a = daemon.streams["a"]
+    old = daemon.config
+    try:
+        with caplog.at_level(logging.INFO, logger="voxnode.daemon"):
+            daemon.reloader = lambda: parse_config(BASE + f'wake = "{tmp_path}/bad.json"\n', "c.toml")
+            daemon.request_reload()
+            assert wait_until(lambda: "config reload failed" in caplog.text, timeout=10), caplog.text
+        assert daemon.config is old and daemon.streams["a"] is a and a.worker.is_alive() and t.is_alive()
+        assert daemon.recognition.pipelines["a"] is a.pipeline  # the trial pipeline did not replace it
+    finally:
+        daemon.request_stop()
+        t.join(20)
+    assert "reload failed, previous config still running" in caplog.text
