@@ -1,8 +1,8 @@
 """Decode scheduler policy: fairness, finals first, back-pressure accounting.
 
-The engine here is a stand-in (GateEngine): these tests are about the order in
-which the scheduler hands out work and what it counts when it cannot, which
-needs an engine whose timing the test controls.  The real Whisper engine runs
+The engines here are stand-ins (GateEngine, InstantEngine): these tests are
+about the order in which the scheduler hands out work, what it counts when it
+cannot and what it keeps, which needs an engine whose timing the test controls.  The real Whisper engine runs
 in test_pipeline_alsa.py.
 """
 
