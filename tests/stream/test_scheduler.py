@@ -2,8 +2,9 @@
 
 The engines here are stand-ins (GateEngine, InstantEngine): these tests are
 about the order in which the scheduler hands out work, what it counts when it
-cannot and what it keeps, which needs an engine whose timing the test controls.  The real Whisper engine runs
-in test_pipeline_alsa.py.
+cannot and what it keeps, which needs an engine whose timing the test controls.
+The real Whisper engine runs in test_pipeline_alsa.py and
+test_wyoming_fairness_alsa.py.
 """
 
 import dataclasses
