@@ -26,7 +26,7 @@ APT_LANGUAGES := $(foreach l,fr es it ru,asterisk-core-sounds-$(l) asterisk-core
 export PYTHONMALLOC := malloc
 
 .PHONY: demo run test test-ha ha-venv ha-venv-or-skip lint deps-run deps-test deps-corpus venv venv-test \
-        check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-wyoming probe-wyoming-fairness bench-languages calibrate-boards \
+        check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-wyoming bench-wyoming-limits probe-wyoming-fairness bench-languages calibrate-boards \
         convert-model convert-model-base convert-silero eval-vad install uninstall purge test-arm64 soak
 
 demo: venv
@@ -123,6 +123,11 @@ bench-wake: deps-corpus venv-test
 
 bench-wyoming: deps-corpus venv-test
 	$(BIN)/python scripts/bench_wyoming.py --write docs/wyoming_benchmark.json
+
+# Wyoming under abuse and at its bounds: RSS and a legitimate client's service (docs/systemd.md
+# "Memory and CPU limits", docs/voice-assistant.md; issue 27).
+bench-wyoming-limits: deps-corpus venv-test
+	$(BIN)/python scripts/bench_wyoming_limits.py --pace --write docs/wyoming_limits_benchmark.json
 
 # Issue 27 (docs/reliability.md): 8 Wyoming clients uploading 29 s requests back to back for 2 min
 # while a microphone speaks: end of speech -> the microphone's final, requests' latency, RSS.

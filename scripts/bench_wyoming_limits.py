@@ -10,7 +10,7 @@ RSS read from /proc/<pid>/status (VmRSS now, VmHWM = peak) before and after each
 - unfinished: one connection opens `--unfinished` requests (transcribe + audio-start, no audio).
 - idle: `--idle` connections, 8 of them sending a ping every 20 s, the rest silent.
 - sequential: `--sequential` requests of 29 s of real speech, one after the other (burst upload).
-- concurrent: 8 clients at once, each sending 29 s requests back to back for `--rounds` rounds.
+- concurrent: `--clients` (8) at once, each sending 29 s requests back to back for `--rounds` rounds.
 - malformed: deep JSON, a 5,000-digit integer, a non-string language: an `error` event each.
 - shutdown: SIGTERM while a request's audio is arriving: no "Event loop is closed", exit 0.
 
@@ -103,8 +103,19 @@ async def probe_describe(d: WyomingDaemon, n: int) -> dict:
     busy_s = await settle(d.proc.pid)
     during = rss_mb(d.proc.pid)
     served = await legit(d.port)
+    t0 = time.monotonic()
+    while "read none of its replies" not in d.log() and time.monotonic() - t0 < 30:
+        await asyncio.sleep(0.5)
     writer.close()
-    return {"sent": sent, "of": n, "busy_s": busy_s, "rss_before": before, "rss_after": during, "legit": served}
+    return {
+        "sent": sent,
+        "of": n,
+        "busy_s": busy_s,
+        "rss_before": before,
+        "rss_after": during,
+        "legit": served,
+        "disconnected_for_not_reading": "read none of its replies" in d.log(),
+    }
 
 
 async def probe_unfinished(d: WyomingDaemon, n: int) -> dict:
@@ -271,6 +282,7 @@ def main() -> int:
     p.add_argument("--idle", type=int, default=200)
     p.add_argument("--idle-watch-s", type=float, default=30.0)
     p.add_argument("--sequential", type=int, default=20)
+    p.add_argument("--clients", type=int, default=8, help="concurrent clients")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--pace", action="store_true", help="concurrent clients send in real time (as satellites)")
     p.add_argument("--only", nargs="*", help="probes to run (default: all)")
@@ -290,7 +302,7 @@ def main() -> int:
         "idle": lambda d: probe_idle(d, args.idle, args.idle_watch_s),
         "malformed": probe_malformed,
         "sequential": lambda d: probe_sequential(d, args.sequential),
-        "concurrent": lambda d: probe_concurrent(d, 8, args.rounds, args.pace),
+        "concurrent": lambda d: probe_concurrent(d, args.clients, args.rounds, args.pace),
         "shutdown": probe_shutdown,
     }
     for name, probe in probes.items():
