@@ -33,12 +33,14 @@ SAMPLING_SEED = 0
 def looped(out: Decoded, text_of: TextOf) -> bool:
     """No end-of-text, a phrase said again and again, or the whole utterance said 2+ times.
 
-    The whole utterance twice comes mostly from drafts: a draft (the partial's greedy text) holds
-    the final's beam to greedy decoding's head, and after a short command greedy tiny.en often says
-    it again before it ends. Live (scripts/probe_repeats.py, clean, 2 x 65 commands, 3 prompts) 12
-    finals of 392 were a command twice or three times; offline, the same audio with the partial's
-    tokens as the draft gave "Message deleted. Message deleted." where the beam without a draft
-    ends after one copy (so did "Call forwarding.", "I'm sorry."). The retry decodes without it.
+    After a short command in a mostly empty window tiny.en may say it again before it ends, and a
+    draft (the partial's greedy text) makes that likelier: it holds the final's beam to greedy
+    decoding's head, which repeats where the beam alone ends after one copy. Live
+    (scripts/probe_repeats.py, clean, 2 x 65 short commands, no prompt or one of 2) 12 finals of
+    392 were a command twice or three times, 5 with `[asr] draft = false`; the phrases were 1-2
+    words, which repeated_phrase (3+ words twice, a word 4+ times) let through. Offline, the same
+    audio with the partial's tokens as the draft gave "Message deleted. Message deleted.", the
+    beam without a draft one copy. The retry decodes without the draft: 0 of 392 repeat.
     """
     if out.stop_reason != "eot":
         return True
