@@ -26,7 +26,7 @@ APT_LANGUAGES := $(foreach l,fr es it ru,asterisk-core-sounds-$(l) asterisk-core
 export PYTHONMALLOC := malloc
 
 .PHONY: demo run test test-ha ha-venv ha-venv-or-skip lint deps-run deps-test deps-corpus venv venv-test \
-        check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-wyoming bench-wyoming-limits probe-wyoming-fairness bench-languages calibrate-boards \
+        check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-wyoming bench-wyoming-limits probe-wyoming-fairness probe-repeats bench-languages calibrate-boards \
         convert-model convert-model-base convert-silero eval-vad install uninstall purge test-arm64 soak
 
 demo: venv
@@ -133,6 +133,11 @@ bench-wyoming-limits: deps-corpus venv-test
 # while a microphone speaks: end of speech -> the microphone's final, requests' latency, RSS.
 probe-wyoming-fairness: deps-corpus venv-test
 	$(BIN)/python scripts/probe_wyoming_fairness.py --clients 8 --duration 120
+
+# Issue 27 (docs/reliability.md, docs/asr.md "Windows and loops"): short real commands through the live
+# pipeline (drafts, prompts as the daemon's scheduler passes them): repeated finals counted (~10 s a run).
+probe-repeats: deps-corpus venv .venv-bench/.installed
+	.venv-bench/bin/python scripts/probe_repeats.py
 
 # "Other languages" in docs/asr.md: WER per language for Whisper base (language forced and "auto"),
 # the detection accuracy, faster-whisper base as the reference (when build/whisper-base-ct2 is there).
