@@ -338,8 +338,11 @@ class Daemon:
             self.recognition.reconfigure(self.config)
             raise
         finally:
-            self.recognition.pipelines.clear()
-            self.recognition.pipelines.update(running)
+            for s in streams:  # key by key: health threads iterate this dict
+                if s.name in running:
+                    self.recognition.pipelines[s.name] = running[s.name]
+                else:
+                    self.recognition.pipelines.pop(s.name, None)
 
     def _start_stream(self, stream: StreamConfig) -> None:
         """Start one stream; one that cannot be built is reported and retried (StartRetries)."""
