@@ -166,14 +166,19 @@ async def probe_idle(d: WyomingDaemon, n: int, watch_s: float) -> dict:
         tries.append(await legit(d.port))
         await asyncio.sleep(5)
     after = rss_mb(d.proc.pid)
-    open_now = sum(not r.at_eof() for r, _ in conns)
+    closed_by_server = 0
+    for r, _ in conns:
+        try:
+            closed_by_server += b"busy" in await asyncio.wait_for(r.read(65536), 0.05)
+        except (TimeoutError, ConnectionError):
+            pass
     for t in pingers:
         t.cancel()
     for _, w in conns:
         w.close()
     return {
         "connections": len(conns),
-        "still_open_at_end": open_now,
+        "closed_to_make_room": closed_by_server,
         "rss_before": before,
         "rss_after": after,
         "legit_served": sum(t["served"] for t in tries),

@@ -38,6 +38,9 @@ log = logging.getLogger(__name__)
 
 LINGER_S = 1.0  # at most this long reading a client's leftovers before closing (see _close)
 WRITER_WAIT_S = 5.0  # at most this long for the replies still queued when a connection ends
+# An evicted connection (limits.Roster) gets its `busy` error this long, not WRITER_WAIT_S + LINGER_S:
+# its socket is no longer counted, so a flood of new connections must not keep thousands closing.
+EVICTED_CLOSE_S = 0.2
 # What the configured model can do (WyomingServer.languages): ("en",) for tiny.en; a request for
 # another language is refused.
 DEFAULT_LANGUAGES = ("en",)
@@ -106,7 +109,8 @@ class Connection:
         except asyncio.CancelledError:
             if not self._evicted or not self._read_task.cancelled():
                 raise  # the server is stopping
-            self._fail("busy", self._evicted)
+            self._stats.errors += 1  # not logged one by one: limits.Roster logs a count
+            self._send(error_event("busy", self._evicted))
         finally:
             self._read_task.cancel()  # where run() itself was cancelled
             if self.request is not None and not self.request.closed:
@@ -115,14 +119,15 @@ class Connection:
                 log.info("wyoming %s: client left in the middle of a request; its jobs are withdrawn", self.key)
             self.lease.give()
             self._out.put_nowait(None)
+            wait_s = 0.0 if self._abort else EVICTED_CLOSE_S if self._evicted else WRITER_WAIT_S
             try:
-                await asyncio.wait_for(writer_task, 0.0 if self._abort else WRITER_WAIT_S)
+                await asyncio.wait_for(writer_task, wait_s)
             except (TimeoutError, asyncio.CancelledError):
                 writer_task.cancel()
             if self._abort:
                 self._writer.transport.abort()
             else:
-                await self._close()
+                await self._close(EVICTED_CLOSE_S if self._evicted else LINGER_S)
 
     def evict(self, why: str) -> None:
         """limits.Roster: this connection, holding no slot, makes room for a new one."""
