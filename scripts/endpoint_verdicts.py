@@ -36,8 +36,8 @@ import speech_corpus as sc  # noqa: E402
 from sim_live import FRAME, RATE, trim  # noqa: E402
 
 from voxnode.stream.endpoint import Completion, judge  # noqa: E402
-from voxnode.text import clean_text  # noqa: E402
 from voxnode.stream.turn import TurnModel, turn_features  # noqa: E402
+from voxnode.text import clean_text  # noqa: E402
 
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
 TURN_SOURCE = "pipecat-ai==1.14.0"
