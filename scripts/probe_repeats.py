@@ -5,7 +5,7 @@ Issue 27, item 7: "Set bedroom light green." came out live as "Set bedroom light
 light green.". Here the short Asterisk prompts (0.5-3 s, scripts/speech_corpus.py) and the
 pocketsphinx-testdata cards go frame by frame through the real FrontEnd -> Segmenter ->
 StreamPipeline in simulated time (scripts/sim_live.py), each decode handed the draft, prompt and
-hotwords as the daemon's DecodeScheduler hands them (sim_live's scheduler passes none: no drafts).
+hotwords as the daemon's DecodeScheduler hands them (sim_live's SimScheduler._run).
 A final is counted as repeated when its words are k >= 2 copies of one phrase and its reference's
 are not.
 
@@ -32,53 +32,11 @@ import sim_live as sl  # noqa: E402
 import speech_corpus as sc  # noqa: E402
 
 from voxnode.config import Config  # noqa: E402
-from voxnode.stream.jobs import DecodeJob, JobKind, JobOutcome  # noqa: E402
 from voxnode.stream.params import pipeline_params  # noqa: E402
 from voxnode.stream.pipeline import StreamPipeline  # noqa: E402
 from voxnode.text import key, words  # noqa: E402
 
 RATE, FRAME = sl.RATE, sl.FRAME
-
-
-class DraftScheduler(sl.SimScheduler):
-    """sim_live's one simulated worker, handing each decode what DecodeScheduler._run hands it."""
-
-    def advance(self, now: float) -> None:
-        while True:
-            if self.running is not None:
-                job, finish, result = self.running
-                if finish > now:
-                    return
-                self.running = None
-                self.clock.now = finish
-                job.finished = finish
-                if job.abandon.is_set():
-                    outcome = JobOutcome.SKIPPED if job.kind == JobKind.PARTIAL else JobOutcome.CANCELLED
-                else:
-                    outcome = JobOutcome.CANCELLED if job.cancelled else JobOutcome.DONE
-                job.on_done(job, outcome, result)
-                self.clock.now = now
-                continue
-            picked = self._pick(now)
-            if picked is None:
-                return
-            self._run(picked)
-
-    def _run(self, job: DecodeJob) -> None:
-        start = max(self.free_at, job.submitted)
-        t0 = time.thread_time()
-        result = self.engine.transcribe(
-            job.audio,
-            role="partial" if job.kind == JobKind.PARTIAL else "final",
-            prompt=job.prompt,
-            hotwords=job.hotwords,
-            **({"draft": job.draft} if job.draft else {}),
-        )
-        run = time.thread_time() - t0
-        self.decodes += 1
-        self.busy_s += run
-        job.started, self.free_at = start, start + run
-        self.running = (job, start + run, result)
 
 
 def copies(text: str) -> int:
@@ -118,7 +76,7 @@ def recording(clips: list[sc.Utterance], pause_s: float, noise: str, snr: float,
 
 def run(engine, config: Config, audio: np.ndarray, placed: list[sl.Placed]) -> dict:
     clock = sl.SimClock()
-    sched = DraftScheduler(engine, clock, config.stream.partial_max_wait_ms / 1000)
+    sched = sl.SimScheduler(engine, clock, config.stream.partial_max_wait_ms / 1000)
     events: list[dict] = []
 
     def emit(e) -> None:

@@ -178,16 +178,28 @@ class SimScheduler:
             job = self._pick(now)
             if job is None:
                 return
-            start = max(self.free_at, job.submitted)
-            # CPU time of this thread, not wall time: with one inference thread LiteRT runs in the
-            # caller, and CPU time is far less disturbed by other work on a shared machine.
-            t0 = time.thread_time()
-            result = self.engine.transcribe(job.audio, role="partial" if job.kind == JobKind.PARTIAL else "final")
-            run = time.thread_time() - t0
-            self.decodes += 1
-            self.busy_s += run
-            job.started, self.free_at = start, start + run
-            self.running = (job, start + run, result)
+            self._run(job)
+
+    def _run(self, job: DecodeJob) -> None:
+        """Decode `job` as DecodeScheduler._run does: with the stream's prompt, hotwords and the
+        utterance's draft (before issue 27 the simulation left them out, and so never showed the
+        repeated finals drafts caused live)."""
+        start = max(self.free_at, job.submitted)
+        # CPU time of this thread, not wall time: with one inference thread LiteRT runs in the
+        # caller, and CPU time is far less disturbed by other work on a shared machine.
+        t0 = time.thread_time()
+        result = self.engine.transcribe(
+            job.audio,
+            role="partial" if job.kind == JobKind.PARTIAL else "final",
+            prompt=job.prompt,
+            hotwords=job.hotwords,
+            **({"draft": job.draft} if job.draft else {}),
+        )
+        run = time.thread_time() - t0
+        self.decodes += 1
+        self.busy_s += run
+        job.started, self.free_at = start, start + run
+        self.running = (job, start + run, result)
 
     def _pick(self, now: float) -> DecodeJob | None:
         for kind in JobKind:
