@@ -13,5 +13,12 @@ class DaemonControl(Protocol):
 
     def is_muted(self, stream: str) -> bool: ...
 
+    def set_follow_up(self, stream: str, on: bool) -> None:
+        """The stream's follow-up window on or off (wake.follow_up_s). Raises KeyError for a stream
+        that is not running or listens for no wake word."""
+
+    def follow_up(self, stream: str) -> bool | None:
+        """Whether follow-up is on; None for a stream without a wake word."""
+
     def request_reload(self) -> None:
         """Reload the configuration soon (as SIGHUP does); returns at once."""

@@ -254,11 +254,9 @@ class Daemon:
 
     def _take_requests(self) -> set[str]:
         taken = set()
-        while True:
-            try:
-                taken.add(self._requests.get_nowait())
-            except queue.Empty:
-                return taken
+        while not self._requests.empty():  # the main thread is the only reader
+            taken.add(self._requests.get_nowait())
+        return taken
 
     def shutdown(self) -> None:
         """Stop capturing, let the utterances in flight finish and their finals be decoded within
@@ -288,10 +286,7 @@ class Daemon:
                 except Exception as e:  # a bug, not a config: still no reason to take the daemon down
                     log.exception("unexpected error while applying the config")
                     result = ReloadResult(ok=False, error=f"{error_text(e)} (part of it may be applied)")
-        if result.ok:
-            log.info("config %s", result.summary())
-        else:
-            log.error("config %s", result.summary())
+        (log.info if result.ok else log.error)("config %s", result.summary())
         for hook in hooks:
             hook.on_reloaded(self, result)
 
@@ -397,3 +392,9 @@ class Daemon:
 
     def is_muted(self, stream: str) -> bool:
         return stream in self.muted
+
+    def set_follow_up(self, stream: str, on: bool) -> None:
+        self.recognition.set_follow_up(stream, on)
+
+    def follow_up(self, stream: str) -> bool | None:
+        return self.recognition.follow_up(stream)

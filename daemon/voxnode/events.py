@@ -22,6 +22,9 @@ class TranscriptEvent:
     latency_ms: float  # end of speech -> this event ready
     confidence: float  # mean token log-probability
     wake_word: str | None = None  # the wake word that opened the utterance ([wake]); else absent
+    # With a wake word: whether the utterance was heard in a follow-up window (wake.follow_up_s)
+    # rather than right after the word (wake_word then names the word that opened the conversation).
+    follow_up: bool | None = None
     # The language the text was decoded as, a Whisper (ISO 639-1) code: `[asr] language`, or the one
     # detected where that is "auto"; "" (the key absent) only where the engine did not say.
     language: str = ""
@@ -41,6 +44,8 @@ class TranscriptEvent:
             d["language"] = self.language
         if self.wake_word is not None:
             d["wake_word"] = self.wake_word
+        if self.follow_up is not None:
+            d["follow_up"] = self.follow_up
         return d
 
 

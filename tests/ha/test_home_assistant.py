@@ -387,6 +387,48 @@ def test_a_spoken_wake_word_fires_the_wake_event_entity_and_only_what_follows_is
     assert not [m for m in stack.monitor.on(f"{BASE}/hall/partial") if b"weather" in m.lower()]
 
 
+def test_the_follow_up_switch_lets_the_next_sentence_through_without_the_wake_word(stack):
+    """Home Assistant's Follow-up switch on hall (wake.follow_up_s is 0: off at start; on, the window
+    is 8 s): the wake word and a command, then a second sentence without the word. Both are Final
+    events naming the word; the second says it was a follow-up."""
+    reg = stack.registry()
+    hall = stack.live_components("hall")
+    switch = reg[hall["follow_up"]["unique_id"]]["entity_id"]
+    final_entity = reg[hall["final"]["unique_id"]]["entity_id"]
+    assert "follow_up" not in stack.live_components("kitchen")  # no wake word, no follow-up
+    assert stack.ha.state(switch)["state"] == "off"
+    stack.ha.call("switch", "turn_on", entity_id=switch)  # Home Assistant -> follow_up/set ON
+    wait_until(lambda: stack.ha.state(switch)["state"] == "on", 30, what="the follow-up switch to turn on")
+    assert retained(stack.broker, f"{BASE}/hall/follow_up/state") == b"ON"
+    changes = stack.ha.subscribe("state_changed")
+
+    def say(text: str, speed: int = 160) -> bytes:
+        return ac.to_pcm16(ac.at_dbfs(ac.tts(text, "en-us", speed), -25))
+
+    def silence(s: float) -> bytes:
+        return b"\0" * int(32000 * s)
+
+    second = "set a timer for ten minutes"
+    done = stack.mics["hall"].say(
+        silence(1.0) + say("okay nabu", 150) + silence(0.6) + say(PHRASE) + silence(1.5) + say(second) + silence(2.0)
+    )
+    assert done.wait(60)
+
+    def finals() -> list[dict]:
+        with stack.ha.events_lock():
+            got = [e["data"]["new_state"] for e in changes if e["data"]["entity_id"] == final_entity]
+        return [s["attributes"] for s in got if s and s["attributes"].get("event_type") == "final"]
+
+    fired = wait_until(lambda: len(finals()) >= 2 and finals(), 90, what="two finals on hall")
+    assert len(fired) == 2, fired
+    assert wer(PHRASE, fired[0]["text"]) <= 0.25 and fired[0]["follow_up"] is False, fired[0]
+    assert wer(second, fired[1]["text"]) <= 0.25 and fired[1]["follow_up"] is True, fired[1]
+    assert fired[0]["wake_word"] == fired[1]["wake_word"] == "okay_nabu"
+    stack.ha.call("switch", "turn_off", entity_id=switch)
+    wait_until(lambda: stack.ha.state(switch)["state"] == "off", 30, what="the follow-up switch to turn off")
+    assert "stream hall: follow-up off" in stack.log()
+
+
 def test_assist_speech_to_text_through_the_wyoming_integration(stack):
     # Added as a user adds it: the config flow connects and asks voxnode to describe itself.
     entry = stack.ha.add_wyoming("127.0.0.1", stack.wyoming_port)

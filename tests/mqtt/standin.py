@@ -73,6 +73,12 @@ class StandInDaemon:
     def set_muted(self, s, m):
         (self.muted.add if m else self.muted.discard)(s)
 
+    def follow_up(self, s):
+        return None  # no stream listens for a wake word here
+
+    def set_follow_up(self, s, on):
+        raise KeyError(s)
+
     def request_reload(self):
         pass
 

@@ -187,6 +187,7 @@ def test_commands_mute_health_and_refusals(tmp_path, broker, monitor_for, feeder
         (b"[" * 120 + b"]" * 120, "malformed"),  # nested: refused before json.loads (tests/reliability: 3000 deep)
         ((f"{BASE}/mic/mute/set", b"maybe"), "bad_argument"),
         ((f"{BASE}/garage/mute/set", b"ON"), "unknown_stream"),
+        (b'{"cmd": "follow_up_on", "stream": "mic"}', "bad_argument"),  # mic listens for no wake word
     ]
     for payload, _ in bad:
         if isinstance(payload, tuple):
@@ -206,6 +207,7 @@ def test_commands_mute_health_and_refusals(tmp_path, broker, monitor_for, feeder
     assert "nests 120 levels deep" in by_received["[" * 120 + "]" * 80]["message"]
     assert "mic/mute/set" in by_received["maybe"]["message"] and "ON or OFF" in by_received["maybe"]["message"]
     assert "garage/mute/set" in by_received["ON"]["message"] and "streams: mic" in by_received["ON"]["message"]
+    assert "no wake word" in by_received['{"cmd": "follow_up_on", "stream": "mic"}']["message"]
     send(json.dumps({"cmd": "reload"}))
     assert mon.wait_for(lambda: "config reloaded: kept mic" in f.log()), f.log()  # Daemon.reload, main thread
     n = len(mon.on(f"{BASE}/health"))

@@ -147,9 +147,10 @@ def test_off_by_default():
     assert Config().wake.enabled is False and wake_params(Config(), "mic") is None
 
 
-def _offline(audio: np.ndarray, config_text: str):
+def _offline(audio: np.ndarray, config_text: str, before=None, each=None):
     """The real front-end, gate and segmenter, frames fed as fast as they go; the scheduler records
-    the jobs (tests/stream/test_pipeline_paths.FakeScheduler)."""
+    the jobs (tests/stream/test_pipeline_paths.FakeScheduler). `before(pipeline)` runs before the
+    first frame, `each(pipeline, k)` before frame k."""
     from tests.stream.test_pipeline_paths import FakeScheduler
     from voxnode.stream.params import pipeline_params
     from voxnode.stream.pipeline import StreamPipeline
@@ -161,7 +162,11 @@ def _offline(audio: np.ndarray, config_text: str):
         "mic", pipeline_params(config), sched, events.append, wake=WakeGate(wake_params(config, "mic"))
     )
     pcm = np.clip(np.round(audio), -32768, 32767).astype(np.int16)
+    if before is not None:
+        before(pipeline)
     for k in range(len(pcm) // 320):
+        if each is not None:
+            each(pipeline, k)
         t = k * 0.02
         pipeline.feed(pcm[k * 320 : (k + 1) * 320], k, t, 1_700_000_000.0 + t)
     pipeline.flush()

@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 SHIPPED_MODELS = {"okay_nabu": "Okay Nabu", "hey_jarvis": "Hey Jarvis", "hey_mycroft": "Hey Mycroft", "alexa": "Alexa"}
 # A stream's `wake` key: "" follows [wake], these two switch it, anything else names a model.
 STREAM_WAKE_OFF, STREAM_WAKE_ON = "off", "on"
+# The follow-up window when Home Assistant's switch turns follow-up on and `follow_up_s` is 0 (off):
+# long enough to hear an answer and start the next sentence (HA Voice PE waits about as long).
+FOLLOW_UP_DEFAULT_S = 8.0
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,14 @@ class WakeConfig:
     )
     refractory_ms: int = setting(
         2000, "After a detection, the wake word is ignored for this long (one word, one event).", min=0, max=60000
+    )
+    follow_up_s: float = setting(
+        0.0,
+        "After a final, the next utterance is transcribed without the wake word if it starts within this "
+        "many seconds (a follow-up; each one opens the window again); 0 = off. Home Assistant's Follow-up "
+        f"switch turns it on and off at run time (on with 0 here: {FOLLOW_UP_DEFAULT_S:g} s).",
+        min=0.0,
+        max=60.0,
     )
 
 

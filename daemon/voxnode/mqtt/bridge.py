@@ -87,6 +87,7 @@ class MqttBridge(Component, Hook):
             subscriptions=(
                 t.cmd,
                 t.mute_set_filter,
+                t.follow_up_set_filter,
                 t.ha_status,
                 t.discovery,
                 t.stream_discovery_filter,
@@ -178,6 +179,8 @@ class MqttBridge(Component, Hook):
         names = list(daemon.stream_names())
         for gone in sorted(set(self.streams) - set(names)):
             self.publisher.publish_now(self.topics.mute_state(gone), b"", qos=1, retain=True)  # clears it
+        for gone in sorted(set(self.streams) - {n for n in names if daemon.follow_up(n) is not None}):
+            self.publisher.publish_now(self.topics.follow_up_state(gone), b"", qos=1, retain=True)
         self.streams = names
         self.announcer.set_streams(stream_devices(daemon.config))
         self.commands.follow_record(daemon)  # a stream added back that the user had muted
@@ -248,8 +251,13 @@ class MqttBridge(Component, Hook):
             self.publisher.publish_now(topic, payload, qos=1, retain=True)
 
     def _publish_mute_states(self, daemon: DaemonControl) -> None:
+        """And the follow-up switches' (streams with a wake word)."""
         for name in self.streams:
             self._publish_mute_state(name, daemon.is_muted(name))
+            follow_up = daemon.follow_up(name)
+            if follow_up is not None:
+                state = MUTE_ON if follow_up else MUTE_OFF
+                self.publisher.publish_now(self.topics.follow_up_state(name), state, qos=1, retain=True)
 
     def _publish_mute_state(self, stream: str, muted: bool) -> None:
         state = MUTE_ON if muted else MUTE_OFF
@@ -303,7 +311,7 @@ class MqttBridge(Component, Hook):
 
     def _on_message(self, topic: str, payload: bytes, retained: bool) -> None:
         t = self.topics
-        if topic == t.cmd or t.stream_of_mute_set(topic) is not None:
+        if topic == t.cmd or t.stream_of_mute_set(topic) is not None or t.stream_of_follow_up_set(topic) is not None:
             self.commands.arrived(topic, payload, retained)  # a retained one is ignored (and said to be)
         elif topic == t.sync:
             self._synced.set()

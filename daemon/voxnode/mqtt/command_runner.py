@@ -25,12 +25,14 @@ from voxnode.control import DaemonControl
 from voxnode.events import iso8601
 from voxnode.health.memory import TraceSnapshots
 from voxnode.mqtt.commands import (
+    FOLLOW_UP_PAYLOADS,
     Command,
     CommandError,
     check_size,
     error_reply,
     parse_command,
     parse_mute_set,
+    parse_switch_set,
     sendable,
 )
 from voxnode.mqtt.journal import dumps
@@ -149,6 +151,9 @@ class CommandRunner:
     def _parse(self, topic: str, payload: bytes, streams: list[str]) -> Command:
         if topic == self.topics.cmd:
             return parse_command(payload, max_bytes=self.max_bytes, streams=streams)
+        follow_up = self.topics.stream_of_follow_up_set(topic)
+        if follow_up is not None:
+            return parse_switch_set(topic, follow_up, payload, streams=streams, payloads=FOLLOW_UP_PAYLOADS)
         stream = self.topics.stream_of_mute_set(topic)
         return parse_mute_set(topic, stream or "", payload, streams=streams)
 
@@ -168,6 +173,9 @@ class CommandRunner:
             if cmd.name in ("mute", "unmute"):
                 assert cmd.stream is not None  # both parsers require it for these
                 self._set_muted(daemon, cmd.stream, cmd.name == "mute")
+            elif cmd.name in ("follow_up_on", "follow_up_off"):
+                assert cmd.stream is not None
+                self._set_follow_up(daemon, cmd, payload)
             elif cmd.name == "reload":
                 daemon.request_reload()
             elif cmd.name == "health":
@@ -187,6 +195,18 @@ class CommandRunner:
             )
         self._publish_mute_state(stream, muted)  # the HA switch's state
         self.reporter.request()
+
+    def _set_follow_up(self, daemon: DaemonControl, cmd: Command, payload: bytes) -> None:
+        assert cmd.stream is not None
+        on = cmd.name == "follow_up_on"
+        try:
+            daemon.set_follow_up(cmd.stream, on)
+        except KeyError:
+            message = f"{cmd.name}: stream {cmd.stream!r} listens for no wake word ([wake]); follow-up needs one"
+            log.warning("MQTT command refused: %s", message)
+            self._reply_error(CommandError("bad_argument", message, cmd.name, cmd.id), payload)
+            return
+        self.publisher.publish_now(self.topics.follow_up_state(cmd.stream), "ON" if on else "OFF", qos=1, retain=True)
 
     def _memory_snapshot(self, cid: str | None) -> None:
         # tracemalloc snapshots take long enough to delay the main thread's tick (and the watchdog).

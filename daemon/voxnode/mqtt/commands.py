@@ -3,8 +3,10 @@
 On {prefix}/{node}/cmd a command is one JSON object: {"cmd": NAME, ...arguments,
 "id": optional correlation string}. On {prefix}/{node}/{stream}/mute/set the
 payload is ON or OFF (the Home Assistant switch), the same as {"cmd": "mute"} /
-{"cmd": "unmute"}. Anything else gets a reply on {prefix}/{node}/error that
-names the problem, and changes nothing.
+{"cmd": "unmute"}; on {prefix}/{node}/{stream}/follow_up/set, ON or OFF turns the
+follow-up window of a stream with a wake word on or off, the same as
+{"cmd": "follow_up_on"} / {"cmd": "follow_up_off"}. Anything else gets a reply on
+{prefix}/{node}/error that names the problem, and changes nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from typing import Any
 COMMANDS = {
     "mute": ("stream",),
     "unmute": ("stream",),
+    "follow_up_on": ("stream",),
+    "follow_up_off": ("stream",),
     "reload": (),
     "health": (),
     "memory": (),
@@ -131,14 +135,23 @@ def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Comm
 
 
 MUTE_PAYLOADS = {"ON": "mute", "OFF": "unmute"}
+FOLLOW_UP_PAYLOADS = {"ON": "follow_up_on", "OFF": "follow_up_off"}
 
 
 def parse_mute_set(topic: str, stream: str, payload: bytes, *, streams: list[str]) -> Command:
     """ON/OFF on {prefix}/{node}/{stream}/mute/set -> the mute or unmute command."""
+    return parse_switch_set(topic, stream, payload, streams=streams, payloads=MUTE_PAYLOADS)
+
+
+def parse_switch_set(
+    topic: str, stream: str, payload: bytes, *, streams: list[str], payloads: dict[str, str]
+) -> Command:
+    """ON/OFF on a stream's switch topic -> the command `payloads` names for it."""
     text = payload.decode("utf-8", errors="replace").strip()
-    name = MUTE_PAYLOADS.get(text.upper()) if len(payload) <= 16 else None
+    name = payloads.get(text.upper()) if len(payload) <= 16 else None
     if name is None:
-        raise CommandError("bad_argument", f"{topic}: payload must be ON or OFF, got {text[:40]!r}", command="mute")
+        command = payloads["ON"]
+        raise CommandError("bad_argument", f"{topic}: payload must be ON or OFF, got {text[:40]!r}", command=command)
     if stream not in streams:
         raise CommandError(
             "unknown_stream", f"{topic}: no stream {stream!r}; streams: {', '.join(streams)}", command=name

@@ -39,7 +39,7 @@ CAPTURE_OK_STATES = ("running", "starting")
 class StreamDevice:
     name: str
     area: str = ""  # Home Assistant's suggested_area for the stream's device ("" = none)
-    wake: bool = False  # listens for a wake word: a wake event entity (turned off: its tombstone)
+    wake: bool = False  # listens for a wake word: a wake event entity and the follow-up switch (off: tombstones)
 
 
 def node_device_id(topics: Topics) -> str:
@@ -117,6 +117,13 @@ def _problem(uid: str, name: str, state_topic: str, template: str, attributes: s
         cfg["json_attributes_topic"] = state_topic
         cfg["json_attributes_template"] = attributes
     return cfg
+
+
+def _switch(uid: str, name: str, command_topic: str, state_topic: str, icon: str) -> dict:
+    """ON/OFF in; the daemon's state, retained, out (not optimistic: it shows what the daemon did)."""
+    io = {"command_topic": command_topic, "state_topic": state_topic, "optimistic": False, "retain": False}
+    on_off = {"payload_on": MUTE_ON, "payload_off": MUTE_OFF, "state_on": MUTE_ON, "state_off": MUTE_OFF}
+    return {"p": "switch", "name": name, "unique_id": uid, **io, **on_off, "qos": QOS, "icon": icon}
 
 
 def _button(uid: str, name: str, topics: Topics, command: str, **extra) -> dict:
@@ -283,6 +290,7 @@ def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
     )
     if stream.wake:  # the word that opened the final, as in the Transcript sensor's attributes
         final += ", 'wake_word': value_json.wake_word | default(None)"
+        final += ", 'follow_up': value_json.follow_up | default(false)"
     c["final"] = {
         "p": "event",
         "name": "Final",
@@ -303,24 +311,13 @@ def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
     )
     if stream.wake:
         c["wake"] = wake_event_component(topics, s)
+        c["follow_up"] = _switch(
+            f"{uid}_follow_up", "Follow-up", topics.follow_up_set(s), topics.follow_up_state(s), "mdi:chat-processing"
+        )
     c["last_final"] = _sensor(
         f"{uid}_last_final", "Last final", transcript, "{{ value_json.end }}", device_class="timestamp"
     )
-    c["mute"] = {
-        "p": "switch",
-        "name": "Mute",
-        "unique_id": f"{uid}_mute",
-        "command_topic": topics.mute_set(s),
-        "state_topic": topics.mute_state(s),
-        "payload_on": MUTE_ON,
-        "payload_off": MUTE_OFF,
-        "state_on": MUTE_ON,
-        "state_off": MUTE_OFF,
-        "optimistic": False,
-        "retain": False,
-        "qos": QOS,
-        "icon": "mdi:microphone-off",
-    }
+    c["mute"] = _switch(f"{uid}_mute", "Mute", topics.mute_set(s), topics.mute_state(s), "mdi:microphone-off")
     c["capture"] = _problem(
         f"{uid}_capture",
         "Capture",

@@ -78,6 +78,20 @@ class Topics:
     def stream_of_mute_state(self, topic: str) -> str | None:
         return self._stream_between(topic, f"{self.base}/", "/mute/state")
 
+    # The follow-up switch of a stream with a wake word (wake.follow_up_s), as mute: ON/OFF in, retained out.
+    def follow_up_set(self, stream: str) -> str:
+        return f"{self.base}/{stream}/follow_up/set"
+
+    def follow_up_state(self, stream: str) -> str:
+        return f"{self.base}/{stream}/follow_up/state"
+
+    @property
+    def follow_up_set_filter(self) -> str:
+        return f"{self.base}/+/follow_up/set"
+
+    def stream_of_follow_up_set(self, topic: str) -> str | None:
+        return self._stream_between(topic, f"{self.base}/", "/follow_up/set")
+
     @staticmethod
     def _stream_between(topic: str, head: str, tail: str) -> str | None:
         if topic.startswith(head) and topic.endswith(tail) and len(topic) > len(head) + len(tail):

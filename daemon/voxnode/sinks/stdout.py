@@ -52,9 +52,10 @@ class LogSink:
         elif kind in ("final", "partial"):
             # STREAM= and UTTERANCE_ID= become journal fields under systemd.
             self._log.info(
-                "[%s] %s: %s",
+                "[%s] %s%s: %s",
                 event["stream"],
                 kind,
+                " (follow-up)" if event.get("follow_up") else "",
                 event["text"],
                 extra={"STREAM": event["stream"], "UTTERANCE_ID": event.get("id", "")},
             )

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from voxnode.audio.format import PERIOD_MS
 from voxnode.config import Config
-from voxnode.config.wake import stream_wake_model
+from voxnode.config.wake import FOLLOW_UP_DEFAULT_S, stream_wake_model
 from voxnode.frontend.chain import FrontEndParams
 from voxnode.wake.models import load_wake_model
 
@@ -124,4 +124,6 @@ def wake_params(config: Config, stream: str) -> WakeParams | None:
         model=load_wake_model(spec, w.threshold, key),
         listen_timeout_frames=frames(w.listen_timeout_ms),
         refractory_ms=w.refractory_ms,
+        follow_up_frames=frames(round(1000 * (w.follow_up_s or FOLLOW_UP_DEFAULT_S))),
+        follow_up=w.follow_up_s > 0,
     )

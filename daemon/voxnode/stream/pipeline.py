@@ -135,7 +135,8 @@ class StreamPipeline:
     def _through_gate(self, gate: WakeGate, samples: np.ndarray, t_wall: float) -> bool:
         """Whether this frame goes on to the segmenter. The wake word opens the gate with a fresh
         segmenter (no pre-roll from before it); the frame that completed the word stays out."""
-        probability = gate.hear(samples)
+        active = self.segmenter.active
+        probability = gate.hear(samples, len(active.chunks) if active is not None else 0)
         if probability is not None:
             for ev in self.segmenter.reset():
                 self._on_segment(ev)
@@ -183,8 +184,8 @@ class StreamPipeline:
         with self._lock:
             if isinstance(ev, Started):
                 self.stats.utterances += 1
-                word = self.wake.word if self.wake is not None else None
-                self._utts[utt.uid] = UtteranceState(utt, utt.chunks[-1].t_mono, wake_word=word)
+                word, follow_up = (self.wake.word, self.wake.in_follow_up) if self.wake is not None else (None, None)
+                self._utts[utt.uid] = UtteranceState(utt, utt.chunks[-1].t_mono, wake_word=word, follow_up=follow_up)
                 return
             st = self._utts.get(utt.uid)
             if st is None:

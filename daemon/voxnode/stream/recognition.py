@@ -44,6 +44,8 @@ class Recognition(Component):
         self._scheduler: DecodeScheduler | None = None
         self._turn: TurnDetector | None = None  # [vad] end_of_turn; started with the first config that asks
         self.pipelines: dict[str, StreamPipeline] = {}
+        # The follow-up switch (Home Assistant) by stream: held until a restart, reloads included.
+        self._follow_up: dict[str, bool] = {}
 
     @property
     def scheduler(self) -> DecodeScheduler:
@@ -81,12 +83,26 @@ class Recognition(Component):
         config = config or self._config
         wake = wake_params(config, stream)
         gate = WakeGate(wake) if wake is not None else None
+        if gate is not None and stream in self._follow_up:
+            gate.follow_up = self._follow_up[stream]
         turn = self._turn if config.vad.end_of_turn != "off" else None
         p = StreamPipeline(
             stream, pipeline_params(config, stream), self.scheduler, self._emit, self._clock, wake=gate, turn=turn
         )
         self.pipelines[stream] = p
         return p
+
+    def set_follow_up(self, stream: str, on: bool) -> None:
+        """Raises KeyError for a stream that is not running or has no wake word."""
+        p = self.pipelines.get(stream)
+        if p is None or p.wake is None:
+            raise KeyError(stream)
+        self._follow_up[stream] = p.wake.follow_up = on
+        log.info("stream %s: follow-up %s", stream, "on" if on else "off", extra={"STREAM": stream})
+
+    def follow_up(self, stream: str) -> bool | None:
+        p = self.pipelines.get(stream)
+        return p.wake.follow_up if p is not None and p.wake is not None else None
 
     def remove(self, stream: str) -> None:
         """The stream stopped (its pipeline was flushed); its queued finals still complete."""

@@ -83,6 +83,7 @@ class TranscriptPublisher:
             )
             return
         self.stats.finals += 1
+        self.stats.follow_ups += bool(st.follow_up)
         now = self._clock()
         job = st.final_job
         if job is not None and log.isEnabledFor(logging.DEBUG):
@@ -130,5 +131,6 @@ class TranscriptPublisher:
             latency_ms=latency_ms,
             confidence=float(result.confidence),
             wake_word=st.wake_word,
+            follow_up=st.follow_up,
             language=result.language,
         )

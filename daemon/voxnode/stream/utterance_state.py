@@ -52,6 +52,7 @@ class UtteranceState:
     utt: Utterance
     last_partial_t: float
     wake_word: str | None = None  # the wake word that opened this utterance
+    follow_up: bool | None = None  # with a wake word: heard in a follow-up window, not after the word
     phase: Phase = Phase.OPEN
     prefix: StablePrefix = field(default_factory=StablePrefix)
     partial_job: DecodeJob | None = None

@@ -7,6 +7,13 @@ goes back to LISTENING with the time that was left. One wake word opens one utte
 one cut at `stream.max_utterance_ms` ends the session with its first part, so a false wake next
 to a television costs at most one utterance.
 
+Follow-up (`wake.follow_up_s`, Home Assistant's switch): an utterance that reached its endpoint
+leaves the gate LISTENING for the follow-up window instead of CLOSED; the next utterance, if it
+starts in time, is transcribed without the wake word (its events say `follow_up`), and opens the
+window again. Silence through the window closes it. The wake word said at the start of a
+follow-up (while listening, or in an utterance's first WAKE_RESTART_FRAMES) starts a fresh wake
+session instead, so "okay nabu, ..." said out of habit is not transcribed with the word in it.
+
 The frame in which the word is detected is not passed on; the detector fires 100-200 ms after the
 word ends (measured on espeak-ng clips for okay_nabu and alexa: 140 ms), so the word itself stays
 out of the transcript and a command said without a pause loses at most that much of its start.
@@ -24,6 +31,10 @@ from voxnode.wake.models import WakeModel
 
 from .segmenter import Discarded, Ended, SegmentEvent, Started
 
+# 2 s of 20 ms frames (the utterance's pre-roll included): a wake word heard later in a follow-up
+# utterance is part of what is being said, as in any session.
+WAKE_RESTART_FRAMES = 100
+
 
 class GateState(enum.Enum):
     CLOSED = "closed"
@@ -38,6 +49,8 @@ class WakeParams:
     model: WakeModel
     listen_timeout_frames: int
     refractory_ms: int
+    follow_up_frames: int = 0  # the follow-up window, when follow-up is on
+    follow_up: bool = False  # on at start (wake.follow_up_s > 0); the switch changes it at run time
 
 
 class WakeGate:
@@ -47,7 +60,10 @@ class WakeGate:
         self.state = GateState.CLOSED
         self._frames_left = 0
         self.detections = 0
-        self.timeouts = 0
+        self.timeouts = 0  # wake sessions in which nobody spoke (follow-up windows that end are not)
+        # The Home Assistant switch: set from the daemon's main thread, read here on the stream's.
+        self.follow_up = params.follow_up
+        self.in_follow_up = False  # the session was opened by a final, not by the wake word
 
     @property
     def word(self) -> str:
@@ -57,14 +73,19 @@ class WakeGate:
     def open(self) -> bool:
         return self.state is not GateState.CLOSED
 
-    def hear(self, samples: np.ndarray) -> float | None:
+    def hear(self, samples: np.ndarray, utterance_frames: int = 0) -> float | None:
         """Every frame, gate open or not (the detector's state follows the audio). Returns the
-        probability when the wake word opens the gate with this frame."""
+        probability when the wake word opens the gate (a fresh session) with this frame.
+        `utterance_frames`: the length of the utterance under way, if any."""
         p = self.detector.process(samples)
-        if p is None or self.state is not GateState.CLOSED:
+        if p is None:
+            return None
+        closed = self.state is GateState.CLOSED
+        if not closed and not (self.in_follow_up and utterance_frames <= WAKE_RESTART_FRAMES):
             return None  # a wake word said during a session is part of what is being said
         self.state = GateState.LISTENING
         self._frames_left = self.params.listen_timeout_frames
+        self.in_follow_up = False
         self.detections += 1
         return p
 
@@ -73,17 +94,37 @@ class WakeGate:
         if isinstance(event, Started) and self.state is GateState.LISTENING:
             self.state = GateState.ACTIVE
         elif isinstance(event, Discarded) and self.state is GateState.ACTIVE:
-            self.state = GateState.LISTENING if self._frames_left > 0 else GateState.CLOSED
+            if self._frames_left > 0:
+                self._listen(self._frames_left)
+            else:
+                self._close()
         elif isinstance(event, Ended):
-            self.state = GateState.CLOSED
+            # Only an utterance that reached its endpoint opens a follow-up: one cut at its maximum
+            # length ends the session (the television case above).
+            frames = self.params.follow_up_frames
+            if event.reason == "endpoint" and self.follow_up and frames > 0:
+                self._listen(frames)
+                self.in_follow_up = True
+            else:
+                self._close()
+
+    def _listen(self, frames: int) -> None:
+        self.state = GateState.LISTENING
+        self._frames_left = frames
+
+    def _close(self) -> None:
+        self.state = GateState.CLOSED
+        self.in_follow_up = False
 
     def tick(self) -> bool:
         """After each frame the gate let through; True when listening just timed out."""
         if self.state is not GateState.LISTENING:
             return False
         self._frames_left -= 1
+        if self.in_follow_up and not self.follow_up:
+            self._frames_left = 0  # the switch turned follow-up off: the open window closes
         if self._frames_left > 0:
             return False
-        self.state = GateState.CLOSED
-        self.timeouts += 1
+        self.timeouts += not self.in_follow_up  # a follow-up window ending in silence is its normal end
+        self._close()
         return True
