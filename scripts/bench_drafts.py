@@ -53,7 +53,7 @@ def measure(threads: int, conditions: list[str], n_asterisk: int, lag_s: float) 
     import speech_corpus
     from bench_asr import clip_noise
 
-    from voxnode.asr.locate import default_model_dir
+    from voxnode.asr import default_model_dir
     from voxnode.asr.whisper_litert import WhisperEngine
 
     engine = WhisperEngine.load(default_model_dir(None, "tiny.en"), threads)

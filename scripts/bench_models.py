@@ -33,7 +33,7 @@ MODELS = ("tiny.en", "base")
 
 
 def timings(model: str, threads: int, runs: int) -> dict:
-    from voxnode.asr.locate import default_model_dir
+    from voxnode.asr import default_model_dir
     from voxnode.asr.whisper_litert import WhisperEngine
     from voxnode.audio.wavfile import read_audio
 
@@ -83,7 +83,7 @@ def main() -> int:
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--json", type=Path)
     args = p.parse_args()
-    from voxnode.asr.locate import default_model_dir
+    from voxnode.asr import default_model_dir
 
     report: dict = {"clip": str(CLIP), "cpus": os.cpu_count(), "models": {}}
     for model in MODELS:

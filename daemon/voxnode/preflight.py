@@ -27,8 +27,7 @@ def _mqtt(config: Config) -> None:
 
 
 def _asr(config: Config) -> None:
-    from voxnode.asr.locate import default_model_dir
-    from voxnode.asr.model_files import open_model_dir
+    from voxnode.asr.model_files import default_model_dir, open_model_dir
 
     # The files and their checksums, as the engine checks them before loading (0.1 s for tiny.en).
     open_model_dir(default_model_dir(config.asr.model_dir, config.asr.model))
@@ -37,10 +36,10 @@ def _asr(config: Config) -> None:
 def _end_of_turn(config: Config) -> None:
     if config.vad.end_of_turn == "off":
         return
-    from voxnode.asr.locate import TURN_MODEL_FILE, turn_model_dir
-    from voxnode.asr.model_files import check_model_file
+    from voxnode.models.files import check_model_file
+    from voxnode.models.find import TURN_MODEL, TURN_MODEL_FILE, find_model
 
-    check_model_file(turn_model_dir() / TURN_MODEL_FILE, "vad.end_of_turn")
+    check_model_file(find_model(TURN_MODEL, "vad.end_of_turn") / TURN_MODEL_FILE, "vad.end_of_turn")
 
 
 def _wake(config: Config) -> None:

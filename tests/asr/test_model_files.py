@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from voxnode.asr import default_model_dir
-from voxnode.asr.locate import candidate_dirs
-from voxnode.asr.model_files import open_model_dir, sha256_of
+from voxnode.asr.model_files import open_model_dir
 from voxnode.asr.whisper_litert import WhisperEngine
 from voxnode.errors import ModelError
+from voxnode.models.files import sha256_of
+from voxnode.models.find import candidates
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,7 @@ def model_copy(model_dir, tmp_path) -> Path:
 
 
 def test_default_model_dir_is_the_committed_model(model_dir):
-    assert model_dir == candidate_dirs()[0]
+    assert model_dir == candidates("whisper-tiny.en")[0]
     assert (model_dir / "manifest.json").is_file()
 
 
@@ -86,16 +87,16 @@ def test_undelegated_ops_are_counted_and_warned(model_dir, monkeypatch, caplog):
     """Without XNNPACK every op runs on reference kernels: the check must see that."""
     from ai_edge_litert import interpreter as lite
 
-    from voxnode.asr import litert_load as engine_mod  # loads the model's parts for WhisperEngine.load
-    from voxnode.asr.runtime import Runtime
+    from voxnode.models import interpreter  # opens every model's interpreters
+    from voxnode.models.runtime import Runtime
 
     def no_delegate(**kwargs):
         return lite.Interpreter(
             experimental_op_resolver_type=lite.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES, **kwargs
         )
 
-    monkeypatch.setattr(engine_mod, "load_runtime", lambda: Runtime("ai-edge-litert", "test", no_delegate))
-    with caplog.at_level(logging.WARNING, logger="voxnode.asr.whisper_litert"):
+    monkeypatch.setattr(interpreter, "load_runtime", lambda: Runtime("ai-edge-litert", "test", no_delegate))
+    with caplog.at_level(logging.WARNING, logger="voxnode.models.interpreter"):
         eng = WhisperEngine.load(model_dir, num_threads=1)
     assert eng.info.xnnpack_applied is False
     assert eng.info.ops_not_delegated == eng.info.ops_total > 100

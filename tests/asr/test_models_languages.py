@@ -9,16 +9,17 @@ import subprocess
 import numpy as np
 import pytest
 
-from voxnode.asr.locate import candidate_dirs, default_model_dir
+from voxnode.asr.model_files import default_model_dir
 from voxnode.asr.wer import wer
 from voxnode.audio.wavfile import read_audio
 from voxnode.config import parse_config
 from voxnode.config.asr import WHISPER_LANGUAGES, AsrConfig
 from voxnode.errors import ConfigError, ModelError
+from voxnode.models.find import candidates
 
 from .conftest import POCKETSPHINX
 
-BASE_DIR = candidate_dirs("whisper-base")[0]
+BASE_DIR = candidates("whisper-base")[0]
 CLIP = POCKETSPHINX / "librivox" / "sense_and_sensibility_01_austen_64kb-0890.wav"  # 4.5 s
 CLIP_TEXT = "unless to be rather cold hearted and rather selfish is to be ill disposed"
 
@@ -97,8 +98,8 @@ def test_language_codes_are_the_base_models_language_tokens(base):
 
 
 def test_model_resolves_to_models_whisper_name():
-    assert default_model_dir() == candidate_dirs("whisper-tiny.en")[0]
-    assert default_model_dir(None, "tiny.en") == candidate_dirs("whisper-tiny.en")[0]
+    assert default_model_dir() == candidates("whisper-tiny.en")[0]
+    assert default_model_dir(None, "tiny.en") == candidates("whisper-tiny.en")[0]
     if (BASE_DIR / "manifest.json").is_file():
         assert default_model_dir("", "base") == BASE_DIR
 
@@ -108,11 +109,12 @@ def test_model_dir_overrides_model(tmp_path):
 
 
 def test_missing_model_names_asr_model(tmp_path, monkeypatch):
-    import voxnode.asr.locate as locate
+    import voxnode.models.find as find
 
-    monkeypatch.setattr(locate, "candidate_dirs", lambda name: [tmp_path / name])
-    with pytest.raises(ModelError, match="asr.model = 'base': no speech model found"):
-        locate.default_model_dir(None, "base")
+    monkeypatch.setattr(find, "model_roots", lambda: [tmp_path])
+    (tmp_path / "whisper-base").mkdir()  # a folder without the manifest is not the model
+    with pytest.raises(ModelError, match="asr.model = 'base': no speech model found; looked in .*whisper-base"):
+        default_model_dir(None, "base")
 
 
 # --- the engine ------------------------------------------------------------------------------------

@@ -12,10 +12,10 @@ import pytest
 from voxnode.asr import guards
 from voxnode.asr.fifo_lock import FifoLock
 from voxnode.asr.mel import LogMel, mel_filters
-from voxnode.asr.runtime import default_num_threads, physical_cores
 from voxnode.asr.tokenizer import Tokenizer, _printable_to_byte
 from voxnode.asr.wer import normalise, wer
 from voxnode.asr.windows import SAMPLE_RATE, split_at_pauses
+from voxnode.models.runtime import default_num_threads, physical_cores
 
 REFERENCE = Path(__file__).parent / "data" / "mel_reference.npz"
 

@@ -155,7 +155,7 @@ def test_node_info_from_the_board_the_os_and_the_files(tmp_path):
 
 
 def test_checksums_match_what_an_operator_can_compute(tmp_path):
-    from voxnode.asr.locate import default_model_dir
+    from voxnode.asr import default_model_dir
     from voxnode.config import load_config
 
     cfg = tmp_path / "c.toml"

@@ -16,9 +16,12 @@ import speech_corpus as sc  # noqa: E402
 from voxnode.config import Config  # noqa: E402
 from voxnode.frontend.chain import FrontEnd, FrontEndParams  # noqa: E402
 from voxnode.frontend.errors import FrontendError  # noqa: E402
-from voxnode.frontend.silero_vad import MODEL_DIR, MODEL_FILE, WINDOW, SileroVad  # noqa: E402
+from voxnode.frontend.silero_vad import MODEL_FILE, WINDOW, SileroVad  # noqa: E402
+from voxnode.models.find import SILERO_MODEL, find_model  # noqa: E402
 from voxnode.stream.params import frontend_params, segmenter_params  # noqa: E402
 from voxnode.stream.segmenter import Chunk, Discarded, Ended, Segmenter  # noqa: E402
+
+MODEL_DIR = find_model(SILERO_MODEL, "vad.engine")
 
 LIBRIVOX = [u for u in sc.pocketsphinx() if u.name.startswith("librivox/")]
 needs_speech = pytest.mark.skipif(not LIBRIVOX, reason="needs pocketsphinx-testdata (make deps-test)")

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voxnode.asr.locate import TURN_MODEL_FILE as MODEL_FILE
-from voxnode.asr.locate import turn_model_dir
 from voxnode.errors import ModelError
+from voxnode.models.find import TURN_MODEL, find_model
+from voxnode.models.find import TURN_MODEL_FILE as MODEL_FILE
 from voxnode.stream.endpoint import Completion, with_turn
 from voxnode.stream.turn import MEL_FRAMES, TurnDetector, TurnModel, TurnRequest, turn_features
 
@@ -87,7 +87,7 @@ def test_the_whole_graph_runs_on_xnnpack(model):
 
 
 def test_a_corrupt_model_is_refused_naming_the_setting(tmp_path):
-    shipped = turn_model_dir()
+    shipped = find_model(TURN_MODEL, "vad.end_of_turn")
     shutil.copy(shipped / "SHA256SUMS", tmp_path / "SHA256SUMS")
     data = bytearray((shipped / MODEL_FILE).read_bytes())
     data[len(data) // 2] ^= 0xFF

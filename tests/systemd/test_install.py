@@ -32,9 +32,9 @@ def test_install_layout_and_config_preservation(tmp_path):
     config = root / "etc/voxnode/config.toml"
     assert config.read_text() == REFERENCE
     assert (root / "etc/systemd/system/voxnode.service").read_text() == (ROOT / "systemd/voxnode.service").read_text()
-    # Where voxnode.asr.default_model_dir() looks on an installed node.
+    # Where voxnode.models.find_model() looks on an installed node: Whisper's model ...
     assert (root / "opt/voxnode/models/whisper-tiny.en/encoder.int8.tflite").read_text() == "v1"
-    # ... and voxnode.asr.locate.turn_model_dir() (vad.end_of_turn).
+    # ... and the end-of-turn model (vad.end_of_turn).
     assert (root / "opt/voxnode/models/smart-turn-v3.2/smart_turn.tflite").read_text() == "v1"
     assert "skipped enabling/starting voxnode.service" in out
 

@@ -3,7 +3,7 @@
 Backends are imported only through backends.py, when `[asr] engine` chooses them.
 """
 
-from voxnode.asr.locate import default_model_dir
+from voxnode.asr.model_files import default_model_dir
 from voxnode.asr.recognizer import EngineInfo, Recognizer, TranscriptResult
 
 __all__ = ["EngineInfo", "Recognizer", "TranscriptResult", "default_model_dir"]

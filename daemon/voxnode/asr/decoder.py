@@ -25,8 +25,8 @@ import os
 
 import numpy as np
 
-from voxnode.asr.runtime import mapped_file_offset
 from voxnode.errors import ModelError
+from voxnode.models.runtime import mapped_file_offset
 
 EMPTY_SLOT = np.float32(-1e9)
 # Cache capacities are rounded up to this many rows so that utterances of

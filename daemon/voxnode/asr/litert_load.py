@@ -15,9 +15,10 @@ from voxnode.asr.decoder import DecoderRunner
 from voxnode.asr.encoder import EncoderRunner
 from voxnode.asr.model_files import ModelFiles, open_model_dir
 from voxnode.asr.recognizer import EngineInfo
-from voxnode.asr.runtime import default_num_threads, delegation, load_runtime, release_file_pages
 from voxnode.asr.tokenizer import Tokenizer
 from voxnode.errors import ModelError
+from voxnode.models.interpreter import open_interpreter
+from voxnode.models.runtime import default_num_threads
 
 ENGINE = "whisper-litert"
 
@@ -53,20 +54,16 @@ def load_parts(model_dir: Path, num_threads: int | None = None, variant: str | N
     """Check and load the model's parts; raises ModelError saying what is wrong."""
     t0 = time.perf_counter()
     files = open_model_dir(Path(model_dir), variant)
-    runtime = load_runtime()
     threads = num_threads if num_threads and num_threads > 0 else default_num_threads()
-    interpreters = {}
-    for part, path in (("encoder", files.encoder), ("decoder", files.decoder)):
-        try:
-            it = runtime.interpreter_class(model_path=str(path), num_threads=threads)
-            it.allocate_tensors()  # the delegate is applied here
-        except (ValueError, RuntimeError) as e:
-            raise ModelError(f"{path}: cannot be loaded by {runtime.name} {runtime.version}: {e}") from None
-        interpreters[part] = it
-        if delegation(it).applied:
-            # Each part right after its delegate packed the weights, so the two
-            # mappings are never resident at once: that bounds the peak RSS.
-            release_file_pages(path)
+    owner = "asr.model"
+    # Each part's file pages are released right after its delegate packed the weights, so the two
+    # mappings are never resident at once: that bounds the peak RSS.
+    opened = {
+        part: open_interpreter(owner, path=path, num_threads=threads)
+        for part, path in (("encoder", files.encoder), ("decoder", files.decoder))
+    }
+    interpreters = {part: o.interpreter for part, o in opened.items()}
+    runtime = opened["encoder"].runtime
     cfg = files.config
     try:
         enc_pos = np.load(files.encoder_positions)
@@ -77,7 +74,7 @@ def load_parts(model_dir: Path, num_threads: int | None = None, variant: str | N
     decoder = DecoderRunner(interpreters["decoder"], dec_pos, cfg)
     tokenizer = Tokenizer.from_file(files.vocabulary, int(cfg["tokens"]["eot"]), files.merges)
 
-    reports = [delegation(it) for it in interpreters.values()]
+    reports = [o.delegation for o in opened.values()]
     left = tuple(op for r in reports for op in r.not_delegated)
     info = LiteRtEngineInfo(
         engine=ENGINE,
@@ -92,13 +89,5 @@ def load_parts(model_dir: Path, num_threads: int | None = None, variant: str | N
         load_ms=round((time.perf_counter() - t0) * 1000, 1),
         not_delegated_ops=left,
     )
-    if left or not info.xnnpack_applied:
-        log.warning(
-            "XNNPACK did not take the whole model: %d of %d ops run on slow reference kernels (%s); "
-            "expect several times slower transcription",
-            len(left),
-            info.ops_total,
-            ", ".join(sorted(set(left))) or "no delegate applied",
-        )
     log.info("speech model loaded: %s", info.as_dict())
     return LoadedParts(files, encoder, decoder, tokenizer, info)

@@ -34,9 +34,8 @@ from voxnode.asr.encoder import EncoderRunner
 from voxnode.asr.fifo_lock import FifoLock
 from voxnode.asr.hotwords import HotwordBias
 from voxnode.asr.litert_load import LiteRtEngineInfo, load_parts
-from voxnode.asr.locate import default_model_dir
 from voxnode.asr.mel import SAMPLE_RATE, LogMel
-from voxnode.asr.model_files import ModelFiles
+from voxnode.asr.model_files import ModelFiles, default_model_dir
 from voxnode.asr.options import ROLES, DecodeOptions
 from voxnode.asr.recognizer import DecodeAbandoned, Recognizer, TranscriptResult
 from voxnode.asr.search import Decoded

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from voxnode.config.fields import InvalidValue, setting
 
 ENGINES = ("whisper-litert",)  # asr/backends.py maps each to its module
-# asr/locate.py finds `model` in models/whisper-<model>. Measured on the 2-core x86, shared (docs/asr.md,
+# models/find.py finds `model` in models/whisper-<model>. Measured on the 2-core x86, shared (docs/asr.md,
 # "Whisper base and languages"; 5.3 s clip, 1 thread): base vs tiny.en encodes in 71 vs 34 ms, a final
 # (beam 3) takes 185 vs 128 ms, `voxnode transcribe` peaks at 178 vs 124 MB RSS, files 76 vs 41 MB.
 MODELS = ("tiny.en", "base")

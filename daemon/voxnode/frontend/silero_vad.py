@@ -1,6 +1,6 @@
 """Silero VAD v6 (a small neural VAD) on the LiteRT interpreter the engine already loads.
 
-The model (`silero_vad_v6/silero_vad.tflite`, 1.2 MB, converted from Silero's own ONNX file by
+The model (`silero-vad-v6/silero_vad.tflite` in models/bundled/, 1.2 MB, converted from Silero's own ONNX file by
 scripts/convert_silero.py, matching it within 1.3e-5) scores 512-sample windows (32 ms at 16 kHz),
 each preceded by 64 samples of left context, with an LSTM state carried from window to window.
 Our frames are 320 samples (20 ms), so samples are buffered: when a frame completes a window
@@ -35,55 +35,47 @@ from pathlib import Path
 
 import numpy as np
 
-from voxnode.asr.model_files import checked_model_bytes
 from voxnode.errors import ModelError
+from voxnode.models.files import checked_model_bytes
+from voxnode.models.find import SILERO_MODEL, SILERO_MODEL_FILE, find_model
+from voxnode.models.interpreter import open_interpreter
 
 from .errors import FrontendError
 
 WINDOW = 512  # samples per model call (32 ms): the only size the 16 kHz model takes
 CONTEXT = 64  # samples of left context the model sees before the new ones
 STATE_SHAPE = (2, 128)  # LSTM h and c
-MODEL_DIR = Path(__file__).resolve().parent / "silero_vad_v6"
-MODEL_FILE = "silero_vad.tflite"
-
-
-def model_bytes(model_dir: Path = MODEL_DIR) -> bytes:
-    """The checked model file, read once per process (each interpreter keeps a reference)."""
-    try:
-        return checked_model_bytes(model_dir / MODEL_FILE, "vad.engine = 'silero'")
-    except ModelError as e:
-        raise FrontendError(str(e)) from None
+MODEL_FILE = SILERO_MODEL_FILE
+OWNER = "vad.engine = 'silero'"  # the setting that loads it, for error messages
 
 
 class SileroVad:
     """Per-stream Silero VAD: `is_speech` takes 20 ms frames in int16 scale."""
 
     def __init__(
-        self, threshold: float = 0.5, hysteresis: float = 0.0, model_dir: Path = MODEL_DIR, carry_context: bool = False
+        self,
+        threshold: float = 0.5,
+        hysteresis: float = 0.0,
+        model_dir: Path | None = None,
+        carry_context: bool = False,
     ):
         if not 0.0 < threshold < 1.0:
             raise FrontendError(f"vad.silero_threshold {threshold} outside (0, 1)")
         self._on = threshold
         self._off = threshold - hysteresis
-        data = model_bytes(model_dir)
-        from voxnode.asr.runtime import load_runtime
-
         try:
-            runtime = load_runtime()
+            path = (model_dir or find_model(SILERO_MODEL, OWNER)) / MODEL_FILE
+            # The checked file is read once per process; every stream's interpreter shares the bytes.
+            self._interp = open_interpreter(OWNER, content=checked_model_bytes(path, OWNER)).interpreter
         except ModelError as e:
-            raise FrontendError(f"vad.engine = 'silero' needs a TFLite runtime: {e}") from None
+            raise FrontendError(str(e)) from None
         try:
-            self._interp = runtime.interpreter_class(model_content=data, num_threads=1)
-            self._interp.allocate_tensors()
             runner = self._interp.get_signature_runner()
             ins, outs = runner.get_input_details(), runner.get_output_details()
             self._in_audio, self._in_state = ins["audio"]["index"], ins["state"]["index"]
             self._out_prob, self._out_state = outs["prob"]["index"], outs["state"]["index"]
         except (ValueError, KeyError, RuntimeError) as e:
-            raise FrontendError(
-                f"vad.engine = 'silero': {model_dir / MODEL_FILE} does not load "
-                f"({type(e).__name__}: {e}); reinstall voxnode"
-            ) from None
+            raise FrontendError(f"{OWNER}: {path} does not load ({type(e).__name__}: {e}); reinstall voxnode") from None
         # [0:CONTEXT] is the previous window's tail, then up to WINDOW new samples.
         self._buf = np.zeros((1, CONTEXT + WINDOW), dtype=np.float32)
         self._fill = 0

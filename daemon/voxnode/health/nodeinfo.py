@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from voxnode import __version__
-from voxnode.asr.locate import default_model_dir
+from voxnode.asr.model_files import default_model_dir
 from voxnode.config.render import render_effective
 from voxnode.errors import ModelError
 

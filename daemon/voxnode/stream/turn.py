@@ -9,7 +9,7 @@ the same cut at a mid-sentence pause, scripts/endpoint_verdicts.py) it separates
 closing mark cannot (measurements in config/vad.py at `end_of_turn_min_prob`).
 
 `models/smart-turn-v3.2/smart_turn.tflite` (8.7 MB, int8 weights, float activations; found like
-Whisper's model, asr/locate.py) is rebuilt from the ONNX file by scripts/convert_smart_turn.py and
+every model, models/find.py) is rebuilt from the ONNX file by scripts/convert_smart_turn.py and
 runs wholly on XNNPACK: 28-37 ms per call on one x86 core here. `TurnModel` is one interpreter;
 `TurnDetector` owns the one thread that runs it for every stream, beside the decode worker (the
 second core is idle in a pause), so that the verdict is in before the speculative decode is.
@@ -27,13 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from voxnode.asr.locate import TURN_MODEL_FILE, turn_model_dir
 from voxnode.asr.mel import LogMel
-from voxnode.asr.model_files import check_model_file
-from voxnode.asr.runtime import delegation, load_runtime, release_file_pages
 from voxnode.audio.format import SAMPLE_RATE
 from voxnode.errors import ModelError
 from voxnode.lifecycle import Component
+from voxnode.models.files import check_model_file
+from voxnode.models.find import TURN_MODEL, TURN_MODEL_FILE, find_model
+from voxnode.models.interpreter import describe, open_interpreter
 
 log = logging.getLogger(__name__)
 
@@ -57,22 +57,20 @@ class TurnModel:
     """One interpreter of the end-of-turn model: audio ending at the pause -> P(finished)."""
 
     def __init__(self, model_dir: Path | None = None, num_threads: int = 1):
-        model_dir = model_dir or turn_model_dir()
+        model_dir = model_dir or find_model(TURN_MODEL, OWNER)
         path = model_dir / TURN_MODEL_FILE
         check_model_file(path, OWNER)  # the bytes are not kept: the interpreter maps the file
-        runtime = load_runtime()
+        # XNNPACK packs the weights; the file's mapped pages are then released (8 MB). Measured (one
+        # stream, scripts/bench_stream.py): peak RSS +34 MB with the model loaded from bytes instead.
+        opened = open_interpreter(OWNER, path=path, num_threads=num_threads)
+        self._interp = opened.interpreter
+        self.delegation = opened.delegation
         try:
-            self._interp = runtime.interpreter_class(model_path=str(path), num_threads=num_threads)
-            self._interp.allocate_tensors()
             ins, outs = self._interp.get_input_details(), self._interp.get_output_details()
             self._in = next(d["index"] for d in ins if "mel" in d["name"])
             self._out = outs[0]["index"]
         except (ValueError, KeyError, RuntimeError, StopIteration) as e:
             raise ModelError(f"{OWNER}: {path} does not load ({type(e).__name__}: {e}); reinstall voxnode") from None
-        self.delegation = delegation(self._interp)
-        # XNNPACK has packed the weights: the file's mapped pages are dead weight (8 MB). Measured
-        # (one stream, scripts/bench_stream.py): peak RSS +34 MB with the model loaded from bytes.
-        release_file_pages(path)
         self.mel = LogMel()
 
     def __call__(self, audio: np.ndarray) -> float:
@@ -109,13 +107,7 @@ class TurnDetector(Component):
     def start(self) -> None:
         if self._model is None:
             self._model = TurnModel()
-        d = self._model.delegation
-        log.info(
-            "end-of-turn model: Smart Turn v3.2, XNNPACK %s (%d ops%s)",
-            "applied" if d.applied else "NOT applied",
-            d.ops_total,
-            f"; left on the builtin kernels: {', '.join(d.not_delegated)}" if d.not_delegated else ", all delegated",
-        )
+        log.info("end-of-turn model: Smart Turn v3.2, XNNPACK %s", describe(self._model.delegation))
         self._thread = threading.Thread(target=self._run, name="turn-model", daemon=True)
         self._thread.start()
 

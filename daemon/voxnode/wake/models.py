@@ -15,6 +15,7 @@ from pathlib import Path
 
 from voxnode.config.wake import SHIPPED_MODELS
 from voxnode.errors import ConfigError
+from voxnode.models.find import WAKE_MODELS, find_model
 
 _lock = threading.Lock()
 _cache: dict[Path, bytes] = {}
@@ -40,21 +41,11 @@ class WakeModel:
             return _cache[self.tflite]
 
 
-def shipped_dir() -> Path:
-    try:
-        import pymicro_wakeword
-    except ImportError:
-        raise ConfigError(
-            "wake words need the pymicro-wakeword package (it ships the models): pip install pymicro-wakeword"
-        ) from None
-    return Path(pymicro_wakeword.__file__).resolve().parent / "models"
-
-
 def load_wake_model(spec: str, threshold: float = 0.0, key: str = "wake.model") -> WakeModel:
     """`spec`: a shipped model's name or the path of a manifest (.json; a .tflite with a .json beside it
     works too). `threshold` > 0 replaces the manifest's cutoff. Errors name `key`."""
     if spec in SHIPPED_MODELS:
-        manifest = shipped_dir() / f"{spec}.json"
+        manifest = find_model(WAKE_MODELS, f"{key} = {spec!r}") / f"{spec}.json"
     else:
         path = Path(spec)
         if not (path.suffix in (".json", ".tflite") or path.is_absolute() or "/" in spec):

@@ -1,0 +1,95 @@
+"""Checking a model's files before use, so that a truncated copy or a bad SD card sector gives a
+ModelError naming the file, not garbage output or a crash inside the interpreter.
+
+Two forms: a small model with a SHA256SUMS file beside it (Silero VAD, the end-of-turn model), and
+a folder whose manifest.json lists every file with its size and sha256 (Whisper; the
+manifest's layout of variants is read by asr/model_files.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from pathlib import Path
+
+from voxnode.errors import ModelError
+
+MANIFEST = "manifest.json"
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+_checked_lock = threading.Lock()
+_checked: dict[Path, bytes] = {}
+
+
+def check_model_file(path: Path, owner: str) -> bytes:
+    """A small model file, read and checked against the SHA256SUMS beside it; returns its bytes.
+    `owner` (the config setting that loads it) opens every error message."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ModelError(f"{owner}: cannot read the model {path} ({e.strerror or e}); reinstall voxnode") from None
+    sums = path.parent / "SHA256SUMS"
+    try:
+        lines = sums.read_text().splitlines()
+    except OSError:
+        lines = []
+    want = next((p[0] for p in (line.split() for line in lines) if len(p) == 2 and p[1] == path.name), None)
+    if want is None:
+        raise ModelError(f"{owner}: {sums} is missing or has no line for {path.name}; reinstall voxnode")
+    if hashlib.sha256(data).hexdigest() != want:
+        raise ModelError(f"{owner}: {path} is corrupt (sha256 does not match SHA256SUMS); reinstall voxnode")
+    return data
+
+
+def checked_model_bytes(path: Path, owner: str) -> bytes:
+    """check_model_file, read once per process: every interpreter of a model made per stream (Silero
+    VAD) shares the bytes."""
+    with _checked_lock:
+        if path not in _checked:
+            _checked[path] = check_model_file(path, owner)
+        return _checked[path]
+
+
+def read_manifest(root: Path) -> dict:
+    if not root.is_dir():
+        raise ModelError(f"model directory {root} does not exist")
+    path = root / MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelError(f"{path}: missing; {root} is not a converted model directory") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ModelError(f"{path}: unreadable manifest ({e})") from None
+    if (
+        not isinstance(manifest, dict)
+        or not isinstance(manifest.get("files"), dict)
+        or not isinstance(manifest.get("variants"), dict)
+    ):
+        raise ModelError(f"{path}: not a voxnode model manifest (no files/variants)")
+    return manifest
+
+
+def check_file(root: Path, name: str, entry: dict) -> Path:
+    """`root`/`name` against its manifest entry (bytes, sha256)."""
+    path = root / name
+    if not path.is_file():
+        raise ModelError(f"{path}: missing model file")
+    size = path.stat().st_size
+    if size != entry.get("bytes", size):
+        raise ModelError(f"{path}: corrupt model file: {size} bytes, manifest says {entry['bytes']}")
+    actual = sha256_of(path)
+    if actual != entry.get("sha256"):
+        raise ModelError(
+            f"{path}: corrupt model file: sha256 {actual[:12]}… does not match the manifest "
+            f"({str(entry.get('sha256'))[:12]}…); reinstall the model"
+        )
+    return path
