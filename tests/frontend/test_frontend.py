@@ -12,7 +12,7 @@ from voxnode.audio.format import PERIOD_FRAMES, PERIOD_S, SAMPLE_RATE
 from voxnode.audio.wavfile import read_audio
 from voxnode.config import Config
 from voxnode.demo import bundled_clip
-from voxnode.frontend.chain import FrontEnd
+from voxnode.frontend.chain import FrontEnd, with_vad
 from voxnode.frontend.denoise import SpectralDenoiser
 from voxnode.frontend.errors import FrontendError
 from voxnode.frontend.highpass import HighPass
@@ -143,11 +143,11 @@ def speech_fraction(vad, x: np.ndarray, spectral: bool) -> float:
 
 
 def test_spectral_vad_hears_speech_not_noise_nor_digital_silence(speech):
-    vad = SpectralVad(threshold=DEFAULTS.vad_threshold, min_level_dbfs=DEFAULTS.vad_min_level_dbfs)
+    vad = SpectralVad.from_config(DEFAULTS.vad, PERIOD_FRAMES + 1)
     assert speech_fraction(vad, np.zeros(SAMPLE_RATE, np.float32), True) == 0.0
     # Noise starting from nothing is taken for speech while the tracker learns it (about 2 s,
     # its minimum-statistics windows); from then on it is not, and the voice over it is.
-    vad = SpectralVad(threshold=DEFAULTS.vad_threshold, min_level_dbfs=DEFAULTS.vad_min_level_dbfs)
+    vad = SpectralVad.from_config(DEFAULTS.vad, PERIOD_FRAMES + 1)
     assert speech_fraction(vad, white(2.5, -50, seed=5), True) > 0.3
     assert speech_fraction(vad, white(2.0, -50, seed=6), True) < 0.02
     mixed = speech + white(len(speech) / SAMPLE_RATE, -50, seed=6)[: len(speech)]
@@ -161,7 +161,7 @@ def test_spectral_vad_needs_the_spectrum():
 
 
 def test_webrtc_vad_hears_speech_not_silence(speech):
-    vad = WebRtcVad(DEFAULTS.vad_aggressiveness)
+    vad = WebRtcVad.from_config(DEFAULTS.vad, PERIOD_FRAMES + 1)
     assert speech_fraction(vad, np.zeros(SAMPLE_RATE, np.float32), False) == 0.0
     assert speech_fraction(vad, speech, False) > 0.3
 
@@ -201,7 +201,7 @@ def test_chain_output_level_and_recognition_scaling():
 
 @pytest.mark.parametrize("engine", ["webrtc", "spectral", "both"])
 def test_chain_with_each_vad_engine_finds_the_speech_in_the_clip(engine, speech):
-    fe = FrontEnd(dataclasses.replace(DEFAULTS, vad_engine=engine))
+    fe = FrontEnd(with_vad(DEFAULTS, engine=engine))
     flags = [fe.process(f).speech for f in frames_of(noise_then_speech(speech, 3.0, -55))]
     second = int(1.0 / PERIOD_S)
     # The noise's last second (the spectral detector has learnt it by then), then the speech.
@@ -228,9 +228,22 @@ def test_chain_with_the_denoiser_cleans_what_recognition_gets_one_hop_late(speec
     assert max(range(2 * PERIOD_FRAMES), key=alignment) == PERIOD_FRAMES
 
 
-def test_unknown_vad_engine_is_an_error():
-    with pytest.raises(FrontendError, match="unknown vad engine .no-such-vad."):
-        FrontEnd(dataclasses.replace(DEFAULTS, vad_engine="no-such-vad"))
+def test_unknown_vad_engine_is_an_error_naming_the_known_ones():
+    with pytest.raises(FrontendError, match="vad.engine = 'no-such-vad': unknown VAD; known: webrtc, spectral, both"):
+        FrontEnd(with_vad(DEFAULTS, engine="no-such-vad"))
+
+
+def test_every_vad_in_the_table_builds_from_the_config_and_is_offered_by_it():
+    """One list of names: what `vad.engine` accepts is exactly what the front-end can build."""
+    from voxnode.config import parse_config
+    from voxnode.config.vad import VADS
+    from voxnode.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="vad.engine"):
+        parse_config('[vad]\nengine = "no-such-vad"\n')
+    for engine in VADS:
+        fe = FrontEnd(frontend_params(parse_config(f'[vad]\nengine = "{engine}"\n')))
+        assert fe.vad is not None and type(fe.vad).__name__ == VADS[engine][1]
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ import audio_corpus as ac  # noqa: E402
 import speech_corpus as sc  # noqa: E402
 
 from voxnode.config import Config  # noqa: E402
-from voxnode.frontend.chain import FrontEnd, FrontEndParams  # noqa: E402
+from voxnode.frontend.chain import FrontEnd, FrontEndParams, with_vad  # noqa: E402
 from voxnode.frontend.errors import FrontendError  # noqa: E402
 from voxnode.frontend.silero_vad import MODEL_FILE, WINDOW, SileroVad  # noqa: E402
 from voxnode.models.find import SILERO_MODEL, find_model  # noqa: E402
@@ -25,7 +25,7 @@ MODEL_DIR = find_model(SILERO_MODEL, "vad.engine")
 
 LIBRIVOX = [u for u in sc.pocketsphinx() if u.name.startswith("librivox/")]
 needs_speech = pytest.mark.skipif(not LIBRIVOX, reason="needs pocketsphinx-testdata (make deps-test)")
-SILERO = dataclasses.replace(frontend_params(Config()), vad_engine="silero")
+SILERO = with_vad(frontend_params(Config()), engine="silero")
 
 
 def vad_frames(x: np.ndarray, params: FrontEndParams = SILERO) -> np.ndarray:
@@ -166,7 +166,7 @@ def test_below_the_room_silero_rests_and_speech_above_it_is_still_found():
     truth = ac.label_speech(clean)
     x = ac.mix(clean, ac.noise("pink", len(clean), seed=4), 10, truth)
     gated = FrontEnd(frontend_params(Config()))
-    assert gated.params.vad_engine == "silero" and gated.params.noise_gate
+    assert gated.params.vad.engine == "silero" and gated.params.noise_gate
     vad = gated.vad
     assert isinstance(vad, SileroVad)
     room_end = 6 * ac.RATE // ac.FRAME

@@ -4,6 +4,16 @@ from dataclasses import dataclass
 
 from voxnode.config.fields import InvalidValue, setting
 
+# vad.engine -> (module, class) of the VAD that implements it (frontend/vad.py FrameVad, imported only
+# when chosen: Silero loads LiteRT, WebRTC's needs webrtcvad-wheels): the one list of VAD names. A VAD
+# reads its own settings below (`from_config`); adding one is its module, its settings and a line here.
+VADS: dict[str, tuple[str, str]] = {
+    "webrtc": ("voxnode.frontend.vad", "WebRtcVad"),
+    "spectral": ("voxnode.frontend.vad", "SpectralVad"),
+    "both": ("voxnode.frontend.vad", "BothVad"),
+    "silero": ("voxnode.frontend.silero_vad", "SileroVad"),
+}
+
 
 @dataclass(frozen=True)
 class VadConfig:
@@ -18,7 +28,7 @@ class VadConfig:
         "keeps finding speech in loud steady noise and ignores music, but hears background talk as speech; "
         "+0.3-0.6 % of a core per stream). "
         "See docs/frontend.md for the measurements.",
-        choices=("webrtc", "spectral", "both", "silero"),
+        choices=tuple(VADS),
     )
     threshold: float = setting(
         1.0,

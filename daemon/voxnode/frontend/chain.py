@@ -26,15 +26,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from voxnode.audio.format import PERIOD_FRAMES
+from voxnode.config.vad import VadConfig
 
 from .denoise import SpectralDenoiser
 from .enhance import Enhancer, make_enhancer
 from .errors import FrontendError
 from .highpass import HighPass
 from .noise_floor import FloorReading, NoiseFloor
-from .silero_vad import SileroVad
 from .spectrum import StftAnalyzer
-from .vad import BothVad, FrameVad, SpectralVad, WebRtcVad
+from .vad import FrameVad, vad_class
 
 
 @dataclass(frozen=True)
@@ -45,11 +45,7 @@ class FrontEndParams:
     denoise: str  # DENOISE_MODES
     denoise_engine: str  # config.frontend.DENOISE_ENGINES
     denoise_floor_db: float
-    vad_engine: str  # "webrtc" | "spectral" | "both" | "silero"
-    vad_threshold: float  # spectral: band-mean log-likelihood ratio (noise: 0.58)
-    vad_aggressiveness: int  # webrtc: 0..3
-    vad_silero_threshold: float  # silero: speech probability that starts speech
-    vad_min_level_dbfs: float
+    vad: VadConfig  # the VAD `vad.engine` names reads its own settings from it (`from_config`)
     noise_gate: bool  # speech must also stand above the room's noise floor (noise_floor.py)
     floor_margin_db: float
     floor_spread_factor: float
@@ -74,19 +70,9 @@ class FrontEndOutput:
     floor: FloorReading | None = None  # None with the noise gate off
 
 
-def make_vad(p: FrontEndParams, bins: int) -> FrameVad:
-    if p.vad_engine == "spectral":
-        return SpectralVad(threshold=p.vad_threshold, min_level_dbfs=p.vad_min_level_dbfs, bins=bins)
-    if p.vad_engine == "webrtc":
-        return WebRtcVad(p.vad_aggressiveness)
-    if p.vad_engine == "silero":
-        return SileroVad(p.vad_silero_threshold)
-    if p.vad_engine == "both":
-        return BothVad(
-            SpectralVad(threshold=p.vad_threshold, min_level_dbfs=p.vad_min_level_dbfs, bins=bins),
-            WebRtcVad(p.vad_aggressiveness),
-        )
-    raise FrontendError(f"unknown vad engine {p.vad_engine!r}")
+def with_vad(p: FrontEndParams, **changes) -> FrontEndParams:
+    """`p` with [vad] settings changed (benchmarks and tests: `with_vad(p, engine="webrtc")`)."""
+    return dataclasses.replace(p, vad=dataclasses.replace(p.vad, **changes))
 
 
 class FrontEnd:
@@ -109,7 +95,8 @@ class FrontEnd:
         self._denoise_vad = params.denoise in ("vad", "all")
         self._denoise_recognition = params.denoise in ("all", "asr")
         self._analyzer = self._spectral.analyzer if self._spectral else StftAnalyzer(hop)
-        self.vad: FrameVad | None = make_vad(params, self._analyzer.bins) if with_vad else None
+        vad = vad_class(params.vad.engine)
+        self.vad: FrameVad | None = vad.from_config(params.vad, self._analyzer.bins) if with_vad else None
         denoiser: SpectralDenoiser | Enhancer | None = self._spectral or self._enhancer
         self.latency_s = denoiser.latency_s if denoiser is not None and self._denoise_recognition else 0.0
         self.noise_floor = (
@@ -122,8 +109,8 @@ class FrontEnd:
             if params.noise_gate and with_vad
             else None
         )
-        spectral_vad = params.vad_engine not in ("webrtc", "silero")
-        # The WebRTC and Silero VADs work on samples: skip the STFT when nothing else needs it.
+        spectral_vad = vad.needs_spectrum
+        # A VAD that works on samples (WebRTC, Silero): the STFT is skipped when nothing else needs it.
         self._need_spectrum = self._spectral is not None or self.noise_floor is not None or spectral_vad
         # A spectral VAD behind a sample-domain enhancer needs the spectrum of the enhanced audio.
         self._vad_analyzer = StftAnalyzer(hop) if self._enhancer and self._denoise_vad and spectral_vad else None

@@ -32,9 +32,11 @@ Recurrent state and the sample buffer belong to one stream; the model file's byt
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
+from voxnode.config.vad import VadConfig
 from voxnode.errors import ModelError
 from voxnode.models.files import checked_model_bytes
 from voxnode.models.find import SILERO_MODEL, SILERO_MODEL_FILE, find_model
@@ -51,6 +53,8 @@ OWNER = "vad.engine = 'silero'"  # the setting that loads it, for error messages
 
 class SileroVad:
     """Per-stream Silero VAD: `is_speech` takes 20 ms frames in int16 scale."""
+
+    needs_spectrum: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -85,6 +89,10 @@ class SileroVad:
         self.last_prob = 0.0
         self.windows = 0
         self.skipped = 0  # windows not scored: the noise gate had vetoed them (rest)
+
+    @classmethod
+    def from_config(cls, vad: VadConfig, bins: int) -> SileroVad:
+        return cls(vad.silero_threshold)
 
     def is_speech(self, frame: np.ndarray, spectrum: np.ndarray | None) -> bool:
         self._take(frame, score=True)

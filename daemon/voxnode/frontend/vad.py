@@ -1,30 +1,37 @@
-"""Frame-level voice activity detectors (one decision per 20 ms frame).
-
-Two implementations behind one interface, chosen by `vad.engine`:
+"""Frame-level voice activity detectors (one decision per 20 ms frame): the `FrameVad` interface and
+three of the four `vad.engine` choices (config/vad.py VADS names them all):
 
 * ``spectral``: numpy statistical VAD (Sohn et al. 1999 likelihood ratio over
-  the speech band 200-4000 Hz, noise from the MCRA tracker), plus a
-  periodicity check so steady tones and music-like sounds, which the noise
-  tracker cannot learn quickly, are not taken for speech.
+  the speech band 200-4000 Hz, noise from the MCRA tracker).
 * ``webrtc``: the WebRTC GMM VAD via `webrtcvad-wheels` (aarch64 wheels).
+* ``both``: speech where both of those agree.
+* ``silero`` (the default) is in silero_vad.py.
 
-Both only say "this frame looks like speech"; onset confirmation, hangover
-and minimum lengths belong to the segmenter.
+Each reads its own settings from `[vad]` (`from_config`). They only say "this frame looks like
+speech"; onset confirmation, hangover and minimum lengths belong to the segmenter.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+import importlib
+from typing import ClassVar, Protocol, Self
 
 import numpy as np
 
 from voxnode.audio.format import PERIOD_FRAMES, SAMPLE_RATE
+from voxnode.config.vad import VADS, VadConfig
 
 from .errors import FrontendError
 from .spectrum import NoiseTracker
 
 
 class FrameVad(Protocol):
+    needs_spectrum: ClassVar[bool]  # it reads the frame's STFT (else the front-end may skip it)
+
+    @classmethod
+    def from_config(cls, vad: VadConfig, bins: int) -> Self:
+        """Built from `[vad]`, reading only its own settings; `bins`: the STFT's bins per frame."""
+
     def is_speech(self, frame: np.ndarray, spectrum: np.ndarray | None) -> bool:
         """`spectrum` is the frame's STFT, or None when no detector in use needs it."""
 
@@ -42,6 +49,8 @@ class SpectralVad:
     0.58 (Euler's constant) for any stationary noise, whatever its level or
     colour, and grows quickly with speech: a level-free threshold.
     """
+
+    needs_spectrum: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -63,6 +72,10 @@ class SpectralVad:
         self._min_power = full_scale * (self._hi - self._lo) * 10 ** (min_level_dbfs / 10)
         self.last_llr = 0.0
 
+    @classmethod
+    def from_config(cls, vad: VadConfig, bins: int) -> SpectralVad:
+        return cls(threshold=vad.threshold, min_level_dbfs=vad.min_level_dbfs, bins=bins)
+
     def is_speech(self, frame: np.ndarray, spectrum: np.ndarray | None) -> bool:
         if spectrum is None:
             raise FrontendError("the spectral VAD needs the frame's spectrum")
@@ -82,6 +95,8 @@ class SpectralVad:
 class WebRtcVad:
     """Adapter for the WebRTC VAD; aggressiveness 0 (lenient) .. 3 (strict)."""
 
+    needs_spectrum: ClassVar[bool] = False
+
     def __init__(self, aggressiveness: int, rate: int = SAMPLE_RATE):
         try:
             import webrtcvad  # optional dependency: pip install webrtcvad-wheels
@@ -89,6 +104,10 @@ class WebRtcVad:
             raise FrontendError("vad.engine = 'webrtc' needs the webrtcvad-wheels package") from exc
         self._vad = webrtcvad.Vad(aggressiveness)
         self._rate = rate
+
+    @classmethod
+    def from_config(cls, vad: VadConfig, bins: int) -> WebRtcVad:
+        return cls(vad.aggressiveness)
 
     def is_speech(self, frame: np.ndarray, spectrum: np.ndarray | None) -> bool:
         pcm = np.clip(frame, -32768, 32767).astype("<i2").tobytes()
@@ -103,8 +122,14 @@ class BothVad:
     broadband noise, the likelihood ratio rejects rumble and hum that WebRTC
     takes for voice."""
 
+    needs_spectrum: ClassVar[bool] = True
+
     def __init__(self, first: FrameVad, second: FrameVad):
         self._a, self._b = first, second
+
+    @classmethod
+    def from_config(cls, vad: VadConfig, bins: int) -> BothVad:
+        return cls(SpectralVad.from_config(vad, bins), WebRtcVad.from_config(vad, bins))
 
     def is_speech(self, frame: np.ndarray, spectrum: np.ndarray | None) -> bool:
         a = self._a.is_speech(frame, spectrum)  # both always run: the spectral one tracks noise every frame
@@ -114,3 +139,13 @@ class BothVad:
     def rest(self, frame: np.ndarray, spectrum: np.ndarray | None) -> None:
         self._a.rest(frame, spectrum)
         self._b.rest(frame, spectrum)
+
+
+def vad_class(engine: str) -> type[FrameVad]:
+    """The class `vad.engine` names (config/vad.py VADS), imported now: Silero loads LiteRT, WebRTC's
+    needs the webrtcvad-wheels package."""
+    try:
+        module, name = VADS[engine]
+    except KeyError:
+        raise FrontendError(f"vad.engine = {engine!r}: unknown VAD; known: {', '.join(VADS)}") from None
+    return getattr(importlib.import_module(module), name)
