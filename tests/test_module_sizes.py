@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
+
 MAX_LINES = 400
 
 

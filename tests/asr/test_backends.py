@@ -10,6 +10,8 @@ from voxnode.config import parse_config
 from voxnode.config.asr import ENGINES
 from voxnode.errors import ConfigError
 
+pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
+
 
 def test_every_configurable_engine_has_a_backend_and_no_other():
     assert set(ENGINES) == set(BACKENDS)

@@ -16,6 +16,8 @@ from voxnode.errors import ModelError
 from voxnode.models.files import sha256_of
 from voxnode.models.find import candidates
 
+pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
+
 
 @pytest.fixture(scope="module")
 def model_dir() -> Path:

@@ -17,6 +17,8 @@ from voxnode.asr.wer import normalise, wer
 from voxnode.asr.windows import SAMPLE_RATE, split_at_pauses
 from voxnode.models.runtime import default_num_threads, physical_cores
 
+pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
+
 REFERENCE = Path(__file__).parent / "data" / "mel_reference.npz"
 
 

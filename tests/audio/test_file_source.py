@@ -3,9 +3,12 @@
 import time
 
 import numpy as np
+import pytest
 
 from voxnode.audio.file_source import FileSource
 from voxnode.audio.ring import FrameRing
+
+pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
 
 
 def test_file_source_fast_mode_never_drops():

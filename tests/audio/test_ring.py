@@ -4,9 +4,12 @@ import threading
 import time
 
 import numpy as np
+import pytest
 
 from voxnode.audio.frames import Frame
 from voxnode.audio.ring import FrameRing
+
+pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
 
 
 def _frame(i: int) -> Frame:

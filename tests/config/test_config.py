@@ -8,6 +8,8 @@ from voxnode.config import Config, load_config, parse_config, render_reference
 from voxnode.config.root import Config as RootConfig
 from voxnode.errors import ConfigError
 
+pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
+
 BAD_CONFIGS = {
     "unknown key": ('[audio]\ndevise = "hw:1"\n', "audio.devise", "did you mean 'device'"),
     "wrong type": ('[audio]\nring_seconds = "ten"\n', "audio.ring_seconds", "expected a number"),

@@ -20,6 +20,8 @@ from voxnode.frontend.errors import FrontendError
 from voxnode.frontend.highpass import HighPass
 from voxnode.stream.params import frontend_params
 
+pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
+
 HOP = 320
 
 

@@ -20,6 +20,8 @@ from voxnode.frontend.spectrum import NoiseTracker, StftAnalyzer, StftSynthesize
 from voxnode.frontend.vad import BothVad, SpectralVad, WebRtcVad
 from voxnode.stream.params import frontend_params
 
+pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
+
 DEFAULTS = frontend_params(Config())
 
 

@@ -19,6 +19,8 @@ from voxnode.stream.segmenter import Chunk, Ended, Segmenter
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import audio_corpus as ac  # noqa: E402
 
+pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
+
 FRAME = 320
 
 

@@ -19,6 +19,8 @@ from voxnode.models.find import (
     find_model,
 )
 
+pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
+
 
 def test_every_shipped_model_is_found_where_it_ships():
     assert find_model("whisper-tiny.en", "asr.model") == CHECKOUT_MODELS / "whisper-tiny.en"

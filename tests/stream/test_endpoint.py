@@ -9,6 +9,8 @@ from voxnode.config import Config
 from voxnode.stream.endpoint import Completion, judge
 from voxnode.stream.segmenter import Ended, Paused, Segmenter, SegmenterParams
 
+pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
+
 # Utterances here run past 60 frames: no max-length cut.
 P = dataclasses.replace(PARAMS, max_utterance_frames=200, cut_search_frames=50)
 

@@ -1,6 +1,10 @@
 """Stable-prefix logic for partials."""
 
+import pytest
+
 from voxnode.stream.partials import StablePrefix
+
+pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
 
 
 def test_word_needs_two_agreeing_hypotheses():

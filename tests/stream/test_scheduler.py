@@ -21,6 +21,8 @@ from voxnode.stream.jobs import DecodeJob, JobKind, JobOutcome
 from voxnode.stream.params import scheduler_params
 from voxnode.stream.scheduler import DecodeScheduler
 
+pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
+
 DEFAULTS = scheduler_params(Config())
 
 

@@ -8,6 +8,8 @@ import pytest
 from tests.stream.scripted import PARAMS, frame
 from voxnode.stream.segmenter import Discarded, Ended, Paused, Segmenter, Started
 
+pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
+
 P = PARAMS
 
 

@@ -10,6 +10,8 @@ from voxnode.stream.jobs import DecodeJob, JobKind
 from voxnode.stream.segmenter import Utterance
 from voxnode.stream.utterance_state import Phase, TransitionError, UtteranceState
 
+pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
+
 
 def _job(kind: JobKind) -> DecodeJob:
     return DecodeJob("mic", kind, np.zeros(160, dtype=np.float32), lambda *_: None)

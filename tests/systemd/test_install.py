@@ -4,7 +4,11 @@ that is never overwritten once edited, uninstall keeping the config. The venv st
 
 import subprocess
 
+import pytest
+
 from tests.alsa_env import ROOT
+
+pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
 
 SCRIPT = ROOT / "scripts" / "install.sh"
 REFERENCE = (ROOT / "config" / "voxnode.toml").read_text()
