@@ -278,3 +278,34 @@ def test_enhancer_suppresses_noise_keeps_speech_and_is_its_latency_late(speech, 
 def test_unknown_denoise_engine_is_an_error():
     with pytest.raises(FrontendError, match="unknown denoise engine .nope."):
         FrontEnd(dataclasses.replace(DEFAULTS, denoise="all", denoise_engine="nope"))
+
+
+class LoudVad:
+    """A VAD added the way docs/architecture.md says: this class and a line in config/vad.py VADS."""
+
+    needs_spectrum = False
+
+    def __init__(self, min_level_dbfs: float):
+        self.floor = 32768.0 * 10 ** (min_level_dbfs / 20)
+
+    @classmethod
+    def from_config(cls, vad, bins):
+        return cls(vad.min_level_dbfs)
+
+    def is_speech(self, frame, spectrum):
+        return float(np.sqrt(np.mean(np.square(frame)))) > self.floor
+
+    def rest(self, frame, spectrum):
+        pass
+
+
+def test_a_vad_is_added_with_a_class_and_a_table_line(monkeypatch):
+    from voxnode.config import vad
+
+    monkeypatch.setitem(vad.VADS, "loud", (__name__, "LoudVad"))
+    fe = FrontEnd(with_vad(dataclasses.replace(DEFAULTS, noise_gate=False), engine="loud"))
+    assert isinstance(fe.vad, LoudVad) and fe._need_spectrum is False
+    quiet = np.zeros(PERIOD_FRAMES, np.float32)
+    loud = (3000 * np.sin(2 * np.pi * 1000 * np.arange(PERIOD_FRAMES) / SAMPLE_RATE)).astype(np.float32)
+    speech = [fe.process(f).speech for f in [quiet] * 5 + [loud] * 5 + [quiet] * 10]
+    assert speech[:5] == [False] * 5 and speech[5:10] == [True] * 5 and speech[-5:] == [False] * 5

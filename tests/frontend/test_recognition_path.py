@@ -85,11 +85,14 @@ def test_a_recognition_only_front_end_refuses_to_run_a_vad():
         fe.process(np.zeros(PERIOD_FRAMES, np.float32))
 
 
-def test_every_configurable_denoise_engine_has_a_module():
+def test_every_denoise_engine_in_the_table_builds_an_enhancer():
     from voxnode.config.frontend import DENOISE_ENGINES
-    from voxnode.frontend.enhance import MODULES
+    from voxnode.frontend.enhance import make_enhancer
 
-    assert set(DENOISE_ENGINES) == set(MODULES)
+    for engine, (_, name) in DENOISE_ENGINES.items():
+        e = make_enhancer(engine, DEFAULTS.denoise_floor_db)
+        assert type(e).__name__ == name and e.latency_s >= 0
+        assert e.process(np.zeros(PERIOD_FRAMES, np.float32)).shape == (PERIOD_FRAMES,)
 
 
 @pytest.mark.parametrize("mode", ["off", "vad", "all", "asr"])

@@ -2,7 +2,7 @@
 
 A backend is imported only when chosen: its runtime (LiteRT, an NPU SDK, ...) loads native
 libraries that other installs may lack. To add one: write asr/<name>.py with a `Recognizer`
-subclass, add its name to ENGINES in config/asr.py and here (a test keeps the two in step).
+subclass and add a line to ENGINES in config/asr.py (name -> module, class).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from voxnode.asr.recognizer import Recognizer
+from voxnode.config.asr import ENGINES
 from voxnode.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -19,17 +20,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# engine name -> (module, class)
-BACKENDS: dict[str, tuple[str, str]] = {
-    "whisper-litert": ("voxnode.asr.whisper_litert", "WhisperEngine"),
-}
-
 
 def recognizer_class(engine: str) -> type[Recognizer]:
     try:
-        module_name, class_name = BACKENDS[engine]
+        module_name, class_name = ENGINES[engine]
     except KeyError:
-        raise ConfigError(f"asr.engine = {engine!r}: unknown engine; known: {', '.join(BACKENDS)}") from None
+        raise ConfigError(f"asr.engine = {engine!r}: unknown engine; known: {', '.join(ENGINES)}") from None
     cls = getattr(importlib.import_module(module_name), class_name)
     if not (isinstance(cls, type) and issubclass(cls, Recognizer)):
         raise TypeError(f"{module_name}.{class_name} is not a Recognizer")

@@ -4,7 +4,11 @@ from dataclasses import dataclass
 
 from voxnode.config.fields import InvalidValue, setting
 
-ENGINES = ("whisper-litert",)  # asr/backends.py maps each to its module
+# asr.engine -> (module, class) of the `Recognizer` that implements it, imported only when chosen
+# (asr/backends.py): the one list of engine names. Adding an engine is its module and a line here.
+ENGINES: dict[str, tuple[str, str]] = {
+    "whisper-litert": ("voxnode.asr.whisper_litert", "WhisperEngine"),
+}
 # models/find.py finds `model` in models/whisper-<model>. Measured on the 2-core x86, shared (docs/asr.md,
 # "Whisper base and languages"; 5.3 s clip, 1 thread): base vs tiny.en encodes in 71 vs 34 ms, a final
 # (beam 3) takes 185 vs 128 ms, `voxnode transcribe` peaks at 178 vs 124 MB RSS, files 76 vs 41 MB.
@@ -20,7 +24,7 @@ WHISPER_LANGUAGES = (
 @dataclass(frozen=True)
 class AsrConfig:
     engine: str = setting(
-        "whisper-litert", "Recognition backend: Whisper on LiteRT with XNNPACK (docs/asr.md).", choices=ENGINES
+        "whisper-litert", "Recognition backend: Whisper on LiteRT with XNNPACK (docs/asr.md).", choices=tuple(ENGINES)
     )
     model: str = setting(
         "tiny.en",

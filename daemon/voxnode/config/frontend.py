@@ -4,9 +4,14 @@ from dataclasses import dataclass
 
 from voxnode.config.fields import setting
 
-# frontend/enhance.py maps each to its module (a test keeps the two in step). The candidates measured
-# and not adopted (speex, RNNoise, webrtc-noise-gain) are in scripts/enhancers.py (docs/frontend.md).
-DENOISE_ENGINES = ("deepfilter", "webrtc", "spectral")
+# frontend.denoise_engine -> (module, class) of the enhancer (frontend/enhance.py `Enhancer`, built
+# with `floor_db`; imported only when chosen): the one list of names. The candidates measured and not
+# adopted (speex, RNNoise, webrtc-noise-gain) are in scripts/enhancers.py (docs/frontend.md).
+DENOISE_ENGINES: dict[str, tuple[str, str]] = {
+    "deepfilter": ("voxnode.frontend.deepfilter", "DeepFilter"),
+    "webrtc": ("voxnode.frontend.webrtc_ns", "WebRtcNoiseSuppressor"),
+    "spectral": ("voxnode.frontend.denoise", "SpectralDenoiser"),
+}
 
 
 @dataclass(frozen=True)
@@ -30,7 +35,7 @@ class FrontendConfig:
         'Which noise suppressor frontend.denoise uses: "deepfilter" (DeepFilterNet 3, neural; adds 35 ms and '
         '~1 ms of CPU per 20 ms here, ~5x that on a Pi 4), "webrtc" (WebRTC\'s; 6 ms, ~0.02 ms) or '
         '"spectral" (the older built-in Wiener gain; 20 ms). See docs/frontend.md.',
-        choices=DENOISE_ENGINES,
+        choices=tuple(DENOISE_ENGINES),
     )
     denoise_floor_db: float = setting(
         -12.0,

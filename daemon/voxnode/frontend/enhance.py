@@ -7,9 +7,12 @@ libraries happen only when an engine is chosen (each brings native code).
 
 from __future__ import annotations
 
+import importlib
 from typing import Protocol
 
 import numpy as np
+
+from voxnode.config.frontend import DENOISE_ENGINES
 
 from .errors import FrontendError
 
@@ -21,23 +24,11 @@ class Enhancer(Protocol):
         """One 20 ms frame in (float32, int16 scale), one out."""
 
 
-# engine name -> module; config/frontend.py DENOISE_ENGINES lists the names (a test keeps them in step).
-MODULES = {"deepfilter": "deepfilter", "webrtc": "webrtc_ns", "spectral": "denoise"}
-
-
 def make_enhancer(engine: str, floor_db: float) -> Enhancer:
     """`floor_db`: frontend.denoise_floor_db, the most the engine attenuates (webrtc: the nearest level;
     deepfilter: its attenuation limit)."""
-    if engine == "spectral":
-        from .denoise import SpectralDenoiser
-
-        return SpectralDenoiser(floor_db)
-    if engine == "deepfilter":
-        from .deepfilter import DeepFilter
-
-        return DeepFilter(floor_db)
-    if engine == "webrtc":
-        from .webrtc_ns import WebRtcNoiseSuppressor
-
-        return WebRtcNoiseSuppressor(floor_db)
-    raise FrontendError(f"unknown denoise engine {engine!r}")
+    try:
+        module, name = DENOISE_ENGINES[engine]
+    except KeyError:
+        raise FrontendError(f"unknown denoise engine {engine!r}") from None
+    return getattr(importlib.import_module(module), name)(floor_db)
