@@ -144,7 +144,7 @@ bench-wyoming-limits: deps-corpus venv-test
 # Issue 27 (docs/reliability.md): 8 Wyoming clients uploading 29 s requests back to back for 2 min
 # while a microphone speaks: end of speech -> the microphone's final, requests' latency, RSS.
 probe-wyoming-fairness: deps-corpus venv-test
-	$(BIN)/python scripts/probe_wyoming_fairness.py --clients 8 --duration 120
+	$(BIN)/python scripts/probe_wyoming_fairness.py --clients 8 --duration 120 --json docs/wyoming_fairness_probe.json
 
 # Issue 27 (docs/reliability.md, docs/asr.md "Windows and loops"): short real commands through the live
 # pipeline (drafts, prompts as the daemon's scheduler passes them): repeated finals counted (~10 s a run).

@@ -20,9 +20,9 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from live_fifo import LiveFifo, asoundrc
 
 from tests.ha.harness import HA_VENV, HA_VERSION, ROOT, HomeAssistant, HomeAssistantError, wait_until
-from tests.ha.live_fifo import LiveFifo, asoundrc
 from tests.mqtt.broker import Broker, Monitor, retained
 from voxnode import __version__
 from voxnode.asr.wer import wer

@@ -6,26 +6,17 @@ back from three connections while the microphone is used."""
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import re
-import signal
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
+import speech_corpus as sc
+from mic_daemon import MicDaemon, back_to_back
+from wyoming_client import pcm
 
-from tests.ha.live_fifo import LiveFifo, asoundrc
 from voxnode.asr.wer import wer
-from voxnode.mqtt.localbroker import free_port
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import speech_corpus as sc  # noqa: E402
-from wyoming_client import pcm, transcribe  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not sc.PS_DATA.exists(), reason="needs pocketsphinx-testdata")
 
@@ -40,71 +31,40 @@ def test_a_microphone_final_is_not_queued_behind_wyoming_requests(tmp_path):
     said = next(u for u in utts if u.name.endswith("0890"))
     request = pcm(np.concatenate([u.audio for u in utts] * 3)[: 29 * 16000])
 
-    (tmp_path / "alsa").mkdir()
-    mic = LiveFifo(tmp_path / "mic.fifo")
-    (tmp_path / "alsa" / "asoundrc").write_text(asoundrc({"fair_mic": mic.path}))
-    port = free_port()
-    config = tmp_path / "config.toml"
-    config.write_text(
-        f'[log]\nlevel = "debug"\n[audio]\ndevice = "fair_mic"\n[wyoming]\nenabled = true\nhost = "127.0.0.1"\n'
-        f"port = {port}\n"
-    )
-    log_path = tmp_path / "daemon.log"
-    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path), "PYTHONMALLOC": "malloc"}
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "voxnode", "run", "--config", str(config), "--stdout"],
-            stdout=subprocess.PIPE,
-            stderr=log,
-            env=env,
-            text=True,
-        )
-    finals: list[tuple[float, dict]] = []
-
-    def read_stdout() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            event = json.loads(line)
-            if event["type"] == "final":
-                finals.append((time.monotonic(), event))
-
-    threading.Thread(target=read_stdout, daemon=True).start()
+    d = MicDaemon(tmp_path, extra_toml='[log]\nlevel = "debug"\n')
+    finals = d.finals
     transcripts: list[float] = []  # when each Wyoming transcript arrived
     spoken: list[float] = []
     stop = threading.Event()
     try:
-        deadline = time.monotonic() + 60
-        while "speech-to-text server on" not in log_path.read_text():
-            assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text()[-3000:]
-            time.sleep(0.1)
-
         # The microphone has been served before (the old scheduler then put every new request's
         # key, never served, ahead of it).
-        mic.say(first.audio.astype("<i2").tobytes()).wait(30)
+        d.say(first.audio, timeout=30)
+        deadline = time.monotonic() + 60
         while not finals:
-            assert time.monotonic() < deadline + 30, log_path.read_text()[-3000:]
+            assert time.monotonic() < deadline, d.log()[-3000:]
             time.sleep(0.05)
         finals.clear()
 
         def speak() -> None:  # once the engine has a backlog of requests
             while not transcripts and not stop.is_set():
                 time.sleep(0.05)
-            mic.say(said.audio.astype("<i2").tobytes()).wait(30)
-            spoken.append(time.monotonic())
-            while not finals and time.monotonic() < spoken[0] + 60:
+            spoken.append(d.say(said.audio, timeout=30))
+            while not finals and time.time() < spoken[0] + 60:
                 time.sleep(0.05)
             stop.set()
 
-        async def client() -> None:
-            for _ in range(MAX_REQUESTS):
-                ex = await transcribe(port, request, timeout=120)
-                assert ex.error is None and ex.text, ex.error
-                transcripts.append(time.monotonic())
-                if stop.is_set():
-                    return
+        def answered(ex, _started: float) -> None:
+            assert ex.error is None and ex.text, ex.error
+            transcripts.append(time.time())
 
         async def clients() -> None:
-            await asyncio.gather(*(client() for _ in range(CLIENTS)))
+            await asyncio.gather(
+                *(
+                    back_to_back(d.port, request, stop.is_set, answered, max_requests=MAX_REQUESTS, timeout=120)
+                    for _ in range(CLIENTS)
+                )
+            )
 
         speaker = threading.Thread(target=speak, daemon=True)
         speaker.start()
@@ -112,10 +72,8 @@ def test_a_microphone_final_is_not_queued_behind_wyoming_requests(tmp_path):
         speaker.join(70)
     finally:
         stop.set()
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(30)
-        mic.stop()
-    text = log_path.read_text()
+        code = d.stop(30)
+    text = d.log()
     assert code == 0, text[-3000:]
     assert spoken and finals, text[-3000:]
     arrived, final = finals[0]
