@@ -26,7 +26,7 @@ APT_LANGUAGES := $(foreach l,fr es it ru,asterisk-core-sounds-$(l) asterisk-core
 export PYTHONMALLOC := malloc
 
 .PHONY: demo run test check format test-ha ha-venv ha-venv-or-skip lint deps-run deps-test deps-corpus venv venv-test \
-        check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-wyoming bench-wyoming-limits probe-wyoming-fairness probe-repeats bench-languages calibrate-boards \
+        check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-wyoming bench-wyoming-limits probe-wyoming-fairness probe-wyoming-abuse probe-repeats bench-languages calibrate-boards \
         convert-model convert-model-base convert-silero eval-vad install uninstall purge test-arm64 soak
 
 demo: venv
@@ -145,6 +145,12 @@ bench-wyoming-limits: deps-corpus venv-test
 # while a microphone speaks: end of speech -> the microphone's final, requests' latency, RSS.
 probe-wyoming-fairness: deps-corpus venv-test
 	$(BIN)/python scripts/probe_wyoming_fairness.py --clients 8 --duration 120 --json docs/wyoming_fairness_probe.json
+
+# Issue 27 (docs/reliability.md): bench-wyoming-limits' three abuse probes (100,000 unread describes,
+# 20,000 unfinished requests, 200 idle or pinging connections) while a microphone speaks: its finals,
+# a legitimate client and RSS with and without each abuse (~7 min).
+probe-wyoming-abuse: deps-corpus venv-test
+	$(BIN)/python scripts/probe_wyoming_abuse.py --json docs/wyoming_abuse_probe.json
 
 # Issue 27 (docs/reliability.md, docs/asr.md "Windows and loops"): short real commands through the live
 # pipeline (drafts, prompts as the daemon's scheduler passes them): repeated finals counted (~10 s a run).

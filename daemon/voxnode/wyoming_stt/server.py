@@ -136,6 +136,13 @@ class WyomingServer(Component):
             else:
                 log.exception("wyoming: the server failed")
         finally:
+            # Nothing left pending when stop() closes the loop: a task destroyed pending logs an error
+            # and its `finally` then runs on a closed loop ("Event loop is closed").
+            leftover = asyncio.all_tasks(loop)
+            for task in leftover:
+                task.cancel()
+            if leftover:
+                loop.run_until_complete(asyncio.wait(leftover, timeout=0.5))
             # Callbacks the closed transports scheduled (connection_lost) run before the loop closes.
             loop.run_until_complete(asyncio.sleep(0))
             loop.run_until_complete(loop.shutdown_asyncgens())
