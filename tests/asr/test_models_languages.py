@@ -94,6 +94,14 @@ def test_language_codes_are_the_base_models_language_tokens(base):
     assert base.languages["en"] == 50259 and base.languages["su"] == 50357
 
 
+def test_each_model_declares_what_it_can_do(engine, base):
+    """What engine-neutral code asks (Wyoming's languages, drafts, the noise and endpoint rules)."""
+    tiny = engine.capabilities
+    assert tiny.languages == ("en",) and not tiny.language_detection
+    assert tiny.drafts and tiny.no_speech and tiny.punctuation_prob and tiny.prompt and tiny.hotwords
+    assert base.capabilities.languages == tuple(WHISPER_LANGUAGES) and base.capabilities.language_detection
+
+
 # --- locating the model ----------------------------------------------------------------------------
 
 

@@ -36,10 +36,6 @@ class LiteRtEngineInfo(EngineInfo):
     def fully_accelerated(self) -> bool:
         return self.xnnpack_applied and self.ops_not_delegated == 0
 
-    @property
-    def drafts(self) -> bool:
-        return True
-
 
 @dataclass(frozen=True)
 class LoadedParts:

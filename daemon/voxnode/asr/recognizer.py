@@ -36,7 +36,10 @@ class TranscriptResult:
     encode_ms: float
     decode_ms: float
     duration_s: float
-    stop_reason: str = "eot"  # eot, token_cap, repetition, silence, no_speech or repetitive
+    # Why decoding stopped: "eot" (the model ended the text itself), else the guard that stopped it
+    # (token_cap, repetition, silence, no_speech, repetitive). Engine-neutral code reads
+    # `ended_cleanly`, not these names.
+    stop_reason: str = "eot"
     temperature: float = 0.0  # > 0: a sample replaced an unsure first decode (temperature fallback)
     window_s: float = 0.0  # length of the window the text came from (audio plus zero padding)
     # The probability the decoder gave the ".", "?" or "!" (closing quotes may follow) that ends
@@ -58,6 +61,36 @@ class TranscriptResult:
         """Geometric-mean token probability, exp(confidence), in [0, 1]."""
         return math.exp(self.confidence)
 
+    @property
+    def ended_cleanly(self) -> bool:
+        """The model ended the text itself (no guard cut it): what endpointing may judge a sentence by."""
+        return self.stop_reason == "eot"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a loaded backend can do beyond text from audio, declared once (`Recognizer.capabilities`).
+    Engine-neutral code asks these instead of reading one engine's fields, and each has a fallback:
+
+    - `languages`: the codes it transcribes (Wyoming announces them); () = `[asr] language` only.
+    - `language_detection`: `language="auto"` works; else the configured language is used.
+    - `prompt`, `hotwords`: used by transcribe(); else ignored (the call still works).
+    - `drafts`: `TranscriptResult.tokens` handed back as `draft=` are verified in one call; else
+      no draft is kept (pipelines decode every time from scratch).
+    - `no_speech`: `TranscriptResult.no_speech_prob` is the model's own; else it is 0 and the
+      confidence alone tells noise from speech.
+    - `punctuation_prob`: `TranscriptResult.punctuation_prob` says how sure a closing mark is; else
+      None and a closing mark is taken as it is (endpointing).
+    """
+
+    languages: tuple[str, ...] = ()
+    language_detection: bool = False
+    prompt: bool = False
+    hotwords: bool = False
+    drafts: bool = False
+    no_speech: bool = False
+    punctuation_prob: bool = False
+
 
 @dataclass(frozen=True)
 class EngineInfo:
@@ -77,11 +110,6 @@ class EngineInfo:
         """Every op of the model runs on the fast path (XNNPACK for LiteRT); None when it does not apply."""
         return None
 
-    @property
-    def drafts(self) -> bool:
-        """transcribe() verifies a draft's tokens in one call and decodes only the rest."""
-        return False
-
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         for key, value in d.items():
@@ -98,6 +126,7 @@ class Recognizer(ABC):
     """
 
     info: EngineInfo
+    capabilities: Capabilities = Capabilities()  # what it can do; a backend declares its own
 
     @classmethod
     @abstractmethod
@@ -125,5 +154,5 @@ class Recognizer(ABC):
         set the call raises DecodeAbandoned at its next chance (between model calls).
         `draft`: tokens the text probably begins with (a partial's of the same utterance); a
         backend that can verify them at once decodes only the rest, one that cannot ignores them
-        (EngineInfo.drafts says which).
+        (`capabilities.drafts` says which).
         """

@@ -37,7 +37,7 @@ from voxnode.asr.litert_load import LiteRtEngineInfo, load_parts
 from voxnode.asr.mel import SAMPLE_RATE, LogMel
 from voxnode.asr.model_files import ModelFiles, default_model_dir
 from voxnode.asr.options import ROLES, DecodeOptions
-from voxnode.asr.recognizer import DecodeAbandoned, Recognizer, TranscriptResult
+from voxnode.asr.recognizer import Capabilities, DecodeAbandoned, Recognizer, TranscriptResult
 from voxnode.asr.search import Decoded
 from voxnode.asr.tokenizer import Tokenizer
 from voxnode.errors import ModelError
@@ -106,6 +106,15 @@ class WhisperEngine(Recognizer):
         self._language_ids = np.asarray(list(self.languages.values()), dtype=np.int64)
         self._language_codes = list(self.languages)
         self.check_language(self.options.language)
+        self.capabilities = Capabilities(
+            languages=tuple(self.languages) if self.multilingual else ("en",),
+            language_detection=self.multilingual,
+            prompt=True,
+            hotwords=True,
+            drafts=True,
+            no_speech=True,
+            punctuation_prob=True,
+        )
 
     def check_language(self, language: str) -> None:
         """Raises ModelError (naming asr.language) unless this model can decode `language`."""

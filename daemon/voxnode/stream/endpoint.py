@@ -147,7 +147,7 @@ def pause_verdict(
     None: the model's verdict is still to come."""
     by_text = judge(
         script.clean_text(result.text),
-        result.stop_reason == "eot",
+        result.ended_cleanly,
         result.punctuation_prob,
         sentence_end_min_prob,
         result.language,

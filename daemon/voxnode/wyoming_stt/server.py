@@ -216,13 +216,14 @@ class WyomingServer(Component):
 
     def languages(self) -> tuple[str, ...]:
         """What the configured model can transcribe: `[asr] language` where it names one ("en" for
-        tiny.en), else (`"auto"`, a multilingual model) every language of the loaded model."""
+        tiny.en), else (`"auto"`, a model that detects the language) every language the loaded
+        model declares (`Recognizer.capabilities`)."""
         configured = self.config.asr.language
         if configured != "auto":
             return (configured,)
         recognizers = self._recognition.recognizers
-        known = getattr(recognizers[0], "languages", None) if recognizers else None
-        return tuple(known) if known else tuple(WHISPER_LANGUAGES)
+        known = recognizers[0].capabilities.languages if recognizers else ()
+        return known or tuple(WHISPER_LANGUAGES)
 
     def info(self) -> Info:
         """The answer to `describe`: the model and the language it speaks."""
