@@ -45,6 +45,7 @@ import speech_corpus as sc  # noqa: E402
 
 from voxnode.wake.detector import WakeDetector  # noqa: E402
 from voxnode.wake.models import load_wake_model  # noqa: E402
+from voxnode.wake.silence import SilenceSkip  # noqa: E402
 
 RATE = 16000
 PHRASES = {"okay_nabu": "okay nabu", "hey_jarvis": "hey jarvis", "hey_mycroft": "hey mycroft", "alexa": "alexa"}
@@ -66,9 +67,10 @@ ACCEPT_NOISES = ["pink", "babble", "hvac", "music"]
 FA_NOISES = ["pink", "babble", "hvac", "music"]
 FA_SNRS = [20, 10, 5]
 ACCEPT_SNR = 10.0
+ACCEPT_SNRS = [20, 10, 5, 0]  # the real recordings
 LATE_S = 1.5  # a detection up to this long after the phrase ends counts as accepting it
 REFRACTORY_MS = 2000  # wake.refractory_ms default
-SWEEP = [0.8, 0.7, 0.6, 0.5, 0.4]  # cutoffs tried below each model's own
+SWEEP = [0.98, 0.97, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.6, 0.5, 0.4]  # cutoffs tried beside each model's own
 
 
 # ---- audio ------------------------------------------------------------------------------------
@@ -128,18 +130,41 @@ class Run:
     cpu_s: float
 
 
-def detect(model: str, audio: np.ndarray, xnnpack: bool = True) -> Run:
+def detect(model: str, audio: np.ndarray, xnnpack: bool = True, flags: np.ndarray | None = None) -> Run:
     """The averaged probability after every frame, from a detector that never fires (cutoff above
-    any probability), so that every cutoff can be tried on one run (`events`)."""
+    any probability), so that every cutoff can be tried on one run (`events`). `flags`: the
+    front-end's speech verdict per frame; the detector then rests on silence as the daemon's closed
+    gate has it do (wake.skip_silence; a frame it does not hear scores 0)."""
     d = WakeDetector(load_wake_model(model, threshold=0.9999), 0, xnnpack=xnnpack)
     pcm = np.clip(np.round(audio), -32768, 32767).astype(np.int16)
     n = (len(pcm) - 320) // 320 + 1
     series = np.zeros(max(0, n), dtype=np.float32)
+    skip = SilenceSkip() if flags is not None else None
     t0 = time.process_time()
     for k in range(n):
-        d.process(pcm[k * 320 : (k + 1) * 320])
+        frame = pcm[k * 320 : (k + 1) * 320]
+        if skip is None:
+            d.process(frame)
+        else:
+            heard = skip.frames(frame, bool(flags[k]))  # type: ignore[index]
+            if not heard:
+                continue
+            for f in heard:
+                d.process(f)
         series[k] = d.last_probability
     return Run(series, time.process_time() - t0)
+
+
+def speech_flags(audio: np.ndarray) -> np.ndarray:
+    """The daemon's front-end verdict (default config: high-pass, Silero VAD, noise gate) per frame."""
+    from voxnode.config import Config
+    from voxnode.frontend.chain import FrontEnd
+    from voxnode.stream.params import frontend_params
+
+    fe = FrontEnd(frontend_params(Config()))
+    pcm = np.clip(np.round(audio), -32768, 32767).astype(np.int16)
+    n = (len(pcm) - 320) // 320 + 1
+    return np.array([fe.process(pcm[k * 320 : (k + 1) * 320]).speech for k in range(max(0, n))], dtype=bool)
 
 
 def events(series: np.ndarray, cutoff: float, refractory_ms: int = REFRACTORY_MS) -> list[float]:
@@ -156,39 +181,44 @@ def events(series: np.ndarray, cutoff: float, refractory_ms: int = REFRACTORY_MS
 
 def cutoffs_for(model: str) -> list[tuple[str, float]]:
     own = load_wake_model(model).cutoff
-    return [("model", own)] + [(f"{c:g}", c) for c in SWEEP if c < own]
+    return [("model", own)] + [(f"{c:g}", c) for c in SWEEP if abs(c - own) > 1e-6]
 
 
 # ---- 1. false accepts -------------------------------------------------------------------------
 
 
-def fa_audio(minutes: float, seed: int = 0) -> tuple[np.ndarray, dict]:
-    utts = [u for u in sc.pocketsphinx() + list(sc.asterisk(0.5, 30.0)) if not WAKE_WORDS & set(u.text.lower().split())]
-    if not utts:
-        raise SystemExit("no speech corpus: make deps-corpus (pocketsphinx-testdata, asterisk-core-sounds-en*)")
-    music = [a for _, a in sc.music_tracks()]
-    rng = np.random.default_rng(seed)
-    target = int(minutes * 60 * RATE)
-    parts: list[np.ndarray] = []
-    total, passes, speech_s = 0, 0, 0.0
+def loop_speech(utts, target: int, rng, gap_s: tuple[float, float], level: tuple[float, float]):
+    """`utts` played in random order, pass after pass (each at another speed 0.92-1.08), at random
+    levels with random pauses, up to `target` samples -> (audio, speech seconds, passes)."""
     import soxr
 
+    parts: list[np.ndarray] = []
+    total, passes, speech_s = 0, 0, 0.0
     while total < target:
         speed = float(rng.uniform(0.92, 1.08))
         for i in rng.permutation(len(utts)):
             x = utts[i].audio
             x = soxr.resample(x, RATE, RATE / speed).astype(np.float32) if abs(speed - 1) > 1e-3 else x
-            x = ac.at_dbfs(x, float(rng.uniform(-34, -20)))
-            gap = ac.silence(float(rng.uniform(0.2, 2.5)))
+            x = ac.at_dbfs(x, float(rng.uniform(*level)))
+            gap = ac.silence(float(rng.uniform(*gap_s)))
             parts += [x, gap]
             speech_s += len(x) / RATE
             total += len(x) + len(gap)
             if total >= target:
                 break
         passes += 1
-    clean = np.concatenate(parts)[:target]
-    # Continuous noise: the recording split into equal blocks, one noise kind and SNR per block.
-    blocks = [(k, s) for s in FA_SNRS for k in FA_NOISES]
+    return np.concatenate(parts)[:target], speech_s, passes
+
+
+def english_utterances():
+    utts = [u for u in sc.pocketsphinx() + list(sc.asterisk(0.5, 30.0)) if not WAKE_WORDS & set(u.text.lower().split())]
+    if not utts:
+        raise SystemExit("no speech corpus: make deps-corpus (pocketsphinx-testdata, asterisk-core-sounds-en*)")
+    return utts
+
+
+def with_noise_blocks(clean: np.ndarray, blocks: list[tuple[str, float]], music, seed: int) -> np.ndarray:
+    """`clean` split into equal blocks, each with one continuous noise kind at its SNR below the speech."""
     edges = np.linspace(0, len(clean), len(blocks) + 1).astype(int)
     labels = ac.label_speech(clean)
     frames = clean[: len(labels) * 320].reshape(len(labels), 320)
@@ -196,10 +226,21 @@ def fa_audio(minutes: float, seed: int = 0) -> tuple[np.ndarray, dict]:
     out = clean.copy()
     for b, (kind, snr) in enumerate(blocks):
         lo, hi = edges[b], edges[b + 1]
-        nz = noise_for(kind, hi - lo, 100 + b, music).astype(np.float64)
+        nz = noise_for(kind, hi - lo, seed + b, music).astype(np.float64)
         scale = np.sqrt(p_speech / ((np.mean(nz**2) + 1e-12) * 10 ** (snr / 10)))
         out[lo:hi] += (scale * nz).astype(np.float32)
-    out = np.clip(out, -32768, 32767).astype(np.float32)
+    return np.clip(out, -32768, 32767).astype(np.float32)
+
+
+def fa_audio(minutes: float, seed: int = 0) -> tuple[np.ndarray, dict]:
+    """Real recorded English speech with pauses, under continuous pink, babble, HVAC or music noise."""
+    utts = english_utterances()
+    music = [a for _, a in sc.music_tracks()]
+    clean, speech_s, passes = loop_speech(
+        utts, int(minutes * 60 * RATE), np.random.default_rng(seed), (0.2, 2.5), (-34, -20)
+    )
+    blocks = [(k, s) for s in FA_SNRS for k in FA_NOISES]
+    out = with_noise_blocks(clean, blocks, music, 100)
     info = {
         "minutes": round(len(out) / RATE / 60, 1),
         "speech_minutes": round(min(speech_s, len(out) / RATE) / 60, 1),
@@ -211,106 +252,241 @@ def fa_audio(minutes: float, seed: int = 0) -> tuple[np.ndarray, dict]:
     return out, info
 
 
-def false_accepts(models: list[str], minutes: float) -> dict:
-    audio, info = fa_audio(minutes)
-    hours = len(audio) / RATE / 3600
-    results = {}
-    configs = [(m, True) for m in models] + ([("okay_nabu", False)] if "okay_nabu" in models else [])
-    edges = np.linspace(0, len(audio) / RATE, len(info["noise_blocks"]) + 1)
-    for model, xnn in configs:
-        r = detect(model, audio, xnn)
-        key = f"{model}{'' if xnn else ' (reference kernels)'}"
-        per_cutoff = {}
-        for label, cutoff in cutoffs_for(model):
-            hits = events(r.series, cutoff)
-            where = [
-                info["noise_blocks"][min(int(np.searchsorted(edges, t, "right")) - 1, len(edges) - 2)] for t in hits
-            ]
-            per_cutoff[label] = {
-                "cutoff": cutoff,
-                "false_accepts": len(hits),
-                "per_hour": round(len(hits) / hours, 2),
-                "at_s": [round(t, 1) for t in hits],
-                "in": where,
-            }
-        results[key] = {
-            "cutoffs": per_cutoff,
-            "cpu_percent_of_core": round(100 * r.cpu_s / (len(audio) / RATE), 2),
-            "us_per_20ms_frame": round(r.cpu_s / (len(audio) / 320) * 1e6, 1),
-        }
-        own = per_cutoff["model"]
-        print(
-            f"FA {key}: {own['false_accepts']} in {hours * 60:.0f} min ({own['per_hour']}/h) at its cutoff "
-            f"{own['cutoff']}; "
-            + ", ".join(f"{v['per_hour']}/h at {k}" for k, v in per_cutoff.items() if k != "model")
-            + f"; CPU {results[key]['cpu_percent_of_core']} % of a core",
-            flush=True,
-        )
-    return {"audio": info, "models": results}
+def tv_audio(minutes: float, seed: int = 1) -> tuple[np.ndarray, dict]:
+    """Television: dialogue with hardly a pause (English and the Asterisk French, Spanish and Italian
+    voices, 0.05-0.6 s apart) over a music bed at 15, 10, 5 and 0 dB below it, in turn."""
+    import language_corpus as lc
+
+    utts = english_utterances()
+    for lang in ("fr", "es", "it"):
+        utts += [u for u in lc.prompts(lang)[:120] if not WAKE_WORDS & set(u.text.lower().split())]
+    music = [a for _, a in sc.music_tracks()]
+    clean, speech_s, passes = loop_speech(
+        utts, int(minutes * 60 * RATE), np.random.default_rng(seed), (0.05, 0.6), (-30, -22)
+    )
+    blocks = [("music", snr) for snr in (15, 10, 5, 0)]
+    out = with_noise_blocks(clean, blocks, music, 200)
+    info = {
+        "minutes": round(len(out) / RATE / 60, 1),
+        "speech_minutes": round(min(speech_s, len(out) / RATE) / 60, 1),
+        "distinct_utterances": len(utts),
+        "passes": passes,
+        "noise_blocks": [f"{k} {s} dB" for k, s in blocks],
+    }
+    return out, info
+
+
+def music_audio(minutes: float, seed: int = 2) -> tuple[np.ndarray, dict]:
+    """Music alone: the Asterisk music-on-hold tracks (real recorded music, 18 distinct minutes),
+    pass after pass, each track at another speed 0.85-1.15 (pitch moves with it) and level
+    -30..-16 dBFS, over a quiet room (pink noise at -60 dBFS)."""
+    import soxr
+
+    tracks = sc.music_tracks()
+    rng = np.random.default_rng(seed)
+    target = int(minutes * 60 * RATE)
+    parts, total, passes = [], 0, 0
+    while total < target:
+        for i in rng.permutation(len(tracks)):
+            speed = float(rng.uniform(0.85, 1.15))
+            x = soxr.resample(tracks[i][1], RATE, RATE / speed).astype(np.float32)
+            parts.append(ac.at_dbfs(x, float(rng.uniform(-30, -16))))
+            total += len(x)
+        passes += 1
+    out = np.concatenate(parts)[:target] + ac.at_dbfs(ac.noise("pink", target, seed=seed), -60)
+    info = {
+        "minutes": round(target / RATE / 60, 1),
+        "distinct_minutes": round(sum(len(a) for _, a in tracks) / RATE / 60, 1),
+        "passes": passes,
+        "tracks": [n for n, _ in tracks],
+    }
+    return np.clip(out, -32768, 32767).astype(np.float32), info
+
+
+FA_SOURCES = {"speech": fa_audio, "tv": tv_audio, "music": music_audio}
+
+
+def false_accepts(models: list[str], minutes: float, sources: list[str], skip: bool = True) -> dict:
+    """Per source (`minutes` of each) and model: false accepts per cutoff, with every frame heard
+    and (with `skip`) with the detector resting on silence as the daemon's closed gate does."""
+    out: dict = {"sources": {}, "models": {m: {} for m in models}}
+    for source in sources:
+        audio, info = FA_SOURCES[source](minutes)
+        hours = len(audio) / RATE / 3600
+        out["sources"][source] = info
+        flags = speech_flags(audio) if skip else None
+        if flags is not None:
+            info["speech_frames_percent"] = round(100 * float(flags.mean()), 1)
+        edges = np.linspace(0, len(audio) / RATE, len(info.get("noise_blocks", [""])) + 1)
+        for model in models:
+            res: dict = {"hours": round(hours, 3)}
+            for variant in ["all_frames"] + (["skip_silence"] if skip else []):
+                r = detect(model, audio, True, flags if variant == "skip_silence" else None)
+                per_cutoff = {}
+                for label, cutoff in cutoffs_for(model):
+                    hits = events(r.series, cutoff)
+                    blocks = info.get("noise_blocks")
+                    where = (
+                        [blocks[min(int(np.searchsorted(edges, t, "right")) - 1, len(blocks) - 1)] for t in hits]
+                        if blocks
+                        else []
+                    )
+                    per_cutoff[label] = {
+                        "cutoff": cutoff,
+                        "false_accepts": len(hits),
+                        "at_s": [round(t, 1) for t in hits],
+                        "in": where,
+                    }
+                res[variant] = {
+                    "cutoffs": per_cutoff,
+                    "cpu_percent_of_core": round(100 * r.cpu_s / (len(audio) / RATE), 3),
+                }
+            out["models"][model][source] = res
+            own = res["all_frames"]["cutoffs"]["model"]
+            print(
+                f"FA {model} {source} ({hours * 60:.0f} min): "
+                + ", ".join(f"{v['false_accepts']} at {k}" for k, v in res["all_frames"]["cutoffs"].items())
+                + (
+                    f"; resting on silence: {res['skip_silence']['cutoffs']['model']['false_accepts']} at model"
+                    if skip
+                    else ""
+                )
+                + f"; CPU {res['all_frames']['cpu_percent_of_core']} % (own cutoff {own['cutoff']})",
+                flush=True,
+            )
+    return out
 
 
 # ---- 2. acceptance ----------------------------------------------------------------------------
 
 
-def accepted_in_noise(
-    model: str, xnn: bool, x: np.ndarray, phrase_len: int, kind: str, clip_id: int, cuts, music
-) -> dict[str, bool]:
-    """Whether the detector fires on the phrase `x` (its first `phrase_len` samples are the words)
-    mixed with `kind` noise at ACCEPT_SNR over the phrase, per cutoff label."""
-    lead = 0.6 + 0.4 * (clip_id % 3)
+def noisy_clip(
+    x: np.ndarray, phrase_len: int, kind: str, snr: float, clip_id: int, music, lead_s: float = 0.6
+) -> tuple[np.ndarray, float, float]:
+    """The phrase `x` (its first `phrase_len` samples are the words) after `lead_s` + 0-0.8 s of
+    the noise alone, mixed with `kind` noise at `snr` dB over the phrase -> (clip, start s, end s)."""
+    lead = lead_s + 0.4 * (clip_id % 3)
     clean = np.concatenate([ac.silence(lead), x, ac.silence(LATE_S + 0.2)])
     labels = np.zeros(len(clean) // 320, dtype=bool)
     a, b = int(lead * RATE) // 320, int((lead * RATE + phrase_len) // 320)
     labels[a:b] = True  # SNR over the phrase: its frames are the speech
-    noisy = ac.mix(clean, noise_for(kind, len(clean), clip_id, music), ACCEPT_SNR, labels)
-    r = detect(model, noisy, xnn)
-    t_end = lead + phrase_len / RATE
-    return {label: any(lead <= t <= t_end + LATE_S for t in events(r.series, cutoff)) for label, cutoff in cuts}
+    noisy = ac.mix(clean, noise_for(kind, len(clean), clip_id, music), snr, labels)
+    return noisy, lead, lead + phrase_len / RATE
 
 
-def acceptance_recorded(models: list[str], folder: Path) -> dict:
-    """Acceptance on recordings of people saying the phrases: FOLDER/<model>/*.wav (any WAV; one
-    phrase per file, as recorded in a room), each mixed with every ACCEPT_NOISES kind at 10 dB."""
+def accepted(series: np.ndarray, start: float, end: float, cuts) -> dict[str, bool]:
+    """Per cutoff label: whether the detector fired between the phrase's start and LATE_S after its end."""
+    return {label: any(start <= t <= end + LATE_S for t in events(series, cutoff)) for label, cutoff in cuts}
+
+
+def accepted_in_noise(
+    model: str, xnn: bool, x: np.ndarray, phrase_len: int, kind: str, clip_id: int, cuts, music
+) -> dict[str, bool]:
+    """Whether the detector fires on the phrase `x` mixed with `kind` noise at ACCEPT_SNR, per cutoff label."""
+    noisy, start, end = noisy_clip(x, phrase_len, kind, ACCEPT_SNR, clip_id, music)
+    return accepted(detect(model, noisy, xnn).series, start, end, cuts)
+
+
+def recorded_phrases(folder: Path, model: str) -> list[np.ndarray]:
+    """FOLDER/<model>/*.wav at -26 dBFS, each cut to its words (without the file's silence)."""
     from voxnode.audio.wavfile import read_audio
 
+    out = []
+    for wav in sorted((folder / model).glob("*.wav")):
+        x = ac.at_dbfs(read_audio(wav) * 32768.0, -26).astype(np.float32)
+        speech = np.flatnonzero(ac.label_speech(x))
+        if len(speech):
+            out.append(x[int(speech[0]) * 320 : (int(speech[-1]) + 1) * 320])
+    return out
+
+
+def acceptance_recorded(models: list[str], folder: Path, skip: bool = True) -> dict:
+    """Acceptance on recordings of people saying the phrases (FOLDER/<model>/*.wav, one phrase per
+    file, as recorded in a room), each mixed with every ACCEPT_NOISES kind at every ACCEPT_SNRS,
+    after 2-2.8 s of the noise alone (the front-ends settle, as in a room). Per cutoff; with `skip`,
+    also with the detector resting on what the daemon's front-end calls silence (wake.skip_silence)."""
     music = [a for _, a in sc.music_tracks()]
+    variants = ["all_frames"] + (["skip_silence"] if skip else [])
     results = {}
     for model in models:
-        wavs = sorted((folder / model).glob("*.wav"))
-        if not wavs:
+        phrases = recorded_phrases(folder, model)
+        if not phrases:
             print(f"accept {model} (recorded): no WAV files in {folder / model}", flush=True)
             continue
         cuts = cutoffs_for(model)
-        ok_at = {label: 0 for label, _ in cuts}
-        n = 0
-        for i, wav in enumerate(wavs):
-            x = ac.at_dbfs(read_audio(wav) * 32768.0, -26).astype(np.float32)
-            speech = np.flatnonzero(ac.label_speech(x))
-            if not len(speech):
-                continue
-            x = x[int(speech[0]) * 320 : (int(speech[-1]) + 1) * 320]  # the words, without the file's silence
-            for kind in ACCEPT_NOISES:
-                n += 1
-                oks = accepted_in_noise(
-                    model, True, x, len(x), kind, 1000 + 4 * i + ACCEPT_NOISES.index(kind), cuts, music
-                )
-                for label, _ in cuts:
-                    ok_at[label] += oks[label]
-        if n:
-            results[model] = {
-                "recordings": len(wavs),
-                "clips": n,
-                "cutoffs": {
-                    label: {"cutoff": c, "accepted": ok_at[label], "percent": round(100 * ok_at[label] / n, 1)}
-                    for label, c in cuts
-                },
-            }
+        ok = {v: {label: {} for label, _ in cuts} for v in variants}  # variant -> label -> condition -> count
+        for i, x in enumerate(phrases):
+            for snr in ACCEPT_SNRS:
+                for kind in ACCEPT_NOISES:
+                    clip_id = 1000 + 4 * i + ACCEPT_NOISES.index(kind)
+                    clip, start, end = noisy_clip(x, len(x), kind, snr, clip_id, music, lead_s=2.0)
+                    flags = speech_flags(clip) if skip else None
+                    for v in variants:
+                        series = detect(model, clip, True, flags if v == "skip_silence" else None).series
+                        for label, hit in accepted(series, start, end, cuts).items():
+                            cond = f"{kind} {snr} dB"
+                            ok[v][label][cond] = ok[v][label].get(cond, 0) + hit
+        n = len(phrases)
+        out: dict = {"recordings": n, "clips": n * len(ACCEPT_SNRS) * len(ACCEPT_NOISES), "cutoffs": {}}
+        for label, c in cuts:
+            entry: dict = {"cutoff": c}
+            for v in variants:
+                by = ok[v][label]
+                entry[v] = {
+                    "percent_by_snr": {
+                        str(snr): round(100 * sum(by[f"{k} {snr} dB"] for k in ACCEPT_NOISES) / (n * 4), 1)
+                        for snr in ACCEPT_SNRS
+                    },
+                    "percent_by_condition": {cond: round(100 * k / n, 1) for cond, k in by.items()},
+                }
+            out["cutoffs"][label] = entry
+        results[model] = out
+        for label, e in out["cutoffs"].items():
             print(
-                f"accept {model} (recorded): "
-                + ", ".join(f"{v['percent']} % at {k} ({v['cutoff']})" for k, v in results[model]["cutoffs"].items()),
+                f"accept {model} (recorded, {n}) at {label} ({e['cutoff']}): "
+                + "; ".join(
+                    f"{v}: " + " ".join(f"{snr} dB {p} %" for snr, p in e[v]["percent_by_snr"].items())
+                    for v in variants
+                ),
                 flush=True,
             )
     return results
+
+
+def idle_cpu(minutes: float) -> dict:
+    """CPU of a closed gate in an idle room (no one speaking: -55 dBFS pink noise, a room at rest):
+    the daemon's front-end and the wake gate (its detector), per stream, with the detector hearing
+    every frame and resting on silence (wake.skip_silence), for one word and for three at once."""
+    from voxnode.config import Config
+    from voxnode.frontend.chain import FrontEnd
+    from voxnode.stream.params import frontend_params
+    from voxnode.stream.wake_gate import WakeGate, WakeParams
+
+    n = int(minutes * 60 * RATE) // 320
+    room = np.clip(np.round(ac.at_dbfs(ac.noise("pink", n * 320, seed=11), -55)), -32768, 32767).astype(np.int16)
+    out = {"room": "pink noise at -55 dBFS", "minutes": minutes}
+    for words in (["okay_nabu"], ["okay_nabu", "hey_jarvis", "alexa"]):
+        for skip in (False, True):
+            fe = FrontEnd(frontend_params(Config()))
+            models = tuple(load_wake_model(m) for m in words)
+            gate = WakeGate(WakeParams(models, listen_timeout_frames=250, refractory_ms=2000, skip_silence=skip))
+            fe_s = gate_s = 0.0
+            for k in range(n):
+                frame = room[k * 320 : (k + 1) * 320]
+                t0 = time.process_time()
+                speech = fe.process(frame).speech
+                t1 = time.process_time()
+                gate.hear(frame, 0, speech)
+                gate_s += time.process_time() - t1
+                fe_s += t1 - t0
+            key = f"{'+'.join(words)} {'skip_silence' if skip else 'all_frames'}"
+            out[key] = {
+                "gate_cpu_percent": round(100 * gate_s / (n * 0.02), 3),
+                "frontend_cpu_percent": round(100 * fe_s / (n * 0.02), 3),
+                "frames_skipped_percent": round(100 * gate.skipped / n, 1),
+            }
+            print(f"idle CPU {key}: {out[key]}", flush=True)
+    return out
 
 
 def acceptance(models: list[str]) -> dict:

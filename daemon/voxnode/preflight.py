@@ -43,9 +43,10 @@ def _end_of_turn(config: Config) -> None:
 
 
 def _wake(config: Config) -> None:
-    """Every stream's wake word model: its manifest and the model file it names, as a stream reads them
-    when it starts (errors name wake.model or streams[i].wake)."""
-    from voxnode.wake.models import load_wake_model
+    """Every stream's wake word models (all of them, where it listens for several): each manifest and
+    the model file it names, as a stream reads them when it starts (errors name wake.model or
+    streams[i].wake)."""
+    from voxnode.wake.models import load_wake_models
 
     w = config.wake
     for i, stream in enumerate(config.effective_streams()):
@@ -53,7 +54,8 @@ def _wake(config: Config) -> None:
         if spec is None:
             continue
         key = f"streams[{i}].wake" if stream.wake and spec != w.model else "wake.model"
-        load_wake_model(spec, w.threshold, key).content()
+        for model in load_wake_models(spec, w.threshold, key):  # every word of the stream, not the first
+            model.content()
 
 
 def _wyoming(config: Config) -> None:

@@ -58,8 +58,8 @@ def daemon_config(path: Path, broker: Broker, spool: Path, *, hall: bool, wyomin
         '[[streams]]\nname = "kitchen"\ndevice = "ha_kitchen"\narea = "Kitchen"\n'
     )
     if hall:
-        # hall listens for a wake word (issue 15): its device gets a wake event entity.
-        text += '\n[[streams]]\nname = "hall"\ndevice = "ha_hall"\nwake = "okay_nabu"\n'
+        # hall listens for two wake words (issues 15, 24): its device gets a wake event entity.
+        text += '\n[[streams]]\nname = "hall"\ndevice = "ha_hall"\nwake = "okay_nabu, alexa"\n'
     path.write_text(text)
 
 
@@ -71,7 +71,8 @@ class Stack:
         self.ha = HomeAssistant(
             work / "ha",
             extra_config=(
-                "counter:\n  lights_said:\n    name: lights said\n    initial: 0\n    step: 1\nconversation:\n"
+                "counter:\n  lights_said:\n    name: lights said\n    initial: 0\n    step: 1\n"
+                "  nabu_routed:\n    initial: 0\n  alexa_routed:\n    initial: 0\nconversation:\n"
             ),
         )
         self.ha.start()
@@ -427,6 +428,73 @@ def test_the_follow_up_switch_lets_the_next_sentence_through_without_the_wake_wo
     stack.ha.call("switch", "turn_off", entity_id=switch)
     wait_until(lambda: stack.ha.state(switch)["state"] == "off", 30, what="the follow-up switch to turn off")
     assert "stream hall: follow-up off" in stack.log()
+
+
+def test_two_wake_words_on_one_stream_route_to_their_own_automations(stack):
+    """hall listens for okay nabu and alexa at once: each spoken word fires the Wake word event
+    with its own name, each final names the word that opened it, and two automations from the
+    "when I say" blueprint, the same phrase but each for one word, each run once."""
+    reg = stack.registry()
+    hall = stack.live_components("hall")
+    wake_entity = reg[hall["wake"]["unique_id"]]["entity_id"]
+    final_entity = reg[hall["final"]["unique_id"]]["entity_id"]
+    say_path = stack.ha.install_blueprint(BLUEPRINTS / "voxnode_when_i_say.yaml")
+    auto = ""
+    for word in ("nabu", "alexa"):
+        auto += (
+            f"- id: route_{word}\n  alias: route {word}\n  use_blueprint:\n    path: {say_path}\n    input:\n"
+            f"      final_event: {final_entity}\n      phrase: {PHRASE}\n"
+            f"      wake_word: {'okay_nabu' if word == 'nabu' else 'alexa'}\n      actions:\n"
+            f"        - action: counter.increment\n          target:\n            entity_id: counter.{word}_routed\n"
+        )
+    stack.ha.set_automations(auto)
+    for word in ("nabu", "alexa"):
+        wait_until(
+            lambda word=word: (stack.ha.state(f"automation.route_{word}") or {}).get("state") == "on",
+            30,
+            what=f"automation.route_{word} to load",
+        )
+    changes = stack.ha.subscribe("state_changed")
+
+    def say(text: str, speed: int = 160) -> bytes:
+        return ac.to_pcm16(ac.at_dbfs(ac.tts(text, "en-us", speed), -25))
+
+    def silence(s: float) -> bytes:
+        return b"\0" * int(32000 * s)
+
+    done = stack.mics["hall"].say(
+        silence(1.0)
+        + say("okay nabu", 150)
+        + silence(0.6)
+        + say(PHRASE)
+        + silence(3.0)
+        + say("alexa")
+        + silence(0.6)
+        + say(PHRASE)
+        + silence(2.0)
+    )
+    assert done.wait(60)
+
+    def fired(entity_id: str, event_type: str) -> list[dict]:
+        with stack.ha.events_lock():
+            got = [e["data"]["new_state"] for e in changes if e["data"]["entity_id"] == entity_id]
+        return [s["attributes"] for s in got if s and s["attributes"].get("event_type") == event_type]
+
+    finals = wait_until(
+        lambda: len(fired(final_entity, "final")) >= 2 and fired(final_entity, "final"), 90, what="two finals"
+    )
+    assert [f["wake_word"] for f in finals] == ["okay_nabu", "alexa"], finals
+    assert [w["wake_word"] for w in fired(wake_entity, "wake")] == ["okay_nabu", "alexa"]
+    assert [w["phrase"] for w in fired(wake_entity, "wake")] == ["Okay Nabu", "Alexa"]
+    for word in ("nabu", "alexa"):
+        wait_until(
+            lambda word=word: stack.ha.state(f"counter.{word}_routed")["state"] == "1",
+            30,
+            what=f"counter.{word}_routed to reach 1",
+            detail=lambda word=word: json.dumps(
+                stack.ha.ws("trace/list", domain="automation", item_id=f"route_{word}")
+            ),
+        )
 
 
 def test_assist_speech_to_text_through_the_wyoming_integration(stack):

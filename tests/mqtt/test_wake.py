@@ -80,8 +80,11 @@ def test_follow_up_switch_state_commands_and_refusals(tmp_path, broker, monitor_
     cfg.write_text(cfg.read_text() + "\n[wake]\nenabled = true\nfollow_up_s = 4\n")
     f = feeders(cfg, count=0, interval=0.1, tag="follow-up")
     state = f"{BASE}/mic/follow_up/state"
-    assert mon.wait_for(lambda: mon.on(state)[-1:] == [b"ON"]), f.log()  # follow_up_s > 0: on at start
-    discovery = validate("discovery", mon.on("homeassistant/device/testnode/mic/config")[-1])
+    # The daemon connects once its engine has loaded: slow on a loaded machine.
+    assert mon.wait_for(lambda: mon.on(state)[-1:] == [b"ON"], 90), f.log()  # follow_up_s > 0: on at start
+    config_topic = "homeassistant/device/testnode/mic/config"
+    assert mon.wait_for(lambda: mon.on(config_topic), 30), f.log()  # announced once its sync echo came back
+    discovery = validate("discovery", mon.on(config_topic)[-1])
     switch = discovery["cmps"]["follow_up"]
     assert switch["p"] == "switch" and switch["command_topic"] == f"{BASE}/mic/follow_up/set"
     assert switch["state_topic"] == state and switch["optimistic"] is False

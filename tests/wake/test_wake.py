@@ -72,11 +72,11 @@ def test_stream_override_and_config_keys():
         '[wake]\nenabled = true\n[[streams]]\nname = "a"\ndevice = "x"\n'
         '[[streams]]\nname = "b"\ndevice = "y"\nwake = "off"\n[[streams]]\nname = "c"\ndevice = "z"\nwake = "alexa"\n'
     )
-    assert wake_params(c, "a").model.name == "okay_nabu"
+    assert wake_params(c, "a").models[0].name == "okay_nabu"
     assert wake_params(c, "b") is None
-    assert wake_params(c, "c").model.name == "alexa"
+    assert wake_params(c, "c").models[0].name == "alexa"
     off = dataclasses.replace(c, wake=WakeConfig(enabled=False))
-    assert wake_params(off, "a") is None and wake_params(off, "c").model.name == "alexa"
+    assert wake_params(off, "a") is None and wake_params(off, "c").models[0].name == "alexa"
     bad = dataclasses.replace(c, streams=(StreamConfig(name="a", device="x", wake="nope.json"),))
     with pytest.raises(ConfigError, match=r"streams\[0\].wake = 'nope.json': manifest nope.json does not exist"):
         wake_params(bad, "a")

@@ -61,7 +61,8 @@ class StreamConfig:
     hotwords: tuple[str, ...] = setting((), "This stream's hotwords; [] = [asr] hotwords.")
     wake: str = setting(
         "",
-        'Wake word for this stream: "" = as [wake], "off", "on" (the [wake] model), or a model name or path.',
+        'Wake word for this stream: "" = as [wake], "off", "on" (the [wake] model), or model names or paths '
+        "(comma-separated for several).",
     )
     area: str = setting("", AREA_DOC, pattern=AREA_PATTERN, compare=False)
 

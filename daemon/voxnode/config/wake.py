@@ -28,7 +28,8 @@ class WakeConfig:
     model: str = setting(
         "okay_nabu",
         "A shipped microWakeWord model (okay_nabu, hey_jarvis, hey_mycroft, alexa) or the path of a "
-        "model's JSON manifest (its .tflite beside it).",
+        'model\'s JSON manifest (its .tflite beside it); several, comma-separated ("okay_nabu, hey_jarvis"), '
+        "are listened for at once, and events name the one heard.",
     )
     threshold: float = setting(
         0.0,
@@ -42,6 +43,11 @@ class WakeConfig:
     refractory_ms: int = setting(
         2000, "After a detection, the wake word is ignored for this long (one word, one event).", min=0, max=60000
     )
+    skip_silence: bool = setting(
+        True,
+        "The detector rests on frames the VAD and the noise gate call silence (after 0.5 s of it), and "
+        "hears the last 0.5 s first when speech comes: idle CPU for nothing (docs/voice-assistant.md).",
+    )
     follow_up_s: float = setting(
         0.0,
         "After a final, the next utterance is transcribed without the wake word if it starts within this "
@@ -52,11 +58,25 @@ class WakeConfig:
     )
 
 
+def wake_specs(spec: str) -> list[str]:
+    """The models a `model` (or a stream's `wake`) value names: one, or several comma-separated."""
+    return [part.strip() for part in spec.split(",")]
+
+
 def wake_spec_problem(spec: str) -> str | None:
-    """Why `spec` cannot name a model (checked with the config; the file itself is read at start)."""
-    if spec in SHIPPED_MODELS or spec.endswith((".json", ".tflite")) or "/" in spec:
-        return None
-    return f"not a shipped model ({', '.join(SHIPPED_MODELS)}) nor a path to a model's JSON manifest"
+    """Why `spec` cannot name its models (checked with the config; the files are read at start)."""
+    specs = wake_specs(spec)
+    for one in specs:
+        if not one:
+            return "an empty model name in the list (names are separated by single commas)"
+        if not (one in SHIPPED_MODELS or one.endswith((".json", ".tflite")) or "/" in one):
+            which = f"{one!r} is " if len(specs) > 1 else ""
+            return f"{which}not a shipped model ({', '.join(SHIPPED_MODELS)}) nor a path to a model's JSON manifest"
+    names = [one if one in SHIPPED_MODELS else one.rsplit("/", 1)[-1].rsplit(".", 1)[0] for one in specs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        return f"names {', '.join(twice)} more than once (events name a word by its model's name)"
+    return None
 
 
 def stream_wake_model(wake: WakeConfig, stream: StreamConfig) -> str | None:

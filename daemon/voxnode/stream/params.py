@@ -14,7 +14,7 @@ from voxnode.audio.format import PERIOD_MS
 from voxnode.config import Config
 from voxnode.config.wake import FOLLOW_UP_DEFAULT_S, stream_wake_model
 from voxnode.frontend.chain import FrontEndParams
-from voxnode.wake.models import load_wake_model
+from voxnode.wake.models import load_wake_models
 
 from .jobs import SchedulerParams
 from .segmenter import SegmenterParams
@@ -117,9 +117,10 @@ def wake_params(config: Config, stream: str) -> WakeParams | None:
         return None
     key = f"streams[{index}].wake" if sc is not None and sc.wake and spec != w.model else "wake.model"
     return WakeParams(
-        model=load_wake_model(spec, w.threshold, key),
+        models=load_wake_models(spec, w.threshold, key),
         listen_timeout_frames=frames(w.listen_timeout_ms),
         refractory_ms=w.refractory_ms,
         follow_up_frames=frames(round(1000 * (w.follow_up_s or FOLLOW_UP_DEFAULT_S))),
         follow_up=w.follow_up_s > 0,
+        skip_silence=w.skip_silence,
     )

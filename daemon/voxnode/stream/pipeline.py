@@ -97,7 +97,7 @@ class StreamPipeline:
         chunk = Chunk(fe.samples, seq, t_mono, t_wall, fe.speech, fe.level_db)
         # Decode results drive the segmenter too (sentence-aware endpoints): always under the lock.
         with self._lock:
-            if gate is not None and not self._through_gate(gate, samples, t_wall):
+            if gate is not None and not self._through_gate(gate, samples, t_wall, fe.speech):
                 return
             if self.enhancer is not None and self.segmenter.active is not None:
                 chunk = self.enhancer.chunk(chunk)
@@ -132,17 +132,18 @@ class StreamPipeline:
             room["noise_spectrum_dbfs"] = spectrum
         return room
 
-    def _through_gate(self, gate: WakeGate, samples: np.ndarray, t_wall: float) -> bool:
+    def _through_gate(self, gate: WakeGate, samples: np.ndarray, t_wall: float, speech: bool) -> bool:
         """Whether this frame goes on to the segmenter. The wake word opens the gate with a fresh
         segmenter (no pre-roll from before it); the frame that completed the word stays out."""
         active = self.segmenter.active
-        probability = gate.hear(samples, len(active.chunks) if active is not None else 0)
+        probability = gate.hear(samples, len(active.chunks) if active is not None else 0, speech)
+        self.stats.wake_frames_skipped = gate.skipped
         if probability is not None:
             for ev in self.segmenter.reset():
                 self._on_segment(ev)
             self.stats.wakes += 1
             log.debug("stream %s: wake word %s (%.2f)", self.name, gate.word, probability)
-            self._emit(WakeEvent(self.name, gate.word, gate.params.model.phrase, probability, t_wall))
+            self._emit(WakeEvent(self.name, gate.word, gate.heard.phrase, probability, t_wall))
             return False
         return gate.open
 

@@ -20,6 +20,7 @@ class PipelineStats:
     endpoints_by_turn: int = 0  # of endpoints_sentence_end: the end-of-turn model's call (no sure mark)
     wakes: int = 0  # wake words that opened the gate ([wake])
     wake_timeouts: int = 0  # ... after which nobody spoke within wake.listen_timeout_ms
+    wake_frames_skipped: int = 0  # frames of silence the detector rested on (wake.skip_silence)
     follow_ups: int = 0  # finals of utterances heard in a follow-up window (wake.follow_up_s), no wake word
     draft_tokens: int = 0  # tokens of the drafts its decodes were handed (the previous hypothesis)
     draft_accepted: int = 0  # ... that the decoder agreed with (taken in one call, not decoded again)

@@ -28,6 +28,7 @@ import numpy as np
 
 from voxnode.wake.detector import WakeDetector
 from voxnode.wake.models import WakeModel
+from voxnode.wake.silence import SilenceSkip
 
 from .segmenter import Discarded, Ended, SegmentEvent, Started
 
@@ -46,17 +47,19 @@ class GateState(enum.Enum):
 class WakeParams:
     """Built from [wake] and the stream's `wake` key (stream/params.py)."""
 
-    model: WakeModel
+    models: tuple[WakeModel, ...]  # listened for at once; events name the one heard
     listen_timeout_frames: int
     refractory_ms: int
     follow_up_frames: int = 0  # the follow-up window, when follow-up is on
     follow_up: bool = False  # on at start (wake.follow_up_s > 0); the switch changes it at run time
+    skip_silence: bool = True  # the detector rests on silence while the gate is closed (wake/silence.py)
 
 
 class WakeGate:
     def __init__(self, params: WakeParams, detector: WakeDetector | None = None):
         self.params = params
-        self.detector = detector or WakeDetector(params.model, params.refractory_ms)
+        self.detector = detector or WakeDetector(params.models, params.refractory_ms)
+        self._skip = SilenceSkip() if params.skip_silence else None
         self.state = GateState.CLOSED
         self._frames_left = 0
         self.detections = 0
@@ -66,18 +69,35 @@ class WakeGate:
         self.in_follow_up = False  # the session was opened by a final, not by the wake word
 
     @property
+    def heard(self) -> WakeModel:
+        """The model whose word opened the current (or last) session."""
+        return self.detector.heard
+
+    @property
     def word(self) -> str:
-        return self.params.model.name
+        return self.heard.name
+
+    @property
+    def skipped(self) -> int:
+        """Frames the detector did not hear (silence while closed)."""
+        return self._skip.skipped if self._skip is not None else 0
 
     @property
     def open(self) -> bool:
         return self.state is not GateState.CLOSED
 
-    def hear(self, samples: np.ndarray, utterance_frames: int = 0) -> float | None:
-        """Every frame, gate open or not (the detector's state follows the audio). Returns the
-        probability when the wake word opens the gate (a fresh session) with this frame.
-        `utterance_frames`: the length of the utterance under way, if any."""
-        p = self.detector.process(samples)
+    def hear(self, samples: np.ndarray, utterance_frames: int = 0, speech: bool = True) -> float | None:
+        """Every frame, gate open or not (the detector's state follows the audio; while the gate is
+        closed it may rest on silence). Returns the probability when a wake word opens the gate (a
+        fresh session) with this frame. `utterance_frames`: the length of the utterance under way,
+        if any; `speech`: the front-end's verdict on the frame (VAD and noise gate)."""
+        if self._skip is None:
+            p = self.detector.process(samples)
+        else:
+            p = None
+            for frame in self._skip.frames(samples, speech or self.state is not GateState.CLOSED):
+                q = self.detector.process(frame)
+                p = p if q is None else q
         if p is None:
             return None
         closed = self.state is GateState.CLOSED

@@ -19,6 +19,7 @@ are measured with both; `xnnpack=False` gives the reference kernels.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -44,52 +45,26 @@ def _interpreter(model: WakeModel, xnnpack: bool):
     ).interpreter
 
 
-class WakeDetector:
-    """Feed it 16 kHz int16 audio in any block size; `process` says when the wake word was heard."""
+class _Scorer:
+    """One model: its interpreter (which keeps the model's streaming state) and sliding window."""
 
-    def __init__(self, model: WakeModel, refractory_ms: int = 0, xnnpack: bool = True):
-        from pymicro_features import MicroFrontend
-
+    def __init__(self, model: WakeModel, refractory_frames: int, xnnpack: bool):
         self.model = model
-        self._frontend = MicroFrontend()
         self._it = _interpreter(model, xnnpack)
         inp, out = self._it.get_input_details()[0], self._it.get_output_details()[0]
         self._in_index, self._out_index = inp["index"], out["index"]
         self._in_scale, self._in_zero = inp["quantization"]
         self._out_scale, self._out_zero = out["quantization"]
         self._in_dtype = inp["dtype"]
-        self._stride = int(inp["shape"][1])  # feature frames per call
-        self._pending: list[list[float]] = []
-        self._buf = b""
+        self.stride = int(inp["shape"][1])  # feature frames per call
         self._probs: deque[float] = deque(maxlen=model.window)
-        self._refractory = refractory_ms // FEATURE_STEP_MS
-        self._quiet = 0  # feature frames left in the refractory period
-        self.last_probability = 0.0  # the latest averaged probability (diagnostics, benchmarks)
-        self.peak_probability = 0.0  # the highest since the last detection
+        self._refractory = refractory_frames
+        self.quiet = 0  # feature frames left in the refractory period
+        self.last_probability = 0.0
+        self.peak_probability = 0.0
 
-    def process(self, samples: np.ndarray) -> float | None:
-        """int16 samples -> the averaged probability if the wake word was detected in them, else None."""
-        self._buf += np.asarray(samples, dtype="<i2").tobytes()
-        hit: float | None = None
-        used = 0
-        while len(self._buf) - used >= _HOP_BYTES:
-            out = self._frontend.process_samples(self._buf[used : used + _HOP_BYTES])
-            used += out.samples_read * 2
-            if not out.features:
-                continue
-            if self._quiet:
-                self._quiet -= 1
-            self._pending.append(out.features)
-            if len(self._pending) == self._stride:
-                p = self._score()
-                if p is not None and hit is None:
-                    hit = p
-        self._buf = self._buf[used:]
-        return hit
-
-    def _score(self) -> float | None:
-        x = np.asarray(self._pending, dtype=np.float32)[np.newaxis]  # (1, stride, 40)
-        self._pending.clear()
+    def score(self, features: list[list[float]]) -> float | None:
+        x = np.asarray(features, dtype=np.float32)[np.newaxis]  # (1, stride, 40)
         q = np.clip(np.round(x / self._in_scale + self._in_zero), *_INT8).astype(self._in_dtype)
         self._it.set_tensor(self._in_index, q)
         self._it.invoke()
@@ -100,10 +75,67 @@ class WakeDetector:
         mean = sum(self._probs) / len(self._probs)
         self.last_probability = mean
         self.peak_probability = max(self.peak_probability, mean)
-        if mean <= self.model.cutoff or self._quiet:
+        if mean <= self.model.cutoff or self.quiet:
             return None
         # One word, one detection: the window starts afresh, and nothing fires for the refractory period.
         self._probs.clear()
-        self._quiet = self._refractory
+        self.quiet = self._refractory
         self.peak_probability = 0.0
         return mean
+
+
+class WakeDetector:
+    """Feed it 16 kHz int16 audio in any block size; `process` says when a wake word was heard.
+
+    Several models listen at once on one front-end (the features are the same for every
+    microWakeWord model): the front-end's cost is paid once, each model adds its own call.
+    `heard` names the model that fired in the last `process` call that returned a probability."""
+
+    def __init__(self, models: WakeModel | Sequence[WakeModel], refractory_ms: int = 0, xnnpack: bool = True):
+        from pymicro_features import MicroFrontend
+
+        models = (models,) if isinstance(models, WakeModel) else tuple(models)
+        if not models:
+            raise ValueError("a wake detector needs at least one model")
+        self._frontend = MicroFrontend()
+        self._scorers = [_Scorer(m, refractory_ms // FEATURE_STEP_MS, xnnpack) for m in models]
+        self.models = models
+        self.model = models[0]
+        self.heard: WakeModel = models[0]
+        self._features: list[list[float]] = []  # the latest feature frames, as many as the longest call takes
+        self._keep = max(s.stride for s in self._scorers)
+        self._fed = 0  # feature frames so far
+        self._buf = b""
+
+    @property
+    def last_probability(self) -> float:
+        """The latest averaged probability (diagnostics, benchmarks): the highest of the models'."""
+        return max(s.last_probability for s in self._scorers)
+
+    @property
+    def peak_probability(self) -> float:
+        return max(s.peak_probability for s in self._scorers)
+
+    def process(self, samples: np.ndarray) -> float | None:
+        """int16 samples -> the averaged probability if a wake word was detected in them, else None."""
+        self._buf += np.asarray(samples, dtype="<i2").tobytes()
+        hit: float | None = None
+        used = 0
+        while len(self._buf) - used >= _HOP_BYTES:
+            out = self._frontend.process_samples(self._buf[used : used + _HOP_BYTES])
+            used += out.samples_read * 2
+            if not out.features:
+                continue
+            self._features.append(out.features)
+            self._fed += 1
+            for s in self._scorers:
+                if s.quiet:
+                    s.quiet -= 1
+                if self._fed % s.stride == 0:
+                    p = s.score(self._features[-s.stride :])
+                    if p is not None and (hit is None or p > hit):
+                        hit, self.heard = p, s.model
+            if len(self._features) > self._keep:
+                del self._features[: -self._keep]
+        self._buf = self._buf[used:]
+        return hit

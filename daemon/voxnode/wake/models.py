@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from voxnode.config.wake import SHIPPED_MODELS
+from voxnode.config.wake import SHIPPED_MODELS, wake_specs
 from voxnode.errors import ConfigError
 from voxnode.models.find import WAKE_MODELS, find_model
 
@@ -85,3 +85,14 @@ def load_wake_model(spec: str, threshold: float = 0.0, key: str = "wake.model") 
         window=window,
         languages=tuple(str(x) for x in data.get("trained_languages", ())),
     )
+
+
+def load_wake_models(spec: str, threshold: float = 0.0, key: str = "wake.model") -> tuple[WakeModel, ...]:
+    """Every model `spec` names (comma-separated for several), each loaded and checked as
+    load_wake_model does; errors name `key` and the model."""
+    models = tuple(load_wake_model(one, threshold, key) for one in wake_specs(spec))
+    names = [m.name for m in models]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(f"{key} = {spec!r}: names {', '.join(twice)} more than once")
+    return models
