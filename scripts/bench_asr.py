@@ -270,7 +270,7 @@ def candidate_enhanced(spec: str, audio: np.ndarray) -> np.ndarray:
 def voxnode_runner(opts: dict, threads: int):
     import dataclasses
 
-    from voxnode.asr.whisper_litert import WhisperEngine, default_options
+    from voxnode.asr.whisper.engine import WhisperEngine, default_options
     from voxnode.frontend.recognition import recognition_audio
 
     over = {}

@@ -54,7 +54,7 @@ def measure(threads: int, conditions: list[str], n_asterisk: int, lag_s: float) 
     from bench_asr import clip_noise
 
     from voxnode.asr import default_model_dir
-    from voxnode.asr.whisper_litert import WhisperEngine
+    from voxnode.asr.whisper.engine import WhisperEngine
 
     engine = WhisperEngine.load(default_model_dir(None, "tiny.en"), threads)
     utts = speech_corpus.real_speech(n_asterisk=n_asterisk)

@@ -57,7 +57,7 @@ def parse_final(spec: str) -> tuple[int, float]:
 
 
 def measure(threads: int, clips: list[np.ndarray], finals: list[str], repeat: int) -> dict:
-    from voxnode.asr.whisper_litert import WhisperEngine, default_options
+    from voxnode.asr.whisper.engine import WhisperEngine, default_options
 
     engine = WhisperEngine.load(REPO / "models" / "whisper-tiny.en", num_threads=threads)
     base = default_options()

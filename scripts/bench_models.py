@@ -34,7 +34,7 @@ MODELS = ("tiny.en", "base")
 
 def timings(model: str, threads: int, runs: int) -> dict:
     from voxnode.asr import default_model_dir
-    from voxnode.asr.whisper_litert import WhisperEngine
+    from voxnode.asr.whisper.engine import WhisperEngine
     from voxnode.audio.wavfile import read_audio
 
     engine = WhisperEngine.load(default_model_dir(None, model), num_threads=threads)

@@ -329,8 +329,8 @@ def main() -> None:
                     pass
         overrides.setdefault(section, {})[name] = v
     from voxnode.asr import default_model_dir
-    from voxnode.asr.options import DecodeOptions
-    from voxnode.asr.whisper_litert import WhisperEngine
+    from voxnode.asr.whisper.engine import WhisperEngine
+    from voxnode.asr.whisper.options import DecodeOptions
     from voxnode.config.asr import AsrConfig
 
     # [asr] overrides (beam_size, min_window_s, ...) reach the engines, the others the daemon.

@@ -123,7 +123,7 @@ def main() -> None:
             auto = args.turn_model == "auto"
             turn = OnnxTurnModel(fetch_turn_model(ac.cache_dir() / "smart-turn") if auto else Path(args.turn_model))
     from voxnode.asr import default_model_dir
-    from voxnode.asr.whisper_litert import WhisperEngine
+    from voxnode.asr.whisper.engine import WhisperEngine
 
     engine = WhisperEngine.load(default_model_dir(), 1)
     probs: dict[str, list[float | None]] = {"whole": [], "fragment": []}

@@ -52,7 +52,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     from voxnode.asr import default_model_dir
-    from voxnode.asr.whisper_litert import WhisperEngine
+    from voxnode.asr.whisper.engine import WhisperEngine
 
     engine = WhisperEngine.load(default_model_dir(), args.threads)
     clips = ac.espeak_clips()[: args.clips // 2] + ac.recorded_clips()[: args.clips - args.clips // 2]

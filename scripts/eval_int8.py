@@ -48,7 +48,7 @@ class Encoder:
     def __init__(self, model: bytes, positions: np.ndarray, threads: int = 1):
         from ai_edge_litert.interpreter import Interpreter
 
-        from voxnode.asr.encoder import EncoderRunner
+        from voxnode.asr.whisper.encoder import EncoderRunner
 
         self.it = Interpreter(model_content=model, num_threads=threads)
         self.it.allocate_tensors()
@@ -63,7 +63,7 @@ def mels(n_asterisk: int) -> list[np.ndarray]:
     import speech_corpus
 
     from voxnode.asr.mel import LogMel
-    from voxnode.asr.whisper_litert import MIN_WINDOW_SECONDS, PAD_SECONDS
+    from voxnode.asr.whisper.engine import MIN_WINDOW_SECONDS, PAD_SECONDS
 
     logmel = LogMel()
     out = []

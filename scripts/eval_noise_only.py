@@ -31,7 +31,7 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], help="section.key=value")
     args = ap.parse_args()
     from voxnode.asr import default_model_dir
-    from voxnode.asr.whisper_litert import WhisperEngine
+    from voxnode.asr.whisper.engine import WhisperEngine
 
     engine = WhisperEngine.load(default_model_dir(), 2)
     cfg = Config()

@@ -258,7 +258,7 @@ def rss_child(name: str) -> None:
     """In a fresh process that has loaded the Whisper engine, as the daemon has (so LiteRT and
     XNNPACK are already paid for): RSS added by the front-ends of 1 and of 4 streams."""
     from voxnode.asr import default_model_dir
-    from voxnode.asr.whisper_litert import WhisperEngine
+    from voxnode.asr.whisper.engine import WhisperEngine
 
     engine = WhisperEngine.load(default_model_dir(), 1)
     frame = np.zeros(ac.FRAME, dtype=np.float32)

@@ -121,7 +121,7 @@ def main() -> None:
     ap.add_argument("--show", action="store_true", help="print every final")
     args = ap.parse_args()
     from voxnode.asr import default_model_dir
-    from voxnode.asr.whisper_litert import WhisperEngine
+    from voxnode.asr.whisper.engine import WhisperEngine
 
     prompt = domain_corpus.CONTEXT[args.prompt]["prompt"] if args.prompt in domain_corpus.CONTEXT else args.prompt
     engine = WhisperEngine.load(default_model_dir(), 1)

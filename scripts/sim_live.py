@@ -320,7 +320,7 @@ def main() -> None:
     ap.add_argument("--show", action="store_true", help="print every final")
     args = ap.parse_args()
     from voxnode.asr import default_model_dir
-    from voxnode.asr.whisper_litert import WhisperEngine
+    from voxnode.asr.whisper.engine import WhisperEngine
 
     engine = WhisperEngine.load(default_model_dir(), 1)
     config = apply_overrides(Config(), args.set)

@@ -242,7 +242,7 @@ def parse(label: str, board: str, p: subprocess.CompletedProcess | None, wavs: l
     missing = [w.name for w in wavs if str(w) not in texts]
     if missing:
         raise Failure(f"{label}: no transcript for {', '.join(missing)}")
-    # The engine logs its info once loaded: "speech model loaded: {...}" (voxnode/asr/whisper_litert.py).
+    # The engine logs its info once loaded: "speech model loaded: {...}" (voxnode/asr/whisper/engine.py).
     m = re.search(r"speech model loaded: (\{.*\})", p.stderr)
     if not m:
         raise Failure(f"{label}: no 'speech model loaded' line on stderr, cannot tell whether XNNPACK was applied")

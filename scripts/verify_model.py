@@ -68,8 +68,8 @@ def verify(ct2_dir: Path, targets: list[tuple[Path, str]]) -> dict:
     import ctranslate2
     from ct2_reader import read_model
 
-    from voxnode.asr import guards, search
-    from voxnode.asr import whisper_litert as engine_mod
+    from voxnode.asr.whisper import engine as engine_mod
+    from voxnode.asr.whisper import guards, search
 
     weights = read_model(ct2_dir / "model.bin")
     reference = ctranslate2.models.Whisper(str(ct2_dir), device="cpu", compute_type="float32")
@@ -219,7 +219,7 @@ def _compare_steps(rules, dec, cross, forced, n_prompt, ref_logits):
     """Teacher-force `forced` (a start sequence of `n_prompt` tokens, then ctranslate2's) through our
     decoder; per step, max |log p_ours - log p_ref| over the tokens both may emit, and the same for
     the token ctranslate2 chose."""
-    from voxnode.asr.decoder import log_softmax
+    from voxnode.asr.whisper.decoder import log_softmax
 
     dec.set_audio(cross)
     # ctranslate2's first logits are those after the last start token

@@ -27,10 +27,10 @@ def _mqtt(config: Config) -> None:
 
 
 def _asr(config: Config) -> None:
-    from voxnode.asr.model_files import default_model_dir, open_model_dir
+    from voxnode.asr.backends import recognizer_class
 
-    # The files and their checksums, as the engine checks them before loading (0.1 s for tiny.en).
-    open_model_dir(default_model_dir(config.asr.model_dir, config.asr.model))
+    # The files and their checksums, as the engine checks them before loading.
+    recognizer_class(config.asr.engine).check_model(config.asr)
 
 
 def _end_of_turn(config: Config) -> None:

@@ -27,7 +27,7 @@ ESPEAK_SENTENCES = (
 @pytest.fixture(scope="session")
 def engine():
     from voxnode.asr import default_model_dir
-    from voxnode.asr.whisper_litert import WhisperEngine
+    from voxnode.asr.whisper.engine import WhisperEngine
 
     return WhisperEngine.load(default_model_dir())
 

@@ -12,11 +12,11 @@ import threading
 import numpy as np
 import pytest
 
-from voxnode.asr import search
-from voxnode.asr.decoder import EMPTY_SLOT, DecoderRunner, Hypotheses, Prefix
 from voxnode.asr.recognizer import DecodeAbandoned
-from voxnode.asr.tokenizer import Tokenizer
 from voxnode.asr.wer import corpus_wer, normalise
+from voxnode.asr.whisper import search
+from voxnode.asr.whisper.decoder import EMPTY_SLOT, DecoderRunner, Hypotheses, Prefix
+from voxnode.asr.whisper.tokenizer import Tokenizer
 from voxnode.audio.wavfile import read_audio
 
 from .conftest import POCKETSPHINX, pocketsphinx_utterances
@@ -166,9 +166,10 @@ def test_an_abandoned_decode_stops_at_the_next_model_call_and_the_engine_goes_on
 def test_an_abandoned_final_stops_in_its_temperature_fallback_too(engine, monkeypatch):
     """A speculative final given up while it samples (its text is void) stops at the next decoder
     step as in the beam search, not after every temperature."""
-    from voxnode.asr import guards, search
+    from voxnode.asr import noise
+    from voxnode.asr.whisper import search
 
-    monkeypatch.setattr(guards, "LOGPROB_THRESHOLD", 0.0)  # nothing is sure enough: always sample
+    monkeypatch.setattr(noise, "LOGPROB_THRESHOLD", 0.0)  # nothing is sure enough: always sample
     wav, _ = pocketsphinx_utterances()[0]
     audio = read_audio(wav)
     sampling = threading.Event()
@@ -196,9 +197,9 @@ def test_an_abandoned_final_stops_in_its_temperature_fallback_too(engine, monkey
 
 def test_temperature_fallback_samples_reproducibly(engine, monkeypatch):
     """When every result counts as unsure, the engine samples at rising temperatures, seeded."""
-    from voxnode.asr import guards
+    from voxnode.asr import noise
 
-    monkeypatch.setattr(guards, "LOGPROB_THRESHOLD", 0.0)  # nothing is sure enough
+    monkeypatch.setattr(noise, "LOGPROB_THRESHOLD", 0.0)  # nothing is sure enough
     wav, ref = pocketsphinx_utterances()[0]
     a = engine.transcribe(read_audio(wav), beam_size=2)
     b = engine.transcribe(read_audio(wav), beam_size=2)
@@ -236,7 +237,7 @@ def test_hotwords_reach_the_start_sequence(engine):
 
 
 def test_hotword_tree_gives_back_the_bonus_of_a_broken_match():
-    from voxnode.asr.hotwords import ROOT, HotwordBias
+    from voxnode.asr.whisper.hotwords import ROOT, HotwordBias
 
     bias = HotwordBias([[1, 2, 3], [7]], boost=2.0)
     state, delta = bias.advance(ROOT, 1)
@@ -268,7 +269,7 @@ def test_hotwords_fix_a_word_the_prompt_alone_does_not(engine):
 
 
 def test_hotword_phrase_keeps_the_bonus_of_each_whole_word():
-    from voxnode.asr.hotwords import ROOT, HotwordBias
+    from voxnode.asr.whisper.hotwords import ROOT, HotwordBias
 
     # "pound key" = [5, 6]: a word ends after position 0. "or pound to cancel" keeps pound's bonus.
     bias = HotwordBias([[5, 6]], boost=2.0, word_ends=[{0}])
@@ -300,7 +301,7 @@ def test_closing_punctuation_token_of_a_text(engine):
 def test_punctuation_prob_is_the_decoders_probability_of_the_closing_mark(engine, monkeypatch):
     """A sentence ending in "." gets the probability the decoder gave that "." (checked by teacher
     forcing), on the greedy, beam and fallback paths; a text without closing punctuation gets None."""
-    from voxnode.asr import guards
+    from voxnode.asr import noise
 
     clip = POCKETSPHINX / "librivox" / "sense_and_sensibility_01_austen_64kb-0930.wav"
     audio = read_audio(clip)  # "he might even have been made amiable himself"
@@ -316,7 +317,7 @@ def test_punctuation_prob_is_the_decoders_probability_of_the_closing_mark(engine
     assert r.punctuation_prob == pytest.approx(float(np.exp(lp[r.tokens[-1]])), abs=0.02)
 
     # Fallback: the first decode counts as unsure, the sample at 0.2 passes; its "." is scored.
-    from voxnode.asr import redecode
+    from voxnode.asr.whisper import redecode
 
     monkeypatch.setattr(redecode, "needs_fallback", lambda out, text_of: out.temperature == 0.0)
     r = engine.transcribe(audio, beam_size=2)
@@ -327,7 +328,7 @@ def test_punctuation_prob_is_the_decoders_probability_of_the_closing_mark(engine
     for kw in ({"role": "partial"}, {"beam_size": 5}):
         r = engine.transcribe(read_audio(no_mark), **kw)
         assert r.text and r.text[-1].isalnum() and r.punctuation_prob is None, (kw, r)
-    monkeypatch.setattr(guards, "NO_SPEECH_THRESHOLD", -1.0)  # everything is "no speech": text ""
-    monkeypatch.setattr(guards, "LOGPROB_THRESHOLD", 1.0)
+    monkeypatch.setattr(noise, "NO_SPEECH_THRESHOLD", -1.0)  # everything is "no speech": text ""
+    monkeypatch.setattr(noise, "LOGPROB_THRESHOLD", 1.0)
     r = engine.transcribe(audio)
     assert r.text == "" and r.stop_reason == "no_speech" and r.punctuation_prob is None

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from voxnode.asr import search
-from voxnode.asr.decoder import DecoderRunner, Prefix
 from voxnode.asr.wer import corpus_wer
+from voxnode.asr.whisper import search
+from voxnode.asr.whisper.decoder import DecoderRunner, Prefix
 from voxnode.audio.wavfile import read_audio
 
 from .conftest import pocketsphinx_utterances

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from voxnode.asr import default_model_dir
-from voxnode.asr.model_files import open_model_dir
-from voxnode.asr.whisper_litert import WhisperEngine
+from voxnode.asr.whisper.engine import WhisperEngine
+from voxnode.asr.whisper.files import open_model_dir
 from voxnode.errors import ModelError
 from voxnode.models.files import sha256_of
 from voxnode.models.find import candidates

@@ -9,8 +9,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from voxnode.asr.model_files import default_model_dir
 from voxnode.asr.wer import wer
+from voxnode.asr.whisper.files import default_model_dir
 from voxnode.audio.wavfile import read_audio
 from voxnode.config import parse_config
 from voxnode.config.asr import WHISPER_LANGUAGES, AsrConfig
@@ -26,7 +26,7 @@ CLIP_TEXT = "unless to be rather cold hearted and rather selfish is to be ill di
 
 @pytest.fixture(scope="module")
 def base():
-    from voxnode.asr.whisper_litert import WhisperEngine
+    from voxnode.asr.whisper.engine import WhisperEngine
 
     if not (BASE_DIR / "manifest.json").is_file():
         pytest.skip(f"no {BASE_DIR}")
@@ -129,7 +129,7 @@ def test_missing_model_names_asr_model(tmp_path, monkeypatch):
 
 
 def test_tiny_en_refuses_another_language(engine):
-    from voxnode.asr.whisper_litert import WhisperEngine
+    from voxnode.asr.whisper.engine import WhisperEngine
 
     with pytest.raises(ModelError, match=r"asr.language = 'de': whisper-tiny.en is English-only"):
         WhisperEngine(

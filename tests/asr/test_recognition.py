@@ -109,8 +109,8 @@ def test_recorded_utterances_end_with_end_of_text(engine):
 def test_a_window_that_loops_is_retried_longer(engine, monkeypatch, first_stop, first_text):
     """A decode that did not end, or that ends by saying a phrase again, is redone in a window
     twice as long; the longer window's result is kept."""
-    from voxnode.asr import search
-    from voxnode.asr.search import Decoded
+    from voxnode.asr.whisper import search
+    from voxnode.asr.whisper.search import Decoded
 
     frames = []
     real_run = engine._encoder.run
@@ -143,8 +143,8 @@ def test_a_window_that_loops_is_retried_longer(engine, monkeypatch, first_stop, 
 def test_a_partial_that_loops_is_not_retried(engine, monkeypatch):
     """A partial is replaced a moment later: it keeps what its one window gave (a second, longer
     encode would only delay the final waiting behind it)."""
-    from voxnode.asr import search
-    from voxnode.asr.search import Decoded
+    from voxnode.asr.whisper import search
+    from voxnode.asr.whisper.search import Decoded
 
     frames = []
     real_run = engine._encoder.run
@@ -168,7 +168,7 @@ def test_a_partial_that_loops_is_not_retried(engine, monkeypatch):
 
 
 def test_repeated_phrase_rule():
-    from voxnode.asr.guards import repeated_phrase
+    from voxnode.asr.whisper.guards import repeated_phrase
 
     assert repeated_phrase("Press 6 to play the next message. Press 6 to play the next message.")
     assert repeated_phrase("ten of clubs, ten of clubs.")

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voxnode.asr import guards, redecode
-from voxnode.asr.search import Decoded
+from voxnode.asr.whisper import guards, redecode
+from voxnode.asr.whisper.search import Decoded
 from voxnode.audio.wavfile import read_audio
 
 from .conftest import POCKETSPHINX

@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voxnode.asr import guards
+from voxnode.asr import noise
 from voxnode.asr.fifo_lock import FifoLock
 from voxnode.asr.mel import LogMel, mel_filters
-from voxnode.asr.tokenizer import Tokenizer, _printable_to_byte
 from voxnode.asr.wer import normalise, wer
+from voxnode.asr.whisper import guards
+from voxnode.asr.whisper.tokenizer import Tokenizer, _printable_to_byte
 from voxnode.asr.windows import SAMPLE_RATE, split_at_pauses
 from voxnode.models.runtime import default_num_threads, physical_cores
 
@@ -77,13 +78,13 @@ def test_repetition_guard():
 
 
 def test_no_speech_rule():
-    assert guards.is_no_speech(0.9, -1.5)
-    assert not guards.is_no_speech(0.9, -0.2)  # confident text wins
-    assert not guards.is_no_speech(0.1, -1.5)
-    assert guards.is_no_speech(0.5, -1.5, threshold=0.4) and not guards.is_no_speech(0.5, -1.5)
+    assert noise.is_no_speech(0.9, -1.5)
+    assert not noise.is_no_speech(0.9, -0.2)  # confident text wins
+    assert not noise.is_no_speech(0.1, -1.5)
+    assert noise.is_no_speech(0.5, -1.5, threshold=0.4) and not noise.is_no_speech(0.5, -1.5)
     # What the daemon does not publish: that rule at the configured threshold, or very unsure text.
-    assert guards.is_noise(0.65, -1.2, 0.6, -3.0) and not guards.is_noise(0.65, -0.3, 0.6, -3.0)
-    assert guards.is_noise(0.0, -3.5, 0.6, -3.0)
+    assert noise.is_noise(0.65, -1.2, 0.6, -3.0) and not noise.is_noise(0.65, -0.3, 0.6, -3.0)
+    assert noise.is_noise(0.0, -3.5, 0.6, -3.0)
 
 
 def test_windows_cut_in_pauses():

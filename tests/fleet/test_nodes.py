@@ -157,6 +157,7 @@ def test_node_info_from_the_board_the_os_and_the_files(tmp_path):
 def test_checksums_match_what_an_operator_can_compute(tmp_path):
     from voxnode.asr import default_model_dir
     from voxnode.config import load_config
+    from voxnode.config.asr import AsrConfig
 
     cfg = tmp_path / "c.toml"
     cfg.write_text('[mqtt]\npassword = "s3cret"\nusername = "u"\n\n[health]\ninterval_s = 10.0\n')
@@ -167,8 +168,8 @@ def test_checksums_match_what_an_operator_can_compute(tmp_path):
     assert config_sha256(config) == hashlib.sha256(printed).hexdigest()  # `voxnode check-config | sha256sum`
     assert b"s3cret" not in printed  # secrets are masked, so the checksum does not reveal them
     manifest = default_model_dir() / "manifest.json"
-    assert model_sha256("") == hashlib.sha256(manifest.read_bytes()).hexdigest()
-    assert model_sha256(str(tmp_path / "no-model")) is None
+    assert model_sha256(AsrConfig()) == hashlib.sha256(manifest.read_bytes()).hexdigest()
+    assert model_sha256(AsrConfig(model_dir=str(tmp_path / "no-model"))) is None
     info = node_info(config)
     assert info.config_sha256 == config_sha256(config) and info.kernel and info.arch
 

@@ -14,7 +14,7 @@ import time
 from tests.mqtt.broker import Broker
 from tests.mqtt.conftest import write_config
 from tests.mqtt.standin import StandInDaemon, mqtt_config
-from voxnode.asr.whisper_litert import LiteRtEngineInfo
+from voxnode.asr.whisper.engine import LiteRtEngineInfo
 from voxnode.config import Config
 from voxnode.events import TranscriptEvent
 from voxnode.health.reporter import HealthReporter

@@ -6,7 +6,7 @@ import zlib
 import pytest
 
 from voxnode import text as script
-from voxnode.asr.guards import compression_ratio, is_too_repetitive, repeated_phrase
+from voxnode.asr.whisper.guards import compression_ratio, is_too_repetitive, repeated_phrase
 from voxnode.stream.endpoint import Completion, judge
 from voxnode.stream.partials import StablePrefix
 from voxnode.text import clean_text
@@ -129,7 +129,7 @@ def test_the_decoders_probability_of_a_chinese_full_stop(tmp_path):
     import json
     from pathlib import Path
 
-    from voxnode.asr.tokenizer import Tokenizer
+    from voxnode.asr.whisper.tokenizer import Tokenizer
 
     root = Path(__file__).resolve().parents[2] / "models" / "whisper-base"
     if not (root / "vocabulary.txt").exists():

@@ -6,6 +6,6 @@ import pytest
 @pytest.fixture(scope="module")
 def engine():
     from voxnode.asr import default_model_dir
-    from voxnode.asr.whisper_litert import WhisperEngine
+    from voxnode.asr.whisper.engine import WhisperEngine
 
     return WhisperEngine.load(default_model_dir(), 2)

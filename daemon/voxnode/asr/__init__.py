@@ -3,7 +3,7 @@
 Backends are imported only through backends.py, when `[asr] engine` chooses them.
 """
 
-from voxnode.asr.model_files import default_model_dir
 from voxnode.asr.recognizer import EngineInfo, Recognizer, TranscriptResult
+from voxnode.asr.whisper.files import default_model_dir
 
 __all__ = ["EngineInfo", "Recognizer", "TranscriptResult", "default_model_dir"]

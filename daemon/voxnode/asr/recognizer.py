@@ -1,9 +1,9 @@
 """What every speech-recognition backend offers the rest of voxnode: the `Recognizer` interface.
 
-One module per backend (asr/whisper_litert.py, ...), each a `Recognizer` subclass;
-asr/backends.py maps the `[asr] engine` names to them. Nothing outside asr/ imports a
-backend module: the daemon, the decode scheduler, health and `voxnode transcribe` see
-only this interface and its typed results.
+One package or module per backend (asr/whisper/, ...), each with a `Recognizer` subclass;
+config/asr.py `ENGINES` names them and asr/backends.py imports the chosen one. Nothing outside
+asr/ imports a backend's modules: the daemon, the decode scheduler, health, preflight and
+`voxnode transcribe` see only this interface, its typed results and the capabilities it declares.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import threading
     from collections.abc import Sequence
+    from pathlib import Path
 
     import numpy as np
 
@@ -132,6 +133,18 @@ class Recognizer(ABC):
     @abstractmethod
     def from_config(cls, config: AsrConfig) -> Recognizer:
         """Load the model `[asr]` names; raises ModelError saying what is wrong."""
+
+    @classmethod
+    def check_model(cls, config: AsrConfig) -> None:
+        """Find and check the model's files as loading would, without loading it (`check-config`, a
+        reload's checks); raises ModelError saying what is wrong. Default: nothing to check."""
+        return None
+
+    @classmethod
+    def model_id_file(cls, config: AsrConfig) -> Path | None:
+        """The file whose checksum identifies the model's files (fleet node info `model_sha256`), found
+        without checking anything; None where there is none."""
+        return None
 
     @abstractmethod
     def transcribe(

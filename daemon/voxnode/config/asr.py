@@ -7,7 +7,7 @@ from voxnode.config.fields import InvalidValue, setting
 # asr.engine -> (module, class) of the `Recognizer` that implements it, imported only when chosen
 # (asr/backends.py): the one list of engine names. Adding an engine is its module and a line here.
 ENGINES: dict[str, tuple[str, str]] = {
-    "whisper-litert": ("voxnode.asr.whisper_litert", "WhisperEngine"),
+    "whisper-litert": ("voxnode.asr.whisper.engine", "WhisperEngine"),
 }
 # models/find.py finds `model` in models/whisper-<model>. Measured on the 2-core x86, shared (docs/asr.md,
 # "Whisper base and languages"; 5.3 s clip, 1 thread): base vs tiny.en encodes in 71 vs 34 ms, a final

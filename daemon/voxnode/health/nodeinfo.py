@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from voxnode import __version__
-from voxnode.asr.model_files import default_model_dir
+from voxnode.asr.backends import recognizer_class
 from voxnode.config.render import render_effective
-from voxnode.errors import ModelError
+from voxnode.errors import VoxnodeError
 
 if TYPE_CHECKING:
     from voxnode.config import Config
+    from voxnode.config.asr import AsrConfig
 
 # Device-tree boards (Raspberry Pi, Jetson, most ARM boards) name themselves here, NUL-terminated:
 # "Raspberry Pi 5 Model B Rev 1.0". PCs and most VMs have no device tree but DMI.
@@ -77,13 +78,16 @@ def _file_sha256(path: Path, mtime_ns: int, size: int) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def model_sha256(model_dir: str, model: str = "tiny.en") -> str | None:
-    """The manifest's checksum (it lists every model file's sha256); None where there is no model."""
+def model_sha256(asr: AsrConfig) -> str | None:
+    """The checksum of the file that identifies the model's files (Whisper: its manifest, which lists
+    every file's sha256); None where there is no model or the engine names no such file."""
     try:
-        manifest = default_model_dir(model_dir, model) / "manifest.json"
-        st = manifest.stat()
-        return _file_sha256(manifest, st.st_mtime_ns, st.st_size)
-    except (ModelError, OSError):
+        path = recognizer_class(asr.engine).model_id_file(asr)
+        if path is None:
+            return None
+        st = path.stat()
+        return _file_sha256(path, st.st_mtime_ns, st.st_size)
+    except (VoxnodeError, OSError):
         return None
 
 
@@ -107,6 +111,6 @@ def node_info(config: Config, root: str = "/") -> NodeInfo:
         arch=arch,
         python=python,
         version=__version__,
-        model_sha256=model_sha256(config.asr.model_dir, config.asr.model),
+        model_sha256=model_sha256(config.asr),
         config_sha256=config_sha256(config),
     )

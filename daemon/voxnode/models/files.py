@@ -3,7 +3,7 @@ ModelError naming the file, not garbage output or a crash inside the interpreter
 
 Two forms: a small model with a SHA256SUMS file beside it (Silero VAD, the end-of-turn model), and
 a folder whose manifest.json lists every file with its size and sha256 (Whisper; the
-manifest's layout of variants is read by asr/model_files.py).
+manifest's layout of variants is read by asr/whisper/files.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A stream's decode results -> the partial and final TranscriptEvents it publishes.
 
-Text clean-up (voxnode.text.clean_text), the noise verdict (asr/guards.is_noise), the partials'
+Text clean-up (voxnode.text.clean_text), the noise verdict (asr/noise.is_noise), the partials'
 stable prefix, the event's id, times and latency, and the stream's counters of what was published,
 suppressed and lost. The pipeline (stream/pipeline.py) calls it under its lock.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from voxnode.asr import guards
+from voxnode.asr import noise
 from voxnode.asr.recognizer import TranscriptResult
 from voxnode.audio.format import PERIOD_S
 from voxnode.events import TranscriptEvent, WakeEvent
@@ -103,7 +103,7 @@ class TranscriptPublisher:
 
     def _is_noise(self, result: TranscriptResult) -> bool:
         p = self.params
-        return guards.is_noise(result.no_speech_prob, result.confidence, p.no_speech_threshold, p.min_confidence)
+        return noise.is_noise(result.no_speech_prob, result.confidence, p.no_speech_threshold, p.min_confidence)
 
     def lost(self, st: UtteranceState, outcome: JobOutcome, result: JobResult) -> None:
         """The final was dropped by the scheduler or failed in the engine: counted and logged."""

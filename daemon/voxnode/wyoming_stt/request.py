@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from voxnode import text as script
-from voxnode.asr import guards
+from voxnode.asr import noise
 from voxnode.asr.recognizer import TranscriptResult
 from voxnode.audio.format import PERIOD_FRAMES, SAMPLE_RATE
 from voxnode.frontend.chain import FrontEnd, FrontEndParams, speech_only
@@ -65,7 +65,7 @@ class RequestParams:
 # A request's audio starts wherever the client started sending (a satellite: right after the wake
 # word, often a second of silence), unlike a microphone utterance, which the segmenter trims. Whisper's
 # no-speech probability then runs high on real speech (0.78 on a 13 s request with 1 s of leading
-# silence and four sentences): so, as for the microphones (asr/guards.is_noise), a result is silenced
+# silence and four sentences): so, as for the microphones (asr/noise.is_noise), a result is silenced
 # only when the text is also unlikely.
 # Every request's decode times are observed (the voxnode_decode_seconds histogram, label `stream`)
 # under this one name, not the request's own key: one key per request would add series without
@@ -82,7 +82,7 @@ class AudioTooLong(Exception):
 
 def is_silence(result: TranscriptResult, params: RequestParams) -> bool:
     """Noise, music or nothing: as for the microphones' finals, nothing is said to have been said."""
-    return guards.is_noise(result.no_speech_prob, result.confidence, params.no_speech_threshold, params.min_confidence)
+    return noise.is_noise(result.no_speech_prob, result.confidence, params.no_speech_threshold, params.min_confidence)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """A final's second looks: when the engine decodes again, and what it keeps.
 
-After the first decode of a final (whisper_litert.WhisperEngine.transcribe):
+After the first decode of a final (engine.WhisperEngine.transcribe):
 
 1. a loop (no end-of-text, a phrase said again and again, the whole utterance twice) is decoded
    again in a longer window, without the draft (`looped`);
@@ -18,9 +18,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from voxnode.asr import guards, search
-from voxnode.asr.decoder import DecoderRunner, Prefix
-from voxnode.asr.search import Decoded, TokenRules
+from voxnode.asr import noise
+from voxnode.asr.whisper import guards, search
+from voxnode.asr.whisper.decoder import DecoderRunner, Prefix
+from voxnode.asr.whisper.search import Decoded, TokenRules
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +51,11 @@ def looped(out: Decoded, text_of: TextOf) -> bool:
 
 def needs_fallback(out: Decoded, text_of: TextOf) -> bool:
     """Whisper's rule: a loop, or text too repetitive, or the model unsure, unless it is silence."""
-    if out.no_speech_prob > guards.NO_SPEECH_THRESHOLD:
+    if out.no_speech_prob > noise.NO_SPEECH_THRESHOLD:
         return False
     return (
         out.stop_reason != "eot"
-        or out.avg_logprob < guards.LOGPROB_THRESHOLD
+        or out.avg_logprob < noise.LOGPROB_THRESHOLD
         or guards.is_too_repetitive(text_of(out.tokens))
     )
 

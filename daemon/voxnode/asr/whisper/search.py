@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from voxnode.asr.decoder import DecoderRunner, Prefix, log_softmax
-from voxnode.asr.guards import repeated_tail
-from voxnode.asr.hotwords import ROOT, BiasState, HotwordBias
 from voxnode.asr.recognizer import DecodeAbandoned
+from voxnode.asr.whisper.decoder import DecoderRunner, Prefix, log_softmax
+from voxnode.asr.whisper.guards import repeated_tail
+from voxnode.asr.whisper.hotwords import ROOT, BiasState, HotwordBias
 
 
 @dataclass(frozen=True)

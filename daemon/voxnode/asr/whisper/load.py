@@ -11,18 +11,18 @@ from pathlib import Path
 
 import numpy as np
 
-from voxnode.asr.decoder import DecoderRunner
-from voxnode.asr.encoder import EncoderRunner
-from voxnode.asr.model_files import ModelFiles, open_model_dir
 from voxnode.asr.recognizer import EngineInfo
-from voxnode.asr.tokenizer import Tokenizer
+from voxnode.asr.whisper.decoder import DecoderRunner
+from voxnode.asr.whisper.encoder import EncoderRunner
+from voxnode.asr.whisper.files import ModelFiles, open_model_dir
+from voxnode.asr.whisper.tokenizer import Tokenizer
 from voxnode.errors import ModelError
 from voxnode.models.interpreter import open_interpreter
 from voxnode.models.runtime import default_num_threads
 
 ENGINE = "whisper-litert"
 
-log = logging.getLogger("voxnode.asr.whisper_litert")  # the engine's logger, as before the split
+log = logging.getLogger("voxnode.asr.whisper.engine")  # the engine's logger
 
 
 @dataclass(frozen=True)

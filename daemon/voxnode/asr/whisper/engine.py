@@ -28,19 +28,21 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from voxnode.asr import guards, redecode, search
-from voxnode.asr.decoder import DecoderRunner, Prefix
-from voxnode.asr.encoder import EncoderRunner
+from voxnode.asr import noise
 from voxnode.asr.fifo_lock import FifoLock
-from voxnode.asr.hotwords import HotwordBias
-from voxnode.asr.litert_load import LiteRtEngineInfo, load_parts
 from voxnode.asr.mel import SAMPLE_RATE, LogMel
-from voxnode.asr.model_files import ModelFiles, default_model_dir
-from voxnode.asr.options import ROLES, DecodeOptions
 from voxnode.asr.recognizer import Capabilities, DecodeAbandoned, Recognizer, TranscriptResult
-from voxnode.asr.search import Decoded
-from voxnode.asr.tokenizer import Tokenizer
+from voxnode.asr.whisper import guards, redecode, search
+from voxnode.asr.whisper.decoder import DecoderRunner, Prefix
+from voxnode.asr.whisper.encoder import EncoderRunner
+from voxnode.asr.whisper.files import ModelFiles, default_model_dir, open_model_dir
+from voxnode.asr.whisper.hotwords import HotwordBias
+from voxnode.asr.whisper.load import LiteRtEngineInfo, load_parts
+from voxnode.asr.whisper.options import ROLES, DecodeOptions
+from voxnode.asr.whisper.search import Decoded
+from voxnode.asr.whisper.tokenizer import Tokenizer
 from voxnode.errors import ModelError
+from voxnode.models.files import MANIFEST
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -134,6 +136,15 @@ class WhisperEngine(Recognizer):
             config.num_threads or None,
             options=DecodeOptions.from_config(config),
         )
+
+    @classmethod
+    def check_model(cls, config: AsrConfig) -> None:
+        # The files and their checksums, as load() checks them (0.1 s for tiny.en).
+        open_model_dir(default_model_dir(config.model_dir, config.model))
+
+    @classmethod
+    def model_id_file(cls, config: AsrConfig) -> Path | None:
+        return default_model_dir(config.model_dir, config.model) / MANIFEST  # it lists every file's sha256
 
     @classmethod
     def load(
@@ -280,7 +291,7 @@ class WhisperEngine(Recognizer):
         text = self._tokenizer.decode(out.tokens)
         confidence = out.avg_logprob
         tokens, stop = out.tokens, out.stop_reason
-        if guards.is_no_speech(out.no_speech_prob, confidence):
+        if noise.is_no_speech(out.no_speech_prob, confidence):
             text, tokens, stop = "", [], "no_speech"
         elif guards.is_too_repetitive(text):
             text, tokens, stop = "", [], "repetitive"

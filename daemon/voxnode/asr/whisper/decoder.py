@@ -10,7 +10,7 @@ same graph serves the three uses:
   probability) and at the last row (first text token). With a draft (the
   tokens a partial decoded a moment ago) after the start sequence, the same
   call also gives the logits after every draft token: the draft is verified
-  in one call (asr/search.py, `verified_draft`);
+  in one call (asr/whisper/search.py, `verified_draft`);
 - steps: N hypotheses (beams or samples), one new token each, over a cache
   that holds the shared prefill rows and every hypothesis's own rows;
 - (verification) teacher forcing, one row at a time.

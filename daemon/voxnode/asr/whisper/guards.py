@@ -20,9 +20,7 @@ TOKENS_PER_SECOND = 6.0
 TOKEN_MARGIN = 8
 MAX_NEW_TOKENS = 220  # Whisper samples at most n_text_ctx // 2 = 224 tokens
 
-# Whisper's own defaults (openai-whisper transcribe()).
-NO_SPEECH_THRESHOLD = 0.6
-LOGPROB_THRESHOLD = -1.0
+# Whisper's own default (openai-whisper transcribe()); its no-speech rule is in asr/noise.py.
 COMPRESSION_RATIO_THRESHOLD = 2.4
 
 # A window whose loudest sample is below this (-60 dBFS) carries nothing to
@@ -195,23 +193,6 @@ def _one_byte_letters(text: str) -> bytes:
             codes[ch] = code
         out += code
     return bytes(out)
-
-
-def is_no_speech(no_speech_prob: float, avg_logprob: float, threshold: float | None = None) -> bool:
-    """Whisper's rule: the model says "no speech" (above `threshold`, default NO_SPEECH_THRESHOLD)
-    and is unsure of what it wrote."""
-    limit = NO_SPEECH_THRESHOLD if threshold is None else threshold
-    return no_speech_prob > limit and avg_logprob < LOGPROB_THRESHOLD
-
-
-def is_noise(no_speech_prob: float, avg_logprob: float, no_speech_threshold: float, min_confidence: float) -> bool:
-    """What the daemon does not publish as speech (microphone finals and partials, Wyoming
-    transcripts): text it is very unsure of (`stream.min_confidence`), or Whisper's rule with the
-    configured no-speech threshold: the model says "no speech" *and* is unsure of what it wrote.
-    The no-speech probability alone is not enough: under babble, correct sentences decoded with
-    mean log-probability -0.17 to -0.47 had 0.62-0.68 (three of them dropped in one live run).
-    """
-    return avg_logprob < min_confidence or is_no_speech(no_speech_prob, avg_logprob, no_speech_threshold)
 
 
 def is_too_repetitive(text: str) -> bool:
