@@ -23,8 +23,11 @@ from pathlib import Path
 
 from voxnode.errors import ModelError
 
-# daemon/voxnode/models/find.py -> the checkout (or editable install) root holds models/.
-CHECKOUT_MODELS = Path(__file__).resolve().parents[3] / "models"
+# daemon/voxnode/models/find.py -> the checkout (or editable install) root holds models/ beside
+# pyproject.toml; an installed package (site-packages) has no such root.
+_SOURCE_ROOT = Path(__file__).resolve().parents[3]
+CHECKOUT_MODELS = _SOURCE_ROOT / "models"
+IN_CHECKOUT = (_SOURCE_ROOT / "pyproject.toml").is_file()
 SYSTEM_DIRS = (Path("/opt/voxnode/models"), Path("/usr/share/voxnode/models"))
 BUNDLED = Path(__file__).resolve().parent / "bundled"
 
@@ -35,8 +38,9 @@ WAKE_MODELS = "microwakeword"  # the shipped wake-word models (wake.model)
 
 
 def model_roots() -> list[Path]:
-    """The folders that hold models, in the order they are searched."""
-    return [CHECKOUT_MODELS, *SYSTEM_DIRS, BUNDLED]
+    """The folders that hold models, in the order they are searched (only real places: an error
+    message lists them)."""
+    return [*([CHECKOUT_MODELS] if IN_CHECKOUT else []), *SYSTEM_DIRS, BUNDLED]
 
 
 def _wake_roots() -> list[Path]:
