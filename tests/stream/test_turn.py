@@ -65,8 +65,11 @@ def test_a_finished_sentence_sounds_finished_and_the_same_sentence_cut_at_a_paus
     fragment = model(np.concatenate([x[s0 : quietest_point(x, s0, s1)], TAIL]))
     assert whole >= 0.9, whole
     assert fragment <= 0.2, fragment
-    # The input's scale does not matter (the model normalises the waveform); the answer is the same.
-    assert model(np.concatenate([x[s0:s1], TAIL]) / 32768.0) == pytest.approx(whole, abs=1e-3)
+    # The input's scale does not matter (the model normalises the waveform): the features differ by
+    # float32 rounding (at most 1e-5 here), which the int8 model's dynamically quantised activations
+    # can round into a different step: measured on the x86 development machine, 0-0890 gives 0.9592
+    # at int16 scale and 0.9607 at [-1, 1], the same on every run. So "the same" is within 5e-3.
+    assert model(np.concatenate([x[s0:s1], TAIL]) / 32768.0) == pytest.approx(whole, abs=5e-3)
 
 
 def test_features_hear_the_last_eight_seconds_padded_in_front(model):
