@@ -131,7 +131,7 @@ bench-live-noise: deps-corpus venv .venv-bench/.installed
 # detector CPU (docs/benchmarks.md#wake-word). Wyoming: audio-stop -> transcript vs the engine's
 # compute time, 4 concurrent clients and leavers (docs/benchmarks.md#wyoming-speech-to-text).
 bench-wake: deps-corpus venv-test
-	$(BIN)/python scripts/bench_wake.py --write docs/wake_benchmark.json
+	$(BIN)/python scripts/bench_wake.py --write docs/wake_benchmark_real.json
 
 bench-wyoming: deps-corpus venv-test
 	$(BIN)/python scripts/bench_wyoming.py --write docs/wyoming_benchmark.json

@@ -16,7 +16,7 @@ import pytest
 from tests.stream.test_pipeline_alsa import run_daemon, wer
 from voxnode.config import Config, parse_config
 from voxnode.config.audio import StreamConfig
-from voxnode.config.wake import WakeConfig
+from voxnode.config.wake import SHIPPED_CUTOFFS, WakeConfig
 from voxnode.errors import ConfigError
 from voxnode.stream.params import wake_params
 from voxnode.wake.detector import WakeDetector
@@ -56,8 +56,14 @@ def test_detector_hears_its_word_once_and_not_sentences_without_it():
 
 def test_models_by_name_by_path_and_bad_ones(tmp_path):
     m = load_wake_model("hey_jarvis")
-    assert (m.name, m.phrase, m.window) == ("hey_jarvis", "Hey Jarvis", 5) and 0 < m.cutoff < 1
+    assert (m.name, m.phrase, m.window) == ("hey_jarvis", "Hey Jarvis", 5) and m.cutoff == m.manifest_cutoff == 0.97
     assert load_wake_model(str(m.tflite.with_suffix(".json")), threshold=0.5).cutoff == 0.5  # a user path
+    # voxnode's own cutoffs for the shipped models (chosen on real voices), unless wake.threshold says
+    alexa = load_wake_model("alexa")
+    assert (alexa.cutoff, alexa.manifest_cutoff) == (SHIPPED_CUTOFFS["alexa"], 0.9)
+    assert load_wake_model("alexa", threshold=0.6).cutoff == 0.6
+    # The same model by its manifest's path is a user's model: the manifest's cutoff.
+    assert load_wake_model(str(alexa.tflite.with_suffix(".json"))).cutoff == 0.9
     with pytest.raises(ConfigError, match=r"wake.model = 'hey_siri': not a shipped model"):
         load_wake_model("hey_siri")
     with pytest.raises(ConfigError, match="does not exist"):

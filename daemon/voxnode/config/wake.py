@@ -13,6 +13,15 @@ if TYPE_CHECKING:
 
 # The microWakeWord models the pymicro-wakeword wheel ships (its models/ folder): name -> phrase.
 SHIPPED_MODELS = {"okay_nabu": "Okay Nabu", "hey_jarvis": "Hey Jarvis", "hey_mycroft": "Hey Mycroft", "alexa": "Alexa"}
+# The cutoff each shipped model runs at, where voxnode's differs from its manifest's: chosen by
+# scripts/bench_wake.py on real voices (the best acceptance at 10 dB SNR with at most 0.5 false
+# accepts per hour over speech, TV and music; docs/benchmarks.md#wake-word). wake.threshold > 0
+# overrides it.
+# Measured 2026-12-05 (docs/wake_benchmark_real.json): alexa 0.90 -> 0.98 (2 false accepts in the
+# speech hour at 0.90, 1 at 0.95-0.97, 0 at 0.98 over 1.67 h; 89.8 % accepted at 10 dB instead of
+# 94.8 %); okay_nabu 0.85 -> 0.70 (0 false accepts down to 0.6; 87.5 % at 10 dB instead of 81.2 %,
+# on 4 recordings only). hey_jarvis and hey_mycroft keep their manifests' 0.97 and 0.95.
+SHIPPED_CUTOFFS: dict[str, float] = {"alexa": 0.98, "okay_nabu": 0.7}
 # A stream's `wake` key: "" follows [wake], these two switch it, anything else names a model.
 STREAM_WAKE_OFF, STREAM_WAKE_ON = "off", "on"
 # The follow-up window when Home Assistant's switch turns follow-up on and `follow_up_s` is 0 (off):
@@ -33,7 +42,8 @@ class WakeConfig:
     )
     threshold: float = setting(
         0.0,
-        "Detection cutoff on the model's averaged probability; 0 = the model's own probability_cutoff.",
+        "Detection cutoff on the model's averaged probability; 0 = voxnode's per shipped model (chosen on "
+        "real voices), a manifest's probability_cutoff for a model of your own.",
         min=0.0,
         max=0.999,
     )

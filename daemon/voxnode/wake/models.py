@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from voxnode.config.wake import SHIPPED_MODELS, wake_specs
+from voxnode.config.wake import SHIPPED_CUTOFFS, SHIPPED_MODELS, wake_specs
 from voxnode.errors import ConfigError
 from voxnode.models.find import WAKE_MODELS, find_model
 
@@ -29,6 +29,7 @@ class WakeModel:
     cutoff: float  # the averaged probability must exceed this
     window: int  # probabilities averaged (one per model call, 30 ms each for the shipped models)
     languages: tuple[str, ...]
+    manifest_cutoff: float = 0.0  # what the model's author tuned (the manifest), for reports
 
     def content(self) -> bytes:
         """The model file's bytes, read once per process and shared by every stream's interpreter."""
@@ -43,7 +44,8 @@ class WakeModel:
 
 def load_wake_model(spec: str, threshold: float = 0.0, key: str = "wake.model") -> WakeModel:
     """`spec`: a shipped model's name or the path of a manifest (.json; a .tflite with a .json beside it
-    works too). `threshold` > 0 replaces the manifest's cutoff. Errors name `key`."""
+    works too). The cutoff: `threshold` where > 0, else voxnode's for a shipped model (SHIPPED_CUTOFFS,
+    chosen on real voices), else the manifest's. Errors name `key`."""
     if spec in SHIPPED_MODELS:
         manifest = find_model(WAKE_MODELS, f"{key} = {spec!r}") / f"{spec}.json"
     else:
@@ -81,9 +83,10 @@ def load_wake_model(spec: str, threshold: float = 0.0, key: str = "wake.model") 
         name=spec if spec in SHIPPED_MODELS else manifest.stem,
         phrase=phrase,
         tflite=tflite,
-        cutoff=threshold or cutoff,
+        cutoff=threshold or (SHIPPED_CUTOFFS.get(spec, cutoff) if spec in SHIPPED_MODELS else cutoff),
         window=window,
         languages=tuple(str(x) for x in data.get("trained_languages", ())),
+        manifest_cutoff=cutoff,
     )
 
 
