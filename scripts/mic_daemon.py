@@ -53,6 +53,12 @@ def proc_rss_mb(pid: int) -> dict[str, float]:
     return out
 
 
+def proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process has used (load-independent, unlike its latency)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class MicDaemon:
     """`voxnode run --stdout`, its microphone `mic` on a FIFO, Wyoming on a free loopback port.
 
@@ -105,6 +111,9 @@ class MicDaemon:
 
     def rss_mb(self) -> dict[str, float]:
         return proc_rss_mb(self.proc.pid)
+
+    def cpu_s(self) -> float:
+        return proc_cpu_s(self.proc.pid)
 
     def say(self, audio: np.ndarray, timeout: float = 60) -> float:
         """Speak int16-scale audio into the microphone in real time; returns time.time() at its end."""

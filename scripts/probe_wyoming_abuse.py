@@ -7,10 +7,11 @@ One `voxnode run --stdout` (mic_daemon.py: the microphone an ALSA `type file` PC
 real time; the Wyoming server on with the shipped limits). Phases, in this order, on the same daemon:
 
 - baseline: no abuse;
-- describe: one connection at a time sends `--describes` describe events and reads no reply; when the
-  server disconnects it, the next one starts, for the whole phase;
+- describe: one connection at a time sends `--describes` describe events and reads no reply, is held
+  15 s (the server disconnects a client that reads nothing for 10 s), then the next one starts, for
+  the whole phase (`--once`: one flood only, the target's size);
 - unfinished: one connection at a time opens `--unfinished` requests (transcribe + audio-start, no
-  audio), holds the connection 5 s and closes it; again for the whole phase;
+  audio), holds the connection 5 s and closes it; again for the whole phase (or `--once`);
 - idle: `--idle` connections opened at the start and held (8 of them ping every 20 s, the rest
   silent);
 - baseline-after: no abuse again (the node recovered).
@@ -56,8 +57,8 @@ TARGET_LEGIT_S = 2.0
 TARGET_MIC_P95_S = 1.5
 
 
-async def abuse_describe(port: int, n: int, stop: asyncio.Event, tally: dict) -> None:
-    while not stop.is_set():
+async def abuse_describe(port: int, n: int, stop: asyncio.Event, tally: dict, repeat: bool = True) -> None:
+    while not stop.is_set() and (repeat or not tally):
         _, writer, sent = await send_lines(port, DESCRIBE, n)
         tally["sent"] = tally.get("sent", 0) + sent
         tally["connections"] = tally.get("connections", 0) + 1
@@ -68,8 +69,8 @@ async def abuse_describe(port: int, n: int, stop: asyncio.Event, tally: dict) ->
         writer.close()
 
 
-async def abuse_unfinished(port: int, n: int, stop: asyncio.Event, tally: dict) -> None:
-    while not stop.is_set():
+async def abuse_unfinished(port: int, n: int, stop: asyncio.Event, tally: dict, repeat: bool = True) -> None:
+    while not stop.is_set() and (repeat or not tally):
         reader, writer, sent = await send_lines(port, UNFINISHED, n, batch=200)
         tally["sent"] = tally.get("sent", 0) + sent
         tally["connections"] = tally.get("connections", 0) + 1
@@ -112,6 +113,7 @@ async def abuse_idle(port: int, n: int, stop: asyncio.Event, tally: dict) -> Non
 async def phase(d: MicDaemon, name: str, abuse, clips: list, a: argparse.Namespace) -> dict:
     load_start = load()
     before = d.rss_mb()["VmRSS"]
+    cpu0 = d.cpu_s()
     rss = RssSampler(d.proc.pid).start()
     d.finals.clear()
     t0 = time.time()
@@ -134,6 +136,7 @@ async def phase(d: MicDaemon, name: str, abuse, clips: list, a: argparse.Namespa
     await asyncio.sleep(2.0)
     memory = rss.stop()
     after = d.rss_mb()["VmRSS"]
+    cpu = d.cpu_s() - cpu0
     matched = match_finals(speaker.spoken, clips, list(d.finals), t0)
     legit_s = [t["s"] for t in tries]
     return {
@@ -148,6 +151,7 @@ async def phase(d: MicDaemon, name: str, abuse, clips: list, a: argparse.Namespa
         "load_start": load_start,
         "load_end": load_end,
         "seconds": round(time.time() - t0, 1),
+        "daemon_cpu_s": round(cpu, 1),  # what the phase cost the daemon, whatever the machine's load
     }
 
 
@@ -173,8 +177,8 @@ async def run(d: MicDaemon, clips: list, a: argparse.Namespace) -> list[dict]:
     await asyncio.to_thread(d.wait_finals, 1, 30.0)
     plan = [
         ("baseline", None),
-        ("describe", lambda port, stop, tally: abuse_describe(port, a.describes, stop, tally)),
-        ("unfinished", lambda port, stop, tally: abuse_unfinished(port, a.unfinished, stop, tally)),
+        ("describe", lambda port, stop, tally: abuse_describe(port, a.describes, stop, tally, not a.once)),
+        ("unfinished", lambda port, stop, tally: abuse_unfinished(port, a.unfinished, stop, tally, not a.once)),
         ("idle", lambda port, stop, tally: abuse_idle(port, a.idle, stop, tally)),
         ("baseline-after", None),
     ]
@@ -188,6 +192,7 @@ async def run(d: MicDaemon, clips: list, a: argparse.Namespace) -> list[dict]:
             f"{name}: finals {m['finals']}/{m['utterances']}, WER {m['wer']}, p50/p95 {m['latency_p50_s']}/"
             f"{m['latency_p95_s']} s; legit {p['legit_served']}/{p['legit_tries']} max {p['legit_s_max']} s; "
             f"RSS {p['rss_mb']['before']} -> peak {p['rss_mb']['peak_mb']} ({p['rss_mb']['growth_peak']:+}); "
+            f"CPU {p['daemon_cpu_s']} s in {p['seconds']} s; "
             f"load {p['load_start'][0]}-{p['load_end'][0]}; {p['abuse']}",
             flush=True,
         )
@@ -206,6 +211,7 @@ def main() -> int:
     ap.add_argument("--legit-every-s", type=float, default=5.0)
     ap.add_argument("--abuse-lead-s", type=float, default=3.0)
     ap.add_argument("--wer-slack", type=float, default=0.02, help="WER above the baseline's still 'unaffected'")
+    ap.add_argument("--once", action="store_true", help="one flood per phase (the target's size)")
     ap.add_argument("--only", nargs="*", help="abuse phases to run (the baselines always run)")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
@@ -219,6 +225,7 @@ def main() -> int:
         "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared with other jobs)",
         "command": " ".join(sys.argv),
         "utterances_per_phase": len(clips) * a.rounds,
+        "floods": "one per phase" if a.once else "one after another for the whole phase",
         "targets": {
             "rss_growth_mb": TARGET_RSS_GROWTH_MB,
             "legit_s": TARGET_LEGIT_S,
