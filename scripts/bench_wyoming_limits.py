@@ -38,23 +38,11 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from mic_daemon import proc_cpu_s as cpu_s  # noqa: E402
+from mic_daemon import proc_rss_mb as rss_mb  # noqa: E402
 from wyoming_client import WyomingDaemon, clip, pcm, transcribe  # noqa: E402
 
 PYTHON = str(HERE.parent / ".venv" / "bin" / "python")
-
-
-def rss_mb(pid: int) -> dict[str, float]:
-    out = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            out[key] = round(int(value.split()[0]) / 1024, 1)
-    return out
-
-
-def cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def settle(pid: int, quiet_s: float = 2.0, timeout: float = 300.0) -> float:
