@@ -89,13 +89,16 @@ def cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def sequenced(service):
-    """What the daemon puts in front of the sinks: finals are stored (and get their seq) on this thread."""
-    from voxnode.sequencer import Sequencer
+def sequenced(service, config):
+    """What the daemon puts in front of the outputs: the spool, MQTT's cursor on it, and the sequencer
+    thread, on which finals are stored (and get their seq). Before the service starts."""
+    from voxnode.delivery.wiring import Delivery
 
-    seq = Sequencer(service.journal, service.emit)
-    seq.start()
-    return seq
+    delivery = Delivery(config.delivery, ["mqtt"], service._model_name, service.handle)
+    service.attach(delivery.cursor("mqtt"))
+    service.reporter.add_section("mqtt", service.mqtt_stats)
+    delivery.sequencer.start()
+    return delivery
 
 
 def run_phase(service, sequencer, daemon, seconds: float, final_every: float | None) -> tuple[float, int]:
@@ -112,7 +115,7 @@ def run_phase(service, sequencer, daemon, seconds: float, final_every: float | N
             sequencer.submit(
                 TranscriptEvent(
                     "final", "kitchen", f"bench-{n}", "turn on the kitchen lights", t - 2, t - 0.3, 300.0, -0.2
-                ).as_dict()
+                )
             )
             next_final += final_every
         time.sleep(0.1)
@@ -143,13 +146,14 @@ def main() -> int:
             host="127.0.0.1",
             port=broker.port,
             node_id="bench",
-            spool_path=str(work / "spool.sqlite"),
         ),
+        delivery=dataclasses.replace(base.delivery, spool_path=str(work / "spool.sqlite")),
     )
     daemon = StandInDaemon()
     service = MqttBridge(config, HealthReporter(config.health, "bench", daemon))
+    delivery = sequenced(service, config)
+    sequencer = delivery.sequencer
     service.start()
-    sequencer = sequenced(service)
     try:
         end = time.monotonic() + 5
         while not service.publisher.stats.connected and time.monotonic() < end:
@@ -175,7 +179,7 @@ def main() -> int:
             sequencer.submit(
                 TranscriptEvent(
                     "final", "kitchen", f"op-{i}", "what is the weather tomorrow", t - 2, t - 0.3, 300.0, -0.2
-                ).as_dict()
+                )
             )
             time.sleep(0.005)  # finals arrive apart, so every one pays its own transaction and fsync
         wait_drained(service, sequencer)
@@ -190,6 +194,7 @@ def main() -> int:
     finally:
         sequencer.stop(time.monotonic() + 10)
         service.stop(time.monotonic())
+        delivery.stop(time.monotonic())
         broker.stop()
 
     mem = spool_memory(base, work)
@@ -235,10 +240,10 @@ def spool_memory(base: Config, work: Path) -> dict:
     """RSS cost of the spool at worst: the broker unreachable, a burst that fills the in-memory queue."""
     import threading
 
+    from voxnode.delivery.sequencer import QUEUE as FINALS_QUEUE
     from voxnode.health.memory import Heap
     from voxnode.health.process import rss_bytes
     from voxnode.mqtt.localbroker import free_port
-    from voxnode.sequencer import QUEUE as FINALS_QUEUE
 
     cfg = dataclasses.replace(
         base,
@@ -248,15 +253,16 @@ def spool_memory(base: Config, work: Path) -> dict:
             host="127.0.0.1",
             port=free_port(),
             node_id="bench-mem",
-            spool_path=str(work / "spool-mem.sqlite"),
         ),
+        delivery=dataclasses.replace(base.delivery, spool_path=str(work / "spool-mem.sqlite")),
     )
     heap = Heap()
     heap.trim(rss_bytes(), rss_bytes)
     before = rss_bytes()
     service = MqttBridge(cfg, HealthReporter(cfg.health, "bench-mem", StandInDaemon()))
+    delivery = sequenced(service, cfg)
+    sequencer = delivery.sequencer
     service.start()
-    sequencer = sequenced(service)
     peak = [before]
     stop = threading.Event()
 
@@ -272,11 +278,9 @@ def spool_memory(base: Config, work: Path) -> dict:
     for burst in range(3):  # the spool grows 10k, 20k, 30k: RSS must not follow it
         for i in range(FINALS_QUEUE):
             t = time.time()
-            sequencer.submit(
-                TranscriptEvent("final", "kitchen", f"mem-{burst}-{i}", text, t - 2, t - 0.3, 300.0, -0.2).as_dict()
-            )
+            sequencer.submit(TranscriptEvent("final", "kitchen", f"mem-{burst}-{i}", text, t - 2, t - 0.3, 300.0, -0.2))
         end = time.monotonic() + 120
-        while service.spool.count < FINALS_QUEUE * (burst + 1) and time.monotonic() < end:
+        while delivery.spool.count < FINALS_QUEUE * (burst + 1) and time.monotonic() < end:
             time.sleep(0.05)
         heap.trim(rss_bytes(), rss_bytes)
         after.append((rss_bytes() - before) / 1e6)
@@ -284,13 +288,14 @@ def spool_memory(base: Config, work: Path) -> dict:
     sampler.join()
     out = {
         "burst": FINALS_QUEUE,
-        "spooled": service.spool.count,
+        "spooled": delivery.spool.count,
         "peak_mb": (peak[0] - before) / 1e6,
         "after_mb": after,
-        "spool_mb": service.spool.size_bytes() / 1e6,
+        "spool_mb": delivery.spool.size_bytes() / 1e6,
     }
     sequencer.stop(time.monotonic() + 10)
     service.stop(time.monotonic())
+    delivery.stop(time.monotonic())
     return out
 
 

@@ -135,7 +135,7 @@ def main() -> int:
     config = work / "config.toml"
     config.write_text(
         f'[audio]\ndevice = "{PCM}"\n\n[mqtt]\nenabled = true\nhost = "127.0.0.1"\nport = {broker.port}\n'
-        f'node_id = "soak"\nspool_path = "{work / "spool.sqlite"}"\n\n[health]\ninterval_s = 30.0\n'
+        f'node_id = "soak"\n\n[delivery]\nspool_path = "{work / "spool.sqlite"}"\n\n[health]\ninterval_s = 30.0\n'
     )
     listener = Listener(broker.port)
     player = Player(fifo, clips())

@@ -144,15 +144,9 @@ def cmd_devices(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sinks(stdout: bool):
-    from voxnode.sinks.stdout import JsonLinesSink, LogSink
-
-    return [JsonLinesSink()] if stdout else [LogSink(log)]
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     from voxnode.daemon import Daemon, RunOptions
-    from voxnode.outputs import add_outputs
+    from voxnode.outputs.table import add_outputs
     from voxnode.reload import config_loader
     from voxnode.systemd.hooks import systemd_hooks
 
@@ -162,15 +156,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     options = RunOptions(duration_s=args.duration, file=args.file, levels=args.levels)
     # SIGHUP re-reads the same file with the same overrides.
     reloader = config_loader(args.config, args.device)
-    daemon = Daemon(config, _sinks(args.stdout), options, hooks=systemd_hooks(), reloader=reloader)
-    add_outputs(daemon)
+    daemon = Daemon(config, [], options, hooks=systemd_hooks(), reloader=reloader)
+    add_outputs(daemon, stdout=args.stdout)
     return daemon.run()
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from voxnode import demo
     from voxnode.daemon import Daemon, RunOptions
-    from voxnode.outputs import add_outputs
+    from voxnode.outputs.table import add_outputs
 
     config = _load(args)
     if config.streams:
@@ -183,8 +177,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     feeder.start()
     try:
         printer.start()
-        daemon = Daemon(config, _sinks(args.stdout), RunOptions(duration_s=seconds, levels=True))
-        add_outputs(daemon)
+        daemon = Daemon(config, [], RunOptions(duration_s=seconds, levels=True))
+        add_outputs(daemon, stdout=args.stdout)
         return daemon.run()
     finally:
         feeder.stop()

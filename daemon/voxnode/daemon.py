@@ -1,6 +1,6 @@
-"""The daemon: its components (outputs, recognition, streams) started in order and stopped in
-reverse, hooks on the main thread, events fanned out to the sinks, one health reporter, reload and
-remote control."""
+"""The daemon: its components (delivery, outputs, recognition, streams) started in order and stopped
+in reverse, hooks on the main thread, events fanned out to the outputs, one health reporter, reload
+and remote control."""
 
 from __future__ import annotations
 
@@ -23,21 +23,22 @@ from voxnode.audio.source import AudioSource
 from voxnode.config import Config
 from voxnode.config.audio import StreamConfig
 from voxnode.config.mqtt import node_id_for
-from voxnode.errors import VoxnodeError
+from voxnode.delivery.wiring import Delivery
+from voxnode.events import TranscriptEvent
 from voxnode.health.reporter import HealthReporter
 from voxnode.lifecycle import TICK_S, Component, Hook, start_all, stop_all
 from voxnode.preflight import check_runnable
-from voxnode.reload import ReloadResult, StartRetries, error_text, plan_reload
-from voxnode.sequencer import FinalStore, Sequencer
+from voxnode.reload import ReloadResult, StartRetries, error_text, plan_reload, reload_on_request
 from voxnode.stream.recognition import Recognition
 from voxnode.stream.runtime import StreamRuntime, Streams
 from voxnode.stream.worker import StreamWorker
 
 if TYPE_CHECKING:
     from voxnode.asr.recognizer import EngineInfo, Recognizer
-    from voxnode.events import TranscriptEvent, WakeEvent
+    from voxnode.delivery.sequencer import Sequencer
+    from voxnode.events import Event
     from voxnode.heartbeat import Heartbeat
-    from voxnode.sinks import Sink
+    from voxnode.outputs.base import Output, Sink
     from voxnode.stream.pipeline import StreamPipeline
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ class Daemon:
         self.options = options
         # The one health report, read by MQTT, Prometheus and STATUS=; it hears finals for latency.
         self.reporter = HealthReporter(config.health, node_id_for(config.mqtt), self)
-        self.sinks: list[Sink] = [*sinks, self.reporter]
+        self.sinks: list[Sink] = list(sinks)
         self.hooks: list[Hook] = list(hooks)
         self.reloader = reloader  # re-reads and validates the config on SIGHUP / request_reload()
         self.started_mono = time.monotonic()
@@ -81,48 +82,59 @@ class Daemon:
         self.extra_heartbeats: list[Heartbeat] = []  # workers of components the daemon does not know
         self.ready_checks: list[Callable[[], bool]] = []  # e.g. "the engine has loaded its model"
         # `recognizers` empty: the recognition component loads [asr] engine when it starts.
-        self.recognition = Recognition(
-            config, self._emit_transcript, recognizers, on_decoded=self.reporter.observe_decode
-        )
+        self.recognition = Recognition(config, self.emit, recognizers, on_decoded=self.reporter.observe_decode)
         self.streams = Streams(self._make_stream, config.effective_streams())
         # Pipelines a reload built before stopping anything, taken by _make_stream.
         self._prebuilt: dict[str, StreamPipeline] = {}
         self._unstarted = StartRetries()  # streams a reload could not start, retried from the main loop
-        self._outputs: list[Component] = []
+        self._outputs: list[Output] = []
         self._servers: list[Component] = []
-        # With a journal (the MQTT spool), finals get their durable seq before any sink sees them.
-        self.sequencer: Sequencer | None = None
+        # With a durable output, finals get their durable seq before any output sees them.
+        self.delivery: Delivery | None = None
 
     # ---- assembly (before run) ---------------------------------------------------------------
 
-    def add_component(self, component: Component) -> None:
-        """An output with threads or servers (MQTT, Prometheus): started before recognition and the
-        streams, in the order added, and stopped after them."""
-        self._outputs.append(component)
+    def add_output(self, output: Output) -> None:
+        """An output (voxnode.outputs): started before recognition and the streams, in the order added,
+        and stopped after them; its health section reported under its name, its hook followed."""
+        self._outputs.append(output)
+        section = output.health()
+        if section is not None:
+            self.reporter.add_section(output.name, section)
+        hook = output.hook()
+        if hook is not None:
+            self.hooks.append(hook)
 
     def add_server(self, component: Component) -> None:
         """A server that submits its own decode jobs (Wyoming): started after recognition, stopped
         before it, so the finals it is waiting for are still decoded."""
         self._servers.append(component)
 
-    def add_sink(self, sink: Sink) -> None:
-        self.sinks.insert(len(self.sinks) - 1, sink)
+    def _wire_delivery(self) -> None:
+        """With a durable output (stdout, MQTT, webhook), the spool: each final is stored, and given its
+        seq, before any output sees it; each durable output delivers from its cursor."""
+        durable = [o for o in self._outputs if o.durable]
+        if self.delivery is not None or not durable:
+            return
+        names = [o.name for o in durable]
+        self.delivery = Delivery(self.config.delivery, names, self.reporter.model_name, self._fan_out)
+        for output in durable:
+            output.attach(self.delivery.cursor(output.name))
+        self.reporter.add_section("delivery", self.delivery.health)
 
-    def add_hook(self, hook: Hook) -> None:
-        self.hooks.append(hook)
-
-    def use_journal(self, journal: FinalStore) -> None:
-        """Store every final in `journal` (the MQTT spool, which gives it its seq) before any sink sees
-        it: transcripts then pass through a sequencer thread, started after the outputs."""
-        self.sequencer = Sequencer(journal, self._fan_out)
+    @property
+    def sequencer(self) -> Sequencer | None:
+        return self.delivery.sequencer if self.delivery is not None else None
 
     @property
     def components(self) -> list[Component]:
-        """Started in this order, stopped in reverse: the outputs are up before the first transcript
-        and still up for the last one; the sequencer stores the last finals before the outputs close.
-        The servers (Wyoming) submit to the recognition, so they start after it and stop before it."""
-        sequencer = [self.sequencer] if self.sequencer is not None else []
-        return [*self._outputs, *sequencer, self.recognition, *self._servers, self.streams]
+        """Started in this order, stopped in reverse: the spool opens before the outputs that read it
+        and closes after them; the outputs are up before the first transcript and still up for the
+        last one; the sequencer stores the last finals before the outputs close. The servers
+        (Wyoming) submit to the recognition, so they start after it and stop before it."""
+        d = self.delivery
+        first, after_outputs = ([d], [d.sequencer]) if d is not None else ([], [])
+        return [*first, *self._outputs, *after_outputs, self.recognition, *self._servers, self.streams]
 
     def _hooks(self) -> list[Hook]:
         return [*self.hooks, self.reporter]  # the reporter last: it sees what the others just did
@@ -160,20 +172,26 @@ class Daemon:
 
     # ---- events ------------------------------------------------------------------------------
 
-    def emit(self, event: dict) -> None:
-        """Hand one event to every sink (any thread). Transcripts go through the sequencer when there
+    def emit(self, event: Event) -> None:
+        """Hand one event to every output (any thread). Transcripts go through the sequencer when there
         is one (finals stored first; partials behind them, so they never overtake a final)."""
-        if self.sequencer is not None and event.get("type") in ("final", "partial"):
-            self.sequencer.submit(event)
+        sequencer = self.sequencer
+        if sequencer is not None and isinstance(event, TranscriptEvent):
+            sequencer.submit(event)
         else:
             self._fan_out(event)
 
-    def _fan_out(self, event: dict) -> None:
-        for sink in self.sinks:
-            sink.emit(event)
-
-    def _emit_transcript(self, event: TranscriptEvent | WakeEvent) -> None:
-        self.emit(event.as_dict())
+    def _fan_out(self, event: Event) -> None:
+        for output in self._outputs:
+            try:
+                output.handle(event)
+            except Exception:  # noqa: BLE001 - one failing output must not keep the event from the others
+                log.exception("output %s failed on %r", output.name, event)
+        if self.sinks:
+            shown = event.as_dict()
+            for sink in self.sinks:
+                sink.emit(shown)
+        self.reporter.observe(event)  # last: finals carry their latency
 
     # ---- streams -----------------------------------------------------------------------------
 
@@ -202,7 +220,10 @@ class Daemon:
 
     def run(self) -> int:
         self.install_signal_handlers()
+        self._wire_delivery()
         hooks = self._hooks()
+        for hook in hooks:
+            hook.on_starting(self)
         start_all(self.components)
         names = self.streams.names()
         log.info("voxnode running: %d stream(s): %s", len(names), ", ".join(names))
@@ -267,28 +288,7 @@ class Daemon:
     # ---- reload ------------------------------------------------------------------------------
 
     def _reload_requested(self) -> None:
-        hooks = self._hooks()
-        for hook in hooks:
-            hook.on_reloading(self)
-        if self.reloader is None:
-            result = ReloadResult(ok=False, error="this run has no config file to re-read")
-        else:
-            try:
-                new_config = self.reloader()
-            except VoxnodeError as e:
-                result = ReloadResult(ok=False, error=str(e))
-            except Exception as e:  # a reload must never take the running daemon down
-                log.exception("unexpected error while reading the config")
-                result = ReloadResult(ok=False, error=f"{type(e).__name__}: {e}")
-            else:
-                try:
-                    result = self.reload(new_config)
-                except Exception as e:  # a bug, not a config: still no reason to take the daemon down
-                    log.exception("unexpected error while applying the config")
-                    result = ReloadResult(ok=False, error=f"{error_text(e)} (part of it may be applied)")
-        (log.info if result.ok else log.error)("config %s", result.summary())
-        for hook in hooks:
-            hook.on_reloaded(self, result)
+        reload_on_request(self, self._hooks())
 
     def reload(self, new_config: Config) -> ReloadResult:
         """Apply a config: unchanged streams keep running, changed ones restart.
@@ -372,11 +372,7 @@ class Daemon:
             # Engine back-pressure: queue depth, waits, skipped partials, dropped finals.
             "speech": speech,
             # Transcripts waiting for the spool's disk, and finals the full queue refused.
-            "sequencer": (
-                {"queue_depth": self.sequencer.depth, "refused": self.sequencer.refused}
-                if self.sequencer is not None
-                else None
-            ),
+            "sequencer": (None if (q := self.sequencer) is None else {"queue_depth": q.depth, "refused": q.refused}),
         }
 
     # ---- DaemonControl (voxnode.control): what remote commands (MQTT cmd topic) may change ----

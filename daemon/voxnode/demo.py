@@ -138,10 +138,10 @@ def mqtt_setup(config, work: Path):
         tls_cert="",
         tls_key="",
         tls_insecure=False,
-        spool_path=str(work / "mqtt-spool.sqlite"),
     )
+    delivery = dataclasses.replace(config.delivery, spool_path=str(work / "spool.sqlite"))
     log.info("demo: local Mosquitto on 127.0.0.1:%d (no broker configured in [mqtt])", broker.port)
-    return broker, dataclasses.replace(config, mqtt=mqtt, health=health)
+    return broker, dataclasses.replace(config, mqtt=mqtt, health=health, delivery=delivery)
 
 
 class MqttPrinter:

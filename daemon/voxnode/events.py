@@ -1,9 +1,18 @@
-"""What the pipeline produces and the sinks (stdout, MQTT) publish."""
+"""What the pipeline produces and the outputs (stdout, the log, MQTT, ...) publish: typed events from
+end to end; `as_dict` and `dumps` make them JSON at the edges (a line on stdout, an MQTT payload)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
+
+from voxnode.audio.levels import LevelReport
+
+
+def dumps(obj: dict) -> bytes:
+    """An event (or any JSON-able dict) as compact UTF-8 JSON: the edge where dicts become bytes."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def iso8601(t_wall: float) -> str:
@@ -28,6 +37,16 @@ class TranscriptEvent:
     # The language the text was decoded as, a Whisper (ISO 639-1) code: `[asr] language`, or the one
     # detected where that is "auto"; "" (the key absent) only where the engine did not say.
     language: str = ""
+    # Set by the spool's journal (voxnode.delivery) when it stores a final: its durable number (None:
+    # the spool could not store it) and the model that decoded it. `recorded`: it went through the
+    # journal, so `seq` (maybe null) and `model` are shown.
+    seq: int | None = None
+    model: str = ""
+    recorded: bool = False
+
+    @property
+    def is_final(self) -> bool:
+        return self.type == "final"
 
     def as_dict(self) -> dict:
         d = {
@@ -46,6 +65,9 @@ class TranscriptEvent:
             d["wake_word"] = self.wake_word
         if self.follow_up is not None:
             d["follow_up"] = self.follow_up
+        if self.recorded:
+            d["seq"] = self.seq
+            d["model"] = self.model
         return d
 
 
@@ -68,3 +90,7 @@ class WakeEvent:
             "probability": round(self.probability, 4),
             "time": iso8601(self.time),
         }
+
+
+# Everything an output's `handle` receives.
+Event = TranscriptEvent | WakeEvent | LevelReport

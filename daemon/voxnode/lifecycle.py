@@ -69,6 +69,9 @@ class Hook:
         """How often tick() is needed, in seconds (read at every tick)."""
         return TICK_S
 
+    def on_starting(self, daemon: Daemon) -> None:
+        """Before the components start (no stream captures yet)."""
+
     def on_ready(self, daemon: Daemon) -> None:
         """The components have started."""
 

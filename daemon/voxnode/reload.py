@@ -8,15 +8,23 @@ streams a reload could not start, for the daemon's main loop to retry.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from voxnode.audio.source import SourceStats
 from voxnode.config import Config, load_config
 from voxnode.config.audio import AudioConfig, StreamConfig
 from voxnode.errors import VoxnodeError
+
+if TYPE_CHECKING:
+    from voxnode.daemon import Daemon
+    from voxnode.lifecycle import Hook
+
+log = logging.getLogger("voxnode.daemon")
 
 # Read live by whoever needs them on every use (log level is re-applied, [service] is read each tick).
 LIVE_SECTIONS = frozenset({"log", "service"})
@@ -146,3 +154,29 @@ class StartRetries:
     def snapshots(self) -> dict[str, dict]:
         """Shown among the streams' snapshots, as a capture in backoff."""
         return {n: {**u.stats.snapshot(), "queue_depth": 0, "dropped_frames": 0} for n, u in self._by_name.items()}
+
+
+def reload_on_request(daemon: Daemon, hooks: Sequence[Hook]) -> None:
+    """SIGHUP or a reload command, on the daemon's main thread: re-read the config, apply it or keep
+    the running one, say which, and tell the hooks."""
+    for hook in hooks:
+        hook.on_reloading(daemon)
+    if daemon.reloader is None:
+        result = ReloadResult(ok=False, error="this run has no config file to re-read")
+    else:
+        try:
+            new_config = daemon.reloader()
+        except VoxnodeError as e:
+            result = ReloadResult(ok=False, error=str(e))
+        except Exception as e:  # a reload must never take the running daemon down
+            log.exception("unexpected error while reading the config")
+            result = ReloadResult(ok=False, error=f"{type(e).__name__}: {e}")
+        else:
+            try:
+                result = daemon.reload(new_config)
+            except Exception as e:  # a bug, not a config: still no reason to take the daemon down
+                log.exception("unexpected error while applying the config")
+                result = ReloadResult(ok=False, error=f"{error_text(e)} (part of it may be applied)")
+    (log.info if result.ok else log.error)("config %s", result.summary())
+    for hook in hooks:
+        hook.on_reloaded(daemon, result)

@@ -2,10 +2,10 @@
 
 The MQTT tests need finals at a rate and count they choose, which speech through the engine
 cannot give, so this process plays a silent file through the real FileSource/Daemon and a
-Hook emits one final every --interval seconds through the daemon's sinks, as the pipeline
+Hook emits one final every --interval seconds through the daemon, as the pipeline
 does. Everything from Daemon.emit on (the sequencer, spool, paho, reconnects, shutdown) is the
 production code. Prints `accepted <n> <id>` for each final handed to the daemon (Daemon.emit, the
-pipeline's path: the sequencer stores it in the spool, then the sinks see it).
+pipeline's path: the sequencer stores it in the spool, then the outputs see it).
 
     python -m tests.mqtt.feeder --config C --count N --interval S --tag T [--linger S]
 """
@@ -23,7 +23,7 @@ from voxnode.daemon import Daemon, RunOptions
 from voxnode.events import TranscriptEvent
 from voxnode.lifecycle import Hook
 from voxnode.logs import setup_logging
-from voxnode.outputs import add_outputs
+from voxnode.outputs.table import add_outputs
 
 
 class FinalsSource(Hook):
@@ -49,7 +49,7 @@ class FinalsSource(Hook):
                 200.0,
                 -0.25,
             )
-            daemon.emit(ev.as_dict())  # the pipeline's path: the sequencer stores it, then the sinks see it
+            daemon.emit(ev)  # the pipeline's path: the sequencer stores it, then the outputs see it
             print(f"accepted {self.sent} {ev.id}", flush=True)
             self.next_at += self.interval
 
@@ -79,30 +79,19 @@ def main() -> int:
 
         def tick(daemon, now):
             if source.sent < source.count and now >= source.next_at:
+                t = time.time()
                 daemon.emit(
-                    {
-                        "type": "partial",
-                        "stream": source.stream,
-                        "id": f"{args.tag}-{source.sent + 1:04d}",
-                        "text": "utterance",
-                        "start": "2026-12-02T00:00:00.000+00:00",
-                        "end": "2026-12-02T00:00:01.000+00:00",
-                        "latency_ms": 50.0,
-                        "confidence": -0.5,
-                    }
+                    TranscriptEvent(
+                        "partial", source.stream, f"{args.tag}-{source.sent + 1:04d}", "utterance", t - 1, t, 50.0, -0.5
+                    )
                 )
             inner(daemon, now)
 
         source.tick = tick
     from voxnode.reload import config_loader
 
-    sinks = []
-    if args.stdout:
-        from voxnode.sinks.stdout import JsonLinesSink
-
-        sinks.append(JsonLinesSink())  # first, as `voxnode run --stdout` puts it
-    daemon = Daemon(config, sinks, RunOptions(file=str(silence)), hooks=[source], reloader=config_loader(args.config))
-    add_outputs(daemon)
+    daemon = Daemon(config, [], RunOptions(file=str(silence)), hooks=[source], reloader=config_loader(args.config))
+    add_outputs(daemon, stdout=args.stdout)  # as `voxnode run` does
     try:
         return daemon.run()
     finally:

@@ -17,12 +17,11 @@ from pathlib import Path
 
 from tests.mqtt.broker import Broker, retained
 from tests.mqtt.conftest import ROOT, write_config
-from tests.mqtt.standin import StandInDaemon, mqtt_config
+from tests.mqtt.standin import StandInDaemon, WiredBridge, mqtt_config
 from voxnode.config import Config
 from voxnode.config.mqtt import node_id_for
 from voxnode.health.reporter import HealthReporter
 from voxnode.mqtt.announcer import Announcer
-from voxnode.mqtt.bridge import MqttBridge
 from voxnode.mqtt.discovery import StreamDevice
 from voxnode.mqtt.topics import Topics
 from voxnode.reload import ReloadResult
@@ -41,7 +40,7 @@ class Running:
 
     def __init__(self, config: Config, daemon: StandInDaemon, *, thermal_root: str = "/", board_root: str = "/"):
         self.reporter = HealthReporter(config.health, node_id_for(config.mqtt), daemon, thermal_root=thermal_root)
-        self.svc = MqttBridge(config, self.reporter, board_root=board_root)
+        self.svc = WiredBridge(config, daemon, reporter=self.reporter, board_root=board_root)
         self.daemon = daemon
         self.svc.start()
         self.reporter.on_ready(daemon)

@@ -37,6 +37,7 @@ def test_every_payload_type_matches_its_schema(tmp_path, broker, monitor_for, fe
     assert h["memory"]["heap"]["source"] == "mallinfo2"
     assert h["streams"]["mic"]["muted"] is False
     assert h["mqtt"]["connected"] is True
+    assert set(h["delivery"]["pending"]) == {"mqtt"} and h["delivery"]["spool_writable"] is True  # the spool MQTT reads
     mon.client.publish(f"{BASE}/cmd", json.dumps({"cmd": "health"}), qos=1)
     assert mon.wait_for(lambda: "latency_p95_ms" in json.loads(mon.on(f"{BASE}/health")[-1])["streams"]["mic"])
     h = validate("health", mon.on(f"{BASE}/health")[-1])

@@ -13,24 +13,22 @@ import time
 
 from tests.mqtt.broker import Broker
 from tests.mqtt.conftest import write_config
-from tests.mqtt.standin import StandInDaemon, mqtt_config
+from tests.mqtt.standin import StandInDaemon, WiredBridge, mqtt_config
 from voxnode.asr.whisper.engine import LiteRtEngineInfo
 from voxnode.config import Config
 from voxnode.events import TranscriptEvent
-from voxnode.health.reporter import HealthReporter
-from voxnode.mqtt.bridge import MqttBridge
 
 BASE = "voxnode/testnode"
 
 
-def make_service(tmp_path, broker: Broker, daemon=None, **mqtt) -> MqttBridge:
+def make_service(tmp_path, broker: Broker, daemon=None, spool_max_messages: int = 100000, **mqtt) -> WiredBridge:
     cfg = mqtt_config(tmp_path, broker, **mqtt)
-    return MqttBridge(cfg, HealthReporter(cfg.health, "testnode", daemon or StandInDaemon(cfg)))
+    return WiredBridge(cfg, daemon or StandInDaemon(cfg), spool_max_messages=spool_max_messages)
 
 
-def final(i: int) -> dict:
+def final(i: int, text: str = "") -> TranscriptEvent:
     t = time.time()
-    return TranscriptEvent("final", "mic", f"f-{i}", f"text {i}", t - 1, t, 100.0, -0.1).as_dict()
+    return TranscriptEvent("final", "mic", f"f-{i}", text or f"text {i}", t - 1, t, 100.0, -0.1)
 
 
 def test_spool_bound_drops_oldest_counted_and_seq_shows_the_gap(tmp_path, monitor_for, validate, caplog):
@@ -41,7 +39,7 @@ def test_spool_bound_drops_oldest_counted_and_seq_shows_the_gap(tmp_path, monito
     with caplog.at_level(logging.ERROR, logger="voxnode.mqtt"):
         slowest = 0.0
         for i in range(1, 16):
-            event = svc.journal.record(final(i))  # what the daemon's sequencer does before the sinks see it
+            event = svc.journal.record(final(i))  # what the daemon's sequencer does before the outputs see it
             t0 = time.perf_counter()
             svc.emit(event)  # the broker is unreachable: emit must still return at once
             slowest = max(slowest, time.perf_counter() - t0)
@@ -80,8 +78,9 @@ def test_a_bad_event_does_not_stop_later_finals(tmp_path, broker, monitor_for):
     svc = make_service(tmp_path, broker)
     svc.start()
     try:
-        svc.emit({"type": "final", "text": "no stream key"})
-        svc.emit({**final(1), "oops": object()})  # not JSON-serialisable
+        # A lone surrogate is valid in a Python str but not UTF-8: neither stored nor sendable.
+        svc.emit(final(0, "\ud800"))
+        svc.emit(final(1, "bad \udfff text"))
         svc.emit(final(2))
         assert mon.wait_for(lambda: mon.on(f"{BASE}/mic/transcript"))
         assert [json.loads(p)["id"] for p in mon.on(f"{BASE}/mic/transcript")] == ["f-2"]

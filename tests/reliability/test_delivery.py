@@ -23,7 +23,7 @@ from pathlib import Path
 from tests.mqtt.broker import Broker
 from tests.mqtt.conftest import assert_all_finals_arrived, write_config
 from tests.reliability.spool_env import tmpfs, unprivileged_python  # noqa: F401
-from voxnode.mqtt.spool import Spool
+from voxnode.delivery.spool import Spool
 
 TOPIC = "voxnode/testnode/mic/transcript"
 HEALTH = "voxnode/testnode/health"
@@ -53,7 +53,10 @@ def test_a_final_shown_on_stdout_survives_a_sigkill(tmp_path, feeders):
     print(f"\n{len(shown)} finals shown over 8 SIGKILLs; {len(lost)} not in the spool")
     assert not lost, f"shown on stdout but not in the spool: {lost}"
     seqs = [e["seq"] for e in shown]
-    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), seqs
+    # A final printed just before a kill can be printed again at the next start (stdout's cursor had
+    # not recorded it yet): with the same seq, by which a reader drops it; never out of order.
+    first = list(dict.fromkeys(seqs))
+    assert first == sorted(first), seqs
     assert all(rows[e["seq"]] == e for e in shown)  # stdout and the spool agree, field for field
 
 
@@ -141,8 +144,8 @@ def test_read_only_spool_under_an_unprivileged_user(broker, monitor_for, feeders
         assert f.stop() == 0
         log = f.log()
         assert (
-            f"MQTT spool {spool}: the file is not writable by user nobody (mode 0644, owner uid 0); fix with "
-            "chown/chmod; finals are published without a durable copy and without seq until it is writable" in log
+            f"spool {spool}: the file is not writable by user nobody (mode 0644, owner uid 0); fix with "
+            "chown/chmod; finals are delivered without a durable copy and without seq until it is writable" in log
         ), log
         assert "holds 3 unsent final(s) it cannot remove once sent: they are sent again at every start" in log
         assert "Traceback" not in log

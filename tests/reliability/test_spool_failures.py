@@ -9,7 +9,7 @@ import sqlite3
 import time
 
 from tests.reliability.spool_env import tmpfs  # noqa: F401
-from voxnode.mqtt.spool import Spool
+from voxnode.delivery.spool import Spool
 
 
 def payload(seq: int) -> bytes:
@@ -53,12 +53,12 @@ def test_read_only_file_system_is_named_and_the_backlog_still_reads(tmpfs, caplo
     with caplog.at_level(logging.WARNING):
         s = Spool(path, 1000, clock=lambda: 0.0)
     assert not s.writable
-    assert s.error.startswith(f"MQTT spool {path}: {fs.path} is on a read-only file system"), s.error
-    assert "published without a durable copy and without seq" in s.error
+    assert s.error.startswith(f"spool {path}: {fs.path} is on a read-only file system"), s.error
+    assert "delivered without a durable copy and without seq" in s.error
     assert "5 unsent final(s) it cannot remove once sent: they are sent again at every start" in caplog.text
-    assert [m.seq for m in s.after(0, 10)] == [1, 2, 3, 4, 5]  # still delivered
+    assert [m.seq for m in s.after("mqtt", 0, 10)] == [1, 2, 3, 4, 5]  # still delivered
     assert s.append("t", payload) == (None, [])
-    s.ack([1])  # cannot delete: logged, kept
+    s.ack("mqtt", [1])  # cannot delete: logged, kept
     assert s.count == 5
     s.close()
 
@@ -70,7 +70,7 @@ def test_directory_in_the_way_is_named_not_called_corrupt(tmp_path, caplog):
         s = Spool(path, 1000)
     assert not s.writable
     assert s.error == (
-        f"MQTT spool {path} is a directory; set mqtt.spool_path to a file (e.g. /var/lib/voxnode/mqtt-spool.sqlite)"
+        f"spool {path} is a directory; set delivery.spool_path to a file (e.g. /var/lib/voxnode/spool.sqlite)"
     )
     assert s.append("t", payload) == (None, [])
     assert "move it aside" not in caplog.text and "corrupt" not in caplog.text
@@ -90,7 +90,7 @@ def test_garbage_spool_is_moved_aside_and_seq_jumps_past_anything_used(tmp_path,
     assert seq > t0_ms  # the old high-water mark is unreadable: continue above anything it could have used
     line = next(r.getMessage() for r in caplog.records if "corrupt" in r.getMessage())
     assert line.startswith(
-        f"MQTT spool {path} is corrupt (file is not a database): moved aside to {aside.name}; "
+        f"spool {path} is corrupt (file is not a database): moved aside to {aside.name}; "
         "0 unsent final(s) salvaged into a new spool, seq jumps to "
     ), line
     s.close()
@@ -100,7 +100,7 @@ def test_damaged_spool_is_salvaged_and_seq_continues(tmp_path, caplog):
     path = tmp_path / "spool.sqlite"
     s = Spool(path, 100000)
     store(s, 400)  # ~50 leaf pages of 4 KB
-    s.ack(list(range(1, 101)))  # 100 delivered: seq 101..400 unsent
+    s.ack("mqtt", list(range(1, 101)))  # 100 delivered: seq 101..400 unsent
     s.close()
     page = 4096
     with sqlite3.connect(path) as db:
@@ -114,7 +114,7 @@ def test_damaged_spool_is_salvaged_and_seq_continues(tmp_path, caplog):
     with caplog.at_level(logging.ERROR):
         s = Spool(path, 100000)
     assert s.writable and s.recovered_from is not None
-    kept = [m.seq for m in s.after(0, 1000)]
+    kept = [m.seq for m in s.after("mqtt", 0, 1000)]
     assert 250 <= len(kept) < 300, len(kept)  # everything outside the damaged page
     assert kept == sorted(kept) and kept[0] == 101 and kept[-1] == 400
     assert s.append("t", payload)[0] == 401  # the high-water mark survived: seq continues, no jump

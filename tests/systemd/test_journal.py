@@ -14,10 +14,10 @@ SINK_SNIPPET = """
 import logging, os
 from voxnode.config.log import LogConfig
 from voxnode.logs import setup_logging
-from voxnode.sinks.stdout import LogSink
+from voxnode.outputs.stdout import LogOutput
 target = setup_logging(LogConfig())
 logging.getLogger("voxnode").info("logging to %s", target)
-LogSink(logging.getLogger("voxnode")).emit(
+LogOutput(logging.getLogger("voxnode")).handle(
     {"type": "final", "stream": "kitchen", "id": "kitchen-7", "text": "turn on the light"})
 try:
     1 / 0

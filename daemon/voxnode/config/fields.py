@@ -22,6 +22,7 @@ def setting(
     secret: bool = False,
     aliases: tuple[tuple[Any, Any], ...] = (),
     compare: bool = True,
+    formerly: str = "",
 ) -> Any:
     """A scalar setting. `doc` is the one-line comment shown in the reference file.
 
@@ -29,6 +30,8 @@ def setting(
     compare=False: the setting does not take part in `==`, so a reload that changes only it
     does not count as a change of its section (e.g. a stream's Home Assistant area must not
     restart the stream's capture).
+    formerly: the key's old place ("mqtt.spool_path"), still accepted there (the loader moves it;
+    setting both is an error) and named in the reference file.
     """
     meta = {
         "doc": doc,
@@ -38,6 +41,7 @@ def setting(
         "pattern": pattern,
         "secret": secret,
         "aliases": aliases,
+        "formerly": formerly,
     }
     if isinstance(default, (list, dict, set)):
         raise TypeError("use tuples for list defaults: config objects are immutable")

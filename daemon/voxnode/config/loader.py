@@ -101,7 +101,30 @@ def parse_config(raw: bytes | str, source: str = "<config>") -> Config:
         raise ConfigError(f"{source}: TOML syntax error: {e}") from None
     except RecursionError:  # toml_nesting should have caught it; never a traceback
         raise ConfigError(f"{source}: nested too deeply to read") from None
-    return build(Config, data, "", source)
+    return build(Config, move_former_keys(data, source), "", source)
+
+
+def move_former_keys(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """Keys that moved to another section (`formerly=` in their setting: [mqtt] spool_path is now
+    [delivery] spool_path) are still accepted in their old place; setting both is an error."""
+    hints = typing.get_type_hints(Config)
+    for f in dataclasses.fields(Config):
+        if not f.metadata.get("section"):
+            continue
+        for sub in dataclasses.fields(hints[f.name]):
+            old = sub.metadata.get("formerly")
+            if not old:
+                continue
+            old_section, old_key = old.split(".")
+            old_table, new_table = data.get(old_section), data.get(f.name, {})
+            if not (isinstance(old_table, dict) and old_key in old_table and isinstance(new_table, dict)):
+                continue
+            new = f"{f.name}.{sub.name}"
+            if sub.name in new_table:
+                raise ConfigError(f"{source}: {old} and {new} are one setting ({old} is its old name): set {new} only")
+            data = {**data, old_section: {k: v for k, v in old_table.items() if k != old_key}}
+            data[f.name] = {**new_table, sub.name: old_table[old_key]}
+    return data
 
 
 def toml_nesting(text: str) -> tuple[int, int]:

@@ -1,4 +1,4 @@
-"""[mqtt]: the broker, topics, the durable spool and Home Assistant discovery."""
+"""[mqtt]: the broker, topics and Home Assistant discovery (the spool is [delivery]'s)."""
 
 import re
 import socket
@@ -46,18 +46,9 @@ class MqttConfig:
         pattern=r"[A-Za-z0-9_-]{1,64}",
     )
     qos: int = setting(
-        1, "QoS of final transcripts (1 = at least once; the spool guarantees delivery only with 1).", choices=(0, 1)
-    )
-    spool_path: str = setting(
-        "",
-        'SQLite file holding finals until the broker acknowledges them; "" = $STATE_DIRECTORY, '
-        "else /var/lib/voxnode, else ~/.local/state/voxnode (with a warning), + /mqtt-spool.sqlite.",
-    )
-    spool_max_messages: int = setting(
-        100000,
-        "Spool bound; beyond it the oldest unsent finals are dropped (counted in health and logged).",
-        min=10,
-        max=10000000,
+        1,
+        "QoS of final transcripts (1 = at least once; the spool guarantees delivery to the broker only with 1).",
+        choices=(0, 1),
     )
     inflight_window: int = setting(
         50, "Finals handed to the MQTT client at once; the rest wait in the spool.", min=1, max=1000

@@ -68,6 +68,8 @@ def _render_obj(obj: Any, lines: list[str], prefix: str, reference: bool) -> Non
 def _describe(f: dataclasses.Field) -> str:
     m = f.metadata
     text = m["doc"]
+    if m.get("formerly"):
+        text += f" Formerly {m['formerly']}, still accepted there."
     if m.get("choices"):
         text += " One of: " + ", ".join(_value(c, False) for c in m["choices"]) + "."
     elif m.get("min") is not None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from voxnode.config.asr import AsrConfig
 from voxnode.config.audio import AudioConfig, StreamConfig
+from voxnode.config.delivery import DeliveryConfig
 from voxnode.config.fields import InvalidValue, section, table_list
 from voxnode.config.frontend import FrontendConfig
 from voxnode.config.health import HealthConfig
@@ -32,6 +33,9 @@ class Config:
     frontend: FrontendConfig = section(FrontendConfig, "Audio clean-up before VAD and recognition.")
     vad: VadConfig = section(VadConfig, "Voice activity detection and endpointing.")
     stream: StreamingConfig = section(StreamingConfig, "Utterances, partial transcripts, sharing the engine.")
+    delivery: DeliveryConfig = section(
+        DeliveryConfig, "Durable delivery: the spool that numbers finals and keeps them for stdout, MQTT, webhook."
+    )
     mqtt: MqttConfig = section(
         MqttConfig, "MQTT: transcripts, health, commands, Home Assistant discovery (docs/mqtt.md)."
     )

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING
 from voxnode.config.health import HealthConfig
 from voxnode.errors import VoxnodeError
 from voxnode.health.metrics_server import MetricsServer, render_registry
-from voxnode.lifecycle import Component
+from voxnode.outputs.base import Output, OutputContext
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
+    from voxnode.events import Event
     from voxnode.health.reporter import HealthReporter
 
 log = logging.getLogger(__name__)
@@ -42,8 +43,11 @@ def make_registry(reporter: HealthReporter) -> CollectorRegistry:
     return registry
 
 
-class PrometheusExporter(Component):
-    """Serves `make_registry(reporter)` over HTTP from start() to stop()."""
+class PrometheusExporter(Output):
+    """The "prometheus" output: serves `make_registry(reporter)` over HTTP from start() to stop(). It
+    takes no events: each scrape reads the daemon's live state."""
+
+    name = "prometheus"
 
     def __init__(self, config: HealthConfig, reporter: HealthReporter):
         self.config = config
@@ -55,6 +59,13 @@ class PrometheusExporter(Component):
             raise PrometheusError(
                 "health.prometheus = true needs prometheus-client: pip install 'voxnode[prometheus]'"
             ) from None
+
+    @classmethod
+    def from_context(cls, ctx: OutputContext) -> PrometheusExporter | None:
+        return cls(ctx.config.health, ctx.reporter) if ctx.config.health.prometheus else None
+
+    def handle(self, event: Event) -> None:
+        """Nothing: the metrics are read at each scrape."""
 
     def start(self) -> None:
         c = self.config

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from voxnode.config.health import HealthConfig
-from voxnode.events import iso8601
+from voxnode.events import Event, TranscriptEvent, iso8601
 from voxnode.health.histograms import DECODE_BUCKETS, FINAL_LATENCY_BUCKETS, Histogram
 from voxnode.health.latency import LatencyWindows
 from voxnode.health.nodeinfo import NodeInfo, node_info
@@ -87,13 +87,13 @@ class HealthReporter(Hook):
 
     # ---- any thread --------------------------------------------------------------------------------
 
-    def emit(self, event: dict) -> None:
-        """A sink: finals carry their latency."""
-        if event.get("type") == "final" and isinstance(event.get("latency_ms"), (int, float)):
-            stream = str(event.get("stream"))
-            self.latency.add(stream, event["latency_ms"])
-            self.final_latency.observe((stream,), event["latency_ms"] / 1000.0)
-            self.last_latency_ms = float(event["latency_ms"])
+    def observe(self, event: Event) -> None:
+        """Every event the outputs see: finals carry their latency."""
+        if isinstance(event, TranscriptEvent) and event.is_final:
+            stream = event.stream
+            self.latency.add(stream, event.latency_ms)
+            self.final_latency.observe((stream,), event.latency_ms / 1000.0)
+            self.last_latency_ms = float(event.latency_ms)
             self.last_final = {**self.last_final, stream: time.time()}  # replaced, never mutated: readers iterate
 
     def observe_decode(self, stream: str, kind: str, seconds: float) -> None:
@@ -136,6 +136,11 @@ class HealthReporter(Hook):
         except Exception as e:  # an engine that cannot say what it is must not stop health reports
             log.debug("engine info unavailable: %s", e)
             return None
+
+    def model_name(self) -> str:
+        """The loaded model's name, "" before it is loaded (finals carry it as `model`; any thread)."""
+        info = self.engine_info()
+        return info.model if info is not None else ""
 
     def report(self, now: float) -> dict:
         """The full report (runs the memory housekeeping first)."""

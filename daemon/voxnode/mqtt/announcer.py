@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 
+from voxnode.events import dumps
 from voxnode.mqtt.capabilities import Capabilities
 from voxnode.mqtt.discovery import (
     StreamDevice,
@@ -28,7 +29,6 @@ from voxnode.mqtt.discovery import (
     stream_tombstone_payload,
     tombstones,
 )
-from voxnode.mqtt.journal import dumps
 from voxnode.mqtt.topics import Topics
 
 log = logging.getLogger("voxnode.mqtt")

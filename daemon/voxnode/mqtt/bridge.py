@@ -1,12 +1,13 @@
 """Ties the MQTT publisher to the daemon: transcripts, health reports, commands, mute, Home
 Assistant discovery.
 
-`MqttBridge` is a Component (it owns the publisher thread, paho's network thread and the
-memory-snapshot thread), provides the finals journal (`journal`: the daemon's sequencer stores each
-final in the spool through it, which gives the final its seq), is a sink (stored finals wake the
-publisher, partials go to a small lossy queue; never blocks) and a Hook: the daemon calls `tick`
-from its main thread every 0.1 s, and everything that touches the daemon (mute, reload) or decides
-what to announce happens there. paho's thread only queues what arrives.
+`MqttBridge` is the "mqtt" Output (voxnode.outputs): it owns the publisher thread, paho's network
+thread and the memory-snapshot thread; it is durable (the publisher reads the finals it has not
+delivered through its spool cursor: the daemon's sequencer stored them, with their seq, before
+`handle` sees them; partials go to a small lossy queue; never blocks); its health section is
+`mqtt`; and its hook is itself: the daemon calls `tick` from its main thread every 0.1 s, and
+everything that touches the daemon (mute, reload) or decides what to announce happens there.
+paho's thread only queues what arrives.
 Health reports come from the daemon's HealthReporter, which hands each one to `publish_health`.
 """
 
@@ -21,21 +22,23 @@ from typing import TYPE_CHECKING
 from voxnode.config import Config
 from voxnode.config.wake import wake_streams
 from voxnode.control import DaemonControl
+from voxnode.delivery.schema import default_spool_path
+from voxnode.events import Event, TranscriptEvent, WakeEvent, dumps
 from voxnode.health.nodeinfo import board_model
 from voxnode.health.reporter import HealthReporter
-from voxnode.lifecycle import Component, Hook
+from voxnode.lifecycle import Hook
 from voxnode.mqtt.announcer import Announcer
 from voxnode.mqtt.client import MqttPublisher
 from voxnode.mqtt.command_runner import CommandRunner
 from voxnode.mqtt.discovery import MUTE_OFF, MUTE_ON, StreamDevice
-from voxnode.mqtt.journal import FinalsJournal, dumps
 from voxnode.mqtt.mute_record import MuteRecord, mute_record_path
-from voxnode.mqtt.spool import Spool, default_spool_path
 from voxnode.mqtt.status import ONLINE, status_payload
 from voxnode.mqtt.topics import Topics
+from voxnode.outputs.base import Output, OutputContext
 
 if TYPE_CHECKING:
     from voxnode.daemon import Daemon
+    from voxnode.delivery.cursor import SpoolCursor
     from voxnode.reload import ReloadResult
 
 log = logging.getLogger("voxnode.mqtt")
@@ -51,14 +54,18 @@ def stream_devices(config: Config) -> list[StreamDevice]:
     return [StreamDevice(s.name, s.area, wake=s.name in wake) for s in config.effective_streams()]
 
 
-class MqttBridge(Component, Hook):
+class MqttBridge(Output, Hook):
+    """The MQTT output; also its own main-thread hook (commands, Home Assistant, status)."""
+
+    name = "mqtt"
+    durable = True
+
     def __init__(self, config: Config, reporter: HealthReporter, *, board_root: str = "/"):
         self.config = config
         self.reporter = reporter
         self.topics = Topics.from_config(config.mqtt)
         self.streams = [s.name for s in config.effective_streams()]
-        spool_path = config.mqtt.spool_path or default_spool_path()
-        self.spool = Spool(spool_path, config.mqtt.spool_max_messages)
+        self.cursor: SpoolCursor | None = None  # attach(): the finals MQTT has not delivered
         self.announcer = Announcer(
             self.topics,
             enabled=config.mqtt.discovery,
@@ -79,7 +86,6 @@ class MqttBridge(Component, Hook):
         self.publisher = MqttPublisher(
             config.mqtt,
             t,
-            self.spool,
             model_name=self._model_name,
             # The discovery topics too, discovery on or off: what the broker retains there is what
             # Home Assistant knows of this node (the Announcer cleans it up).
@@ -99,18 +105,25 @@ class MqttBridge(Component, Hook):
             on_connected=self._on_connected,
             status=self._status,
         )
-        # Gives finals their seq: outputs.add_outputs hands it to the daemon's sequencer, which
-        # records each final here before any sink sees it.
-        self.journal = FinalsJournal(self.spool, self.topics, self._model_name)
         # Commands, and the streams the user muted, recorded next to the spool (survives a restart).
-        record = MuteRecord(mute_record_path(spool_path))
+        record = MuteRecord(mute_record_path(config.delivery.spool_path or default_spool_path()))
         self.commands = CommandRunner(
             t, config.mqtt.max_command_bytes, self.publisher, reporter, record, self._publish_mute_state
         )
-        reporter.add_section("mqtt", self.mqtt_stats)
         reporter.subscribe(self.publish_health)
 
-    # ---- Component -----------------------------------------------------------------------------
+    # ---- Output --------------------------------------------------------------------------------
+
+    @classmethod
+    def from_context(cls, ctx: OutputContext) -> MqttBridge | None:
+        return cls(ctx.config, ctx.reporter) if ctx.config.mqtt.enabled else None
+
+    def attach(self, cursor: SpoolCursor) -> None:
+        self.cursor = cursor
+        self.publisher.cursor = cursor
+
+    def hook(self) -> Hook:
+        return self
 
     def start(self) -> None:
         self.publisher.start()
@@ -122,36 +135,29 @@ class MqttBridge(Component, Hook):
         self.commands.stop(deadline)
         self.publisher.close()
 
-    def restore_mutes(self, daemon: DaemonControl) -> None:
-        """Before the daemon runs (outputs.add_outputs): streams muted before the restart stay muted."""
+    def on_starting(self, daemon: Daemon) -> None:
+        """Before any stream captures: streams muted before the restart stay muted."""
         self.commands.restore_mutes(daemon)
 
-    # ---- sink ----------------------------------------------------------------------------------
-
-    def emit(self, event: dict) -> None:
+    def handle(self, event: Event) -> None:
         """Finals come here already stored in the spool, with their seq (the daemon's sequencer records
-        them in `journal` first): this only wakes the publisher. A final the spool could not store
-        (`"seq": null`) is handed to the publisher to be sent from memory. A final that did not come
-        through a sequencer (no `seq` key: a script or test emitting directly) is recorded here first."""
-        kind = event.get("type")
-        if kind == "final":
-            if "seq" not in event:
-                try:
-                    event = self.journal.record(event)
-                except Exception:  # noqa: BLE001 - a malformed event (a bug upstream) must not stop later ones
-                    self.publisher.stats.bad_events += 1
-                    log.exception("MQTT: cannot store final %r; skipped", event)
-                    return
-            if event["seq"] is None:
-                self.publisher.submit_unstored(event)
+        them first): this only wakes the publisher, which reads them through its cursor. A final the
+        spool could not store (`"seq": null`), or one that came another way (no cursor, no seq: a test
+        or script handing finals over directly), is sent from memory."""
+        if isinstance(event, TranscriptEvent):
+            if not event.is_final:
+                self.publisher.submit_partial(event.as_dict())
+            elif self.cursor is None or event.seq is None:
+                self.publisher.submit_unstored(event.as_dict())
             else:
                 self.publisher.submit_stored()
-        elif kind == "partial":
-            self.publisher.submit_partial(event)
-        elif kind == "wake":
+        elif isinstance(event, WakeEvent):
             # Worth something only now: not spooled, dropped while the broker is away.
-            self.publisher.publish_now(self.topics.wake(event["stream"]), dumps(event), qos=1)
-        # level reports and other diagnostics stay local (stdout/log)
+            self.publisher.publish_now(self.topics.wake(event.stream), dumps(event.as_dict()), qos=1)
+        # level reports stay local (stdout/log)
+
+    def health(self):
+        return self.mqtt_stats
 
     # ---- Hook ----------------------------------------------------------------------------------
 
@@ -278,16 +284,19 @@ class MqttBridge(Component, Hook):
 
     def mqtt_stats(self) -> dict:
         st = self.publisher.stats
+        cursor = self.cursor
+        spool = cursor.spool if cursor is not None else None
         return {
             "connected": st.connected,
             "backlog": self.publisher.backlog,
             "inflight": st.inflight,
-            "spool_messages": self.spool.count,
-            "spool_bytes": self.spool.size_bytes(),
-            "spool_dropped_total": self.spool.dropped_total,
-            "spool_writable": self.spool.writable,
-            "spool_error": self.spool.error,
-            "unstored": self.spool.unstored,
+            # The spool as MQTT sees it: the finals waiting for the broker, and the shared file's state.
+            "spool_messages": cursor.count if cursor is not None else 0,
+            "spool_bytes": spool.size_bytes() if spool is not None else 0,
+            "spool_dropped_total": spool.dropped_total if spool is not None else 0,
+            "spool_writable": spool.writable if spool is not None else False,
+            "spool_error": spool.error if spool is not None else "",
+            "unstored": spool.unstored if spool is not None else 0,
             "published": st.published,
             "rejected": st.rejected,
             "held_seq": st.held_seq,
@@ -295,7 +304,7 @@ class MqttBridge(Component, Hook):
             "partials_dropped": st.partials_dropped,
             # Finals the publisher could not hold in memory, and those the daemon's sequencer could
             # not queue for the spool (the journal hears of those).
-            "finals_refused": st.finals_refused + self.journal.refused,
+            "finals_refused": st.finals_refused + (spool.refused if spool is not None else 0),
             "unstored_lost": st.unstored_lost,
             "bad_events": st.bad_events,
             "connects": st.connects,
@@ -304,8 +313,7 @@ class MqttBridge(Component, Hook):
         }
 
     def _model_name(self) -> str:  # the publisher thread, for each transcript
-        info = self.reporter.engine_info()
-        return info.model if info is not None else ""
+        return self.reporter.model_name()
 
     # ---- what arrives (paho's thread: queue it, nothing more) ----------------------------------
 

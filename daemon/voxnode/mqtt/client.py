@@ -1,13 +1,13 @@
 """The MQTT connection and the publisher thread that moves finals from the spool to the broker.
 
 Threads:
-- the daemon's sequencer stores each final in the spool (FinalsJournal: that
-  gives it its seq) before the sink sees it; the sink only wakes this thread
+- the daemon's sequencer stores each final in the spool (voxnode.delivery: that
+  gives it its seq) before the output sees it; the output only wakes this thread
   (or, for a final the spool could not store, hands it over in a bounded Mailbox);
 - the publisher thread hands at most `inflight_window` spooled finals to paho,
   in seq order, and deletes them on PUBACK. A final the broker refuses stays in
   the spool and holds back the later ones until a retry is accepted
-  (mqtt/refusals.py), so fixing the ACL delivers everything in seq order;
+  (delivery/retry.py), so fixing the ACL delivers everything in seq order;
 - paho's network thread connects, reconnects with backoff forever, and
   resends what it was handed (with the same packet) after a reconnect; its
   callbacks only post to the Mailbox or publish small retained messages.
@@ -18,6 +18,7 @@ reconnects, and neither grows without bound.
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import threading
@@ -28,11 +29,11 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import MQTTErrorCode
 
 from voxnode.config.mqtt import MqttConfig
-from voxnode.mqtt.connection import connect_failure, make_paho_client, refusal_hint
-from voxnode.mqtt.journal import dumps
+from voxnode.delivery.cursor import SpoolCursor
+from voxnode.delivery.retry import HeldFinal
+from voxnode.events import dumps
+from voxnode.mqtt.connection import connect_failure, make_paho_client, refusal_hint, warn_about_protocol
 from voxnode.mqtt.mailbox import Mailbox
-from voxnode.mqtt.refusals import HeldFinal
-from voxnode.mqtt.spool import Spool
 from voxnode.mqtt.stats import MqttStats
 from voxnode.mqtt.status import OFFLINE, ONLINE
 from voxnode.mqtt.topics import Topics
@@ -50,7 +51,6 @@ class MqttPublisher:
         self,
         config: MqttConfig,
         topics: Topics,
-        spool: Spool,
         *,
         model_name: Callable[[], str] = lambda: "",
         subscriptions: tuple[str, ...] = (),
@@ -61,7 +61,7 @@ class MqttPublisher:
     ):
         self.config = config
         self.topics = topics
-        self.spool = spool
+        self.cursor: SpoolCursor | None = None  # the spool's finals not yet at the broker; set before start()
         self.stats = MqttStats()
         self._model_name = model_name
         self._subscriptions = tuple(subscriptions)  # subscribed (QoS 1) on every connect
@@ -98,12 +98,7 @@ class MqttPublisher:
         return client
 
     def start(self) -> None:
-        if self.config.protocol == "3.1.1" and self.config.qos:
-            log.warning(
-                "MQTT 3.1.1: a broker that refuses a final (an ACL denial) drops it without telling "
-                'voxnode, so refused finals are lost unnoticed; use mqtt.protocol = "5" to have them '
-                "detected, reported and retried"
-            )
+        warn_about_protocol(self.config)
         self._thread.start()
         # No MQTT 5 Maximum Packet Size: Mosquitto 2.0.11 (Debian 12) drops an oversized QoS 1 message but
         # keeps it in flight for ever, and after 20 of them no command reaches us at all (seen in
@@ -116,20 +111,27 @@ class MqttPublisher:
             self.config.effective_port,
             self.client._client_id.decode(),
             self.topics.base,
-            self.spool.path,
-            self.spool.count,
+            self.cursor.spool.path if self.cursor is not None else "none",
+            self._spooled,
         )
+
+    @property
+    def _spooled(self) -> int:  # the finals in the spool MQTT has not delivered
+        return self.cursor.count if self.cursor is not None else 0
 
     # ---- producer side (any thread, never blocks) ---------------------------------------------
 
     def submit_stored(self) -> None:
-        """A final was stored in the spool (FinalsJournal): send it when the window has room."""
+        """A final was stored in the spool (voxnode.delivery): send it when the window has room."""
         self._mailbox.put("stored")
 
     def submit_unstored(self, event: dict) -> bool:
         """A final the spool could not store (no seq): published from memory, bounded."""
         if self._mailbox.put("unstored", event):
             return True
+        return self._refuse_unstored(event)
+
+    def _refuse_unstored(self, event: dict) -> bool:
         self.stats.finals_refused += 1
         log.error(
             "MQTT: %d finals without a durable copy already wait for the broker; final %s of stream %s is dropped",
@@ -152,7 +154,7 @@ class MqttPublisher:
 
     @property
     def backlog(self) -> int:
-        return self.spool.count + self._mailbox.depth("unstored") + self._unstored_inflight
+        return self._spooled + self._mailbox.depth("unstored") + self._unstored_inflight
 
     @property
     def _unstored_inflight(self) -> int:
@@ -174,7 +176,7 @@ class MqttPublisher:
             "MQTT: connected to %s (session present: %s); %d final(s) waiting",
             where,
             flags.session_present,
-            self.spool.count,
+            self._spooled,
         )
         client.publish(self.topics.status, self._status(ONLINE), qos=1, retain=True)
         if self._subscriptions:
@@ -213,7 +215,7 @@ class MqttPublisher:
                 log.warning(
                     "MQTT: lost the broker (%s); %d final(s) kept in the spool, reconnecting",
                     reason_code,
-                    self.spool.count,
+                    self._spooled,
                 )
 
     def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
@@ -251,7 +253,7 @@ class MqttPublisher:
                 except Exception:  # noqa: BLE001 - one bad event must not stop every later final
                     self.stats.bad_events += 1
                     log.exception("MQTT: cannot publish %s event %r; skipped", kind, item)
-            self.spool.ack(acked)  # a spool that cannot write keeps them: logged there, sent again after a restart
+            self._ack_spooled(acked)  # a spool that cannot write keeps them: logged there, sent again after a restart
             self.stats.published += len(acked)
             self._fill_window()
             self.stats.inflight = len(self._inflight)
@@ -264,13 +266,7 @@ class MqttPublisher:
 
     def _publish_unstored(self, event: dict) -> None:
         if self._unstored_inflight >= FINALS_QUEUE:
-            self.stats.finals_refused += 1
-            log.error(
-                "MQTT: %d finals without a durable copy already wait for the broker; final %s of stream %s is dropped",
-                FINALS_QUEUE,
-                event.get("id"),
-                event.get("stream"),
-            )
+            self._refuse_unstored(event)
             return
         info = self.client.publish(self.topics.transcript(event["stream"]), dumps(event), qos=self.config.qos)
         if self.config.qos and info.rc != MQTTErrorCode.MQTT_ERR_QUEUE_SIZE:
@@ -326,37 +322,48 @@ class MqttPublisher:
                 log.debug("%s (refusal %d, next try in %.1f s)", message, self._held.refusals, delay)
         return None
 
+    def _ack_spooled(self, seqs: list[int]) -> None:
+        if self.cursor is not None:
+            self.cursor.ack(seqs)
+
+    def _send(self, payload: bytes) -> mqtt.MQTTMessageInfo:
+        """A spooled final to its stream's transcript topic (the stream is read from the payload)."""
+        topic = self.topics.transcript(json.loads(payload)["stream"])
+        return self.client.publish(topic, payload, qos=self.config.qos)
+
     def _fill_window(self) -> None:
+        if self.cursor is None:
+            return
         spooled_inflight = {s for s in self._inflight.values() if s != UNSTORED}
         if self._held.seq is not None:
             # Only the held final goes out, alone, when its backoff has passed.
             if self._held.seq in spooled_inflight or not self._held.due():
                 return
-            m = self.spool.get(self._held.seq)
+            m = self.cursor.get(self._held.seq)
             if m is None:  # dropped by the spool bound meanwhile: nothing to wait for
                 self._held.forget()
                 return
-            info = self.client.publish(m.topic, m.payload, qos=self.config.qos)
+            info = self._send(m.payload)
             if info.rc != MQTTErrorCode.MQTT_ERR_QUEUE_SIZE:
                 self._inflight[info.mid] = m.seq
             return
         room = self.config.inflight_window - len(spooled_inflight)
-        if room <= 0 or self.spool.count == 0:
+        if room <= 0 or self.cursor.count == 0:
             return
-        for m in self.spool.after(self._handed_up_to, room + len(spooled_inflight)):
+        for m in self.cursor.after(self._handed_up_to, room + len(spooled_inflight)):
             if m.seq in spooled_inflight:
                 self._handed_up_to = m.seq  # handed before a refusal rewound us; its PUBACK is on the way
                 continue
             if room <= 0:
                 break
             # QoS 0 finals (mqtt.qos = 0) get no PUBACK: they leave the spool once handed over.
-            info = self.client.publish(m.topic, m.payload, qos=self.config.qos)
+            info = self._send(m.payload)
             if info.rc == MQTTErrorCode.MQTT_ERR_QUEUE_SIZE:
                 break
             self._handed_up_to = m.seq
             room -= 1
             if self.config.qos == 0:
-                self.spool.ack([m.seq])
+                self._ack_spooled([m.seq])
             else:
                 self._inflight[info.mid] = m.seq
 
@@ -380,13 +387,6 @@ class MqttPublisher:
         self.client.disconnect()
         self.client.loop_stop()
         self._drain_acks_after_stop()
-        if self.spool.count:
-            log.warning(
-                "MQTT: %d final(s) not yet acknowledged stay in %s and are sent after the next start",
-                self.spool.count,
-                self.spool.path,
-            )
-        self.spool.close()
 
     def _drain_acks_after_stop(self) -> None:
         # The publisher thread is gone; its state is ours now.
@@ -396,5 +396,5 @@ class MqttPublisher:
                 seq = self._ack(*item)
                 if seq is not None:
                     acked.append(seq)
-        self.spool.ack(acked)
+        self._ack_spooled(acked)
         self.stats.published += len(acked)

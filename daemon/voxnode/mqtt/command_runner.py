@@ -21,12 +21,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from voxnode.command_table import Command, CommandTable
 from voxnode.control import DaemonControl
-from voxnode.events import iso8601
+from voxnode.events import dumps, iso8601
 from voxnode.health.memory import TraceSnapshots
 from voxnode.mqtt.commands import (
     FOLLOW_UP_PAYLOADS,
-    Command,
     CommandError,
     check_size,
     error_reply,
@@ -35,7 +35,6 @@ from voxnode.mqtt.commands import (
     parse_switch_set,
     sendable,
 )
-from voxnode.mqtt.journal import dumps
 from voxnode.mqtt.mute_record import MuteRecord, UnreadableRecord
 from voxnode.mqtt.topics import Topics
 
@@ -72,6 +71,17 @@ class CommandRunner:
         self._traces = TraceSnapshots()
         self._memory_busy = threading.Lock()
         self._memory_thread: threading.Thread | None = None
+        self.table = CommandTable(
+            {
+                "mute": lambda daemon, cmd: self._set_muted(daemon, _stream(cmd), True),
+                "unmute": lambda daemon, cmd: self._set_muted(daemon, _stream(cmd), False),
+                "follow_up_on": self._set_follow_up,
+                "follow_up_off": self._set_follow_up,
+                "reload": lambda daemon, cmd: daemon.request_reload(),
+                "health": lambda daemon, cmd: self.reporter.request(),
+                "memory": lambda daemon, cmd: self._memory_snapshot(cmd.id),
+            }
+        )
 
     @property
     def waiting(self) -> int:
@@ -170,18 +180,11 @@ class CommandRunner:
                 self._reply_error(e, payload)
                 continue
             log.info("MQTT command: %s%s", cmd.name, f" {cmd.stream}" if cmd.stream else "")
-            if cmd.name in ("mute", "unmute"):
-                assert cmd.stream is not None  # both parsers require it for these
-                self._set_muted(daemon, cmd.stream, cmd.name == "mute")
-            elif cmd.name in ("follow_up_on", "follow_up_off"):
-                assert cmd.stream is not None
-                self._set_follow_up(daemon, cmd, payload)
-            elif cmd.name == "reload":
-                daemon.request_reload()
-            elif cmd.name == "health":
-                self.reporter.request()
-            elif cmd.name == "memory":
-                self._memory_snapshot(cmd.id)
+            try:
+                self.table.run(daemon, cmd)
+            except CommandError as e:  # a handler's refusal (e.g. follow-up on a stream without a wake word)
+                log.warning("MQTT command refused: %s", sendable(e.message))
+                self._reply_error(e, payload)
 
     def _set_muted(self, daemon: DaemonControl, stream: str, muted: bool) -> None:
         daemon.set_muted(stream, muted)
@@ -196,16 +199,14 @@ class CommandRunner:
         self._publish_mute_state(stream, muted)  # the HA switch's state
         self.reporter.request()
 
-    def _set_follow_up(self, daemon: DaemonControl, cmd: Command, payload: bytes) -> None:
+    def _set_follow_up(self, daemon: DaemonControl, cmd: Command) -> None:
         assert cmd.stream is not None
         on = cmd.name == "follow_up_on"
         try:
             daemon.set_follow_up(cmd.stream, on)
         except KeyError:
             message = f"{cmd.name}: stream {cmd.stream!r} listens for no wake word ([wake]); follow-up needs one"
-            log.warning("MQTT command refused: %s", message)
-            self._reply_error(CommandError("bad_argument", message, cmd.name, cmd.id), payload)
-            return
+            raise CommandError("bad_argument", message, cmd.name, cmd.id) from None
         self.publisher.publish_now(self.topics.follow_up_state(cmd.stream), "ON" if on else "OFF", qos=1, retain=True)
 
     def _memory_snapshot(self, cid: str | None) -> None:
@@ -228,3 +229,8 @@ class CommandRunner:
 
     def _reply_error(self, err: CommandError, payload: bytes) -> None:
         self.publisher.publish_now(self.topics.error, dumps(error_reply(err, payload, iso8601(time.time()))), qos=1)
+
+
+def _stream(cmd: Command) -> str:
+    assert cmd.stream is not None  # the parsers require it for mute and unmute
+    return cmd.stream

@@ -1,4 +1,5 @@
-"""Remote commands, parsed and checked here, carried out by the daemon.
+"""Remote commands as MQTT carries them, parsed and checked here; carried out by the daemon through
+the command table (voxnode/command_table.py).
 
 On {prefix}/{node}/cmd a command is one JSON object: {"cmd": NAME, ...arguments,
 "id": optional correlation string}. On {prefix}/{node}/{stream}/mute/set the
@@ -13,18 +14,11 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
 from typing import Any
 
-COMMANDS = {
-    "mute": ("stream",),
-    "unmute": ("stream",),
-    "follow_up_on": ("stream",),
-    "follow_up_off": ("stream",),
-    "reload": (),
-    "health": (),
-    "memory": (),
-}
+from voxnode.command_table import ARGUMENTS as COMMANDS
+from voxnode.command_table import Command
+
 OPTIONAL = ("id",)
 # A command is a flat object (depth 1). json.loads recurses per level and raises RecursionError (no
 # reply, a traceback) at about 1000; anything nested beyond this is refused before parsing.
@@ -38,13 +32,6 @@ class CommandError(ValueError):
         self.message = message
         self.command = command
         self.cid = cid
-
-
-@dataclass(frozen=True)
-class Command:
-    name: str
-    stream: str | None = None
-    id: str | None = None
 
 
 def check_size(payload: bytes, max_bytes: int) -> None:

@@ -3,6 +3,7 @@ connection means, in words that say what to check."""
 
 from __future__ import annotations
 
+import logging
 import ssl
 
 import paho.mqtt.client as mqtt
@@ -10,6 +11,8 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from voxnode.config.mqtt import MqttConfig
 from voxnode.mqtt.credentials import read_password, tls_context
+
+log = logging.getLogger("voxnode.mqtt")
 
 # What to check when the broker refuses the connection (its CONNACK reason, as paho words it).
 REFUSAL_HINTS = {
@@ -45,3 +48,12 @@ def connect_failure(err: BaseException | None) -> str:
     if isinstance(err, OSError):
         return err.strerror or str(err) or type(err).__name__
     return "connection failed"
+
+
+def warn_about_protocol(config: MqttConfig) -> None:
+    if config.protocol == "3.1.1" and config.qos:
+        log.warning(
+            "MQTT 3.1.1: a broker that refuses a final (an ACL denial) drops it without telling "
+            'voxnode, so refused finals are lost unnoticed; use mqtt.protocol = "5" to have them '
+            "detected, reported and retried"
+        )

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from voxnode.audio.frames import Frame
-from voxnode.audio.levels import LevelMeter
+from voxnode.audio.levels import LevelMeter, LevelReport
 from voxnode.audio.ring import FrameRing
 from voxnode.heartbeat import Heartbeat
 
@@ -29,7 +29,7 @@ class StreamWorker:
         name: str,
         ring: FrameRing,
         pipeline: StreamPipeline,
-        emit: Callable[[dict], None],
+        emit: Callable[[LevelReport], None],
         levels: bool = False,
         is_muted: Callable[[str], bool] = lambda _name: False,
     ):
@@ -77,7 +77,7 @@ class StreamWorker:
                         frame = Frame(frame.seq, silence, frame.t_mono, frame.t_wall)
                     report = meter.add(frame) if meter is not None else None
                     if report is not None:
-                        self.emit(report.as_dict())
+                        self.emit(report)
                     self.pipeline.feed(frame.samples, frame.seq, frame.t_mono, frame.t_wall)
         with self.heartbeat.busy():
             self.pipeline.flush()  # the utterance in flight (or a file's last one) still gets its final

@@ -1,11 +1,12 @@
 """Why a spool cannot be used (one kind, one message naming the cause and the fix), and what a
-corrupt one still holds. `voxnode.mqtt.spool` reports these and keeps the node running."""
+corrupt one still holds. `voxnode.delivery.spool` reports these and keeps the node running."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import sqlite3
+import time
 from pathlib import Path
 
 # SQLite primary result codes (extended code & 0xff); Python 3.11 exposes them as sqlite_errorcode.
@@ -29,7 +30,7 @@ def cause_of(e: BaseException, path: Path) -> SpoolUnusable:
     code = getattr(e, "sqlite_errorcode", 0) & 0xFF
     detail = str(e)
     if code in (_CORRUPT, _NOTADB):
-        return SpoolUnusable("corrupt", f"MQTT spool {path} is corrupt ({detail})")
+        return SpoolUnusable("corrupt", f"spool {path} is corrupt ({detail})")
     if code == _FULL or (isinstance(e, OSError) and e.errno == 28):
         try:
             free = f"{shutil.disk_usage(folder).free / 1e6:.1f} MB free"
@@ -37,30 +38,30 @@ def cause_of(e: BaseException, path: Path) -> SpoolUnusable:
             free = "free space unknown"
         return SpoolUnusable(
             "full",
-            f"MQTT spool {path}: the disk is full ({free} on the file system of "
-            f"{folder}); finals are published without a durable copy and without "
+            f"spool {path}: the disk is full ({free} on the file system of "
+            f"{folder}); finals are delivered without a durable copy and without "
             "seq until space is freed",
         )
     if code in (_READONLY, _PERM) or (code == _CANTOPEN and path.exists()):
         return SpoolUnusable(
             "readonly",
-            f"MQTT spool {path}: {why_readonly(path)}; finals are published "
+            f"spool {path}: {why_readonly(path)}; finals are delivered "
             "without a durable copy and without seq until it is writable",
         )
     if code == _CANTOPEN:
         return SpoolUnusable(
             "permission",
-            f"MQTT spool {path}: cannot create it ({why_readonly(path)}); set mqtt.spool_path to a writable place",
+            f"spool {path}: cannot create it ({why_readonly(path)}); set delivery.spool_path to a writable place",
         )
     if code == _IOERR or isinstance(e, OSError):
         return SpoolUnusable(
             "io",
-            f"MQTT spool {path}: I/O error ({detail}); is the storage failing? Finals "
-            "are published without a durable copy and without seq meanwhile",
+            f"spool {path}: I/O error ({detail}); is the storage failing? Finals "
+            "are delivered without a durable copy and without seq meanwhile",
         )
     return SpoolUnusable(
         "other",
-        f"MQTT spool {path}: {detail}; finals are published without a durable copy and without seq meanwhile",
+        f"spool {path}: {detail}; finals are delivered without a durable copy and without seq meanwhile",
     )
 
 
@@ -143,3 +144,33 @@ def _user_name() -> str:
         return pwd.getpwuid(os.geteuid()).pw_name
     except (ImportError, KeyError):
         return str(os.geteuid())
+
+
+def move_aside(path: Path) -> Path:
+    """Rename a corrupt spool (and its -wal, -shm) to <name>.corrupt-<UTC time>; raises OSError."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.lexists(f"{path}{suffix}"):
+            os.replace(f"{path}{suffix}", f"{aside}{suffix}")
+    return aside
+
+
+def seq_floor(rows: list[tuple[int, str, bytes]], high: int | None, last_seq: int) -> int:
+    """Where seq continues after a salvage."""
+    if high is None:
+        # The old high-water mark is unreadable: continue far above anything it could have assigned
+        # (milliseconds since 1970 outgrow any seq as long as fewer than 1000 finals a second were made).
+        high = max([r[0] for r in rows] + [last_seq, int(time.time() * 1000)])
+    return max(high, last_seq)
+
+
+def refill(db: sqlite3.Connection, rows: list[tuple[int, str, bytes]], high: int, dropped: int, outputs) -> None:
+    """The salvaged rows into a new spool. Which outputs still lacked them is lost with the damage:
+    every output gets them (a final may reach one twice, with the same seq; none is lost)."""
+    with db:
+        db.execute("BEGIN IMMEDIATE")
+        db.executemany("INSERT INTO spool (seq, topic, payload) VALUES (?, ?, ?)", rows)
+        db.executemany("INSERT INTO pending (output, seq) VALUES (?, ?)", [(o, r[0]) for r in rows for o in outputs])
+        db.execute("INSERT INTO meta (key, value) VALUES ('seq_floor', ?)", (high,))
+        db.execute("INSERT INTO meta (key, value) VALUES ('dropped', ?)", (dropped,))

@@ -1,13 +1,18 @@
-"""The durable spool: finals wait here, on disk, until the broker acknowledges them.
+"""The durable spool: finals wait here, on disk, until every durable output has delivered them.
 
 SQLite in WAL mode with synchronous=FULL: a row that `append` returned is on
 the storage medium, so it survives a daemon crash and a power cut (Pis lose
 power).
 
 `seq` is assigned here, once, when a final is stored: one more than the highest
-seq this spool ever held (rows are deleted on PUBACK, the high-water mark stays).
+seq this spool ever held (delivered rows are deleted, the high-water mark stays).
 A final that cannot be stored (disk full, read-only file) gets no seq at all:
 reusing one would make consumers drop a different transcript as a duplicate.
+
+Each durable output (stdout, MQTT, webhook) reads and acknowledges through its own
+`SpoolCursor`: a stored final is pending for every output the spool was opened with; its row
+goes when the last of them has it. Finals pending for an output this run lacks stay, within the
+bound, until it is back; an older spool's rows (no `pending` table) are MQTT's.
 
 The spool never stops the node. A corrupt file is moved aside to
 `<name>.corrupt-<UTC time>` with its readable rows salvaged into a new file; a
@@ -16,67 +21,46 @@ directory in the way) is reported once per cause, in the log and in health
 (`writable`, `error`), and retried: every append tries again, and a file that
 could not be opened (or opened read-only) is reopened at most every REOPEN_S.
 
-Two threads use it (the sequencer appends, the MQTT publisher reads and acks):
-one lock serialises them; a write holds it for one fsync.
+Threads use it (the sequencer appends, each durable output reads and acks): one lock
+serialises them; a write holds it for one fsync.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from voxnode.mqtt.spool_faults import SpoolUnusable, cause_of, meta_value, salvage
+from voxnode.delivery.faults import SpoolUnusable, cause_of, meta_value, move_aside, refill, salvage, seq_floor
+from voxnode.delivery.schema import OLD_SPOOL_OUTPUT, SpooledMessage, create_tables, file_bytes, has_table, high_water
+
+if TYPE_CHECKING:
+    from voxnode.delivery.cursor import SpoolCursor
 
 log = logging.getLogger(__name__)
 
-SPOOL_FILE = "mqtt-spool.sqlite"
 REOPEN_S = 30.0  # a spool that could not be opened for writing is tried again this often (on append)
 
 
-@dataclass(frozen=True)
-class SpooledMessage:
-    seq: int
-    topic: str
-    payload: bytes
-
-
-def default_spool_path() -> Path:
-    """$STATE_DIRECTORY (systemd StateDirectory=), else /var/lib/voxnode, else a per-user folder."""
-    state = os.environ.get("STATE_DIRECTORY", "").split(":")[0]
-    candidates = [Path(state)] if state else []
-    candidates.append(Path("/var/lib/voxnode"))
-    for folder in candidates:
-        if _writable_dir(folder):
-            return folder / SPOOL_FILE
-    user = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "voxnode"
-    log.warning(
-        "no writable state directory (%s); the MQTT spool goes to %s. Set mqtt.spool_path or run under "
-        "systemd with StateDirectory=voxnode",
-        ", ".join(map(str, candidates)),
-        user,
-    )
-    return user / SPOOL_FILE
-
-
-def _writable_dir(folder: Path) -> bool:
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return False
-    return os.access(folder, os.W_OK | os.X_OK)
-
-
 class Spool:
-    def __init__(self, path: str | Path, max_messages: int, *, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        path: str | Path,
+        max_messages: int,
+        outputs: Sequence[str] = (OLD_SPOOL_OUTPUT,),
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.path = Path(path)
         self.max_messages = max_messages
+        self.outputs = tuple(outputs)  # each stored final is pending for each of these
+        self._pending: dict[str, int] = {}  # output -> finals pending for it
+        self._legacy = False  # opened read-only without a `pending` table: every row is MQTT's
         self._clock = clock
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
@@ -87,16 +71,26 @@ class Spool:
         self.writable = False
         self.error = ""  # why finals cannot be stored now; "" when they can
         self.unstored = 0  # finals this session that got no durable copy (and no seq)
+        self.refused = 0  # finals the sequencer could not queue for the spool (its queue full, or stopping)
         self.recovered_from: Path | None = None  # where a corrupt spool was moved this session
         self._next_open = 0.0
         with self._lock:
             self._open()
         if self.error and self._db is not None and self._count:
             log.warning(
-                "MQTT spool %s holds %d unsent final(s) it cannot remove once sent: they are sent again "
+                "spool %s holds %d unsent final(s) it cannot remove once sent: they are sent again "
                 "at every start until the spool is writable",
                 self.path,
                 self._count,
+            )
+        absent = {o: n for o, n in self._pending.items() if n and o not in self.outputs}
+        for output, n in sorted(absent.items()):
+            log.warning(
+                "spool %s holds %d final(s) not yet delivered to output %s, which this config does not have: "
+                "they wait for it (within delivery.spool_max_messages)",
+                self.path,
+                n,
+                output,
             )
 
     # ---- opening -----------------------------------------------------------------------------
@@ -129,26 +123,21 @@ class Spool:
         if path.is_dir():
             raise SpoolUnusable(
                 "directory",
-                f"MQTT spool {path} is a directory; set mqtt.spool_path to a file "
-                "(e.g. /var/lib/voxnode/mqtt-spool.sqlite)",
+                f"spool {path} is a directory; set delivery.spool_path to a file (e.g. /var/lib/voxnode/spool.sqlite)",
             )
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise SpoolUnusable(
                 "permission",
-                f"MQTT spool {path}: cannot create its folder {path.parent}: "
-                f"{e.strerror or e}; set mqtt.spool_path or StateDirectory=",
+                f"spool {path}: cannot create its folder {path.parent}: "
+                f"{e.strerror or e}; set delivery.spool_path or StateDirectory=",
             ) from None
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=5.0)
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS spool (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
-                "topic TEXT NOT NULL, payload BLOB NOT NULL)"
-            )
-            db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)")
+            create_tables(db)
         except BaseException:
             self._db = db  # a read-only file still has readable rows: the caller decides
             raise
@@ -176,17 +165,13 @@ class Spool:
         db = self._db
         assert db is not None  # callers open it first
         self._count = db.execute("SELECT count(*) FROM spool").fetchone()[0]
-        self._last_seq = max(self._last_seq, self._high_water(db))
+        self._legacy = not has_table(db, "pending")
+        if self._legacy:  # read-only, written before outputs had cursors
+            self._pending = {OLD_SPOOL_OUTPUT: self._count}
+        else:
+            self._pending = dict(db.execute("SELECT output, count(*) FROM pending GROUP BY output").fetchall())
+        self._last_seq = max(self._last_seq, high_water(db))
         self.dropped_total = meta_value(db, "dropped")
-
-    @staticmethod
-    def _high_water(db: sqlite3.Connection) -> int:
-        """The highest seq ever assigned: rows deleted on PUBACK leave it in sqlite_sequence."""
-        return db.execute(
-            "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name='spool'), 0), "
-            "coalesce((SELECT max(seq) FROM spool), 0), "
-            "coalesce((SELECT value FROM meta WHERE key='seq_floor'), 0))"
-        ).fetchone()[0]
 
     def _write_probe(self) -> None:
         # A read-only file opens and reads fine; find out at start, not at the first final.
@@ -203,7 +188,7 @@ class Spool:
         self.writable, self.error = True, ""
         if was:
             log.warning(
-                "MQTT spool %s is writable again: finals are stored durably again (%d got no seq meanwhile)",
+                "spool %s is writable again: finals are stored durably again (%d got no seq meanwhile)",
                 self.path,
                 self.unstored,
             )
@@ -226,33 +211,17 @@ class Spool:
         """Move the corrupt file aside, salvage its readable rows into a new spool, keep seq growing."""
         self._close_db()
         rows, high, dropped = salvage(self.path)
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
         try:
-            for suffix in ("", "-wal", "-shm"):
-                if os.path.lexists(f"{self.path}{suffix}"):
-                    os.replace(f"{self.path}{suffix}", f"{aside}{suffix}")
+            aside = move_aside(self.path)
         except OSError as e:
-            self._set_unwritable(
-                SpoolUnusable(
-                    "corrupt",
-                    f"{cause.message}; it cannot be moved aside ({e.strerror}): move {self.path} away by hand",
-                )
-            )
+            message = f"{cause.message}; it cannot be moved aside ({e.strerror}): move {self.path} away by hand"
+            self._set_unwritable(SpoolUnusable("corrupt", message))
             return
         jumped = high is None
-        if high is None:
-            # The old high-water mark is unreadable: continue far above anything it could have assigned
-            # (milliseconds since 1970 outgrow any seq as long as fewer than 1000 finals a second were made).
-            high = max([r[0] for r in rows] + [self._last_seq, int(time.time() * 1000)])
-        high = max(high, self._last_seq)
+        high = seq_floor(rows, high, self._last_seq)
         try:
             self._db = self._connect(self.path)
-            with self._db:
-                self._db.execute("BEGIN IMMEDIATE")
-                self._db.executemany("INSERT INTO spool (seq, topic, payload) VALUES (?, ?, ?)", rows)
-                self._db.execute("INSERT INTO meta (key, value) VALUES ('seq_floor', ?)", (high,))
-                self._db.execute("INSERT INTO meta (key, value) VALUES ('dropped', ?)", (dropped,))
+            refill(self._db, rows, high, dropped, self.outputs)
             self._read_state()
         except (sqlite3.Error, OSError, SpoolUnusable) as e:
             self._close_db()
@@ -285,16 +254,23 @@ class Spool:
         return self._last_seq + 1
 
     def size_bytes(self) -> int:
-        total = 0
-        for suffix in ("", "-wal"):
-            try:
-                total += os.stat(f"{self.path}{suffix}").st_size
-            except OSError:
-                pass
-        return total
+        return file_bytes(self.path)
 
-    def append(self, topic: str, payload_for: Callable[[int], bytes]) -> tuple[int | None, list[int]]:
-        """Store one final under the next seq (payload_for(seq) builds its payload).
+    def pending(self, output: str) -> int:
+        """Finals not yet delivered to `output`."""
+        return self._pending.get(output, 0)
+
+    def cursor(self, output: str) -> SpoolCursor:
+        from voxnode.delivery.cursor import SpoolCursor
+
+        """What `output` reads and acknowledges; it must be one of `outputs`."""
+        if output not in self.outputs:
+            raise ValueError(f"output {output!r} is not one the spool was opened for ({', '.join(self.outputs)})")
+        return SpoolCursor(self, output)
+
+    def append(self, stream: str, payload_for: Callable[[int], bytes]) -> tuple[int | None, list[int]]:
+        """Store one final of `stream` under the next seq (payload_for(seq) builds its payload),
+        pending for every output.
 
         Returns (seq, seqs dropped to stay within the bound), or (None, []) when it could not be
         stored: that final has no seq, and the cause is in `error` (logged once per cause).
@@ -310,15 +286,28 @@ class Spool:
             try:
                 with self._db:
                     self._db.execute("BEGIN IMMEDIATE")
+                    # The `topic` column holds the stream (files written before [delivery]: the MQTT topic);
+                    # outputs read the stream from the payload.
                     self._db.execute(
-                        "INSERT INTO spool (seq, topic, payload) VALUES (?, ?, ?)", (seq, topic, payload_for(seq))
+                        "INSERT INTO spool (seq, topic, payload) VALUES (?, ?, ?)", (seq, stream, payload_for(seq))
+                    )
+                    self._db.executemany(
+                        "INSERT INTO pending (output, seq) VALUES (?, ?)", [(o, seq) for o in self.outputs]
                     )
                     excess = self._count + 1 - self.max_messages
+                    dropped_from: dict[str, int] = {}
                     if excess > 0:
                         dropped = [
                             r[0] for r in self._db.execute("SELECT seq FROM spool ORDER BY seq LIMIT ?", (excess,))
                         ]
-                        self._db.executemany("DELETE FROM spool WHERE seq=?", [(s,) for s in dropped])
+                        # The oldest rows: exactly those up to the last dropped seq.
+                        dropped_from = dict(
+                            self._db.execute(
+                                "SELECT output, count(*) FROM pending WHERE seq <= ? GROUP BY output", (dropped[-1],)
+                            ).fetchall()
+                        )
+                        self._db.execute("DELETE FROM pending WHERE seq <= ?", (dropped[-1],))
+                        self._db.execute("DELETE FROM spool WHERE seq <= ?", (dropped[-1],))
                         self._db.execute(
                             "INSERT INTO meta (key, value) VALUES ('dropped', ?) "
                             "ON CONFLICT(key) DO UPDATE SET value = value + excluded.value",
@@ -330,6 +319,10 @@ class Spool:
                 return None, []
             self._last_seq = seq
             self._count += 1 - len(dropped)
+            for output in self.outputs:
+                self._pending[output] = self._pending.get(output, 0) + 1
+            for output, n in dropped_from.items():
+                self._pending[output] = self._pending.get(output, 0) - n
             self.dropped_total += len(dropped)
             self.dropped_session += len(dropped)
             if not self.writable:
@@ -345,12 +338,12 @@ class Spool:
         self._set_unwritable(cause)
         if self._db is not None:
             try:
-                self._last_seq = max(self._last_seq, self._high_water(self._db))
+                self._last_seq = max(self._last_seq, high_water(self._db))
             except sqlite3.Error:
                 pass
 
-    def ack(self, seqs: list[int]) -> None:
-        """The broker has them: forget them (one transaction for a batch of PUBACKs)."""
+    def ack(self, output: str, seqs: list[int]) -> None:
+        """`output` has delivered them: a row goes when no output still needs it (one transaction)."""
         if not seqs:
             return
         with self._lock:
@@ -359,31 +352,42 @@ class Spool:
             try:
                 with self._db:
                     self._db.execute("BEGIN IMMEDIATE")
-                    cur = self._db.executemany("DELETE FROM spool WHERE seq=?", [(s,) for s in seqs])
-                    removed = cur.rowcount
+                    if self._legacy:  # read-only: this fails, and says why
+                        self._db.executemany("DELETE FROM spool WHERE seq=?", [(s,) for s in seqs])
+                    done = self._db.executemany(
+                        "DELETE FROM pending WHERE output=? AND seq=?", [(output, s) for s in seqs]
+                    ).rowcount
+                    removed = self._db.executemany(
+                        "DELETE FROM spool WHERE seq=? AND NOT EXISTS (SELECT 1 FROM pending WHERE pending.seq=?)",
+                        [(s, s) for s in seqs],
+                    ).rowcount
             except (sqlite3.Error, OSError) as e:
-                # They stay on disk and are sent again after a restart (same seq: consumers drop them).
+                # They stay on disk and are delivered again after a restart (same seq: consumers drop them).
                 self._failed(e)
                 return
+            self._pending[output] = self._pending.get(output, 0) - max(0, done)
             self._count -= max(0, removed)
 
-    def after(self, seq: int, limit: int) -> list[SpooledMessage]:
-        """Up to `limit` messages with seq > `seq`, oldest first."""
+    def after(self, output: str, seq: int, limit: int) -> list[SpooledMessage]:
+        """Up to `limit` finals pending for `output` with seq > `seq`, oldest first."""
+        if self._legacy:
+            if output != OLD_SPOOL_OUTPUT:
+                return []
+            query = "SELECT seq, payload FROM spool WHERE ? IS NOT NULL AND seq > ? ORDER BY seq LIMIT ?"
+        else:
+            query = (
+                "SELECT spool.seq, payload FROM pending JOIN spool ON spool.seq = pending.seq "
+                "WHERE output = ? AND pending.seq > ? ORDER BY pending.seq LIMIT ?"
+            )
         with self._lock:
             if self._db is None:
                 return []
             try:
-                rows = self._db.execute(
-                    "SELECT seq, topic, payload FROM spool WHERE seq > ? ORDER BY seq LIMIT ?", (seq, limit)
-                ).fetchall()
+                rows = self._db.execute(query, (output, seq, limit)).fetchall()
             except (sqlite3.Error, OSError) as e:
                 self._failed(e)
                 return []
-        return [SpooledMessage(s, t, bytes(p)) for s, t, p in rows]
-
-    def get(self, seq: int) -> SpooledMessage | None:
-        found = self.after(seq - 1, 1)
-        return found[0] if found and found[0].seq == seq else None
+        return [SpooledMessage(s, bytes(p)) for s, p in rows]
 
     def close(self) -> None:
         with self._lock:

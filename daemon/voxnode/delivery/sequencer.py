@@ -5,10 +5,11 @@ Recording costs an fsync, so it runs on this thread, not on the decode thread: t
 blocked by the disk. Partials take the same queue, so a partial never overtakes the final before it.
 Level reports and other diagnostics go to the sinks directly (nothing depends on their order).
 
-The store comes from an output (the MQTT bridge's finals journal, handed over by
-`outputs.add_outputs`); the daemon owns the sequencer as one of its components, started after the
-outputs and stopped before them, so the last finals are stored and still reach every sink. Without
-MQTT there is no spool and no seq, no sequencer, and the daemon fans transcripts out directly.
+The store is the spool's journal (voxnode.delivery.wiring), there whenever a durable output is
+configured (stdout, MQTT, webhook); the daemon owns the sequencer as one of its components, started
+after the outputs and stopped before them, so the last finals are stored and still reach every
+output. Without a durable output (the log only) there is no spool, no seq and no sequencer, and
+the daemon fans transcripts out directly.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Protocol
 
+from voxnode.events import Event, TranscriptEvent
 from voxnode.lifecycle import Component
 
 log = logging.getLogger(__name__)
@@ -29,19 +32,19 @@ STOP_MIN_S = 2.0  # at least this long to store the finals decoded in the last m
 
 
 class FinalStore(Protocol):
-    def record(self, event: dict) -> dict:
-        """Store a final durably; return it as the sinks must show it (with its seq)."""
+    def record(self, event: TranscriptEvent) -> TranscriptEvent:
+        """Store a final durably; return it as the outputs must show it (with its seq)."""
 
-    def refuse(self, event: dict) -> None:
+    def refuse(self, event: TranscriptEvent) -> None:
         """A final the sequencer could not take (its queue full, or stopping): counted by the store's owner."""
 
 
 class Sequencer(Component):
-    def __init__(self, store: FinalStore, fan_out: Callable[[dict], None], limit: int = QUEUE):
+    def __init__(self, store: FinalStore, fan_out: Callable[[Event], None], limit: int = QUEUE):
         self._store = store
         self._fan_out = fan_out
         self._limit = limit
-        self._queue: deque[dict] = deque()
+        self._queue: deque[TranscriptEvent] = deque()
         self._cond = threading.Condition()
         self._closing = False
         self.refused = 0  # finals not taken because the queue was full (the disk stalled for that long)
@@ -50,19 +53,19 @@ class Sequencer(Component):
     def start(self) -> None:
         self._thread.start()
 
-    def submit(self, event: dict) -> bool:
+    def submit(self, event: TranscriptEvent) -> bool:
         """Any thread; never blocks. False (logged, counted) when the queue is full."""
         with self._cond:
             if len(self._queue) >= self._limit or self._closing:
-                if event.get("type") == "final":
+                if event.is_final:
                     self.refused += 1
                     self._store.refuse(event)
                     log.error(
                         "transcript queue full (%d waiting for the spool's disk) or closing: final %s of "
                         "stream %s is dropped",
                         len(self._queue),
-                        event.get("id"),
-                        event.get("stream"),
+                        event.id,
+                        event.stream,
                     )
                 return False
             self._queue.append(event)
@@ -92,13 +95,13 @@ class Sequencer(Component):
                 if not self._queue:
                     return
                 event = self._queue.popleft()
-            if event.get("type") == "final":
+            if event.is_final:
                 try:
                     event = self._store.record(event)
                 except Exception:  # noqa: BLE001 - a bug here must not stop later finals
-                    log.exception("recording final %s failed; it goes out without a seq", event.get("id"))
-                    event = {**event, "seq": None}
+                    log.exception("recording final %s failed; it goes out without a seq", event.id)
+                    event = replace(event, seq=None, recorded=True)
             try:
                 self._fan_out(event)
             except Exception:  # noqa: BLE001
-                log.exception("a sink failed on %s %s", event.get("type"), event.get("id"))
+                log.exception("an output failed on %s %s", event.type, event.id)
