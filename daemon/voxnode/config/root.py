@@ -18,6 +18,7 @@ from voxnode.config.stream import StreamingConfig
 from voxnode.config.vad import VadConfig
 from voxnode.config.wake import STREAM_WAKE_OFF, STREAM_WAKE_ON, WakeConfig, wake_spec_problem
 from voxnode.config.wyoming import WyomingConfig
+from voxnode.outputs.webhook import WebhookConfig
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Config:
     health: HealthConfig = section(HealthConfig, "Health report, memory housekeeping, leak watch, Prometheus.")
     service: ServiceConfig = section(ServiceConfig, "Running as a service: shutdown bound, watchdog stall limits.")
     wake: WakeConfig = section(WakeConfig, "Wake word: transcribe only what follows it (docs/voice-assistant.md).")
+    webhook: WebhookConfig = section(WebhookConfig, "Webhook: each final POSTed as JSON, retried until accepted.")
     wyoming: WyomingConfig = section(
         WyomingConfig, "Wyoming speech-to-text server for Home Assistant Assist (docs/voice-assistant.md)."
     )

@@ -22,6 +22,7 @@ OUTPUTS: dict[str, tuple[str, str]] = {
     "log": ("voxnode.outputs.stdout", "LogOutput"),
     "mqtt": ("voxnode.mqtt.bridge", "MqttBridge"),
     "prometheus": ("voxnode.health.prometheus", "PrometheusExporter"),
+    "webhook": ("voxnode.outputs.webhook", "WebhookOutput"),
 }
 
 
