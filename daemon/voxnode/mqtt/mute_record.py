@@ -5,7 +5,8 @@ still be muted. It is never rebuilt from the broker: a retained message on a com
 ignored, whoever left it (mqtt/command_runner.py), since anyone who may publish there could leave
 a retained `unmute` as easily as a `mute`.
 
-The record sits next to the MQTT spool (`mqtt-spool.sqlite` -> `mqtt-spool.mute.json`, i.e. in
+The record sits next to the spool (`spool.sqlite` -> `spool.mute.json`, or beside an older
+`mqtt-spool.sqlite`, `mqtt-spool.mute.json`; i.e. in
 $STATE_DIRECTORY under systemd), is rewritten atomically at every mute and unmute (a temporary file,
 fsync, rename, fsync of the folder: a power cut leaves the old record or the new one, never half of
 one) and read once at start, before any stream captures. A missing record means nothing is muted;
