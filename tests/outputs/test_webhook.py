@@ -119,6 +119,28 @@ def test_every_final_arrives_once_per_seq_through_timeouts_and_failures(tmp_path
     assert "accepted final seq 1 after 5 failure(s)" in log
 
 
+def test_health_reports_the_webhook_by_the_schema(tmp_path, endpoints):
+    """The daemon's health report (in process here: the report MQTT would publish) has the webhook's
+    section and the spool's, as docs/schemas/health.json describes them."""
+    import jsonschema
+
+    from voxnode.config import load_config
+    from voxnode.daemon import Daemon
+    from voxnode.outputs.table import add_outputs
+
+    hook = endpoints()
+    daemon = Daemon(load_config(webhook_config(tmp_path, hook.url)), [])
+    add_outputs(daemon)
+    daemon._wire_delivery()  # what run() does before anything starts
+    report = daemon.reporter.report(time.monotonic())
+    schema = json.loads((Path(__file__).parents[2] / "docs" / "schemas" / "health.json").read_text())
+    schema = {**schema, "required": [k for k in schema["required"] if k != "mqtt"]}  # MQTT is off here
+    jsonschema.validate(report, schema)
+    assert report["webhook"]["url"] == hook.url.split("?")[0] and report["webhook"]["backlog"] == 0
+    assert report["delivery"]["pending"] == {"webhook": 0}
+    daemon.delivery.stop(time.monotonic())
+
+
 def test_finals_the_endpoint_missed_arrive_after_a_restart(tmp_path, endpoints):
     down = endpoints(fail=10**6)  # refuses everything: the finals wait in the spool
     config = webhook_config(tmp_path, down.url)
