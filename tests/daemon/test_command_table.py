@@ -21,6 +21,8 @@ def test_each_command_reaches_its_handler_on_the_real_daemon():
         {
             "mute": lambda d, c: d.set_muted(c.stream, True),
             "unmute": lambda d, c: d.set_muted(c.stream, False),
+            "follow_up_on": lambda d, c: seen.append(f"follow_up_on {c.stream}"),
+            "follow_up_off": lambda d, c: seen.append(f"follow_up_off {c.stream}"),
             "reload": lambda d, c: d.request_reload(),
             "health": lambda d, c: seen.append("health"),
             "memory": lambda d, c: seen.append(f"memory {c.id}"),
@@ -34,4 +36,5 @@ def test_each_command_reaches_its_handler_on_the_real_daemon():
     assert daemon._take_requests() == {"reload"}
     table.run(daemon, Command("health"))
     table.run(daemon, Command("memory", id="x1"))
-    assert seen == ["health", "memory x1"]
+    table.run(daemon, Command("follow_up_on", "mic"))
+    assert seen == ["health", "memory x1", "follow_up_on mic"]

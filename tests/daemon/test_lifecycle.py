@@ -12,6 +12,7 @@ from voxnode.config import Config
 from voxnode.daemon import Daemon, RunOptions
 from voxnode.demo import bundled_clip
 from voxnode.errors import VoxnodeError
+from voxnode.events import Event, TranscriptEvent
 from voxnode.lifecycle import start_all, stop_all
 from voxnode.outputs import base
 
@@ -32,9 +33,9 @@ class Output(base.Output):
     def stop(self, deadline: float) -> None:
         self.log.append(f"{self.name} stop")
 
-    def handle(self, event: dict) -> None:
-        if event["type"] == "final":
-            self.log.append(f"{self.name} final: {event['text']}")
+    def handle(self, event: Event) -> None:
+        if isinstance(event, TranscriptEvent) and event.is_final:
+            self.log.append(f"{self.name} final: {event.text}")
 
 
 class Broken(Output):

@@ -14,11 +14,12 @@ SINK_SNIPPET = """
 import logging, os
 from voxnode.config.log import LogConfig
 from voxnode.logs import setup_logging
+from voxnode.events import TranscriptEvent
 from voxnode.outputs.stdout import LogOutput
 target = setup_logging(LogConfig())
 logging.getLogger("voxnode").info("logging to %s", target)
 LogOutput(logging.getLogger("voxnode")).handle(
-    {"type": "final", "stream": "kitchen", "id": "kitchen-7", "text": "turn on the light"})
+    TranscriptEvent("final", "kitchen", "kitchen-7", "turn on the light", 0.0, 1.0, 100.0, -0.2))
 try:
     1 / 0
 except ZeroDivisionError:
