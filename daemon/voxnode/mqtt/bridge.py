@@ -17,6 +17,7 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from voxnode.config import Config
@@ -156,7 +157,7 @@ class MqttBridge(Output, Hook):
             self.publisher.publish_now(self.topics.wake(event.stream), dumps(event.as_dict()), qos=1)
         # level reports stay local (stdout/log)
 
-    def health(self):
+    def health(self) -> Callable[[], dict]:
         return self.mqtt_stats
 
     # ---- Hook ----------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -123,7 +124,7 @@ class WebhookOutput(Output):
             self._memory.append(dumps(event.as_dict()))
         self._wake.set()
 
-    def health(self):
+    def health(self) -> Callable[[], dict]:
         return self.stats
 
     def stats(self) -> dict:
@@ -144,10 +145,8 @@ class WebhookOutput(Output):
     def _run(self) -> None:
         while not self._stopping.is_set():
             retry = self._held.retry_in_s()
-            if retry:
-                self._wake.wait(retry)  # only a stop cuts the backoff short
-                if self._stopping.is_set():
-                    return
+            if retry and self._stopping.wait(retry):  # a backoff: new finals wait, only a stop cuts it short
+                return
             self._wake.clear()
             if not self._send_pending():
                 self._wake.wait(0.5 if self._memory or (self._cursor and self._cursor.count) else None)
