@@ -25,7 +25,7 @@ APT_LANGUAGES := $(foreach l,fr es it ru,asterisk-core-sounds-$(l) asterisk-core
 
 export PYTHONMALLOC := malloc
 
-.PHONY: demo run test check format test-ha ha-venv ha-venv-or-skip lint deps-run deps-test deps-corpus venv venv-test \
+.PHONY: demo run test check format test-ha ha-venv ha-venv-or-skip adapt-venv adapt-venv-or-skip lint deps-run deps-test deps-corpus venv venv-test \
         check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-wyoming bench-wyoming-limits probe-wyoming-fairness probe-wyoming-abuse probe-repeats bench-languages calibrate-boards \
         convert-model convert-model-base convert-silero eval-vad install uninstall purge test-arm64 soak
 
@@ -35,7 +35,7 @@ demo: venv
 run: venv
 	$(BIN)/voxnode run
 
-test: deps-test venv-test lint ha-venv-or-skip
+test: deps-test venv-test lint ha-venv-or-skip adapt-venv-or-skip
 	$(BIN)/python -m pytest -q tests
 	$(BIN)/python scripts/test_arm64.py
 
@@ -168,6 +168,19 @@ bench-languages: deps-corpus venv-test .venv-bench/.installed
 	$(PYTHON) -m venv .venv-convert
 	.venv-convert/bin/python -m pip install -q -r $< -e .
 	@touch $@
+
+# `voxnode adapt` (scripts/adapt_model.py): tensorflow-cpu, ~1.7 GB installed, ~3 min from a warm pip
+# cache here. `make test` builds it for tests/adapt; where pip cannot (no tensorflow-cpu wheel for
+# the machine), the reason goes into .venv-adapt.unavailable and those tests skip saying so.
+adapt-venv: .venv-adapt/.installed
+.venv-adapt/.installed: scripts/adapt/requirements.txt pyproject.toml
+	$(PYTHON) -m venv .venv-adapt
+	.venv-adapt/bin/python -m pip install -q -r $< -e .
+	@rm -f .venv-adapt.unavailable
+	@touch $@
+adapt-venv-or-skip:
+	@$(MAKE) -s adapt-venv 2>.venv-adapt.log || { tail -1 .venv-adapt.log > .venv-adapt.unavailable; \
+	  echo "adapt-venv: not built ($$(cat .venv-adapt.unavailable)); tests/adapt will skip"; }
 
 .venv-bench/.installed: scripts/requirements-bench.txt
 	$(PYTHON) -m venv .venv-bench

@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "daemon"))
 
-from ct2_reader import read_model  # noqa: E402
+from ct2_reader import Ct2Model, read_model  # noqa: E402
 
 from voxnode.models.files import sha256_of  # noqa: E402  (the same checksum the runtime verifies)
 
@@ -190,11 +190,14 @@ def write_manifest(out: Path, name: str, variants: dict[str, dict[str, str]]) ->
     return manifest
 
 
-def convert(name: str, ct2_dir: Path, out: Path, variants: list[str]) -> None:
+def convert(name: str, ct2_dir: Path, out: Path, variants: list[str], ct2: Ct2Model | None = None) -> None:
+    """Convert the weights of `ct2_dir` (or `ct2`, weights already loaded, e.g. fine-tuned by
+    scripts/adapt_model.py; the tokenizer and config still come from `ct2_dir`) into `out`."""
     import whisper_tf
 
-    print(f"reading {ct2_dir / 'model.bin'}", flush=True)
-    ct2 = read_model(ct2_dir / "model.bin")
+    if ct2 is None:
+        print(f"reading {ct2_dir / 'model.bin'}", flush=True)
+        ct2 = read_model(ct2_dir / "model.bin")
     if ct2.spec != "WhisperSpec":
         raise SystemExit(f"{ct2_dir}: expected a WhisperSpec model, got {ct2.spec}")
     weights = whisper_tf.Weights(ct2)

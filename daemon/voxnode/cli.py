@@ -86,6 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         fleet.add_argument(flag, type=kind, default=default, metavar=metavar, help=f"{meaning} (default {default:g})")
 
+    adapt = sub.add_parser(
+        "adapt",
+        add_help=False,
+        help="fine-tune Whisper tiny.en on this room's noise (build-time venv; `voxnode adapt --help`)",
+    )
+    adapt.add_argument("args", nargs=argparse.REMAINDER)  # all of them go to the tool (main())
+
     demo = with_config(sub.add_parser("demo", help="run on a bundled speech clip through a real ALSA PCM"))
     demo.add_argument("--stdout", action="store_true", help="write every event as one JSON line on stdout")
     demo.add_argument("--clip", metavar="WAV", help="play this file instead of the bundled clip")
@@ -104,7 +111,11 @@ def _positive(text: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["adapt"]:  # every option belongs to the tool, --help included
+        args = argparse.Namespace(command="adapt", args=argv[1:])
+    else:
+        args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
@@ -188,6 +199,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def cmd_adapt(args: argparse.Namespace) -> int:
+    from voxnode import adapt_tool
+
+    return adapt_tool.run(args.args)
+
+
 def cmd_fleet(args: argparse.Namespace) -> int:
     from voxnode.fleet.command import FleetOptions, run_fleet
 
@@ -252,4 +269,5 @@ COMMANDS = {
     "transcribe": cmd_transcribe,
     "mqtt-forget": cmd_mqtt_forget,
     "fleet": cmd_fleet,
+    "adapt": cmd_adapt,
 }

@@ -94,7 +94,7 @@ def result(text, no_speech_prob=0.01, confidence=-0.2, stop_reason="eot", punctu
 
 
 class Rig:
-    def __init__(self, turn: bool = False, **stream):
+    def __init__(self, turn: bool = False, keep=None, **stream):
         cfg = Config()
         cfg = dataclasses.replace(cfg, stream=dataclasses.replace(cfg.stream, **{"partials": False, **stream}))
         # The scripted VAD decides alone (in place of WebRTC's): the noise gate (tested in
@@ -104,9 +104,8 @@ class Rig:
         self.events = []
         self.now = 0.0
         self.turn = FakeTurn() if turn else None
-        self.pipeline = StreamPipeline(
-            "mic", pipeline_params(cfg), self.sched, self.events.append, lambda: self.now, turn=self.turn
-        )
+        params = dataclasses.replace(pipeline_params(cfg), keep=keep)  # keep: [adapt] (test_keeper.py)
+        self.pipeline = StreamPipeline("mic", params, self.sched, self.events.append, lambda: self.now, turn=self.turn)
         self.vad = ScriptedVad()
         self.pipeline.frontend.vad = self.vad
         self.seq = 0

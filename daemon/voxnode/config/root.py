@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from voxnode.config.adapt import AdaptConfig
 from voxnode.config.asr import AsrConfig
 from voxnode.config.audio import AudioConfig, StreamConfig
 from voxnode.config.delivery import DeliveryConfig
@@ -44,6 +45,9 @@ class Config:
     service: ServiceConfig = section(ServiceConfig, "Running as a service: shutdown bound, watchdog stall limits.")
     wake: WakeConfig = section(WakeConfig, "Wake word: transcribe only what follows it (docs/voice-assistant.md).")
     webhook: WebhookConfig = section(WebhookConfig, "Webhook: each final POSTed as JSON, retried until accepted.")
+    adapt: AdaptConfig = section(
+        AdaptConfig, "Audio kept on this node for `voxnode adapt` (docs/adapt.md); off by default, never published."
+    )
     wyoming: WyomingConfig = section(
         WyomingConfig, "Wyoming speech-to-text server for Home Assistant Assist (docs/voice-assistant.md)."
     )

@@ -9,6 +9,7 @@ none of their own (tests build them from a default `Config()` here too).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from voxnode.audio.format import PERIOD_MS
 from voxnode.config import Config
@@ -17,6 +18,7 @@ from voxnode.frontend.chain import FrontEndParams
 from voxnode.wake.models import load_wake_models
 
 from .jobs import SchedulerParams
+from .keeper import KeepParams
 from .segmenter import SegmenterParams
 from .wake_gate import WakeParams
 
@@ -41,6 +43,7 @@ class PipelineParams:
     turn_min_prob: float  # the end-of-turn model's P(finished) that calls it, where the text cannot tell
     prompt: str | None  # this stream's recognition prompt; None = the engine's ([asr])
     hotwords: tuple[str, ...] | None  # this stream's hotwords; None = the engine's ([asr])
+    keep: KeepParams | None  # [adapt] keep_noise / keep_finals (named streams of `voxnode run` only)
 
 
 def frames(ms: int) -> int:
@@ -95,7 +98,19 @@ def pipeline_params(config: Config, stream: str | None = None) -> PipelineParams
         turn_min_prob=config.vad.end_of_turn_min_prob,
         prompt=own.prompt if own is not None and own.prompt else None,
         hotwords=tuple(own.hotwords) if own is not None and own.hotwords else None,
+        keep=keep_params(config, stream) if stream is not None else None,
     )
+
+
+def keep_params(config: Config, stream: str) -> KeepParams | None:
+    a = config.adapt
+    if not (a.keep_noise or a.keep_finals):
+        return None
+    from voxnode.delivery.schema import default_spool_path  # the daemon's state directory
+
+    root = Path(a.dir).expanduser() if a.dir else default_spool_path().parent / "adapt"
+    mb = 1024 * 1024
+    return KeepParams(root / stream, a.keep_noise, int(a.noise_max_mb * mb), a.keep_finals, int(a.finals_max_mb * mb))
 
 
 def scheduler_params(config: Config) -> SchedulerParams:

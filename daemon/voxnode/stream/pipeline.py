@@ -25,6 +25,7 @@ from voxnode.frontend.enhance import make_enhancer
 
 from .endpoint import Completion, pause_verdict
 from .jobs import DecodeJob, JobKind, JobOutcome, JobResult
+from .keeper import AudioKeeper
 from .params import PipelineParams
 from .partials import PARTIAL_QUIET_FRAMES
 from .scheduler import DecodeScheduler
@@ -88,6 +89,8 @@ class StreamPipeline:
         self._out = TranscriptPublisher(name, self._id_prefix, params, self.stats, emit, clock)
         self._holding = False
         self._partial_cost_s = 0.0  # the engine time of this stream's latest partial (paces the next)
+        # [adapt] keep_noise / keep_finals: audio kept on disk for `voxnode adapt`; None when off.
+        self.keeper = AudioKeeper(params.keep, name) if params.keep is not None else None
 
     # ---- feeding ----------------------------------------------------------------
     def feed(self, samples: np.ndarray, seq: int, t_mono: float, t_wall: float) -> None:
@@ -97,6 +100,8 @@ class StreamPipeline:
         chunk = Chunk(fe.samples, seq, t_mono, t_wall, fe.speech, fe.level_db)
         # Decode results drive the segmenter too (sentence-aware endpoints): always under the lock.
         with self._lock:
+            if self.keeper is not None:
+                self.keeper.hear(samples, quiet=self.segmenter.active is None and not fe.speech)
             if gate is not None and not self._through_gate(gate, samples, t_wall, fe.speech):
                 return
             if self.enhancer is not None and self.segmenter.active is not None:
@@ -178,6 +183,8 @@ class StreamPipeline:
     def flush(self) -> None:
         with self._lock:
             self._segment(self.segmenter.flush())
+            if self.keeper is not None:
+                self.keeper.close()
 
     # ---- segment events ---------------------------------------------------------
     def _on_segment(self, ev: SegmentEvent) -> None:
@@ -345,7 +352,9 @@ class StreamPipeline:
 
     def _finish(self, st: UtteranceState, result: TranscriptResult) -> None:
         self._utts.pop(st.utt.uid, None)
-        self._out.final(st, result)
+        event = self._out.final(st, result)
+        if self.keeper is not None and event is not None and st.final_job is not None:
+            self.keeper.final(st.final_job.audio, event.text, event.id)
 
     def _lose(self, st: UtteranceState, outcome: JobOutcome, result: JobResult) -> None:
         self._utts.pop(st.utt.uid, None)

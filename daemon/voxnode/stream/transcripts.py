@@ -66,8 +66,8 @@ class TranscriptPublisher:
             )
         )
 
-    def final(self, st: UtteranceState, result: TranscriptResult) -> None:
-        """The utterance's final: published, or suppressed as noise."""
+    def final(self, st: UtteranceState, result: TranscriptResult) -> TranscriptEvent | None:
+        """The utterance's final: published (and returned), or suppressed as noise (None)."""
         st.finish()
         text = clean_text(result.text)
         end_wall, end_mono = st.utt.speech_end()
@@ -81,7 +81,7 @@ class TranscriptPublisher:
                 result.no_speech_prob,
                 result.confidence,
             )
-            return
+            return None
         self.stats.finals += 1
         self.stats.follow_ups += bool(st.follow_up)
         now = self._clock()
@@ -99,7 +99,9 @@ class TranscriptPublisher:
                 (job.finished - end_mono) * 1e3,
                 (now - end_mono) * 1e3,
             )
-        self._emit(self._event("final", st, text, end_wall, (now - end_mono) * 1e3, result))
+        event = self._event("final", st, text, end_wall, (now - end_mono) * 1e3, result)
+        self._emit(event)
+        return event
 
     def _is_noise(self, result: TranscriptResult) -> bool:
         p = self.params

@@ -1,0 +1,43 @@
+"""`voxnode adapt`: runs the build-time fine-tuning tool (scripts/adapt_model.py) in its own venv.
+
+The runtime never imports the tool (TensorFlow is build-time only): this only finds the checkout's
+scripts/adapt_model.py and the venv `make adapt-venv` builds, and runs one with the other.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from voxnode.errors import VoxnodeError
+
+ADAPT_VENV = ".venv-adapt"
+# What `make adapt-venv` installs, for the error message (measured: `du -sh .venv-adapt`).
+ADAPT_VENV_SIZE = "about 1.7 GB: tensorflow-cpu"
+
+
+def checkout_root() -> Path:
+    return Path(__file__).resolve().parents[2]  # daemon/voxnode/adapt_tool.py -> the checkout
+
+
+def tool_command(argv: list[str], root: Path | None = None) -> list[str]:
+    """The command that runs the tool, or a one-line VoxnodeError naming what to install."""
+    root = root or checkout_root()
+    script = root / "scripts" / "adapt_model.py"
+    if not script.is_file():
+        raise VoxnodeError(
+            f"voxnode adapt: {script} not found; it runs from a voxnode source checkout (git clone), "
+            "on a PC or a Pi 5 (docs/adapt.md)"
+        )
+    python = Path(os.environ.get("VOXNODE_ADAPT_PYTHON") or root / ADAPT_VENV / "bin" / "python")
+    if not python.is_file():
+        raise VoxnodeError(
+            f"voxnode adapt: its build-time venv {python.parent.parent} is missing: run `make adapt-venv` in {root} "
+            f"({ADAPT_VENV_SIZE})"
+        )
+    return [str(python), str(script), *argv]
+
+
+def run(argv: list[str]) -> int:
+    return subprocess.call(tool_command(argv))

