@@ -32,12 +32,13 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 BASE_MODEL = REPO / "models" / "whisper-tiny.en"
-NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 LOSS_PROBE = 8  # training utterances whose loss is reported before and after training
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     from adapt.weights import DEFAULT_LAYERS, LAYER_SETS
+
+    from voxnode.config.asr import VARIANT_LABEL  # what [asr] model = "tiny.en+NAME" accepts
 
     p = argparse.ArgumentParser(
         prog="voxnode adapt", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -62,7 +63,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, help="output folder (default: models/whisper-tiny.en+NAME)")
     p.add_argument("--force", action="store_true", help="replace an existing output folder")
     args = p.parse_args(argv)
-    if not NAME_RE.fullmatch(args.name):
+    if not re.fullmatch(VARIANT_LABEL, args.name):
         p.error(f"--name {args.name!r}: lower-case letters, digits, '-' and '_' (up to 32), e.g. kitchen")
     if args.epochs < 1:
         p.error("--epochs: at least 1")

@@ -103,3 +103,19 @@ def test_missing_venv_is_one_clear_line(tmp_path) -> None:
     )
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1 and "make adapt-venv" in proc.stderr, proc.stderr
+
+
+@needs_venv
+def test_the_variant_is_found_by_name_and_by_path(adapted) -> None:
+    from voxnode.asr.model_files import default_model_dir
+    from voxnode.models.find import CHECKOUT_MODELS
+
+    out, _ = adapted
+    assert default_model_dir(None, str(out)) == out  # [asr] model = "/path/to/whisper-tiny.en+test"
+    label = f"ci{os.getpid()}"
+    link = CHECKOUT_MODELS / f"whisper-tiny.en+{label}"  # as if installed beside the shipped model
+    link.symlink_to(out, target_is_directory=True)
+    try:
+        assert default_model_dir(None, f"tiny.en+{label}") == link
+    finally:
+        link.unlink()

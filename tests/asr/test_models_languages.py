@@ -57,6 +57,11 @@ def test_defaults_are_tiny_en_in_english():
         '[asr]\nlanguage = "en"\n',
         # model_dir names the model: the engine checks the language when it loads it
         '[asr]\nmodel_dir = "/somewhere"\nlanguage = "fr"\n',
+        # `voxnode adapt` variants (docs/adapt.md) and model folders
+        '[asr]\nmodel = "tiny.en+kitchen"\n',
+        '[asr]\nmodel = "base+living_room-2"\nlanguage = "de"\n',
+        '[asr]\nmodel = "/opt/voxnode/models/whisper-tiny.en+kitchen"\nlanguage = "fr"\n',
+        '[asr]\nmodel = "./my-model"\n',
     ],
 )
 def test_valid_model_and_language(text):
@@ -71,6 +76,10 @@ def test_valid_model_and_language(text):
         ('[asr]\nmodel = "base"\nlanguage = "xx"\n', 'asr.language = "xx"', "not a Whisper language code"),
         ('[asr]\nmodel = "base"\nlanguage = "German"\n', "asr.language", "must match"),
         ('[asr]\nmodel = "small"\n', "asr.model", '"tiny.en", "base"'),
+        ('[asr]\nmodel = "tiny.en+Kitchen"\n', "asr.model", "after the +"),
+        ('[asr]\nmodel = "tiny.en+"\n', "asr.model", "voxnode adapt"),
+        ('[asr]\nmodel = "small+kitchen"\n', "asr.model", '"tiny.en", "base"'),
+        ('[asr]\nmodel = "tiny.en+kitchen"\nlanguage = "de"\n', "asr.language", "tiny.en is English-only"),
     ],
 )
 def test_bad_model_or_language_is_a_one_line_error(text, key, detail):

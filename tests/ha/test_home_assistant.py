@@ -213,6 +213,7 @@ def test_every_entity_exists_with_its_device_class_unit_and_name(stack):
     assert float(state("node", "rss")) == pytest.approx(health["process"]["rss_bytes"] / 1048576, abs=0.1)
     assert state("node", "leak") == state("node", "spool_backlog") == "off"
     assert state("node", "finals_refused") == "0"
+    assert state("node", "model") == health["model"]["name"] == "whisper-tiny.en"  # or a `voxnode adapt` variant
     # The spool's health (docs/mqtt.md): a writable spool is no problem, and no final was lost.
     assert state("node", "spool_problem") == "off" and state("node", "finals_lost") == "0"
     for stream in ("kitchen", "hall"):

@@ -1,8 +1,10 @@
 """[asr]: the speech model and how it decodes."""
 
+import re
 from dataclasses import dataclass
 
 from voxnode.config.fields import InvalidValue, setting
+from voxnode.models.find import is_path
 
 # asr.engine -> (module, class) of the `Recognizer` that implements it, imported only when chosen
 # (asr/backends.py): the one list of engine names. Adding an engine is its module and a line here.
@@ -13,6 +15,10 @@ ENGINES: dict[str, tuple[str, str]] = {
 # "Whisper base and languages"; 5.3 s clip, 1 thread): base vs tiny.en encodes in 71 vs 34 ms, a final
 # (beam 3) takes 185 vs 128 ms, `voxnode transcribe` peaks at 178 vs 124 MB RSS, files 76 vs 41 MB.
 MODELS = ("tiny.en", "base")
+# `voxnode adapt` makes variants of a shipped model, "<model>+<label>" in models/whisper-<model>+<label>
+# (docs/adapt.md); scripts/adapt_model.py checks its --name against VARIANT_LABEL too.
+VARIANT_LABEL = r"[a-z0-9][a-z0-9_-]{0,31}"
+_NAMED = re.compile("({})(\\+{})?".format("|".join(map(re.escape, MODELS)), VARIANT_LABEL))
 # The language tokens of multilingual Whisper (base), in vocabulary order: <|en|> = 50259, ... <|su|>.
 WHISPER_LANGUAGES = (
     "en zh de es ru ko fr ja pt tr pl ca nl ar sv it id hi fi vi he uk el ms cs ro da hu ta no th ur hr bg lt "
@@ -29,8 +35,8 @@ class AsrConfig:
     model: str = setting(
         "tiny.en",
         'Whisper model: "tiny.en" (English only) or "base" (multilingual, more accurate; ~1.5x the time '
-        "per final, +55 MB RSS); found in models/whisper-<model>.",
-        choices=MODELS,
+        "per final, +55 MB RSS), found in models/whisper-<model>; a variant made by `voxnode adapt`, e.g. "
+        '"tiny.en+kitchen" (models/whisper-tiny.en+kitchen); or the path of a model folder.',
     )
     model_dir: str = setting("", 'Folder of the converted model; "" = the bundled models/whisper-<model>.')
     # "en" by default, not "auto": a node hears one household's language, and detection on a 1-2 s
@@ -98,6 +104,17 @@ class AsrConfig:
             raise InvalidValue("fallback_temperatures", "must be in increasing order")
         if self.language != "auto" and self.language not in WHISPER_LANGUAGES:
             raise InvalidValue("language", 'not a Whisper language code (e.g. "en", "de", "fr") nor "auto"')
-        # With model_dir set the model is whichever is there: the engine checks the language at load.
-        if self.model == "tiny.en" and not self.model_dir and self.language != "en":
+        if not (is_path(self.model) or _NAMED.fullmatch(self.model)):
+            raise InvalidValue(
+                "model",
+                'use "tiny.en", "base", a `voxnode adapt` variant such as "tiny.en+kitchen" '
+                "(lower-case letters, digits, - and _ after the +) or the path of a model folder",
+            )
+        # With model_dir set (or a path) the model is whichever is there: the engine checks the language at load.
+        if shipped_model(self.model) == "tiny.en" and not self.model_dir and self.language != "en":
             raise InvalidValue("language", 'tiny.en is English-only: use "en", or model = "base" for other languages')
+
+
+def shipped_model(model: str) -> str | None:
+    """The shipped model `model` is or derives from ("tiny.en+kitchen" -> "tiny.en"); None for a path."""
+    return None if is_path(model) else model.split("+", 1)[0]

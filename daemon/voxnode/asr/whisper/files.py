@@ -14,7 +14,7 @@ from pathlib import Path
 
 from voxnode.errors import ModelError
 from voxnode.models.files import MANIFEST, check_file, read_manifest
-from voxnode.models.find import WHISPER_PREFIX, find_model
+from voxnode.models.find import WHISPER_PREFIX, find_model, is_path
 
 DEFAULT_MODEL = "tiny.en"  # [asr] model
 SHARED_FILES = ("model_config.json", "vocabulary.txt", "merges.npy", "encoder_positions.npy", "decoder_positions.npy")
@@ -35,8 +35,8 @@ class ModelFiles:
 
 
 def model_dir_name(model: str) -> str:
-    """`[asr] model` ("tiny.en", "base") -> its folder name under models/."""
-    return f"{WHISPER_PREFIX}{model}"
+    """`[asr] model` ("tiny.en", "base", "tiny.en+kitchen") -> its folder name under models/; a path as is."""
+    return model if is_path(model) else f"{WHISPER_PREFIX}{model}"
 
 
 def default_model_dir(configured: str | Path | None = None, model: str = DEFAULT_MODEL) -> Path:
