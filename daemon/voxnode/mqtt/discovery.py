@@ -208,14 +208,8 @@ def node_payload(topics: Topics, caps: Capabilities, *, board: str | None, backl
         state_class="total_increasing",
     )
     # Which Whisper runs: "whisper-tiny.en", or a `voxnode adapt` variant such as "whisper-tiny.en+kitchen".
-    c["model"] = _sensor(
-        f"voxnode_{node}_model",
-        "Speech model",
-        health,
-        "{{ (value_json.model or {}).name | default(None) }}",
-        entity_category="diagnostic",
-        icon="mdi:account-voice",
-    )
+    model_name = "{{ (value_json.model or {}).name | default(None) }}"
+    c["model"] = _sensor(f"voxnode_{node}_model", "Speech model", health, model_name, entity_category="diagnostic")
     c["leak"] = _problem(
         f"voxnode_{node}_leak",
         "Memory leak",
