@@ -189,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
             BASE_MODEL, args.out, test, room_test, feat, args.check == "quick", progress
         )
         print("\n".join(evaluate.markdown(report["evaluation"])))
+        worse = report["evaluation"]["worse"] = evaluate.regressions(report["evaluation"])
+        if worse:
+            print(f"WORSE than tiny.en by more than 0.5 points ({len(worse)}): " + "; ".join(worse))
+            print("check these before installing the model (docs/adapt.md, step 4)")
     report["total_seconds"] = round(time.monotonic() - t_start, 1)
     card.write(args.out, report)
     export.finish(args.out, model)

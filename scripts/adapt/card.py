@@ -48,6 +48,8 @@ def write(out: Path, report: dict) -> None:
             *evaluate.markdown(ev),
             "",
         ]
+        if ev.get("worse"):
+            lines += ["**Worse than tiny.en by more than 0.5 points:** " + "; ".join(ev["worse"]) + ".", ""]
     lines += [
         "## Use and removal",
         f'`[asr] model = "{report["model"].removeprefix("whisper-")}"` (this folder in models/ or'

@@ -43,7 +43,7 @@ def clips(utts: list[data.Utt], conds) -> list[dict]:
 
 
 def transcribe_all(model_dir: Path, items: list[dict], feat: Features, progress) -> list[str]:
-    from voxnode.asr.whisper_litert import WhisperEngine
+    from voxnode.asr.whisper.engine import WhisperEngine
 
     engine = WhisperEngine.load(model_dir)
     out = []
@@ -96,3 +96,15 @@ def markdown(result: dict) -> list[str]:
             cells.append("–" if b is None else f"{b['wer']:.1f} -> {a['wer']:.1f} %")
         lines.append(f"| {cond} | " + " | ".join(cells) + " |")
     return lines
+
+
+def regressions(result: dict, tolerance: float = 0.5) -> list[str]:
+    """Where the adapted model is worse than tiny.en by more than `tolerance` WER points (the issue's
+    bound for clean speech and other noises), per condition and talker."""
+    out = []
+    for cond, groups in result["before"].items():
+        for g, b in groups.items():
+            a = result["after"][cond][g]
+            if a["wer"] - b["wer"] > tolerance:
+                out.append(f"{cond}, {g}: {b['wer']:.1f} -> {a['wer']:.1f} %")
+    return out

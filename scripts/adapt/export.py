@@ -14,7 +14,7 @@ def export(name: str, ct2_dir: Path, ct2: Ct2Model, out: Path) -> dict:
     """Convert, then load with the runtime's loader: every op must run on XNNPACK, and the model must
     transcribe a clip. Returns the engine's info."""
     convert_model.convert(name, ct2_dir, out, ["int8"], ct2=ct2)
-    from voxnode.asr.whisper_litert import WhisperEngine
+    from voxnode.asr.whisper.engine import WhisperEngine
 
     engine = WhisperEngine.load(out)
     info = engine.info
@@ -27,7 +27,7 @@ def export(name: str, ct2_dir: Path, ct2: Ct2Model, out: Path) -> dict:
 
 def transcribes(out: Path, audio: np.ndarray) -> str:
     """The exported model's text for `audio` (float32 [-1, 1])."""
-    from voxnode.asr.whisper_litert import WhisperEngine
+    from voxnode.asr.whisper.engine import WhisperEngine
 
     return WhisperEngine.load(out).transcribe(audio).text
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from adapt.train import Example
-from voxnode.asr import whisper_litert
 from voxnode.asr.mel import SAMPLE_RATE, LogMel
-from voxnode.asr.tokenizer import Tokenizer
+from voxnode.asr.whisper import engine as whisper_engine
+from voxnode.asr.whisper.tokenizer import Tokenizer
 from voxnode.config import Config
 from voxnode.frontend.recognition import recognition_audio
 from voxnode.stream.params import frontend_params
@@ -35,8 +35,8 @@ class Features:
         x = self.heard(audio)
         duration = len(x) / SAMPLE_RATE
         window = min(
-            whisper_litert.MAX_SECONDS,
-            max(whisper_litert.MIN_WINDOW_SECONDS, math.ceil(duration + whisper_litert.PAD_SECONDS)),
+            whisper_engine.MAX_SECONDS,
+            max(whisper_engine.MIN_WINDOW_SECONDS, math.ceil(duration + whisper_engine.PAD_SECONDS)),
         )
         padded = np.zeros(int(window * SAMPLE_RATE), np.float32)
         padded[: min(len(x), len(padded))] = x[: len(padded)]

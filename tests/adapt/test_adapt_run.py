@@ -82,8 +82,8 @@ def test_training_lowers_the_loss_on_its_own_data(adapted) -> None:
 
 @needs_venv
 def test_the_exported_model_runs_on_xnnpack_and_transcribes(adapted) -> None:
-    from voxnode.asr.model_files import read_manifest
-    from voxnode.asr.whisper_litert import WhisperEngine
+    from voxnode.asr.whisper.engine import WhisperEngine
+    from voxnode.models.files import read_manifest
 
     out, _ = adapted
     read_manifest(out)  # every file listed and its checksum right
@@ -107,7 +107,7 @@ def test_missing_venv_is_one_clear_line(tmp_path) -> None:
 
 @needs_venv
 def test_the_variant_is_found_by_name_and_by_path(adapted) -> None:
-    from voxnode.asr.model_files import default_model_dir
+    from voxnode.asr.whisper.files import default_model_dir
     from voxnode.models.find import CHECKOUT_MODELS
 
     out, _ = adapted
