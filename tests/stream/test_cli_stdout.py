@@ -37,8 +37,11 @@ def test_run_stdout_prints_partial_and_final_json_lines(tmp_path, voxnode_cmd):
     assert len(finals) == 1, speech
     f = finals[0]
     assert wer(text, f["text"]) <= 0.2, f
+    common = {"type", "stream", "id", "text", "start", "end", "latency_ms", "confidence", "language"}
+    # A final is durable with stdout alone: it carries its delivery `seq` and the model that made it.
+    assert set(f) == common | {"seq", "model"} and f["seq"] == 1 and f["model"] == "whisper-tiny.en", f
     for e in speech:
-        assert set(e) == {"type", "stream", "id", "text", "start", "end", "latency_ms", "confidence", "language"}
+        assert set(e) == (common if e["type"] == "partial" else common | {"seq", "model"})
         assert e["stream"] == "mic" and e["id"] == f["id"] and e["language"] == "en"  # tiny.en
         start, end = datetime.fromisoformat(e["start"]), datetime.fromisoformat(e["end"])
         assert start.tzinfo is not None and start < end
