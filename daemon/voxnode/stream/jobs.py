@@ -56,6 +56,7 @@ class DecodeJob:
     started: float = 0.0
     finished: float = 0.0
     cancelled: bool = False
+    reported: bool = False  # a final still decoding when the scheduler stopped: reported DROPPED then
     seq: int = 0
     # Set by the scheduler when a final must not wait for this partial, or when this speculative
     # final was cancelled (speech resumed): the engine stops at its next model call.
@@ -88,6 +89,25 @@ class SchedulerStats:
     queue_depth: int = 0
     max_queue_depth: int = 0
     busy_s: float = 0.0
+
+    def report(self, workers: int, finals_pending: int, oldest_wait_ms: float, timings: dict) -> dict[str, Any]:
+        """The scheduler's health section."""
+        return {
+            "workers": workers,
+            "queue_depth": self.queue_depth,
+            "max_queue_depth": self.max_queue_depth,
+            "finals_pending": finals_pending,
+            "oldest_wait_ms": round(oldest_wait_ms, 1),
+            "submitted": dict(self.submitted),
+            "completed": dict(self.completed),
+            "partials_skipped": self.partials_skipped,
+            "partials_abandoned": self.partials_abandoned,
+            "finals_dropped": self.finals_dropped,
+            "failed": self.failed,
+            "cancelled": self.cancelled,
+            "busy_s": round(self.busy_s, 3),
+            "timings_ms": timings,
+        }
 
     def count(self, kind: JobKind, outcome: JobOutcome) -> None:
         if outcome == JobOutcome.DONE:

@@ -65,8 +65,7 @@ class DecodeScheduler:
         clock: Callable[[], float] = time.monotonic,
         on_decoded: Callable[[str, str, float], None] | None = None,
     ):
-        # Worker i uses engine i % len: one engine instance serialises its calls, so
-        # parallel decoding needs as many engines as workers (see docs/benchmarks.md).
+        # Worker i uses engine i % len: parallel decoding needs an engine per worker (docs/benchmarks.md).
         if not recognizers:
             raise ValueError("the decode scheduler needs at least one recognizer")
         self._recs = list(recognizers)
@@ -173,6 +172,9 @@ class DecodeScheduler:
     def promote(self, job: DecodeJob) -> bool:
         """Turn a queued speculative job into a final (endpoint confirmed it)."""
         with self._cv:
+            if self._running.get(job.stream) is job:
+                job.kind = JobKind.FINAL  # already decoding: never given up now, and stop() waits for it
+                return True
             if not self._remove(job, forget=False):  # its tenant keeps its turn
                 return False
             job.kind = JobKind.FINAL
@@ -211,23 +213,9 @@ class DecodeScheduler:
         with self._cv:
             now = self._clock()
             oldest = min((j.submitted for qs in self._queues.values() for q in qs.values() for j in q), default=now)
-            s = self._stats
-            return {
-                "workers": len(self.heartbeats),  # params.workers follows a reload; the threads do not
-                "queue_depth": s.queue_depth,
-                "max_queue_depth": s.max_queue_depth,
-                "finals_pending": self._pending_finals(),
-                "oldest_wait_ms": round((now - oldest) * 1e3, 1),
-                "submitted": dict(s.submitted),
-                "completed": dict(s.completed),
-                "partials_skipped": s.partials_skipped,
-                "partials_abandoned": s.partials_abandoned,
-                "finals_dropped": s.finals_dropped,
-                "failed": s.failed,
-                "cancelled": s.cancelled,
-                "busy_s": round(s.busy_s, 3),
-                "timings_ms": {k.name: percentiles(self._timings[k]) for k in JobKind if self._timings[k]},
-            }
+            timings = {k.name: percentiles(self._timings[k]) for k in JobKind if self._timings[k]}
+            # params.workers follows a reload; the threads do not
+            return self._stats.report(len(self.heartbeats), self._pending_finals(), (now - oldest) * 1e3, timings)
 
     # ---- lifecycle --------------------------------------------------------------
     def start(self) -> None:
@@ -242,11 +230,12 @@ class DecodeScheduler:
             self._threads.append(t)
 
     def stop(self, drain_finals: bool = True, timeout: float = 10.0) -> None:
-        """Stop the workers; by default queued finals are decoded first."""
+        """Stop the workers; by default queued and running finals are decoded first. A final still
+        decoding at the deadline is reported DROPPED (counted, logged), never lost silently."""
         deadline = self._clock() + timeout
         if drain_finals:
             with self._cv:
-                while self._pending_finals() and self._clock() < deadline and self._threads:
+                while self._finals_in_flight() and self._clock() < deadline and self._threads:
                     self._cv.wait(0.05)
         with self._cv:
             self._stopping = True
@@ -264,6 +253,13 @@ class DecodeScheduler:
         for t in self._threads:
             t.join(max(0.0, deadline - self._clock()) + 1.0)
         self._threads.clear()
+        with self._cv:
+            late = [j for j in self._running.values() if j.kind == JobKind.FINAL]
+            for j in late:
+                j.reported = True  # its worker, if it ever finishes, reports nothing more
+        for j in late:
+            self._account(j, JobOutcome.DROPPED)
+            j.on_done(j, JobOutcome.DROPPED, None)
 
     # ---- worker side ------------------------------------------------------------
     def _pick(self, skipped: list[DecodeJob]) -> DecodeJob | None:
@@ -366,6 +362,8 @@ class DecodeScheduler:
                 f", temperature {result.temperature:.1f}" if result.temperature else "",
             )
         with self._cv:
+            if job.reported:
+                return  # reported DROPPED by stop(): it outlived the deadline
             self._running.pop(job.stream, None)
             self._forget_if_idle(job.turn)
             if outcome == JobOutcome.SKIPPED:  # only an abandoned partial ends here as skipped
@@ -388,10 +386,13 @@ class DecodeScheduler:
             self._stats.count(job.kind, outcome)
             if outcome == JobOutcome.DROPPED:
                 n = self._pending_finals()
-                log.warning("final for stream %s dropped: engine too far behind (%d finals pending)", job.stream, n)
+                log.warning("final for stream %s dropped: not decoded in time (%d finals pending)", job.stream, n)
 
     def _pending_finals(self) -> int:
         return sum(len(q) for q in self._queues[JobKind.FINAL].values())
+
+    def _finals_in_flight(self) -> int:
+        return self._pending_finals() + sum(j.kind == JobKind.FINAL for j in self._running.values())
 
     def _update_depth(self) -> None:
         depth = sum(len(q) for qs in self._queues.values() for q in qs.values())
