@@ -7,8 +7,6 @@ label value per request, so every request is observed as one stream, wyoming:req
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -18,12 +16,10 @@ from voxnode.wyoming_stt.request import OBSERVED_AS
 
 pytest.importorskip("prometheus_client")
 pytest.importorskip("wyoming")
-from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import audio_corpus as ac  # noqa: E402
-import speech_corpus as sc  # noqa: E402
-from wyoming_client import WyomingDaemon, clip, pcm, transcribe  # noqa: E402
+import audio_corpus as ac
+import speech_corpus as sc
+from prometheus_client.parser import text_string_to_metric_families
+from wyoming_client import WyomingDaemon, clip, pcm, transcribe
 
 pytestmark = pytest.mark.skipif(
     not (sc.PS_DATA.exists() and ac.have_espeak()), reason="needs pocketsphinx-testdata, espeak-ng, sox"

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
-from pathlib import Path
 
+import audio_corpus as ac
 import numpy as np
 import pytest
 
@@ -15,9 +14,6 @@ from voxnode.frontend.noise_floor import NoiseFloor
 from voxnode.frontend.spectrum import StftAnalyzer
 from voxnode.stream.params import frontend_params, segmenter_params
 from voxnode.stream.segmenter import Chunk, Ended, Segmenter
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import audio_corpus as ac  # noqa: E402
 
 pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
 

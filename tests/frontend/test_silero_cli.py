@@ -3,18 +3,14 @@ continuous pink noise comes out as one final with the right words."""
 
 import json
 import subprocess
-import sys
 import wave
-from pathlib import Path
 
+import audio_corpus as ac
 import numpy as np
 import pytest
+import speech_corpus as sc
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import audio_corpus as ac  # noqa: E402
-import speech_corpus as sc  # noqa: E402
-
-from voxnode.asr.wer import wer  # noqa: E402
+from voxnode.asr.wer import wer
 
 LIBRIVOX = [u for u in sc.pocketsphinx() if u.name.startswith("librivox/")]
 

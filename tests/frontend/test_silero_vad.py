@@ -3,23 +3,19 @@ and the segmenter on an utterance in continuous noise. Real model, real LiteRT i
 
 import dataclasses
 import shutil
-import sys
-from pathlib import Path
 
+import audio_corpus as ac
 import numpy as np
 import pytest
+import speech_corpus as sc
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import audio_corpus as ac  # noqa: E402
-import speech_corpus as sc  # noqa: E402
-
-from voxnode.config import Config  # noqa: E402
-from voxnode.frontend.chain import FrontEnd, FrontEndParams, with_vad  # noqa: E402
-from voxnode.frontend.errors import FrontendError  # noqa: E402
-from voxnode.frontend.silero_vad import MODEL_FILE, WINDOW, SileroVad  # noqa: E402
-from voxnode.models.find import SILERO_MODEL, find_model  # noqa: E402
-from voxnode.stream.params import frontend_params, segmenter_params  # noqa: E402
-from voxnode.stream.segmenter import Chunk, Discarded, Ended, Segmenter  # noqa: E402
+from voxnode.config import Config
+from voxnode.frontend.chain import FrontEnd, FrontEndParams, with_vad
+from voxnode.frontend.errors import FrontendError
+from voxnode.frontend.silero_vad import MODEL_FILE, WINDOW, SileroVad
+from voxnode.models.find import SILERO_MODEL, find_model
+from voxnode.stream.params import frontend_params, segmenter_params
+from voxnode.stream.segmenter import Chunk, Discarded, Ended, Segmenter
 
 MODEL_DIR = find_model(SILERO_MODEL, "vad.engine")
 

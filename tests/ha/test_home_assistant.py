@@ -19,6 +19,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+import audio_corpus as ac
 import pytest
 from live_fifo import LiveFifo, asoundrc
 
@@ -27,9 +28,6 @@ from tests.mqtt.broker import Broker, Monitor, retained
 from voxnode import __version__
 from voxnode.asr.wer import wer
 from voxnode.mqtt.localbroker import free_port
-
-sys.path.insert(0, str(ROOT / "scripts"))
-import audio_corpus as ac  # noqa: E402
 
 pytestmark = [
     pytest.mark.ha,

@@ -7,18 +7,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-from pathlib import Path
 
+import audio_corpus as ac
 import numpy as np
 import pytest
 
 from tests.mqtt.broker import retained
 from tests.mqtt.conftest import write_config
 from voxnode.audio.wavfile import write_wav
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import audio_corpus as ac  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not ac.have_espeak(), reason="needs espeak-ng and sox (make deps-test)")
 

@@ -5,20 +5,16 @@ per call; the delay is the only thing simulated.
 """
 
 import logging
-import sys
 import threading
 import time
-from pathlib import Path
 
+import audio_corpus as ac
 import numpy as np
 import pytest
 
 from tests.stream.test_pipeline_alsa import wer
 from voxnode.config import Config
 from voxnode.stream.recognition import Recognition
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import audio_corpus as ac  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not ac.have_espeak(), reason="needs espeak-ng and sox (make deps-test)")
 

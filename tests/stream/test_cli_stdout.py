@@ -2,18 +2,14 @@
 
 import json
 import subprocess
-import sys
 import wave
 from datetime import datetime
-from pathlib import Path
 
+import audio_corpus as ac
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import audio_corpus as ac  # noqa: E402
-
-from tests.stream.test_pipeline_alsa import wer  # noqa: E402
+from tests.stream.test_pipeline_alsa import wer
 
 pytestmark = pytest.mark.skipif(not ac.have_espeak(), reason="needs espeak-ng and sox (make deps-test)")
 

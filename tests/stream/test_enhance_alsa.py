@@ -20,11 +20,11 @@ errors, too close for a test to call.
 from __future__ import annotations
 
 import dataclasses
-import sys
-from pathlib import Path
 
+import live_noise_audio as la
 import numpy as np
 import pytest
+import speech_corpus as sc
 
 from tests.stream.test_live_noise_alsa import LEAD_S, PAUSE_S, TAIL_S
 from tests.stream.test_pipeline_alsa import ac, run_daemon
@@ -32,10 +32,6 @@ from voxnode.asr.wer import word_errors
 from voxnode.config import Config
 from voxnode.frontend.recognition import recognition_audio
 from voxnode.stream.params import frontend_params
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import live_noise_audio as la  # noqa: E402
-import speech_corpus as sc  # noqa: E402
 
 SPEECH_DBFS, SNR_DB = -26.0, 0.0
 

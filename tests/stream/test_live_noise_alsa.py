@@ -14,17 +14,12 @@ The full measurement over many noises and levels is scripts/bench_live_noise.py.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
+import audio_corpus as ac
 import numpy as np
 import pytest
 
 from tests.stream.test_pipeline_alsa import run_daemon
 from voxnode.asr.wer import word_errors
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import audio_corpus as ac  # noqa: E402
 
 CLIPS = (
     "librivox-sense_and_sensibility_01_austen_64kb-0880",

@@ -3,20 +3,16 @@ a muted stream's audio never reaches the recogniser; unmuting brings transcripts
 
 from __future__ import annotations
 
-import sys
 import threading
 import wave
-from pathlib import Path
 
+import audio_corpus as ac
 import numpy as np
 import pytest
 
 from tests.stream.test_pipeline_alsa import ListSink, wer
 from voxnode.config import Config
 from voxnode.daemon import Daemon, RunOptions
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import audio_corpus as ac  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not ac.have_espeak(), reason="needs espeak-ng and sox (make deps-test)")
 

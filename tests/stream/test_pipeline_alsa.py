@@ -8,11 +8,10 @@ period at a time, so the daemon sees audio exactly as from a microphone.
 from __future__ import annotations
 
 import dataclasses
-import sys
 import threading
 import time
-from pathlib import Path
 
+import audio_corpus as ac
 import numpy as np
 import pytest
 
@@ -22,9 +21,6 @@ from voxnode.config import Config
 from voxnode.config.audio import AudioConfig
 from voxnode.daemon import Daemon, RunOptions
 from voxnode.stream.partials import norm
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import audio_corpus as ac  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not ac.have_espeak(), reason="needs espeak-ng and sox (make deps-test)")
 

@@ -7,9 +7,8 @@ around them too. The detector and the recogniser are the real ones.
 from __future__ import annotations
 
 import dataclasses
-import sys
-from pathlib import Path
 
+import audio_corpus as ac
 import numpy as np
 import pytest
 
@@ -21,9 +20,6 @@ from voxnode.errors import ConfigError
 from voxnode.stream.params import wake_params
 from voxnode.wake.detector import WakeDetector
 from voxnode.wake.models import load_wake_model
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import audio_corpus as ac  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not ac.have_espeak(), reason="needs espeak-ng and sox (make deps-test)")
 

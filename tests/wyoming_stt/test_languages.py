@@ -4,17 +4,14 @@ what the configured model can do, and the transcript says the language it was de
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 
 import pytest
 from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe, Info
+from wyoming_client import WyomingDaemon, pcm, transcribe
 
 from tests.languages import FR_TEXT, base_config, french_clip_16k, needs_french, wer
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-from wyoming_client import WyomingDaemon, pcm, transcribe  # noqa: E402
 
 pytestmark = needs_french
 

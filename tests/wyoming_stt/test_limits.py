@@ -9,20 +9,17 @@ import asyncio
 import json
 import os
 import signal
-import sys
 import time
 from pathlib import Path
 
+import audio_corpus as ac
 import pytest
+import speech_corpus as sc
+from wyoming_client import WyomingDaemon, clip, pcm, transcribe
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import audio_corpus as ac  # noqa: E402
-import speech_corpus as sc  # noqa: E402
-from wyoming_client import WyomingDaemon, clip, pcm, transcribe  # noqa: E402
-
-from voxnode.asr.wer import wer  # noqa: E402
-from voxnode.wyoming_stt.limits import MIN_CONNECTIONS, REPLY_STALL_S  # noqa: E402
-from voxnode.wyoming_stt.server import CLOSE_WAIT_S  # noqa: E402
+from voxnode.asr.wer import wer
+from voxnode.wyoming_stt.limits import MIN_CONNECTIONS, REPLY_STALL_S
+from voxnode.wyoming_stt.server import CLOSE_WAIT_S
 
 pytestmark = pytest.mark.skipif(
     not (sc.PS_DATA.exists() and ac.have_espeak()), reason="needs pocketsphinx-testdata, espeak-ng, sox"

@@ -7,22 +7,18 @@ import asyncio
 import json
 import signal
 import socket
-import sys
-from pathlib import Path
 
+import audio_corpus as ac
 import numpy as np
 import pytest
+import speech_corpus as sc
 from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe, Info
+from wyoming_client import WyomingDaemon, clip, pcm, transcribe
 
 from voxnode.asr.wer import wer
 from voxnode.config import parse_config
 from voxnode.errors import ConfigError
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import audio_corpus as ac  # noqa: E402
-import speech_corpus as sc  # noqa: E402
-from wyoming_client import WyomingDaemon, clip, pcm, transcribe  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     not (sc.PS_DATA.exists() and ac.have_espeak()), reason="needs pocketsphinx-testdata, espeak-ng, sox"
