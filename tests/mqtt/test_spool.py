@@ -136,3 +136,40 @@ def test_a_spool_from_before_cursors_becomes_mqtt_s(tmp_path):
     assert s.pending("mqtt") == 2 and s.pending("stdout") == 0
     assert [m.seq for m in s.cursor("mqtt").after(0, 10)] == [7, 8]
     assert s.append("mic", lambda seq: b"c")[0] == 9  # seq continues
+
+
+def test_a_spool_held_by_another_process_is_not_written_and_taken_over_when_it_dies(tmp_path, caplog):
+    """Two processes on one spool would hand out the same seq twice (`sudo voxnode run --stdout`
+    beside the service: both default to /var/lib/voxnode). The second one runs without durable
+    storage (no seq, none of the other's finals read or sent), says why naming the spool and the
+    holder, and takes the spool over once the holder is gone (SIGKILL: the kernel drops its lock)."""
+    import signal
+    import subprocess
+    import sys
+
+    from voxnode.delivery.spool import REOPEN_S
+
+    path = tmp_path / "s.sqlite"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from voxnode.delivery.spool import Spool; "
+         f"s = Spool({str(path)!r}, 100); s.append('t', lambda q: b'theirs'); print('ready', flush=True); "
+         "sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        now = [0.0]
+        with caplog.at_level(logging.ERROR):
+            s = Spool(path, max_messages=100, clock=lambda: now[0])
+        assert not s.writable
+        assert f"spool {path} is in use by another voxnode process (pid {holder.pid})" in s.error
+        assert "delivery.spool_path" in caplog.text
+        assert s.append("t", lambda seq: b"mine") == (None, [])  # no seq: it could collide with theirs
+        assert s.after("mqtt", 0, 10) == []  # theirs are theirs to send
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(5)
+    now[0] += REOPEN_S
+    assert s.append("t", lambda seq: b"mine") == (2, [])  # taken over: numbering goes on from theirs
+    assert s.writable and [m.payload for m in s.after("mqtt", 0, 10)] == [b"theirs", b"mine"]
+    s.close()

@@ -18,7 +18,7 @@ class SpoolUnusable(Exception):
 
     def __init__(self, kind: str, message: str):
         super().__init__(message)
-        self.kind = kind  # corrupt | full | readonly | directory | permission | io | other
+        self.kind = kind  # corrupt | full | readonly | directory | permission | io | in-use | other
         self.message = message
 
 

@@ -21,12 +21,13 @@ directory in the way) is reported once per cause, in the log and in health
 (`writable`, `error`), and retried: every append tries again, and a file that
 could not be opened (or opened read-only) is reopened at most every REOPEN_S.
 
-Threads use it (the sequencer appends, each durable output reads and acks): one lock
-serialises them; a write holds it for one fsync.
+Threads use it (the sequencer appends, durable outputs read and ack) under one lock; a write holds
+it for one fsync. One process per spool (delivery/owner.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import threading
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from voxnode.delivery.faults import SpoolUnusable, cause_of, meta_value, move_aside, refill, salvage, seq_floor
+from voxnode.delivery.owner import SpoolOwner
 from voxnode.delivery.schema import OLD_SPOOL_OUTPUT, SpooledMessage, create_tables, file_bytes, has_table, high_water
 
 if TYPE_CHECKING:
@@ -64,6 +66,7 @@ class Spool:
         self._clock = clock
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
+        self._owner: SpoolOwner | None = None  # this process's hold on the file (delivery/owner.py)
         self._count = 0
         self._last_seq = 0
         self.dropped_total = 0
@@ -92,8 +95,6 @@ class Spool:
                 n,
                 output,
             )
-
-    # ---- opening -----------------------------------------------------------------------------
 
     def _open(self) -> None:
         """(Re)open; on failure keep what can be read and record why. Caller holds the lock."""
@@ -133,6 +134,7 @@ class Spool:
                 f"spool {path}: cannot create its folder {path.parent}: "
                 f"{e.strerror or e}; set delivery.spool_path or StateDirectory=",
             ) from None
+        self._owner = self._owner or SpoolOwner(path)
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=5.0)
         try:
             db.execute("PRAGMA journal_mode=WAL")
@@ -201,10 +203,8 @@ class Spool:
 
     def _close_db(self) -> None:
         if self._db is not None:
-            try:
+            with contextlib.suppress(sqlite3.Error):
                 self._db.close()
-            except sqlite3.Error:
-                pass
             self._db = None
 
     def _recover(self, cause: SpoolUnusable) -> None:
@@ -392,8 +392,8 @@ class Spool:
     def close(self) -> None:
         with self._lock:
             if self._db is not None:
-                try:
+                with contextlib.suppress(sqlite3.Error):
                     self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                except sqlite3.Error:
-                    pass
             self._close_db()
+            if self._owner is not None:
+                self._owner.release()
