@@ -196,10 +196,10 @@ class Spool:
             )
 
     def _set_unwritable(self, cause: SpoolUnusable) -> None:
+        was, self.error = self.error, cause.message  # first: a health report that sees writable False finds why
         self.writable = False
-        if cause.message != self.error:
+        if cause.message != was:
             log.error("%s", cause.message)
-        self.error = cause.message
 
     def _close_db(self) -> None:
         if self._db is not None:
