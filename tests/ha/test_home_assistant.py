@@ -44,6 +44,15 @@ PHRASE = "turn on the lights"
 BLUEPRINTS = ROOT / "docs" / "blueprints"
 
 
+def say(text: str, speed: int = 160) -> bytes:
+    """espeak-ng at a talker's level, as the microphones' FIFOs take it (16 kHz s16le)."""
+    return ac.to_pcm16(ac.at_dbfs(ac.tts(text, "en-us", speed), -25))
+
+
+def silence(s: float) -> bytes:
+    return b"\0" * int(32000 * s)
+
+
 def daemon_config(path: Path, broker: Broker, spool: Path, *, hall: bool, wyoming_port: int) -> None:
     text = (
         '[log]\nlevel = "info"\n\n'
@@ -347,12 +356,6 @@ def test_a_spoken_wake_word_fires_the_wake_event_entity_and_only_what_follows_is
     final_entity = reg[hall["final"]["unique_id"]]["entity_id"]
     changes = stack.ha.subscribe("state_changed")
 
-    def say(text: str, speed: int = 160) -> bytes:
-        return ac.to_pcm16(ac.at_dbfs(ac.tts(text, "en-us", speed), -25))
-
-    def silence(s: float) -> bytes:
-        return b"\0" * int(32000 * s)
-
     # A sentence before the wake word (must never be transcribed), the word, then the command.
     done = stack.mics["hall"].say(
         silence(1.0)
@@ -402,12 +405,6 @@ def test_the_follow_up_switch_lets_the_next_sentence_through_without_the_wake_wo
     assert retained(stack.broker, f"{BASE}/hall/follow_up/state") == b"ON"
     changes = stack.ha.subscribe("state_changed")
 
-    def say(text: str, speed: int = 160) -> bytes:
-        return ac.to_pcm16(ac.at_dbfs(ac.tts(text, "en-us", speed), -25))
-
-    def silence(s: float) -> bytes:
-        return b"\0" * int(32000 * s)
-
     second = "set a timer for ten minutes"
     done = stack.mics["hall"].say(
         silence(1.0) + say("okay nabu", 150) + silence(0.6) + say(PHRASE) + silence(1.5) + say(second) + silence(2.0)
@@ -454,12 +451,6 @@ def test_two_wake_words_on_one_stream_route_to_their_own_automations(stack):
             what=f"automation.route_{word} to load",
         )
     changes = stack.ha.subscribe("state_changed")
-
-    def say(text: str, speed: int = 160) -> bytes:
-        return ac.to_pcm16(ac.at_dbfs(ac.tts(text, "en-us", speed), -25))
-
-    def silence(s: float) -> bytes:
-        return b"\0" * int(32000 * s)
 
     done = stack.mics["hall"].say(
         silence(1.0)
