@@ -30,9 +30,11 @@ ALSA_PCMS = {
     "vx_file": ALSA_DIR / "in.raw",  # regular file: reads return at once
     "vx_fifo": ALSA_DIR / "mic.fifo",  # FIFO: the test paces the audio
     "vx_late": ALSA_DIR / "late.raw",  # absent at first: a device that is not there yet
+    "vx_ref": ALSA_DIR / "ref.fifo",  # FIFO: an echo reference (what the node plays), paced with vx_fifo
 }
 _conf = "".join(alsa_file_pcm(n, p) for n, p in ALSA_PCMS.items())
 (ALSA_DIR / "alsa").mkdir()
 (ALSA_DIR / "alsa" / "asoundrc").write_text(_conf)
 os.environ["XDG_CONFIG_HOME"] = str(ALSA_DIR)
 os.mkfifo(ALSA_PCMS["vx_fifo"])
+os.mkfifo(ALSA_PCMS["vx_ref"])

@@ -14,12 +14,9 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from voxnode.audio.alsa_capture import AlsaCapture
-from voxnode.audio.audio_stream import AudioStream
-from voxnode.audio.file_source import FileSource
-from voxnode.audio.format import PERIOD_S
-from voxnode.audio.ring import FrameRing
+from voxnode.audio.echo_reference import reference_tap
 from voxnode.audio.source import AudioSource
+from voxnode.audio.sources import make_source
 from voxnode.config import Config
 from voxnode.config.audio import StreamConfig
 from voxnode.config.mqtt import node_id_for
@@ -199,13 +196,7 @@ class Daemon:
     # ---- streams -----------------------------------------------------------------------------
 
     def _make_source(self, stream: StreamConfig) -> AudioSource:
-        ring = FrameRing(max(1, int(self.config.audio.ring_seconds / PERIOD_S)))
-        if self.options.file:
-            # Streamed: the header is checked now (a bad file stops the start with one line), the samples
-            # are read block by block as they are played, so a long file never sits whole in memory.
-            audio = AudioStream(self.options.file, raw=self.options.file.endswith(".raw"))
-            return FileSource(stream.name, audio.blocks(), ring, realtime=self.options.file_realtime)
-        return AlsaCapture(stream, self.config.audio, ring)
+        return make_source(stream, self.config.audio, self.options.file, self.options.file_realtime)
 
     def _make_stream(self, stream: StreamConfig) -> StreamRuntime:
         source = self._make_source(stream)
@@ -214,10 +205,11 @@ class Daemon:
             pipeline = self.recognition.pipeline(stream.name, self.config)
         else:
             self.recognition.pipelines[stream.name] = pipeline
+        reference = None if self.options.file else reference_tap(stream, self.config.audio)  # echo_reference
         worker = StreamWorker(
-            stream.name, source.ring, pipeline, self.emit, levels=self.options.levels, is_muted=self.is_muted
+            stream.name, source.ring, pipeline, self.emit, self.options.levels, self.is_muted, reference
         )
-        return StreamRuntime(stream, source, pipeline, worker)
+        return StreamRuntime(stream, source, pipeline, worker, reference)
 
     # ---- main loop ---------------------------------------------------------------------------
 

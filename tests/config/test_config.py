@@ -111,3 +111,19 @@ def test_streams_resolve_and_device_override():
     assert multi.effective_streams()[0].open_channels == 2
     with pytest.raises(ConfigError, match="--device"):
         multi.with_device("hw:2")
+
+
+def test_echo_reference_reaches_the_stream_and_turns_the_echo_canceller_on():
+    from voxnode.stream.params import pipeline_params
+
+    single = parse_config('[audio]\ndevice = "hw:1"\necho_reference = "hw:Loopback,1"\n')
+    assert single.effective_streams()[0].echo_reference == "hw:Loopback,1"
+    assert pipeline_params(single, "mic").frontend.echo_cancel == "vad"
+    multi = parse_config(
+        '[frontend]\necho_cancel = "all"\n[[streams]]\nname = "a"\ndevice = "x"\necho_reference = "mon"\n'
+        '[[streams]]\nname = "b"\ndevice = "y"\n'
+    )
+    assert pipeline_params(multi, "a").frontend.echo_cancel == "all"
+    assert pipeline_params(multi, "b").frontend.echo_cancel == "off"
+    with pytest.raises(ConfigError, match=r"streams\[0\]\.echo_reference.*own device"):
+        parse_config('[[streams]]\nname = "a"\ndevice = "x"\necho_reference = "x"\n')

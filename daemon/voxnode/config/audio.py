@@ -12,6 +12,12 @@ AREA_DOC = (
     '(used when Home Assistant first sees the device); "" = none.'
 )
 
+ECHO_DOC = (
+    "ALSA capture PCM carrying what the node plays (a loopback device, a dsnoop of the output, a "
+    "PipeWire/PulseAudio monitor): its echo is cancelled from the microphone (WebRTC AEC3, "
+    'docs/voice-assistant.md); "" = no echo cancellation.'
+)
+
 
 @dataclass(frozen=True)
 class AudioConfig:
@@ -43,6 +49,7 @@ class AudioConfig:
     area: str = setting(
         "", AREA_DOC.replace("this stream's", 'the single stream\'s ("mic")'), pattern=AREA_PATTERN, compare=False
     )
+    echo_reference: str = setting("", ECHO_DOC.replace("the microphone", 'the single stream\'s ("mic") microphone'))
 
     def check(self) -> None:
         if self.channels and self.channel >= self.channels:
@@ -65,6 +72,7 @@ class StreamConfig:
         "(comma-separated for several).",
     )
     area: str = setting("", AREA_DOC, pattern=AREA_PATTERN, compare=False)
+    echo_reference: str = setting("", ECHO_DOC)
 
     def check(self) -> None:
         if not self.name:
@@ -73,6 +81,8 @@ class StreamConfig:
             raise InvalidValue("device", "is required in every [[streams]] table")
         if self.channels and self.channel >= self.channels:
             raise InvalidValue("channel", f"is {self.channel} but the device is opened with channels = {self.channels}")
+        if self.echo_reference and self.echo_reference == self.device:
+            raise InvalidValue("echo_reference", "is the stream's own device: it must carry what the node plays")
 
     @property
     def open_channels(self) -> int:

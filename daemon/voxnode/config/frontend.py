@@ -30,6 +30,14 @@ class FrontendConfig:
         choices=("off", "vad", "all", "asr"),
         aliases=((True, "all"), (False, "off")),
     )
+    echo_cancel: str = setting(
+        "vad",
+        'With an echo_reference: "vad" (the VAD and noise gate hear the echo-cancelled audio, recognition and '
+        'the wake word the original) or "all" (recognition hears it too). Measured (bench-aec): AEC3 takes '
+        "25-45 dB of echo out, but while someone talks over the playback it suppresses the talker too (WER "
+        '0.07 -> 0.68 over music), so "vad" is the default. See docs/voice-assistant.md.',
+        choices=("vad", "all"),
+    )
     denoise_engine: str = setting(
         "deepfilter",
         'Which noise suppressor frontend.denoise uses: "deepfilter" (DeepFilterNet 3, neural; adds 35 ms and '

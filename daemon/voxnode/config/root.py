@@ -76,7 +76,16 @@ class Config:
         a = self.audio
         if not a.device:
             return ()  # no microphone: the Wyoming server alone (Config.check requires it then)
-        return (StreamConfig(name="mic", device=a.device, channel=a.channel, channels=a.channels, area=a.area),)
+        return (
+            StreamConfig(
+                name="mic",
+                device=a.device,
+                channel=a.channel,
+                channels=a.channels,
+                area=a.area,
+                echo_reference=a.echo_reference,
+            ),
+        )
 
     def with_device(self, device: str) -> Config:
         """`voxnode run --device`: override the single stream's device."""

@@ -1,4 +1,9 @@
-"""The per-stream front-end: high-pass -> STFT -> (optional denoiser) -> VAD.
+"""The per-stream front-end: (echo canceller) -> high-pass -> STFT -> (optional denoiser) -> VAD.
+
+The echo canceller (a stream with `echo_reference`, frontend/echo_cancel.py) runs first: the VAD
+and the noise floor hear the microphone without the node's own playback; recognition hears it too
+with `frontend.echo_cancel = "all"`, the original with "vad" (the default: AEC3 suppresses a
+talker over the playback along with the echo; measured in docs/voice-assistant.md).
 
 The high-pass runs before the VAD's STFT on purpose: strong rumble and mains
 hum below 100 Hz leak through the analysis window's sidelobes into the speech
@@ -29,6 +34,7 @@ from voxnode.audio.format import PERIOD_FRAMES
 from voxnode.config.vad import VadConfig
 
 from .denoise import SpectralDenoiser
+from .echo_cancel import EchoCanceller
 from .enhance import Enhancer, make_enhancer
 from .errors import FrontendError
 from .highpass import HighPass
@@ -50,6 +56,7 @@ class FrontEndParams:
     floor_margin_db: float
     floor_spread_factor: float
     floor_window_s: float
+    echo_cancel: str  # "off" (no echo_reference), or with one frontend.echo_cancel: "vad" | "all"
 
 
 DENOISE_MODES = ("off", "vad", "all", "asr")
@@ -115,20 +122,32 @@ class FrontEnd:
         # A spectral VAD behind a sample-domain enhancer needs the spectrum of the enhanced audio.
         self._vad_analyzer = StftAnalyzer(hop) if self._enhancer and self._denoise_vad and spectral_vad else None
         self._hp = HighPass(params.highpass_hz) if params.highpass_hz > 0 else None
+        # echo_cancel = "vad": recognition's audio, high-passed apart from the cancelled one
+        self._hp_original = HighPass(params.highpass_hz) if params.highpass_hz > 0 else None
+        self.echo = EchoCanceller() if params.echo_cancel != "off" else None
+        self._echo_recognition = params.echo_cancel == "all"
 
-    def process(self, samples: np.ndarray, vad: bool = True) -> FrontEndOutput:
+    def process(self, samples: np.ndarray, vad: bool = True, reference: np.ndarray | None = None) -> FrontEndOutput:
         """One 20 ms frame. vad=False: only what recognition gets (`voxnode transcribe`, a Wyoming
-        request's audio sent faster than real time); the VAD and the noise floor skip the frame."""
+        request's audio sent faster than real time); the VAD and the noise floor skip the frame.
+        `reference`: the echo reference's frame that goes with it (None: it has none)."""
+        original = None
+        if self.echo is not None:
+            cancelled = self.echo.process(samples, reference)
+            if not self._echo_recognition:
+                original = self._hp_original.process(samples) if self._hp_original else np.asarray(samples, np.float32)
+            samples = cancelled
         x = self._hp.process(samples) if self._hp is not None else np.asarray(samples, dtype=np.float32)
         level = 10 * math.log10(float(np.dot(x, x)) / max(1, len(x)) / 32768.0**2 + 1e-12)
+        plain = x if original is None else original  # what recognition hears without a denoiser
         if not vad and not self._denoise_recognition:
-            return FrontEndOutput(x, False, level)
+            return FrontEndOutput(plain, False, level)
         spec = self._analyzer.analyze(x) if self._need_spectrum else None
         floor = None
         if vad and self.noise_floor is not None:
             assert spec is not None  # the floor needs the spectrum, so it was computed
             floor = self.noise_floor.update(spec.real**2 + spec.imag**2)  # the room as it is, not denoised
-        out, vad_in, vad_spec = x, x, spec
+        out, vad_in, vad_spec = plain, x, spec
         if self._spectral is not None:
             assert spec is not None  # the denoiser needs the spectrum, so it was computed
             denoised_spec = spec * self._spectral.gain(spec)

@@ -97,6 +97,10 @@ METRICS: dict[str, MetricDef] = _defs(
     ("voxnode_stream_device_errors_total", C, "Capture device errors (each followed by a reopen with backoff).", S),
     ("voxnode_stream_queue_frames", G, "Frames waiting between capture and the stream worker.", S),
     ("voxnode_stream_noise_floor_dbfs", G, "Estimated noise floor of the stream, dBFS.", S),
+    ("voxnode_stream_echo_erle_db", G, "Echo return loss enhancement while the node plays (echo_reference).", S),
+    ("voxnode_stream_echo_reference_ok", G, "1 while the echo reference delivers frames in time.", S),
+    ("voxnode_stream_echo_reference_missing_frames_total", C, "Microphone frames with no reference frame.", S),
+    ("voxnode_stream_echo_reference_late_frames_total", C, "Reference frames dropped as too late.", S),
     # Per stream: recognition
     ("voxnode_stream_utterances_total", C, "Utterances the segmenter ended.", S),
     ("voxnode_stream_discarded_utterances_total", C, "Utterances discarded before decoding (too short).", S),
@@ -163,6 +167,9 @@ _STREAM_CAPTURE = {
     "queue_depth": "voxnode_stream_queue_frames",
     "audio_age_s": "voxnode_stream_audio_age_seconds",
     "noise_floor_dbfs": "voxnode_stream_noise_floor_dbfs",  # issue 9's field, where the front-end measures it
+    "echo_erle_db": "voxnode_stream_echo_erle_db",  # issue 24: streams with an echo_reference
+    "echo_reference_missing_frames": "voxnode_stream_echo_reference_missing_frames_total",
+    "echo_reference_late_frames": "voxnode_stream_echo_reference_late_frames_total",
 }
 # pipeline stats (speech.streams.{name}) -> metric
 _STREAM_PIPELINE = {
@@ -335,6 +342,8 @@ class VoxnodeCollector:
             for state in STREAM_STATES:
                 fams.add("voxnode_stream_state", st.get("state") == state, name, state)
             fams.add("voxnode_stream_muted", st.get("muted"), name)
+            if "echo_reference" in st:
+                fams.add("voxnode_stream_echo_reference_ok", st["echo_reference"] == "ok", name)
             for key, metric in _STREAM_CAPTURE.items():
                 fams.add(metric, st.get(key), name)
             for key, metric in _STREAM_PIPELINE.items():

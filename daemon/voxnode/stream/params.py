@@ -50,7 +50,8 @@ def frames(ms: int) -> int:
     return max(1, round(ms / PERIOD_MS))
 
 
-def frontend_params(config: Config) -> FrontEndParams:
+def frontend_params(config: Config, echo_reference: bool = False) -> FrontEndParams:
+    """echo_reference: for a stream with one (`pipeline_params`): frontend.echo_cancel applies."""
     f, v = config.frontend, config.vad
     return FrontEndParams(
         highpass_hz=f.highpass_hz,
@@ -62,6 +63,7 @@ def frontend_params(config: Config) -> FrontEndParams:
         floor_margin_db=v.floor_margin_db,
         floor_spread_factor=v.floor_spread_factor,
         floor_window_s=v.floor_window_ms / 1000,
+        echo_cancel=f.echo_cancel if echo_reference else "off",
     )
 
 
@@ -84,7 +86,7 @@ def pipeline_params(config: Config, stream: str | None = None) -> PipelineParams
     s = config.stream
     own = next((st for st in config.effective_streams() if st.name == stream), None)
     return PipelineParams(
-        frontend=frontend_params(config),
+        frontend=frontend_params(config, echo_reference=own is not None and bool(own.echo_reference)),
         segmenter=segmenter_params(config),
         partials=s.partials,
         partial_interval_s=s.partial_interval_ms / 1000,

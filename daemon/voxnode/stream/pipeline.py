@@ -93,8 +93,11 @@ class StreamPipeline:
         self.keeper = AudioKeeper(params.keep, name) if params.keep is not None else None
 
     # ---- feeding ----------------------------------------------------------------
-    def feed(self, samples: np.ndarray, seq: int, t_mono: float, t_wall: float) -> None:
-        fe = self.frontend.process(samples)
+    def feed(
+        self, samples: np.ndarray, seq: int, t_mono: float, t_wall: float, reference: np.ndarray | None = None
+    ) -> None:
+        """`reference`: the echo reference's frame for this one (a stream with echo_reference)."""
+        fe = self.frontend.process(samples, reference=reference)
         self.stats.frames += 1
         gate = self.wake
         chunk = Chunk(fe.samples, seq, t_mono, t_wall, fe.speech, fe.level_db)
@@ -136,6 +139,17 @@ class StreamPipeline:
         if spectrum:
             room["noise_spectrum_dbfs"] = spectrum
         return room
+
+    def echo(self) -> dict:
+        """The echo canceller's figures (a stream with echo_reference), for health reports."""
+        ec = self.frontend.echo
+        if ec is None:
+            return {}
+        return {
+            "echo_erle_db": ec.erle_db,
+            "echo_delay_ms": ec.delay.delay_ms,
+            "echo_playing_frames": ec.playing_frames,
+        }
 
     def _through_gate(self, gate: WakeGate, samples: np.ndarray, t_wall: float, speech: bool) -> bool:
         """Whether this frame goes on to the segmenter. The wake word opens the gate with a fresh

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from voxnode.audio.echo_reference import ReferenceTap
 from voxnode.audio.source import AudioSource
 from voxnode.config.audio import StreamConfig
 from voxnode.lifecycle import Component
@@ -26,6 +27,7 @@ class StreamRuntime:
     source: AudioSource
     pipeline: StreamPipeline
     worker: StreamWorker
+    reference: ReferenceTap | None = None  # the echo reference's capture (echo_reference), paired by the worker
 
     @property
     def name(self) -> str:
@@ -34,6 +36,8 @@ class StreamRuntime:
     def start(self) -> None:
         self.worker.start()
         self.source.start()
+        if self.reference is not None:
+            self.reference.source.start()
 
     def snapshot(self) -> dict:
         """Capture state and counters, ring depth and drops, and the recognition real-time factor."""
@@ -46,7 +50,13 @@ class StreamRuntime:
         if rtf is not None:  # known once the stream has had something decoded
             snap["rtf"] = rtf
         snap.update(self.pipeline.room())  # the noise floor, once the stream has had audio
+        if self.reference is not None:
+            snap.update(self.reference.snapshot())
+            snap.update(self.pipeline.echo())
         return snap
+
+    def sources(self) -> list[AudioSource]:
+        return [self.source] if self.reference is None else [self.source, self.reference.source]
 
 
 def stop_streams(runtimes: list[StreamRuntime], deadline: float) -> None:
@@ -56,12 +66,13 @@ def stop_streams(runtimes: list[StreamRuntime], deadline: float) -> None:
     wait: a capture blocked in an ALSA read (a stalled device) must not eat the
     budget of the workers' utterances, stream after stream.
     """
-    for rt in runtimes:
-        rt.source.stop(timeout=0)
+    sources = [src for rt in runtimes for src in rt.sources()]
+    for src in sources:
+        src.stop(timeout=0)
     join_by = min(deadline, time.monotonic() + SOURCE_STOP_S)
-    for rt in runtimes:
-        rt.source.stop(timeout=max(0.0, join_by - time.monotonic()))
-        rt.source.ring.close()  # a capture stuck in a read never closes its ring itself
+    for src in sources:
+        src.stop(timeout=max(0.0, join_by - time.monotonic()))
+        src.ring.close()  # a capture stuck in a read never closes its ring itself
     for rt in runtimes:
         if not rt.worker.wait(deadline):
             log.warning(

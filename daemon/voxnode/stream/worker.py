@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from voxnode.audio.echo_reference import ReferenceTap
 from voxnode.audio.frames import Frame
 from voxnode.audio.levels import LevelMeter, LevelReport
 from voxnode.audio.ring import FrameRing
@@ -32,6 +33,7 @@ class StreamWorker:
         emit: Callable[[LevelReport], None],
         levels: bool = False,
         is_muted: Callable[[str], bool] = lambda _name: False,
+        reference: ReferenceTap | None = None,
     ):
         self.name = name
         self.ring = ring
@@ -39,6 +41,7 @@ class StreamWorker:
         self.emit = emit  # level reports (the pipeline emits transcripts itself)
         self.levels = levels
         self.is_muted = is_muted
+        self.reference = reference  # the echo reference's frames, paired with the microphone's
         self.heartbeat = Heartbeat(f"stream-{name}")
         self._thread = threading.Thread(target=self._run, name=f"stream-{name}", daemon=True)
 
@@ -78,6 +81,7 @@ class StreamWorker:
                     report = meter.add(frame) if meter is not None else None
                     if report is not None:
                         self.emit(report)
-                    self.pipeline.feed(frame.samples, frame.seq, frame.t_mono, frame.t_wall)
+                    ref = self.reference.take(frame.t_mono) if self.reference is not None else None
+                    self.pipeline.feed(frame.samples, frame.seq, frame.t_mono, frame.t_wall, ref)
         with self.heartbeat.busy():
             self.pipeline.flush()  # the utterance in flight (or a file's last one) still gets its final

@@ -1,0 +1,139 @@
+"""A stream's echo reference (`echo_reference`): what the node plays, captured beside its microphone.
+
+The reference is captured by the same code as the microphone (audio/alsa_capture.py: its own
+thread, non-blocking open, backoff and retry) into its own ring; the stream's worker takes the
+reference frame captured with each microphone frame from it (`ReferenceTap.take`, by capture time),
+waiting at most WAIT_S for one that is due, and only while the reference delivers. So a reference
+that stops, never opens or falls behind costs the microphone nothing (the capture thread never
+waits on it): its frames go to the echo canceller with silence as their reference, and the tap
+says so (health: echo_reference "missing" or "late", with counts; the log, once per change).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections import deque
+
+import numpy as np
+
+from voxnode.audio.alsa_capture import AlsaCapture
+from voxnode.audio.format import PERIOD_S
+from voxnode.audio.frames import Frame
+from voxnode.audio.ring import FrameRing
+from voxnode.config.audio import AudioConfig, StreamConfig
+
+log = logging.getLogger(__name__)
+
+# A reference frame captured this long before the microphone frame it would go with is stale: the
+# reference capture fell behind (or the worker ran ahead of it) and AEC3, whose delay estimator
+# covers about 0.5 s, would not find its echo; such frames are dropped and counted as late.
+MAX_LAG_S = 0.25
+# A reference frame captured this much after the microphone frame belongs to later audio (the
+# reference opened after the microphone, or came back): the microphone frame gets silence.
+AHEAD_S = 0.03
+# While the reference delivers, the worker waits this long for a frame that is due but not read
+# yet (the two captures read their periods at slightly different moments); once one does not come,
+# it does not wait again until the reference delivers: a dead reference never slows the stream.
+WAIT_S = 0.04
+RING_S = 2.0  # the reference ring: beyond MAX_LAG_S it only holds what is dropped anyway
+STARTUP_S = 3.0  # a reference without frames yet is "starting" this long after its capture started
+STATE_HOLD_S = 1.0  # "missing"/"late" stay reported this long after the last such frame
+
+
+class ReferenceCapture(AlsaCapture):
+    """The capture of `stream.echo_reference` (mono: channel 0, or the plug layer's downmix)."""
+
+    def __init__(self, stream: StreamConfig, audio: AudioConfig):
+        ring = FrameRing(max(1, int(RING_S / PERIOD_S)))
+        super().__init__(dataclasses.replace(stream, device=stream.echo_reference, channel=0, channels=0), audio, ring)
+        self.name = f"{stream.name} echo_reference"
+        self._thread.name = f"reference-{stream.name}"
+
+
+class ReferenceTap:
+    """Pairs microphone frames with reference frames by capture time, on the stream worker's thread."""
+
+    def __init__(self, stream: str, source: AlsaCapture, clock=time.monotonic):
+        self.stream = stream
+        self.source = source
+        self._clock = clock
+        self._pending: deque[Frame] = deque()
+        self.frames = 0  # reference frames given to the echo canceller
+        self.missing_frames = 0  # microphone frames that had no reference frame
+        self.late_frames = 0  # reference frames dropped as stale
+        self._last_missing = -1e9
+        self._last_late = -1e9
+        self._reported = "starting"
+        self._delivering = False  # the last take found its frame: the next may wait a little for one
+
+    def take(self, t_mono: float) -> np.ndarray | None:
+        """The reference frame for the microphone frame captured at `t_mono`, or None."""
+        ring = self.source.ring
+        self._pending.extend(ring.get_batch(ring.capacity, timeout=0))
+        if not self._pending and self._delivering:
+            self._pending.extend(ring.get_batch(ring.capacity, timeout=WAIT_S))
+        now = self._clock()
+        while self._pending and self._pending[0].t_mono < t_mono - MAX_LAG_S:
+            self._pending.popleft()
+            self.late_frames += 1
+            self._last_late = now
+        self._delivering = bool(self._pending)
+        if self._pending and self._pending[0].t_mono <= t_mono + AHEAD_S:
+            frame = self._pending.popleft()
+            self.frames += 1
+            self._report()
+            return frame.samples
+        self.missing_frames += 1
+        self._last_missing = now
+        self._report()
+        return None
+
+    @property
+    def state(self) -> str:
+        """starting | ok | missing (no reference frames: not open, stopped, stalled) | late (stale frames)."""
+        now, st = self._clock(), self.source.stats
+        if self.frames == 0 and st.state in ("starting", "running") and now - self.source.started_mono < STARTUP_S:
+            return "starting"  # opening, or open with its first frames not yet in
+        if st.state != "running" or now - st.last_frame_mono > STATE_HOLD_S or now - self._last_missing < STATE_HOLD_S:
+            return "missing"
+        if now - self._last_late < STATE_HOLD_S:
+            return "late"
+        return "ok"
+
+    def _report(self) -> None:
+        state = self.state
+        if state == self._reported:
+            return
+        was, self._reported = self._reported, state
+        fields = {"STREAM": self.stream, "DEVICE": self.source.stream.device}
+        if state in ("ok", "starting"):
+            if state == "ok" and was != "starting":
+                log.info("stream %s: echo reference %r is back", self.stream, self.source.stream.device, extra=fields)
+            return
+        why = self.source.stats.last_error or (
+            "no frames from it" if state == "missing" else f"its frames arrive over {MAX_LAG_S:.2f} s late"
+        )
+        log.warning(
+            "stream %s: echo reference %r is %s (%s); the microphone goes on without echo cancellation",
+            self.stream,
+            self.source.stream.device,
+            state,
+            why,
+            extra=fields,
+        )
+
+    def snapshot(self) -> dict:
+        st = self.source.stats
+        return {
+            "echo_reference": self.state,
+            "echo_reference_missing_frames": self.missing_frames,
+            "echo_reference_late_frames": self.late_frames,
+            "echo_reference_error": st.last_error,
+        }
+
+
+def reference_tap(stream: StreamConfig, audio: AudioConfig) -> ReferenceTap | None:
+    """The stream's echo reference capture and its tap, or None without `echo_reference`."""
+    return ReferenceTap(stream.name, ReferenceCapture(stream, audio)) if stream.echo_reference else None

@@ -1,0 +1,21 @@
+"""A stream's capture: its ALSA device, or the file `voxnode run --file` plays in its place."""
+
+from __future__ import annotations
+
+from voxnode.audio.alsa_capture import AlsaCapture
+from voxnode.audio.audio_stream import AudioStream
+from voxnode.audio.file_source import FileSource
+from voxnode.audio.format import PERIOD_S
+from voxnode.audio.ring import FrameRing
+from voxnode.audio.source import AudioSource
+from voxnode.config.audio import AudioConfig, StreamConfig
+
+
+def make_source(stream: StreamConfig, audio: AudioConfig, file: str | None, realtime: bool) -> AudioSource:
+    ring = FrameRing(max(1, int(audio.ring_seconds / PERIOD_S)))
+    if file:
+        # Streamed: the header is checked now (a bad file stops the start with one line), the samples
+        # are read block by block as they are played, so a long file never sits whole in memory.
+        blocks = AudioStream(file, raw=file.endswith(".raw")).blocks()
+        return FileSource(stream.name, blocks, ring, realtime=realtime)
+    return AlsaCapture(stream, audio, ring)

@@ -1,0 +1,110 @@
+"""`echo_reference`: the node's own playback taken out of the microphone, first in the front-end.
+
+WebRTC AEC3 (the echo canceller of Chrome, PipeWire's and PulseAudio's echo-cancel modules), through
+`pywebrtc-audio` (Apache-2.0; WebRTC is BSD-3-Clause; aarch64 wheels): it estimates the delay
+between the reference and its echo itself (AEC3's delay estimator; no hint is given), adapts a
+linear filter and suppresses what is left. Frames are 20 ms (two of AEC3's 10 ms blocks). Measured
+here (scripts/bench_aec.py): its output is 128 samples (8 ms) late (cross-correlation with the input
+on real speech, no echo); 1.4 % of a core per stream on speech, 1.8 % on music (x86_64, load 5).
+
+What it reports (health, Prometheus): ERLE, the echo return loss enhancement (microphone power over
+output power in a frame while the reference plays; the 75th percentile of the last 5 s of such
+frames, so that a near-end talker over the playback, who is in both and pulls a frame's figure to
+0 dB, does not hide what the canceller does to the echo; 20-45 dB on echo alone), and the delay
+between the reference and its echo, estimated here apart from AEC3 (which does not expose its own)
+by GCC-PHAT over 2 s windows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+import numpy as np
+
+from voxnode.audio.format import PERIOD_FRAMES, SAMPLE_RATE
+
+from .errors import FrontendError
+
+LATENCY_SAMPLES = 128
+# A reference frame above this level is the node playing something (a reference device that is
+# open but silent sits at digital zero; a monitor of a noisy DAC a little above -90 dBFS).
+ACTIVE_DBFS = -60.0
+ERLE_FRAMES = 250  # ERLE: over the last 5 s of playing frames
+ERLE_MIN_FRAMES = 50  # ERLE is reported after this many playing frames
+ERLE_PERCENTILE = 75
+DELAY_WINDOW_FRAMES = 100  # 2 s of audio per delay estimate
+DELAY_MAX_S = 0.5  # the longest echo delay looked for (AEC3 itself covers about this much)
+DELAY_MIN_PEAK = 4.0  # a GCC-PHAT peak this many times the mean |correlation| counts as an estimate
+
+
+class DelayEstimator:
+    """The delay of the echo behind the reference, from GCC-PHAT over 2 s windows in which the
+    reference played: one FFT pair every 2 s (about 1 ms of CPU), None until a clear peak."""
+
+    def __init__(self) -> None:
+        self.delay_ms: float | None = None
+        self._mic: list[np.ndarray] = []
+        self._ref: list[np.ndarray] = []
+        self._active = 0
+
+    def add(self, mic: np.ndarray, ref: np.ndarray, active: bool) -> None:
+        self._mic.append(mic)
+        self._ref.append(ref)
+        self._active += active
+        if len(self._mic) < DELAY_WINDOW_FRAMES:
+            return
+        if self._active >= DELAY_WINDOW_FRAMES // 2:
+            self._estimate(np.concatenate(self._mic), np.concatenate(self._ref))
+        self._mic, self._ref, self._active = [], [], 0
+
+    def _estimate(self, mic: np.ndarray, ref: np.ndarray) -> None:
+        n = 1 << math.ceil(math.log2(2 * len(mic)))
+        cross = np.fft.rfft(mic.astype(np.float64), n) * np.conj(np.fft.rfft(ref.astype(np.float64), n))
+        corr = np.fft.irfft(cross / (np.abs(cross) + 1e-9), n)[: int(DELAY_MAX_S * SAMPLE_RATE)]
+        peak = int(np.argmax(corr))
+        if corr[peak] > DELAY_MIN_PEAK * float(np.mean(np.abs(corr))):
+            self.delay_ms = round(1000 * peak / SAMPLE_RATE, 1)
+
+
+class EchoCanceller:
+    """One stream's AEC3; `process` takes a 20 ms microphone frame and the reference frame that
+    goes with it (None when the reference has none: the canceller hears silence there)."""
+
+    latency_s = LATENCY_SAMPLES / SAMPLE_RATE
+
+    def __init__(self) -> None:
+        try:
+            from pywebrtc_audio import EchoCanceller as Aec3
+        except ImportError as e:
+            raise FrontendError(f"echo_reference needs the pywebrtc-audio package ({e}); reinstall voxnode") from None
+        self._aec = Aec3(SAMPLE_RATE, 1, 0)
+        self._silence = np.zeros(PERIOD_FRAMES, dtype=np.int16)
+        self.delay = DelayEstimator()
+        self.playing_frames = 0  # frames in which the reference played
+        self.active = False  # the latest reference frame played
+        self._erle: deque[float] = deque(maxlen=ERLE_FRAMES)  # per playing frame, dB
+
+    def process(self, mic: np.ndarray, reference: np.ndarray | None) -> np.ndarray:
+        """float32 in int16 scale out, `latency_s` late."""
+        near = np.clip(mic, -32768, 32767).astype(np.int16) if mic.dtype != np.int16 else mic
+        far = self._silence if reference is None or len(reference) != len(near) else reference
+        if far.dtype != np.int16:
+            far = np.clip(far, -32768, 32767).astype(np.int16)
+        out = self._aec.process(near, far)
+        ref_power = float(np.dot(far.astype(np.float32), far.astype(np.float32))) / len(far) / 32768.0**2
+        self.active = ref_power > 10 ** (ACTIVE_DBFS / 10)
+        if self.active:
+            self.playing_frames += 1
+            near_f, out_f = near.astype(np.float32), out.astype(np.float32)
+            mic_e, out_e = float(np.dot(near_f, near_f)), float(np.dot(out_f, out_f))
+            self._erle.append(10 * math.log10((mic_e + 1.0) / (out_e + 1.0)))
+        self.delay.add(near, far, self.active)
+        return out.astype(np.float32)
+
+    @property
+    def erle_db(self) -> float | None:
+        """Echo return loss enhancement while the reference played; None before ERLE_MIN_FRAMES of it."""
+        if len(self._erle) < ERLE_MIN_FRAMES:
+            return None
+        return round(float(np.percentile(self._erle, ERLE_PERCENTILE)), 1)
