@@ -22,6 +22,7 @@ import pytest
 
 from tests.alsa_env import ROOT
 from tests.mqtt.broker import Broker
+from tests.outputs.test_webhook import Endpoint
 from voxnode.mqtt.localbroker import free_port, wait_port
 
 PROMTOOL = shutil.which("promtool")
@@ -54,11 +55,13 @@ def speech_wav(path: Path, repeats: int) -> Path:
 
 @dataclass
 class ScrapedDaemon:
-    """`voxnode run --file ... --stdout` with Prometheus on and MQTT to a real broker."""
+    """`voxnode run --file ... --stdout` with Prometheus on, MQTT to a real broker and a webhook to a
+    real HTTP server (its first POST answered 503): three durable outputs on one spool."""
 
     proc: subprocess.Popen
     port: int
     work: Path
+    endpoint: Endpoint
     finals: list[dict] = field(default_factory=list)
 
     @property
@@ -83,11 +86,13 @@ class ScrapedDaemon:
 def scraped_daemon(tmp_path_factory):
     work = tmp_path_factory.mktemp("scraped")
     broker = Broker(work / "broker").start()
+    endpoint = Endpoint(fail=1)
     port = free_port()
     cfg = work / "c.toml"
     cfg.write_text(
         f'[mqtt]\nenabled = true\nhost = "127.0.0.1"\nport = {broker.port}\nnode_id = "{NODE}"\n'
         f'spool_path = "{work / "spool.sqlite"}"\n\n'
+        f'[webhook]\nurl = "{endpoint.url}"\nretry_min_s = 0.2\n\n'
         f"[health]\ninterval_s = 1.0\nprometheus = true\nprometheus_port = {port}\n"
     )
     wav = speech_wav(work / "speech.wav", repeats=12)
@@ -98,7 +103,7 @@ def scraped_daemon(tmp_path_factory):
         text=True,
         env={**os.environ, "PYTHONMALLOC": "malloc"},
     )
-    daemon = ScrapedDaemon(proc, port, work)
+    daemon = ScrapedDaemon(proc, port, work, endpoint)
     reader = threading.Thread(target=daemon.read_events, daemon=True)
     reader.start()
     try:
@@ -114,6 +119,7 @@ def scraped_daemon(tmp_path_factory):
             proc.wait(5)
         reader.join(5)
         broker.stop()
+        endpoint.close()
 
 
 @dataclass

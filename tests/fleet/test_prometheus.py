@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 from voxnode.health.metrics import METRICS  # noqa: E402
 
 ROOT = MONITORING.parent
-# Families this run must serve: MQTT on, one stream, finals decoded. Absent here by design:
+# Families this run must serve: MQTT and a webhook on, one stream, finals decoded. Absent here by design:
 # thermal and throttling (no thermal zone), noise floor (issue 9).
 MUST_SERVE = {
     "voxnode_build_info",
@@ -44,6 +44,14 @@ MUST_SERVE = {
     "voxnode_mqtt_spool_writable",
     "voxnode_mqtt_unstored_total",
     "voxnode_mqtt_unstored_lost_total",
+    "voxnode_delivery_spool_messages",
+    "voxnode_delivery_spool_writable",
+    "voxnode_delivery_pending_messages",
+    "voxnode_delivery_next_seq",
+    "voxnode_webhook_backlog_messages",
+    "voxnode_webhook_delivered_total",
+    "voxnode_webhook_failures_total",
+    "voxnode_webhook_lost_total",
 }
 
 
@@ -145,6 +153,43 @@ def test_real_prometheus_scrapes_the_daemon_and_queries_its_latency_histogram(sc
     assert p95 <= min(b for b in bounds if b >= worst)
     up = prometheus_server.query('up{job="voxnode"}')["data"]["result"]
     assert up and up[0]["value"][1] == "1"
+
+
+@needs_prometheus
+def test_real_prometheus_sees_the_delivery_and_webhook_sections(scraped_daemon, prometheus_server):
+    """The spool's and the webhook's health sections as series (issue 25 had left them out): each
+    durable output's pending count from the start, the webhook's counters as the endpoint saw them."""
+    scrape_with_finals(scraped_daemon)
+    endpoint = scraped_daemon.endpoint
+    assert endpoint.wait_for(2), scraped_daemon.log()[-3000:]
+
+    def value(expr: str) -> dict[str, float]:
+        r = prometheus_server.query(expr)
+        assert r["status"] == "success", (expr, r)
+        return {x["metric"].get("output", ""): float(x["value"][1]) for x in r["data"]["result"]}
+
+    def delivered() -> bool:
+        got = value(f'voxnode_webhook_delivered_total{{job="voxnode",node="{NODE}"}}')
+        return bool(got) and got[""] >= 2
+
+    assert wait_until(delivered, timeout=60, step=0.5), prometheus_server.log()[-3000:]
+    # Every durable output has its pending series (stdout, MQTT, the webhook), a count of finals, none lost.
+    pending = value(f'voxnode_delivery_pending_messages{{job="voxnode",node="{NODE}"}}')
+    assert set(pending) == {"stdout", "mqtt", "webhook"}, pending
+    assert all(v >= 0 and v == int(v) for v in pending.values()), pending
+    # The endpoint answered the first POST 503: a failure Prometheus sees, and the final retried.
+    assert value("voxnode_webhook_failures_total")[""] >= 1
+    assert value("voxnode_webhook_lost_total")[""] == 0
+    assert value("voxnode_delivery_spool_writable")[""] == 1
+    assert value("voxnode_delivery_unstored_total")[""] == 0
+    # The counter is the endpoint's own count, at most what it accepted since (a scrape a second apart).
+    accepted = len(endpoint.finals())
+    assert 2 <= value("voxnode_webhook_delivered_total")[""] <= accepted
+    # seq numbers the finals from 1: with two delivered, the next is 3 or more; the endpoint got them in order.
+    seqs = [f["seq"] for f in endpoint.finals()]
+    assert seqs == sorted(seqs) and value("voxnode_delivery_next_seq")[""] >= 3
+    backlog = value("voxnode_webhook_backlog_messages")[""]
+    assert backlog >= 0 and backlog == int(backlog)
 
 
 def dashboard_exprs() -> list[str]:

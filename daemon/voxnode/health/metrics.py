@@ -156,6 +156,20 @@ METRICS: dict[str, MetricDef] = _defs(
     ("voxnode_mqtt_bad_events_total", C, "Events the publisher could not handle (a bug upstream)."),
     ("voxnode_mqtt_connects_total", C, "Connections to the broker."),
     ("voxnode_mqtt_disconnects_total", C, "Lost connections."),
+    # The spool shared by the durable outputs (present with stdout, MQTT or a webhook)
+    ("voxnode_delivery_spool_messages", G, "Finals in the spool, waiting for at least one durable output."),
+    ("voxnode_delivery_spool_bytes", G, "Size of the spool files."),
+    ("voxnode_delivery_spool_writable", G, "1 while the spool can store finals."),
+    ("voxnode_delivery_spool_dropped_total", C, "Finals dropped by the spool bound (kept across restarts)."),
+    ("voxnode_delivery_unstored_total", C, "Finals the spool could not store (delivered from memory without seq)."),
+    ("voxnode_delivery_finals_refused_total", C, "Finals the sequencer could not queue for the spool."),
+    ("voxnode_delivery_pending_messages", G, "Finals this durable output has not delivered yet.", ("output",)),
+    ("voxnode_delivery_next_seq", G, "The seq the next final gets (kept across restarts)."),
+    # The webhook output (present when [webhook] url is set)
+    ("voxnode_webhook_backlog_messages", G, "Finals not yet accepted by the endpoint (spool and memory)."),
+    ("voxnode_webhook_delivered_total", C, "Finals the endpoint accepted (2xx)."),
+    ("voxnode_webhook_failures_total", C, "POSTs that failed (timeout, refused, non-2xx), retries included."),
+    ("voxnode_webhook_lost_total", C, "Finals without a durable copy dropped: too many were waiting."),
 )
 
 # health streams.{name} field -> metric (values as they are: counts, or already in base units)
@@ -218,6 +232,23 @@ _MQTT = {
     "bad_events": "voxnode_mqtt_bad_events_total",
     "connects": "voxnode_mqtt_connects_total",
     "disconnects": "voxnode_mqtt_disconnects_total",
+}
+# health delivery and webhook sections -> metric, as for MQTT (spool_error, url, held_seq, retry_in_s
+# and last_error are not exported). The delivery section's `pending` is one series per durable output.
+_DELIVERY = {
+    "spool_messages": "voxnode_delivery_spool_messages",
+    "spool_bytes": "voxnode_delivery_spool_bytes",
+    "spool_writable": "voxnode_delivery_spool_writable",
+    "spool_dropped_total": "voxnode_delivery_spool_dropped_total",
+    "unstored": "voxnode_delivery_unstored_total",
+    "finals_refused": "voxnode_delivery_finals_refused_total",
+    "next_seq": "voxnode_delivery_next_seq",
+}
+_WEBHOOK = {
+    "backlog": "voxnode_webhook_backlog_messages",
+    "delivered": "voxnode_webhook_delivered_total",
+    "failures": "voxnode_webhook_failures_total",
+    "lost": "voxnode_webhook_lost_total",
 }
 
 
@@ -310,10 +341,15 @@ class VoxnodeCollector:
             kinds += [(OBSERVED_AS, k) for k in WYOMING_DECODE_KINDS]
         for sample in r.decode_time.samples(known=kinds):
             fams.add_histogram("voxnode_decode_seconds", sample)
-        mqtt = r.sections().get("mqtt")
-        for key, name in _MQTT.items():
-            if mqtt is not None and key in mqtt:
-                fams.add(name, mqtt[key])
+        sections = r.sections()
+        for section, names in (("mqtt", _MQTT), ("delivery", _DELIVERY), ("webhook", _WEBHOOK)):
+            values = sections.get(section)
+            for key, name in names.items():
+                if values is not None and key in values:
+                    fams.add(name, values[key])
+        # Every durable output's series from the start (0 when it has everything): the spool knows them all.
+        for output, n in ((sections.get("delivery") or {}).get("pending") or {}).items():
+            fams.add("voxnode_delivery_pending_messages", n, output)
         return iter(fams.all())
 
     def _process(self, fams: _Families) -> None:
