@@ -88,7 +88,10 @@ def documented_names() -> set[str]:
 
 
 def test_metric_list_is_documented():
+    from voxnode.health.section_metrics import SECTIONS
+
     assert documented_names() == set(METRICS)
+    assert {n for names in SECTIONS.values() for n in names.values()} <= set(METRICS)  # each section's series
     for d in METRICS.values():
         assert (d.kind == "counter") == d.name.endswith("_total"), d.name
         assert not re.search(r"_(ms|percent|pct|mb|kb)(_|$)", d.name), f"{d.name}: not a base unit"

@@ -22,6 +22,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 
 from voxnode.health.histograms import HistogramSample
 from voxnode.health.process import thread_count
+from voxnode.health.section_metrics import section_samples
 from voxnode.health.thermal import THROTTLE_BITS
 from voxnode.stream.jobs import JobKind
 from voxnode.wyoming_stt.request import OBSERVED_AS
@@ -212,44 +213,6 @@ _SCHEDULER = {
     "cancelled": ("voxnode_decode_cancelled_total", 1.0),
     "busy_s": ("voxnode_decode_busy_seconds_total", 1.0),
 }
-# health mqtt section -> metric: one metric per fact the section reports (issue 11's spool_writable,
-# unstored, unstored_lost included). Not exported: spool_error and last_error (text: in the health
-# report and the log), held_seq and retry_in_s (a refused final being retried: rejected_total rises).
-_MQTT = {
-    "connected": "voxnode_mqtt_connected",
-    "backlog": "voxnode_mqtt_backlog_messages",
-    "inflight": "voxnode_mqtt_inflight_messages",
-    "spool_messages": "voxnode_mqtt_spool_messages",
-    "spool_bytes": "voxnode_mqtt_spool_bytes",
-    "spool_writable": "voxnode_mqtt_spool_writable",
-    "spool_dropped_total": "voxnode_mqtt_spool_dropped_total",
-    "unstored": "voxnode_mqtt_unstored_total",
-    "unstored_lost": "voxnode_mqtt_unstored_lost_total",
-    "published": "voxnode_mqtt_published_total",
-    "rejected": "voxnode_mqtt_rejected_total",
-    "partials_dropped": "voxnode_mqtt_partials_dropped_total",
-    "finals_refused": "voxnode_mqtt_finals_refused_total",
-    "bad_events": "voxnode_mqtt_bad_events_total",
-    "connects": "voxnode_mqtt_connects_total",
-    "disconnects": "voxnode_mqtt_disconnects_total",
-}
-# health delivery and webhook sections -> metric, as for MQTT (spool_error, url, held_seq, retry_in_s
-# and last_error are not exported). The delivery section's `pending` is one series per durable output.
-_DELIVERY = {
-    "spool_messages": "voxnode_delivery_spool_messages",
-    "spool_bytes": "voxnode_delivery_spool_bytes",
-    "spool_writable": "voxnode_delivery_spool_writable",
-    "spool_dropped_total": "voxnode_delivery_spool_dropped_total",
-    "unstored": "voxnode_delivery_unstored_total",
-    "finals_refused": "voxnode_delivery_finals_refused_total",
-    "next_seq": "voxnode_delivery_next_seq",
-}
-_WEBHOOK = {
-    "backlog": "voxnode_webhook_backlog_messages",
-    "delivered": "voxnode_webhook_delivered_total",
-    "failures": "voxnode_webhook_failures_total",
-    "lost": "voxnode_webhook_lost_total",
-}
 
 
 def _number(value: Any) -> float | None:
@@ -341,15 +304,8 @@ class VoxnodeCollector:
             kinds += [(OBSERVED_AS, k) for k in WYOMING_DECODE_KINDS]
         for sample in r.decode_time.samples(known=kinds):
             fams.add_histogram("voxnode_decode_seconds", sample)
-        sections = r.sections()
-        for section, names in (("mqtt", _MQTT), ("delivery", _DELIVERY), ("webhook", _WEBHOOK)):
-            values = sections.get(section)
-            for key, name in names.items():
-                if values is not None and key in values:
-                    fams.add(name, values[key])
-        # Every durable output's series from the start (0 when it has everything): the spool knows them all.
-        for output, n in ((sections.get("delivery") or {}).get("pending") or {}).items():
-            fams.add("voxnode_delivery_pending_messages", n, output)
+        for name, value, labels in section_samples(r.sections()):
+            fams.add(name, value, *labels)
         return iter(fams.all())
 
     def _process(self, fams: _Families) -> None:
