@@ -52,6 +52,8 @@ class DecodeJob:
     # so owners whose keys come and go (one per Wyoming request) share one tenant and get one turn
     # between two of a microphone's, however many requests they have queued.
     tenant: str = ""
+    # Work that yields to the microphones' finals (stream/policy.py, rule 3): Wyoming requests.
+    background: bool = False
     submitted: float = 0.0
     started: float = 0.0
     finished: float = 0.0

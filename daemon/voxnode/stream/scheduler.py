@@ -1,25 +1,10 @@
 """Shares one recognition engine between many streams.
 
-Rules, in order:
-1. Finals and speculative finals before partials (a partial is only useful
-   while it is fresh; a final is the product). Within a tenant, finals before
-   speculative finals; between tenants a speculative final (a microphone's
-   final decoded in the pause, before the endpoint confirms it) takes its
-   tenant's turn as a final does. Issue 27 probe (8 Wyoming clients uploading
-   29 s requests back to back, one microphone): with every final before every
-   speculative final, the microphone's speculation waited behind the queued
-   requests, its final started at the endpoint, and end of speech -> final
-   was p95 1.49 s; sharing turns, 1.16 s.
-2. Turns go round robin between tenants: the tenant served least recently
-   goes first (one never served, or idle since, before any other), and within
-   a tenant its oldest job. A microphone is its own tenant; every Wyoming
-   request shares one (`DecodeJob.tenant`), so a microphone's final waits for
-   at most one Wyoming request, however many are queued. A stream never has
-   more than one job running: a talkative stream cannot starve the others,
-   whatever it submits. A tenant with nothing queued or running is forgotten:
-   nothing is kept per finished request (before: a key per request, each
-   "never served", put 8 clients' requests ahead of a microphone's finals for
-   18-126 s, and 20,000 requests left 20,000 entries behind).
+Which job starts next (finals first, round robin between tenants, Wyoming's work
+after the microphones' finals without being starved): stream/policy.py. Here:
+1. A stream never has more than one job running: a talkative stream cannot starve
+   the others, whatever it submits.
+2. A tenant with nothing queued or running is forgotten (policy.py, rule 2).
 3. While any stream is in a pause that may be its endpoint (`hold_partials`),
    no new partial starts; a partial already running when a final or a
    speculative final has to wait for it gives the engine up at its next model
@@ -50,11 +35,9 @@ from voxnode.asr.recognizer import DecodeAbandoned, Recognizer, TranscriptResult
 from voxnode.heartbeat import Heartbeat
 
 from .jobs import DecodeJob, JobKind, JobOutcome, JobResult, SchedulerParams, SchedulerStats, percentiles
+from .policy import TIERS, Turns
 
 log = logging.getLogger(__name__)
-
-# Rule 1: the classes that share turns between tenants, in order.
-TIERS = ((JobKind.FINAL, JobKind.SPECULATIVE), (JobKind.PARTIAL,))
 
 
 class DecodeScheduler:
@@ -77,12 +60,11 @@ class DecodeScheduler:
         self._cv = threading.Condition()
         # class -> tenant -> its jobs of that class, oldest first; a tenant with none has no entry.
         self._queues: dict[JobKind, dict[str, deque[DecodeJob]]] = {k: {} for k in JobKind}
-        # tenant -> when last served (a count); only tenants with a job queued or running.
-        self._last_served: dict[str, int] = {}
+        # Whose turn it is; knows only tenants with a job queued or running.
+        self._turns = Turns()
         self._running: dict[str, DecodeJob] = {}  # stream -> its job on a worker
         self._holds: set[str] = set()
         self._serial = itertools.count()
-        self._served = itertools.count(1)
         self._threads: list[threading.Thread] = []
         # One per worker, for the watchdog: a decode that never returns is a stuck engine.
         self.heartbeats = [Heartbeat(f"decode-{i}") for i in range(params.workers)]
@@ -95,24 +77,33 @@ class DecodeScheduler:
     def submit(self, job: DecodeJob) -> None:
         evicted: list[tuple[DecodeJob, JobOutcome]] = []
         with self._cv:
-            job.submitted = self._clock()
-            job.seq = next(self._serial)
-            q = self._queues[job.kind].setdefault(job.turn, deque())
-            if job.kind in (JobKind.PARTIAL, JobKind.SPECULATIVE):
-                # Only the newest partial/speculation of a stream is worth doing.
-                for old in [j for j in q if j.stream == job.stream]:
-                    q.remove(old)
-                    evicted.append((old, JobOutcome.SKIPPED if old.kind == JobKind.PARTIAL else JobOutcome.CANCELLED))
-            q.append(job)
-            self._stats.submitted[job.kind.name] += 1
-            if job.kind == JobKind.FINAL:
-                evicted += self._enforce_final_limit()
-            if job.kind != JobKind.PARTIAL:
-                log.debug("stream %s: %s queued", job.stream, job.kind.name)
-                self._make_room()
-            self._update_depth()
-            self._cv.notify()
+            if self._stopping:  # e.g. a request's next piece, submitted as its last one finished
+                evicted.append((job, JobOutcome.DROPPED if job.kind == JobKind.FINAL else JobOutcome.SKIPPED))
+            else:
+                evicted += self._queue(job)
         self._report(evicted)
+
+    def _queue(self, job: DecodeJob) -> list[tuple[DecodeJob, JobOutcome]]:
+        """Under the lock."""
+        evicted: list[tuple[DecodeJob, JobOutcome]] = []
+        job.submitted = self._clock()
+        job.seq = next(self._serial)
+        q = self._queues[job.kind].setdefault(job.turn, deque())
+        if job.kind in (JobKind.PARTIAL, JobKind.SPECULATIVE):
+            # Only the newest partial/speculation of a stream is worth doing.
+            for old in [j for j in q if j.stream == job.stream]:
+                q.remove(old)
+                evicted.append((old, JobOutcome.SKIPPED if old.kind == JobKind.PARTIAL else JobOutcome.CANCELLED))
+        q.append(job)
+        self._stats.submitted[job.kind.name] += 1
+        if job.kind == JobKind.FINAL:
+            evicted += self._enforce_final_limit()
+        if job.kind != JobKind.PARTIAL:
+            log.debug("stream %s: %s queued", job.stream, job.kind.name)
+            self._make_room()
+        self._update_depth()
+        self._cv.notify()
+        return evicted
 
     def _make_room(self) -> None:
         """Finals and speculative finals waiting: the partials in their way give the engine up. A
@@ -162,7 +153,7 @@ class DecodeScheduler:
         served, which is where an idle tenant belongs anyway. Under the lock."""
         if any(tenant in qs for qs in self._queues.values()) or any(j.turn == tenant for j in self._running.values()):
             return
-        self._last_served.pop(tenant, None)
+        self._turns.forget(tenant)
 
     def _report(self, evicted: list[tuple[DecodeJob, JobOutcome]]) -> None:
         for old, outcome in evicted:
@@ -242,7 +233,7 @@ class DecodeScheduler:
             leftovers = [j for qs in self._queues.values() for d in qs.values() for j in d]
             for qs in self._queues.values():
                 qs.clear()
-            for tenant in list(self._last_served):
+            for tenant in self._turns.tenants():
                 self._forget_if_idle(tenant)
             self._update_depth()
             self._cv.notify_all()
@@ -272,7 +263,7 @@ class DecodeScheduler:
                 if job.kind == JobKind.PARTIAL and now - job.submitted > self.params.partial_max_wait_s:
                     skipped.append(job)  # stale: the speaker has moved on
                     continue
-                self._last_served[job.turn] = next(self._served)
+                self._turns.started(job)
                 self._running[job.stream] = job
                 self._update_depth()
                 if job.kind != JobKind.PARTIAL:
@@ -284,19 +275,15 @@ class DecodeScheduler:
         return None
 
     def _next(self, tier: tuple[JobKind, ...]) -> DecodeJob | None:
-        """Round robin: the tenant served least recently (never: first; ties: the oldest job), and
-        its first job in this tier (by class, then oldest) whose stream has none running. Under the lock."""
-        best: DecodeJob | None = None
-        best_key = (0, 0)
+        """policy.Turns' choice among each tenant's first job in this tier (by class, then oldest)
+        whose stream has none running. Under the lock."""
+        heads = []
         for tenant in dict.fromkeys(t for k in tier for t in self._queues[k]):
             mine = (j for k in tier for j in self._queues[k].get(tenant, ()))
             job = next((j for j in mine if j.stream not in self._running), None)
-            if job is None:
-                continue
-            key = (self._last_served.get(tenant, 0), job.seq)
-            if best is None or key < best_key:
-                best, best_key = job, key
-        return best
+            if job is not None:
+                heads.append(job)
+        return self._turns.choose(tier, heads)
 
     def _work(self, heartbeat: Heartbeat, rec: Recognizer) -> None:
         while True:

@@ -1,9 +1,10 @@
 """One Wyoming transcription request: audio in, partials while it streams, the final at audio-stop.
 
 Decoding goes through the daemon's DecodeScheduler, keyed by the connection (`wyoming:N`; no stream
-name has a colon, so no request shares a microphone's key): the final is a FINAL job, served
-before any partial and round robin with the microphones' finals and the other clients'; partials
-are PARTIAL jobs, skipped first when the engine is behind.
+name has a colon, so no request shares a microphone's key), all requests one tenant: the final is
+decoded in pieces of at most 8 s (slices.py), FINAL jobs served before any partial but after the
+microphones' finals (stream/policy.py); partials are PARTIAL jobs, skipped first when the engine
+is behind.
 
 The engine gets the audio (converted to 16 kHz mono) through the same recognition path as a
 microphone's and `voxnode transcribe`'s (frontend/recognition.py: the high-pass, and the denoiser
@@ -45,6 +46,7 @@ from voxnode.stream.scheduler import DecodeScheduler
 from voxnode.text import clean_text
 
 from .convert import AudioConverter
+from .slices import Decoded, SlicedFinal
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +62,7 @@ class RequestParams:
     no_speech_threshold: float
     min_confidence: float
     max_audio_s: float
+    prompt: str = ""  # [asr] prompt: read before each piece of a final (slices.py)
 
 
 # A request's audio starts wherever the client started sending (a satellite: right after the wake
@@ -128,7 +131,7 @@ class TranscribeRequest:
         self._started = time.monotonic()
         self._last_partial_audio_s = 0.0
         self._partial: DecodeJob | None = None
-        self._final: DecodeJob | None = None
+        self._final: SlicedFinal | None = None
         self._final_future: asyncio.Future[FinalOutcome] | None = None
         self.prefix = StablePrefix()
         self.sent_words: list[str] = []  # streamed to the client as transcript-chunk events
@@ -234,42 +237,50 @@ class TranscribeRequest:
         if not self._samples:
             fut.set_result(FinalOutcome("", None))
             return fut
-        self._final = DecodeJob(
-            self.key,
-            JobKind.FINAL,
+        self._final = SlicedFinal(
+            self._sched,
+            self._piece,
             self._audio(),
-            self._final_done,
-            language=self.language,
-            observed_as=OBSERVED_AS,
-            tenant=TENANT,
+            self.params.prompt,
+            lambda result: not is_silence(result, self.params),
+            lambda decoded: self._post(self._take_final, decoded),  # on a decode thread
         )
-        self._sched.submit(self._final)
+        self._final.start()
         return fut
 
-    def _final_done(self, job: DecodeJob, outcome: JobOutcome, result: JobResult) -> None:  # decode thread
-        self._post(self._take_final, job, outcome, result)
+    def _piece(self, audio: np.ndarray, prompt: str | None, language: str | None, on_done: Callable) -> DecodeJob:
+        """A piece of the final: background work of the Wyoming tenant (stream/policy.py, rule 3)."""
+        return DecodeJob(
+            self.key,
+            JobKind.FINAL,
+            audio,
+            on_done,
+            prompt=prompt,
+            language=language or self.language,
+            observed_as=OBSERVED_AS,
+            tenant=TENANT,
+            background=True,
+        )
 
-    def _take_final(self, job: DecodeJob, outcome: JobOutcome, result: JobResult) -> None:  # event loop
+    def _take_final(self, decoded: Decoded) -> None:  # event loop
         fut = self._final_future
         if fut is None or fut.done():
             return
-        audio_s = job.audio.size / SAMPLE_RATE
-        if outcome != JobOutcome.DONE or not isinstance(result, TranscriptResult):
-            why = f"{outcome.value}: {result}" if isinstance(result, Exception) else outcome.value
-            fut.set_result(FinalOutcome("", None, f"the recogniser did not transcribe it ({why})", audio_s))
+        if decoded.outcome != JobOutcome.DONE:
+            err = decoded.error
+            why = f"{decoded.outcome.value}: {err}" if isinstance(err, Exception) else decoded.outcome.value
+            fut.set_result(FinalOutcome("", None, f"the recogniser did not transcribe it ({why})", decoded.audio_s))
             return
-        text = clean_text(result.text)
-        if is_silence(result, self.params):
-            text = ""
-        timing = {"decode_s": job.finished - job.started, "wait_s": job.started - job.submitted}
-        fut.set_result(FinalOutcome(text, result, "", audio_s, **timing))
+        timing = {"decode_s": decoded.decode_s, "wait_s": decoded.wait_s}
+        fut.set_result(FinalOutcome(decoded.text, decoded.results[0], "", decoded.audio_s, **timing))
 
     def abandon(self) -> None:
         """The client went away: withdraw what is queued; a decode already running is not waited for."""
         self.closed = True
-        for job in (self._partial, self._final):
-            if job is not None and not job.finished:
-                self._sched.cancel(job)
+        if self._partial is not None and not self._partial.finished:
+            self._sched.cancel(self._partial)
+        if self._final is not None:
+            self._final.cancel()
 
     def _post(self, fn: Callable, *args: object) -> None:
         try:

@@ -54,6 +54,7 @@ def request_params(config: Config) -> RequestParams:
         no_speech_threshold=p.no_speech_threshold,
         min_confidence=p.min_confidence,
         max_audio_s=config.wyoming.max_audio_s,
+        prompt=config.asr.prompt,
     )
 
 
