@@ -54,6 +54,7 @@ class DecodeJob:
     tenant: str = ""
     # Work that yields to the microphones' finals (stream/policy.py, rule 3): Wyoming requests.
     background: bool = False
+    preempted: bool = False  # a background job that has yielded once (it never yields again)
     submitted: float = 0.0
     started: float = 0.0
     finished: float = 0.0
@@ -133,3 +134,14 @@ def percentiles(samples: deque[tuple[float, float]]) -> dict[str, float]:
         "run_p50": round(float(np.percentile(runs, 50)), 1),
         "run_p95": round(float(np.percentile(runs, 95)), 1),
     }
+
+
+def decode_line(job: DecodeJob, result: TranscriptResult) -> str:
+    """Where a slow decode's time went (the scheduler's debug log): a window retry (a loop in the
+    short window) or a temperature fallback shows here."""
+    return (
+        f"stream {job.stream}: {job.kind.name.lower()} decode {1e3 * (job.finished - job.started):.0f} ms "
+        f"(encode {result.encode_ms:.0f}, decode {result.decode_ms:.0f}; {result.duration_s:.1f} s audio "
+        f"in a {result.window_s:.0f} s window"
+        + (f", temperature {result.temperature:.1f})" if result.temperature else ")")
+    )

@@ -10,9 +10,10 @@ after the microphones' finals without being starved): stream/policy.py. Here:
    speculative final has to wait for it gives the engine up at its next model
    call (`abandon`, ~10 ms) instead of delaying that final by its whole decode
    (measured live: 5 of 25 finals waited 90-370 ms for a partial with
-   `vad.tail_ms` 100). A speculative final still decoding when speech resumes
-   (its text is void) gives the engine up the same way: the next one, at the
-   next pause, need not wait for it.
+   `vad.tail_ms` 100). So does a piece of background work (policy.py, rule 3)
+   for a microphone's final, once: it then runs again, first of its tenant. A
+   speculative final still decoding when speech resumes (its text is void)
+   gives the engine up the same way.
 4. Back-pressure: a stream has at most one pending partial (a newer one
    replaces it, counted as skipped); a partial that waited longer than
    `partial_max_wait_s` is skipped; finals are never skipped.  Only if more
@@ -34,7 +35,7 @@ from typing import Any
 from voxnode.asr.recognizer import DecodeAbandoned, Recognizer, TranscriptResult
 from voxnode.heartbeat import Heartbeat
 
-from .jobs import DecodeJob, JobKind, JobOutcome, JobResult, SchedulerParams, SchedulerStats, percentiles
+from .jobs import DecodeJob, JobKind, JobOutcome, JobResult, SchedulerParams, SchedulerStats, decode_line, percentiles
 from .policy import TIERS, Turns
 
 log = logging.getLogger(__name__)
@@ -111,8 +112,11 @@ class DecodeScheduler:
         is latency every user sees. Under the lock."""
         idle = len(self.heartbeats) - len(self._running)
         partials = [j for j in self._running.values() if j.kind == JobKind.PARTIAL and not j.abandon.is_set()]
+        # policy.py rule 3: a piece of background work yields once to a microphone's final.
+        pieces = [j for j in self._running.values() if j.background and not (j.preempted or j.abandon.is_set())]
         for kind in (JobKind.FINAL, JobKind.SPECULATIVE):
-            for stream in dict.fromkeys(j.stream for q in self._queues[kind].values() for j in q):
+            waiting = {j.stream: j for q in self._queues[kind].values() for j in reversed(q)}
+            for stream, job in waiting.items():
                 own = self._running.get(stream)
                 if own is not None:  # a stream runs one job at a time: its own partial is in the way
                     if own in partials:
@@ -120,10 +124,11 @@ class DecodeScheduler:
                         partials.remove(own)
                 elif idle > 0:
                     idle -= 1
-                elif partials:
-                    oldest = min(partials, key=lambda j: j.started)
+                elif partials or (pieces and not job.background):
+                    victims = partials or pieces
+                    oldest = min(victims, key=lambda j: j.started)
                     oldest.abandon.set()
-                    partials.remove(oldest)
+                    victims.remove(oldest)
 
     def _enforce_final_limit(self) -> list[tuple[DecodeJob, JobOutcome]]:
         if self._pending_finals() <= self.params.max_pending_finals:
@@ -308,6 +313,7 @@ class DecodeScheduler:
         job.started = self._clock()
         outcome = JobOutcome.DONE
         result: JobResult
+        abandoned = False
         try:
             # A speculative final becomes the final: it gets the full decode. Partials and
             # speculative finals may be given up (`abandon`); a final never is.
@@ -323,39 +329,37 @@ class DecodeScheduler:
                 role="partial" if partial else "final",
                 prompt=job.prompt,
                 hotwords=job.hotwords,
-                abandon=None if job.kind == JobKind.FINAL else job.abandon,
+                abandon=None if job.kind == JobKind.FINAL and not job.background else job.abandon,
                 **asked,
             )
         except DecodeAbandoned:
             # A partial giving way to a final is skipped; a speculative final voided by speech
-            # resuming was cancelled.
-            outcome, result = (JobOutcome.SKIPPED if partial else JobOutcome.CANCELLED), None
+            # resuming was cancelled; a piece of background work that yielded runs again (below).
+            outcome, result, abandoned = (JobOutcome.SKIPPED if partial else JobOutcome.CANCELLED), None, True
         except Exception as exc:  # engine errors must not kill the worker
             log.exception("decode failed for stream %s (%s)", job.stream, job.kind.name)
             outcome, result = JobOutcome.FAILED, exc
         job.finished = self._clock()
         if isinstance(result, TranscriptResult) and log.isEnabledFor(logging.DEBUG):
-            # Where a slow decode's time went: a window retry (a loop in the short window) or a
-            # temperature fallback shows here.
-            log.debug(
-                "stream %s: %s decode %.0f ms (encode %.0f, decode %.0f; %.1f s audio in a %.0f s window%s)",
-                job.stream,
-                job.kind.name.lower(),
-                1e3 * (job.finished - job.started),
-                result.encode_ms,
-                result.decode_ms,
-                result.duration_s,
-                result.window_s,
-                f", temperature {result.temperature:.1f}" if result.temperature else "",
-            )
+            log.debug("%s", decode_line(job, result))
         with self._cv:
             if job.reported:
                 return  # reported DROPPED by stop(): it outlived the deadline
             self._running.pop(job.stream, None)
+            self._stats.busy_s += job.finished - job.started
+            if abandoned and job.kind == JobKind.FINAL and not job.cancelled:  # a background piece yielded
+                if not self._stopping:  # it goes first in its tenant and never yields again
+                    job.preempted = True
+                    job.abandon.clear()
+                    self._queues[JobKind.FINAL].setdefault(job.turn, deque()).appendleft(job)
+                    log.debug("stream %s: FINAL yields after %.0f ms", job.stream, 1e3 * (job.finished - job.started))
+                    self._update_depth()
+                    self._cv.notify_all()
+                    return
+                outcome = JobOutcome.DROPPED
             self._forget_if_idle(job.turn)
             if outcome == JobOutcome.SKIPPED:  # only an abandoned partial ends here as skipped
                 self._stats.partials_abandoned += 1
-            self._stats.busy_s += job.finished - job.started
             self._timings[job.kind].append((job.started - job.submitted, job.finished - job.started))
             if job.cancelled and outcome == JobOutcome.DONE:
                 outcome = JobOutcome.CANCELLED
