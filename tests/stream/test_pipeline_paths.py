@@ -94,12 +94,13 @@ def result(text, no_speech_prob=0.01, confidence=-0.2, stop_reason="eot", punctu
 
 
 class Rig:
-    def __init__(self, turn: bool = False, keep=None, **stream):
+    def __init__(self, turn: bool = False, keep=None, vad: dict | None = None, **stream):
         cfg = Config()
         cfg = dataclasses.replace(cfg, stream=dataclasses.replace(cfg.stream, **{"partials": False, **stream}))
         # The scripted VAD decides alone (in place of WebRTC's): the noise gate (tested in
         # tests/frontend) would veto it.
-        cfg = dataclasses.replace(cfg, vad=dataclasses.replace(cfg.vad, noise_gate=False, engine="webrtc"))
+        vad = {"noise_gate": False, "engine": "webrtc", **(vad or {})}
+        cfg = dataclasses.replace(cfg, vad=dataclasses.replace(cfg.vad, **vad))
         self.sched = FakeScheduler()
         self.events = []
         self.now = 0.0

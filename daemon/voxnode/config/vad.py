@@ -165,6 +165,23 @@ class VadConfig:
         min=20,
         max=2000,
     )
+    # Issue 23: the pause's speculative decode may start before tail_ms, at the first silence after
+    # speech; when no speech follows until tail_ms its result is the pause's, so the final is ready
+    # tail_ms - speculate_ms sooner where the decode, not the hangover, sets the latency (a Pi 4). It
+    # decodes the audio up to speculate_ms after the VAD's end of speech, zero-padded, instead of
+    # tail_ms after it, and in noise the VAD's end lies ~100 ms *before* the true end at the median
+    # (pink 10 dB): the word's last sounds are cut. Measured live (scripts/bench_live_noise.py, 25
+    # utterances, x86, back to back; docs/benchmarks.md "Per-board figures"): 40 ms, clean WER 5.4 ->
+    # 5.4 %, pink 10 dB 6.9 -> 9.8 % (tail_ms 60 earlier: 6.4 -> 8.3 %). So off by default: for quiet rooms.
+    speculate_ms: int = setting(
+        0,
+        "Silence after the last speech at which the pause's speculative decode starts, if sooner than "
+        "tail_ms (0 = at tail_ms); its result stands if no speech follows before tail_ms. Finals come "
+        "tail_ms - speculate_ms sooner on a slow board; in noise the last word's end may be cut "
+        "(docs/benchmarks.md).",
+        min=0,
+        max=2000,
+    )
     min_speech_ms: int = setting(
         240, "Utterances with less speech than this are discarded (clicks, coughs, door slams).", min=20, max=5000
     )
@@ -172,6 +189,8 @@ class VadConfig:
     def check(self) -> None:
         if self.onset_ms > self.onset_window_ms:
             raise InvalidValue("onset_ms", f"must not exceed onset_window_ms ({self.onset_window_ms})")
+        if self.speculate_ms and self.speculate_ms > self.tail_ms:
+            raise InvalidValue("speculate_ms", f"must not exceed tail_ms ({self.tail_ms})")
         if self.tail_ms > self.hangover_ms:
             raise InvalidValue("tail_ms", f"must not exceed hangover_ms ({self.hangover_ms})")
         if self.open_hangover_ms < self.hangover_ms:

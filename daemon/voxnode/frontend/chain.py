@@ -176,6 +176,18 @@ class FrontEnd:
             speech = self.vad.is_speech(vad_in, vad_spec)
         return FrontEndOutput(out, speech, level, floor)
 
+    def room(self) -> dict:
+        """The noise floor (speech band, dBFS) and its octave spectrum, for health reports; {} before
+        any audio or without the noise gate."""
+        nf = self.noise_floor
+        if nf is None or nf.frames == 0:
+            return {}
+        room: dict = {"noise_floor_dbfs": round(nf.floor_dbfs, 1)}
+        spectrum = nf.spectrum_dbfs()  # sampled less often than the level: may not have begun yet
+        if spectrum:
+            room["noise_spectrum_dbfs"] = spectrum
+        return room
+
     def for_recognition(self, audio: np.ndarray) -> np.ndarray:
         """Utterance audio (int16 scale) -> float32 [-1, 1] for the engine."""
         return (np.asarray(audio, dtype=np.float32) / np.float32(32768.0)).astype(np.float32)

@@ -41,6 +41,9 @@ class PipelineParams:
     sentence_end_min_prob: float  # the closing mark's probability that calls a sentence finished
     open_hangover_frames: int
     turn_min_prob: float  # the end-of-turn model's P(finished) that calls it, where the text cannot tell
+    # Silent frames after the last speech at which the pause's speculative decode starts (<= the
+    # segmenter's tail_frames; equal: at the Paused event).
+    speculate_frames: int
     prompt: str | None  # this stream's recognition prompt; None = the engine's ([asr])
     hotwords: tuple[str, ...] | None  # this stream's hotwords; None = the engine's ([asr])
     keep: KeepParams | None  # [adapt] keep_noise / keep_finals (named streams of `voxnode run` only)
@@ -98,6 +101,7 @@ def pipeline_params(config: Config, stream: str | None = None) -> PipelineParams
         sentence_end_min_prob=config.vad.sentence_end_min_prob,
         open_hangover_frames=frames(config.vad.open_hangover_ms),
         turn_min_prob=config.vad.end_of_turn_min_prob,
+        speculate_frames=frames(config.vad.speculate_ms or config.vad.tail_ms),
         prompt=own.prompt if own is not None and own.prompt else None,
         hotwords=tuple(own.hotwords) if own is not None and own.hotwords else None,
         keep=keep_params(config, stream) if stream is not None else None,

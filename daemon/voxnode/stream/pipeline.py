@@ -44,7 +44,7 @@ from .stats import PipelineStats
 from .transcripts import TranscriptPublisher
 from .turn import TurnDetector, TurnRequest
 from .utterance_enhance import UtteranceEnhancer
-from .utterance_state import UtteranceState
+from .utterance_state import Phase, UtteranceState
 from .wake_gate import WakeGate
 
 log = logging.getLogger(__name__)
@@ -114,6 +114,8 @@ class StreamPipeline:
                 self._close_session(gate)
             active = self.segmenter.active
             self._update_hold(active)
+            if active is not None:
+                self._speculate_early(active)
             # Once the speaker pauses, a partial would only repeat itself and
             # delay the speculative final behind it on the engine.
             partial = self.params.partials and self.segmenter.silence_frames < PARTIAL_QUIET_FRAMES
@@ -130,15 +132,8 @@ class StreamPipeline:
             self._on_segment(ev)
 
     def room(self) -> dict:
-        """The stream's noise floor (speech band, dBFS) and its octave spectrum, for health reports."""
-        nf = self.frontend.noise_floor
-        if nf is None or nf.frames == 0:
-            return {}
-        room: dict = {"noise_floor_dbfs": round(nf.floor_dbfs, 1)}
-        spectrum = nf.spectrum_dbfs()  # sampled less often than the level: may not have begun yet
-        if spectrum:
-            room["noise_spectrum_dbfs"] = spectrum
-        return room
+        """The stream's noise floor and its octave spectrum, for health reports (FrontEnd.room)."""
+        return self.frontend.room()
 
     def echo(self) -> dict:
         """The echo canceller's figures (a stream with echo_reference), for health reports."""
@@ -213,15 +208,8 @@ class StreamPipeline:
             if st is None:
                 return
             if isinstance(ev, Paused):
-                self._cancel(st.partial_job)
-                self._cancel(st.spec_job)
-                n = min(len(utt.chunks), utt.last_speech + 1 + self.params.segmenter.tail_frames)
-                to_submit = self._job(JobKind.SPECULATIVE, ev.audio, (utt.uid, ev.pause_id, n), st.draft)
-                st.pause(to_submit)
-                if self.turn is not None:
-                    # The same audio as the decode's, on the model's own thread: usually back first.
-                    tag = (utt.uid, ev.pause_id)
-                    self.turn.submit(TurnRequest(self.name, to_submit.audio, self._on_turn, tag))
+                self._on_pause(st, ev)
+                return
             elif isinstance(ev, Resumed):
                 self._cancel(st.spec_job)
                 st.resume()
@@ -230,12 +218,14 @@ class StreamPipeline:
                 return
             elif isinstance(ev, Discarded):
                 self.stats.discarded += 1
+                self._cancel(st.take_early()[0])
                 self._cancel(st.spec_job)
                 self._cancel(st.partial_job)
                 del self._utts[utt.uid]
                 return
             elif isinstance(ev, Ended):
                 self._cancel(st.partial_job)
+                self._cancel(st.take_early()[0])  # a cut at the maximum length, a flush: not a pause
                 spec = st.spec_job
                 if spec is not None and ev.pause_id >= 0 and spec.tag[:2] == (utt.uid, ev.pause_id):
                     self.stats.speculative_hits += 1
@@ -255,7 +245,7 @@ class StreamPipeline:
     def _maybe_partial(self, utt: Utterance, now: float) -> None:
         with self._lock:
             st = self._utts.get(utt.uid)
-            if st is None or st.ended or st.spec_job is not None:
+            if st is None or st.ended or st.spec_job is not None or st.early_job is not None:
                 return  # in a pause the speculative final is the better use of the engine
             if now - st.last_partial_t < max(
                 self.params.partial_interval_s, self._partial_cost_s / self.params.partial_max_share
@@ -267,6 +257,48 @@ class StreamPipeline:
             st.partial_job = self._job(JobKind.PARTIAL, utt.audio(), (utt.uid, -2, len(utt.chunks)), st.draft)
             job = st.partial_job
         self._sched.submit(job)
+
+    def _on_pause(self, st: UtteranceState, ev: Paused) -> None:
+        """A pause reached tail_ms: its speculative decode (the early one when no speech came since
+        speculate_ms) and the end-of-turn model's question. Under the lock."""
+        utt = ev.utterance
+        self._cancel(st.partial_job)
+        self._cancel(st.spec_job)
+        job, result = st.take_early()
+        if job is None:
+            n = min(len(utt.chunks), utt.last_speech + 1 + self.params.segmenter.tail_frames)
+            job = self._job(JobKind.SPECULATIVE, ev.audio, (utt.uid, ev.pause_id, n), st.draft)
+            self._sched.submit(job)
+            audio = job.audio
+        else:  # the audio up to speculate_ms of silence, zero-padded like the rest of the window
+            job.tag = (utt.uid, ev.pause_id, job.tag[2])
+            audio = self.frontend.for_recognition(ev.audio)
+        st.pause(job, result)
+        if self.turn is not None:
+            # The pause's audio, on the model's own thread: usually back before the decode.
+            self.turn.submit(TurnRequest(self.name, audio, self._on_turn, (utt.uid, ev.pause_id)))
+        if result is not None:
+            self._out.partial(st, job, result, drop_last=False)
+            self._apply_endpoint_verdict(st)
+
+    def _speculate_early(self, utt: Utterance) -> None:
+        """`speculate_ms` into a silence (before tail_ms), the pause's speculative decode starts over
+        the speech so far; speech resuming gives it up. Under the lock."""
+        st = self._utts.get(utt.uid)
+        if st is None or st.phase != Phase.OPEN:
+            return
+        silence = self.segmenter.silence_frames
+        if silence == 0 and st.early_job is not None:
+            self._cancel(st.take_early()[0])
+        elif (
+            silence == self.params.speculate_frames < self.params.segmenter.tail_frames
+            and st.early_job is None
+            and utt.voiced >= self.params.segmenter.min_speech_frames
+        ):
+            self._cancel(st.partial_job)
+            n = utt.last_speech + 1 + silence
+            st.early_job = self._job(JobKind.SPECULATIVE, utt.audio(n), (utt.uid, -3, n), st.draft)
+            self._sched.submit(st.early_job)
 
     def _job(self, kind: JobKind, audio: np.ndarray, tag: Any, draft: tuple[int, ...]) -> DecodeJob:
         return DecodeJob(
@@ -301,6 +333,9 @@ class StreamPipeline:
                 self.stats.draft_accepted += done.draft_accepted
                 if not st.ended and done.tokens:
                     st.draft = tuple(done.tokens)
+            if job is st.early_job:  # failed or dropped: the pause decodes afresh
+                st.early_job, st.early_result = (job, done) if done is not None else (None, None)
+                return
             if job is st.final_job:
                 if done is not None:
                     self._finish(st, done)

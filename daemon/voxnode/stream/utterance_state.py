@@ -4,7 +4,8 @@
       │               │
       └────end────────┴──> ENDED ──final──> DONE
 
-OPEN: speech is going on; partials are decoded now and then.
+OPEN: speech is going on; partials are decoded now and then. From `speculate_ms` of silence on, the
+pause's speculative decode may already run (`early_job`): the pause adopts it, speech drops it.
 PAUSED: a pause reached `tail_ms`; a speculative final is decoded over the speech so far
 (`spec_job`; None again if that decode failed: the end then submits a fresh final). Its text,
 and the end-of-turn model, judge the pause (stream/endpoint.py).
@@ -61,6 +62,10 @@ class UtteranceState:
     turn_prob: float | None = None  # the end-of-turn model's verdict on the current pause
     judged: bool = False  # the current pause's verdict is applied
     final_job: DecodeJob | None = None
+    # OPEN, in silence before tail_ms (vad.speculate_ms): the speculative decode started early, and its
+    # result once back. The pause adopts it (`pause`) if no speech came between; speech drops it.
+    early_job: DecodeJob | None = None
+    early_result: TranscriptResult | None = None
     # The tokens of the latest hypothesis decoded for this utterance (a partial, or the speculative
     # decode of a pause speech resumed after): the next decode's draft (asr/search.verified_draft).
     draft: tuple[int, ...] = ()
@@ -78,10 +83,18 @@ class UtteranceState:
             raise TransitionError(f"utterance {self.utt.uid}: {self.phase.value} -> {phase.value}")
         self.phase = phase
 
-    def pause(self, spec_job: DecodeJob) -> None:
-        """A pause reached tail_ms: `spec_job` decodes the speech so far; the old pause's verdict is void."""
+    def pause(self, spec_job: DecodeJob, result: TranscriptResult | None = None) -> None:
+        """A pause reached tail_ms: `spec_job` decodes the speech so far (`result`: already decoded,
+        an early speculation's); the old pause's verdict is void."""
         self._go(Phase.PAUSED)
-        self.spec_job, self.spec_result, self.turn_prob, self.judged = spec_job, None, None, False
+        self.spec_job, self.spec_result, self.turn_prob, self.judged = spec_job, result, None, False
+        self.early_job = self.early_result = None
+
+    def take_early(self) -> tuple[DecodeJob | None, TranscriptResult | None]:
+        """The early speculation (and its result), no longer this state's to keep."""
+        job, result = self.early_job, self.early_result
+        self.early_job = self.early_result = None
+        return job, result
 
     def resume(self) -> None:
         """Speech resumed in the pause: its speculation is void."""
