@@ -26,7 +26,7 @@ APT_LANGUAGES := $(foreach l,fr es it ru,asterisk-core-sounds-$(l) asterisk-core
 export PYTHONMALLOC := malloc
 
 .PHONY: demo run test check format test-ha ha-venv ha-venv-or-skip adapt-venv adapt-venv-or-skip lint deps-run deps-test deps-corpus venv venv-test \
-        check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-wyoming bench-wyoming-limits probe-wyoming-fairness probe-wyoming-abuse probe-repeats bench-languages calibrate-boards \
+        check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-wyoming bench-wyoming-limits probe-wyoming-fairness probe-wyoming-abuse probe-repeats bench-languages calibrate-boards bench-pi4-speculate \
         convert-model convert-model-base convert-silero eval-vad install uninstall purge test-arm64 soak
 
 demo: venv
@@ -216,6 +216,15 @@ bench-asr: deps-corpus venv-test .venv-bench/.installed
 # Zero 2 W workloads under each board's cgroup caps, measured vs published. Root and cgroup v1 cpu; ~5 min.
 calibrate-boards: .venv-bench/.installed
 	.venv-bench/bin/python scripts/calibrate_boards.py --reference --write docs/board_calibration.json
+
+# Issue 23: the emulated Pi 4's end of speech -> final with the pause's decode at tail_ms (the default)
+# and started 40 ms into the silence (vad.speculate_ms), back to back so that both see the same host
+# load (record `uptime`: the emulation needs a quiet host). Root and cgroup v1 cpu; ~8 min.
+bench-pi4-speculate: deps-corpus venv .venv-bench/.installed
+	uptime
+	.venv-bench/bin/python scripts/bench_live_noise.py --board pi4 --label pi4-tail --conditions clean,pink-10 --jobs 2 --set asr.num_threads=2
+	.venv-bench/bin/python scripts/bench_live_noise.py --board pi4 --label pi4-speculate-40 --conditions clean,pink-10 --jobs 2 --set asr.num_threads=2 --set vad.speculate_ms=40
+	uptime
 
 # `sudo make install`: /opt/voxnode (venv + model), /etc/voxnode/config.toml (kept if edited),
 # the systemd unit, enabled and started when systemd runs. DESTDIR=dir lays the files out under dir.
