@@ -188,6 +188,17 @@ class FrontEnd:
             room["noise_spectrum_dbfs"] = spectrum
         return room
 
+    def echo_figures(self) -> dict:
+        """The echo canceller's figures (a stream with echo_reference), for health reports; {} without."""
+        ec = self.echo
+        if ec is None:
+            return {}
+        return {
+            "echo_erle_db": ec.erle_db,
+            "echo_delay_ms": ec.delay.delay_ms,
+            "echo_playing_frames": ec.playing_frames,
+        }
+
     def for_recognition(self, audio: np.ndarray) -> np.ndarray:
         """Utterance audio (int16 scale) -> float32 [-1, 1] for the engine."""
         return (np.asarray(audio, dtype=np.float32) / np.float32(32768.0)).astype(np.float32)

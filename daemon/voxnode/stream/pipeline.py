@@ -137,14 +137,7 @@ class StreamPipeline:
 
     def echo(self) -> dict:
         """The echo canceller's figures (a stream with echo_reference), for health reports."""
-        ec = self.frontend.echo
-        if ec is None:
-            return {}
-        return {
-            "echo_erle_db": ec.erle_db,
-            "echo_delay_ms": ec.delay.delay_ms,
-            "echo_playing_frames": ec.playing_frames,
-        }
+        return self.frontend.echo_figures()
 
     def _through_gate(self, gate: WakeGate, samples: np.ndarray, t_wall: float, speech: bool) -> bool:
         """Whether this frame goes on to the segmenter. The wake word opens the gate with a fresh
@@ -259,8 +252,7 @@ class StreamPipeline:
         self._sched.submit(job)
 
     def _on_pause(self, st: UtteranceState, ev: Paused) -> None:
-        """A pause reached tail_ms: its speculative decode (the early one when no speech came since
-        speculate_ms) and the end-of-turn model's question. Under the lock."""
+        """A pause reached tail_ms: its decode (the early one, if no speech since) and the end-of-turn question."""
         utt = ev.utterance
         self._cancel(st.partial_job)
         self._cancel(st.spec_job)
@@ -282,8 +274,7 @@ class StreamPipeline:
             self._apply_endpoint_verdict(st)
 
     def _speculate_early(self, utt: Utterance) -> None:
-        """`speculate_ms` into a silence (before tail_ms), the pause's speculative decode starts over
-        the speech so far; speech resuming gives it up. Under the lock."""
+        """`speculate_ms` into a silence (before tail_ms) the pause's decode starts; speech gives it up."""
         st = self._utts.get(utt.uid)
         if st is None or st.phase != Phase.OPEN:
             return
@@ -295,8 +286,7 @@ class StreamPipeline:
             and st.early_job is None
             and utt.voiced >= self.params.segmenter.min_speech_frames
         ):
-            self._cancel(st.partial_job)
-            n = utt.last_speech + 1 + silence
+            n = utt.last_speech + 1 + silence  # a partial in its way gives the engine up (scheduler)
             st.early_job = self._job(JobKind.SPECULATIVE, utt.audio(n), (utt.uid, -3, n), st.draft)
             self._sched.submit(st.early_job)
 
