@@ -54,7 +54,7 @@ class DecodeJob:
     tenant: str = ""
     # Work that yields to the microphones' finals (stream/policy.py, rule 3): Wyoming requests.
     background: bool = False
-    preempted: bool = False  # a background job that has yielded once (it never yields again)
+    yields: int = 0  # times this background job gave the engine up (policy.MAX_YIELDS at most)
     submitted: float = 0.0
     started: float = 0.0
     finished: float = 0.0

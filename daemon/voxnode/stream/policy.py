@@ -16,8 +16,10 @@
 3. Background work yields (`DecodeJob.background`: Wyoming requests, which wyoming_stt/slices.py
    also cuts into pieces of at most ~8 s, one job each). In the finals' tier a background job
    starts only when no microphone's final or speculative final is waiting, or when
-   MAX_PASSED_OVER of them have started in a row while one waited: Wyoming is never starved,
-   and a microphone's final waits for at most the one piece already decoding. Round robin alone
+   MAX_PASSED_OVER of them have started in a row while one waited: Wyoming is never starved.
+   A piece decoding when a microphone's final comes gives the engine up at its next model call
+   and runs again first (at most MAX_YIELDS times), so a microphone's final waits for one
+   decoder step, or for one piece of at most ~8 s once that piece has yielded. Round robin alone
    (rule 2) let a microphone's final wait for one whole request: on a host where a 29 s request
    costs 6.5 s of engine time, end of speech -> final was p95 54 s (docs/reliability.md). Partials
    keep plain round robin: they give the engine up to any final anyway (scheduler.py, rule 3).
@@ -37,6 +39,12 @@ FINALS = TIERS[0]
 # waiting request's piece, and still gives Wyoming one turn in five while the microphones are
 # busy without a pause.
 MAX_PASSED_OVER = 4
+# Rule 3: a piece decoding when a microphone's final comes gives the engine up (scheduler.py) and
+# runs again, at most this many times; then it runs to its end, so every request finishes, having
+# cost at most 1 + MAX_YIELDS times its engine time. Probe at load 7 (docs/reliability.md): with
+# one yield, a microphone's final that came while the piece ran again waited for all of it (up to
+# 3.2 s there: 9 of the 12 slowest finals).
+MAX_YIELDS = 3
 
 
 class Turns:

@@ -11,7 +11,8 @@ after the microphones' finals without being starved): stream/policy.py. Here:
    call (`abandon`, ~10 ms) instead of delaying that final by its whole decode
    (measured live: 5 of 25 finals waited 90-370 ms for a partial with
    `vad.tail_ms` 100). So does a piece of background work (policy.py, rule 3)
-   for a microphone's final, once: it then runs again, first of its tenant. A
+   for a microphone's final, MAX_YIELDS times at most: it then runs again, first
+   of its tenant. A
    speculative final still decoding when speech resumes (its text is void)
    gives the engine up the same way.
 4. Back-pressure: a stream has at most one pending partial (a newer one
@@ -36,7 +37,7 @@ from voxnode.asr.recognizer import DecodeAbandoned, Recognizer, TranscriptResult
 from voxnode.heartbeat import Heartbeat
 
 from .jobs import DecodeJob, JobKind, JobOutcome, JobResult, SchedulerParams, SchedulerStats, decode_line, percentiles
-from .policy import TIERS, Turns
+from .policy import MAX_YIELDS, TIERS, Turns
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +113,10 @@ class DecodeScheduler:
         is latency every user sees. Under the lock."""
         idle = len(self.heartbeats) - len(self._running)
         partials = [j for j in self._running.values() if j.kind == JobKind.PARTIAL and not j.abandon.is_set()]
-        # policy.py rule 3: a piece of background work yields once to a microphone's final.
-        pieces = [j for j in self._running.values() if j.background and not (j.preempted or j.abandon.is_set())]
+        # policy.py rule 3: a piece of background work yields to a microphone's final, a few times.
+        pieces = [
+            j for j in self._running.values() if j.background and j.yields < MAX_YIELDS and not j.abandon.is_set()
+        ]
         for kind in (JobKind.FINAL, JobKind.SPECULATIVE):
             waiting = {j.stream: j for q in self._queues[kind].values() for j in reversed(q)}
             for stream, job in waiting.items():
@@ -348,8 +351,8 @@ class DecodeScheduler:
             self._running.pop(job.stream, None)
             self._stats.busy_s += job.finished - job.started
             if abandoned and job.kind == JobKind.FINAL and not job.cancelled:  # a background piece yielded
-                if not self._stopping:  # it goes first in its tenant and never yields again
-                    job.preempted = True
+                if not self._stopping:  # it goes first in its tenant
+                    job.yields += 1
                     job.abandon.clear()
                     self._queues[JobKind.FINAL].setdefault(job.turn, deque()).appendleft(job)
                     log.debug("stream %s: FINAL yields after %.0f ms", job.stream, 1e3 * (job.finished - job.started))
