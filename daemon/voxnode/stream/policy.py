@@ -41,9 +41,10 @@ FINALS = TIERS[0]
 MAX_PASSED_OVER = 4
 # Rule 3: a piece decoding when a microphone's final comes gives the engine up (scheduler.py) and
 # runs again, at most this many times; then it runs to its end, so every request finishes, having
-# cost at most 1 + MAX_YIELDS times its engine time. Probe at load 7 (docs/reliability.md): with
-# one yield, a microphone's final that came while the piece ran again waited for all of it (up to
-# 3.2 s there: 9 of the 12 slowest finals).
+# cost at most 1 + MAX_YIELDS times its engine time. Probe at load 8-10 (docs/reliability.md): with
+# one yield, 10 of the microphone's 15 waits over 1 s were behind a piece, one of them a piece
+# running again after its yield (2.8 s). A piece yields only between model calls, so a final
+# still waits for the encoder pass under way (an 8-9 s window: 1.7-3.6 s at load 10 there).
 MAX_YIELDS = 3
 
 
