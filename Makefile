@@ -26,7 +26,7 @@ APT_LANGUAGES := $(foreach l,fr es it ru,asterisk-core-sounds-$(l) asterisk-core
 export PYTHONMALLOC := malloc
 
 .PHONY: demo run test check format test-ha ha-venv ha-venv-or-skip adapt-venv adapt-venv-or-skip lint deps-run deps-test deps-corpus venv venv-test \
-        check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-wyoming bench-wyoming-limits probe-wyoming-fairness probe-wyoming-abuse probe-repeats bench-languages calibrate-boards bench-pi4-speculate \
+        check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-aec bench-wyoming bench-wyoming-limits probe-wyoming-fairness probe-wyoming-abuse probe-repeats bench-languages calibrate-boards bench-pi4-speculate \
         convert-model convert-model-base convert-silero eval-vad install uninstall purge test-arm64 soak
 
 demo: venv
@@ -132,6 +132,11 @@ bench-live-noise: deps-corpus venv .venv-bench/.installed
 # compute time, 4 concurrent clients and leavers (docs/benchmarks.md#wyoming-speech-to-text).
 bench-wake: deps-corpus venv-test
 	$(BIN)/python scripts/bench_wake.py --write docs/wake_benchmark_real.json
+
+# Echo cancellation (issue 24): WER over the node's own speech and music, ERLE, finals from 10 min of
+# playback alone, CPU, alexa over the node's music (docs/voice-assistant.md).
+bench-aec: deps-corpus venv-test
+	$(BIN)/python scripts/bench_aec.py --write docs/aec_benchmark.json
 
 bench-wyoming: deps-corpus venv-test
 	$(BIN)/python scripts/bench_wyoming.py --write docs/wyoming_benchmark.json

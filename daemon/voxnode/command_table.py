@@ -19,6 +19,8 @@ ARGUMENTS: dict[str, tuple[str, ...]] = {
     "unmute": ("stream",),
     "follow_up_on": ("stream",),
     "follow_up_off": ("stream",),
+    "playing_on": ("stream",),
+    "playing_off": ("stream",),
     "reload": (),
     "health": (),
     "memory": (),

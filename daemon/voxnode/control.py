@@ -20,5 +20,12 @@ class DaemonControl(Protocol):
     def follow_up(self, stream: str) -> bool | None:
         """Whether follow-up is on; None for a stream without a wake word."""
 
+    def set_playing(self, stream: str, playing: bool) -> None:
+        """The `playing` input: the node plays sound now (stream/playback.py). Raises KeyError for a
+        stream that is not running."""
+
+    def playing(self, stream: str) -> bool:
+        """The `playing` input as last set (False for a stream that is not running)."""
+
     def request_reload(self) -> None:
         """Reload the configuration soon (as SIGHUP does); returns at once."""

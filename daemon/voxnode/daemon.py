@@ -390,3 +390,9 @@ class Daemon:
 
     def follow_up(self, stream: str) -> bool | None:
         return self.recognition.follow_up(stream)
+
+    def set_playing(self, stream: str, on: bool) -> None:
+        self.recognition.set_playing(stream, on)
+
+    def playing(self, stream: str) -> bool:
+        return self.recognition.playing(stream)

@@ -23,6 +23,8 @@ def test_each_command_reaches_its_handler_on_the_real_daemon():
             "unmute": lambda d, c: d.set_muted(c.stream, False),
             "follow_up_on": lambda d, c: seen.append(f"follow_up_on {c.stream}"),
             "follow_up_off": lambda d, c: seen.append(f"follow_up_off {c.stream}"),
+            "playing_on": lambda d, c: seen.append(f"playing_on {c.stream}"),
+            "playing_off": lambda d, c: seen.append(f"playing_off {c.stream}"),
             "reload": lambda d, c: d.request_reload(),
             "health": lambda d, c: seen.append("health"),
             "memory": lambda d, c: seen.append(f"memory {c.id}"),

@@ -269,6 +269,25 @@ def test_mute_switch_follows_mute_and_unmute(stack):
     assert "muted" in stack.log() and "unmuted" in stack.log()
 
 
+def test_playing_switch_sets_the_playing_input(stack):
+    """Issue 24: an automation that follows the node's media player turns "Playing" on and off."""
+    reg = stack.registry()
+    switch = reg[stack.live_components("kitchen")["playing"]["unique_id"]]["entity_id"]
+    capture = reg[stack.live_components("kitchen")["capture"]["unique_id"]]["entity_id"]
+    wait_until(lambda: stack.ha.state(switch)["state"] == "off", 30, what="the switch to show not playing")
+    stack.ha.call("switch", "turn_on", entity_id=switch)  # Home Assistant -> playing ON
+    try:
+        wait_until(lambda: stack.ha.state(switch)["state"] == "on", 30, what="the switch to show the node playing")
+        assert retained(stack.broker, f"{BASE}/kitchen/playing/state") == b"ON"
+        attributes = lambda: stack.ha.state(capture)["attributes"]  # noqa: E731
+        wait_until(lambda: attributes().get("playing_input") is True, 30, what="health to say playing")
+    finally:  # playing, the stream would take no speech in the tests after this one
+        stack.ha.call("switch", "turn_off", entity_id=switch)
+    wait_until(lambda: stack.ha.state(switch)["state"] == "off", 30, what="the switch to turn off")
+    wait_until(lambda: attributes().get("playing_input") is False and "off", 30, what="health to say not playing")
+    assert "stream kitchen: the node is playing" in stack.log()
+
+
 def test_event_entity_fires_on_every_final_and_the_blueprints_act(stack):
     reg = stack.registry()
     kitchen = stack.live_components("kitchen")

@@ -49,6 +49,7 @@ class StandInDaemon:
     def __init__(self, config: Config):
         self.config = config
         self.muted: set[str] = set()
+        self.playing_streams: set[str] = set()
 
     def stream_names(self):
         return [s.name for s in self.config.effective_streams()]
@@ -79,6 +80,14 @@ class StandInDaemon:
 
     def set_follow_up(self, s, on):
         raise KeyError(s)
+
+    def playing(self, s):
+        return s in self.playing_streams
+
+    def set_playing(self, s, on):
+        if s not in self.stream_names():
+            raise KeyError(s)
+        (self.playing_streams.add if on else self.playing_streams.discard)(s)
 
     def request_reload(self):
         pass

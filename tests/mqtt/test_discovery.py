@@ -204,6 +204,7 @@ def test_without_those_fields_nothing_is_announced_that_would_stay_unknown(tmp_p
             "partial",
             "last_final",
             "mute",
+            "playing",
             "capture",
             "latency",
             "dropped_frames",
@@ -337,6 +338,7 @@ def test_mqtt_forget_and_uninstall_clear_every_retained_message_of_the_node(tmp_
     f = feeders(cfg, count=1, interval=0.1, tag="forget")
     f.wait_accepted(1)
     topics = [NODE_TOPIC, stream_topic("kitchen"), f"{BASE}/status", f"{BASE}/health", f"{BASE}/kitchen/mute/state"]
+    topics.append(f"{BASE}/kitchen/playing/state")
     end = time.monotonic() + 15
     while time.monotonic() < end and not all(retained(broker, t, timeout=0.5) for t in topics):
         time.sleep(0.1)
@@ -364,7 +366,7 @@ def test_mqtt_forget_and_uninstall_clear_every_retained_message_of_the_node(tmp_
         env=env,
     )
     assert p.returncode == 0, p.stderr + p.stdout
-    assert "removed 5 retained" in p.stdout or "5 retained message(s) removed" in p.stderr + p.stdout, p.stdout
+    assert "removed 6 retained" in p.stdout or "6 retained message(s) removed" in p.stderr + p.stdout, p.stdout
     assert all(retained(broker, t, timeout=0.5) is None for t in topics)
 
 

@@ -11,8 +11,9 @@ What it reports (health, Prometheus): ERLE, the echo return loss enhancement (mi
 output power in a frame while the reference plays; the 75th percentile of the last 5 s of such
 frames, so that a near-end talker over the playback, who is in both and pulls a frame's figure to
 0 dB, does not hide what the canceller does to the echo; 20-45 dB on echo alone), and the delay
-between the reference and its echo, estimated here apart from AEC3 (which does not expose its own)
-by GCC-PHAT over 2 s windows.
+of the echo behind the reference as the two captures pair them (the acoustic path plus any offset
+between the devices' read times; AEC3 needs it above 0 and below about 0.5 s), estimated here apart
+from AEC3 (which does not expose its own) by GCC-PHAT over 2 s windows.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ ERLE_MIN_FRAMES = 50  # ERLE is reported after this many playing frames
 ERLE_PERCENTILE = 75
 DELAY_WINDOW_FRAMES = 100  # 2 s of audio per delay estimate
 DELAY_MAX_S = 0.5  # the longest echo delay looked for (AEC3 itself covers about this much)
+DELAY_BAND_HZ = (200.0, 4000.0)
 DELAY_MIN_PEAK = 4.0  # a GCC-PHAT peak this many times the mean |correlation| counts as an estimate
 
 
@@ -61,7 +63,12 @@ class DelayEstimator:
     def _estimate(self, mic: np.ndarray, ref: np.ndarray) -> None:
         n = 1 << math.ceil(math.log2(2 * len(mic)))
         cross = np.fft.rfft(mic.astype(np.float64), n) * np.conj(np.fft.rfft(ref.astype(np.float64), n))
-        corr = np.fft.irfft(cross / (np.abs(cross) + 1e-9), n)[: int(DELAY_MAX_S * SAMPLE_RATE)]
+        hz = np.fft.rfftfreq(n, 1 / SAMPLE_RATE)
+        # Whitened over the speech band only: bins where neither signal has energy (below the
+        # loudspeaker's range, above the music's) whiten to unit weight and pile up at lag 0 (measured:
+        # 0 ms on music and on a silent reference stretch without the band, 60 ms of 60 with it).
+        band = (hz >= DELAY_BAND_HZ[0]) & (hz <= DELAY_BAND_HZ[1])
+        corr = np.fft.irfft(np.where(band, cross / (np.abs(cross) + 1e-9), 0.0), n)[: int(DELAY_MAX_S * SAMPLE_RATE)]
         peak = int(np.argmax(corr))
         if corr[peak] > DELAY_MIN_PEAK * float(np.mean(np.abs(corr))):
             self.delay_ms = round(1000 * peak / SAMPLE_RATE, 1)

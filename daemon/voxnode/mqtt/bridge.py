@@ -95,6 +95,7 @@ class MqttBridge(Output, Hook):
                 t.cmd,
                 t.mute_set_filter,
                 t.follow_up_set_filter,
+                t.playing_set_filter,
                 t.ha_status,
                 t.discovery,
                 t.stream_discovery_filter,
@@ -186,6 +187,7 @@ class MqttBridge(Output, Hook):
         names = list(daemon.stream_names())
         for gone in sorted(set(self.streams) - set(names)):
             self.publisher.publish_now(self.topics.mute_state(gone), b"", qos=1, retain=True)  # clears it
+            self.publisher.publish_now(self.topics.playing_state(gone), b"", qos=1, retain=True)
         for gone in sorted(set(self.streams) - {n for n in names if daemon.follow_up(n) is not None}):
             self.publisher.publish_now(self.topics.follow_up_state(gone), b"", qos=1, retain=True)
         self.streams = names
@@ -261,6 +263,8 @@ class MqttBridge(Output, Hook):
         """And the follow-up switches' (streams with a wake word)."""
         for name in self.streams:
             self._publish_mute_state(name, daemon.is_muted(name))
+            playing = MUTE_ON if daemon.playing(name) else MUTE_OFF
+            self.publisher.publish_now(self.topics.playing_state(name), playing, qos=1, retain=True)
             follow_up = daemon.follow_up(name)
             if follow_up is not None:
                 state = MUTE_ON if follow_up else MUTE_OFF
@@ -320,7 +324,9 @@ class MqttBridge(Output, Hook):
 
     def _on_message(self, topic: str, payload: bytes, retained: bool) -> None:
         t = self.topics
-        if topic == t.cmd or t.stream_of_mute_set(topic) is not None or t.stream_of_follow_up_set(topic) is not None:
+        if topic == t.cmd or any(
+            f(topic) is not None for f in (t.stream_of_mute_set, t.stream_of_follow_up_set, t.stream_of_playing_set)
+        ):
             self.commands.arrived(topic, payload, retained)  # a retained one is ignored (and said to be)
         elif topic == t.sync:
             self._synced.set()

@@ -27,6 +27,7 @@ from voxnode.events import dumps, iso8601
 from voxnode.health.memory import TraceSnapshots
 from voxnode.mqtt.commands import (
     FOLLOW_UP_PAYLOADS,
+    PLAYING_PAYLOADS,
     CommandError,
     check_size,
     error_reply,
@@ -77,6 +78,8 @@ class CommandRunner:
                 "unmute": lambda daemon, cmd: self._set_muted(daemon, _stream(cmd), False),
                 "follow_up_on": self._set_follow_up,
                 "follow_up_off": self._set_follow_up,
+                "playing_on": self._set_playing,
+                "playing_off": self._set_playing,
                 "reload": lambda daemon, cmd: daemon.request_reload(),
                 "health": lambda daemon, cmd: self.reporter.request(),
                 "memory": lambda daemon, cmd: self._memory_snapshot(cmd.id),
@@ -161,6 +164,9 @@ class CommandRunner:
     def _parse(self, topic: str, payload: bytes, streams: list[str]) -> Command:
         if topic == self.topics.cmd:
             return parse_command(payload, max_bytes=self.max_bytes, streams=streams)
+        playing = self.topics.stream_of_playing_set(topic)
+        if playing is not None:
+            return parse_switch_set(topic, playing, payload, streams=streams, payloads=PLAYING_PAYLOADS)
         follow_up = self.topics.stream_of_follow_up_set(topic)
         if follow_up is not None:
             return parse_switch_set(topic, follow_up, payload, streams=streams, payloads=FOLLOW_UP_PAYLOADS)
@@ -208,6 +214,17 @@ class CommandRunner:
             message = f"{cmd.name}: stream {cmd.stream!r} listens for no wake word ([wake]); follow-up needs one"
             raise CommandError("bad_argument", message, cmd.name, cmd.id) from None
         self.publisher.publish_now(self.topics.follow_up_state(cmd.stream), "ON" if on else "OFF", qos=1, retain=True)
+
+    def _set_playing(self, daemon: DaemonControl, cmd: Command) -> None:
+        stream, on = _stream(cmd), cmd.name == "playing_on"
+        try:
+            daemon.set_playing(stream, on)
+        except KeyError:
+            raise CommandError(
+                "unknown_stream", f"{cmd.name}: stream {stream!r} is not running", cmd.name, cmd.id
+            ) from None
+        self.publisher.publish_now(self.topics.playing_state(stream), "ON" if on else "OFF", qos=1, retain=True)
+        self.reporter.request()  # health says so at once, as for a mute
 
     def _memory_snapshot(self, cid: str | None) -> None:
         # tracemalloc snapshots take long enough to delay the main thread's tick (and the watchdog).

@@ -6,7 +6,9 @@ On {prefix}/{node}/cmd a command is one JSON object: {"cmd": NAME, ...arguments,
 payload is ON or OFF (the Home Assistant switch), the same as {"cmd": "mute"} /
 {"cmd": "unmute"}; on {prefix}/{node}/{stream}/follow_up/set, ON or OFF turns the
 follow-up window of a stream with a wake word on or off, the same as
-{"cmd": "follow_up_on"} / {"cmd": "follow_up_off"}. Anything else gets a reply on
+{"cmd": "follow_up_on"} / {"cmd": "follow_up_off"}; on {prefix}/{node}/{stream}/playing, ON or
+OFF says whether the node plays sound now (stream/playback.py), the same as {"cmd": "playing_on"}
+/ {"cmd": "playing_off"}. Anything else gets a reply on
 {prefix}/{node}/error that names the problem, and changes nothing.
 """
 
@@ -123,6 +125,7 @@ def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Comm
 
 MUTE_PAYLOADS = {"ON": "mute", "OFF": "unmute"}
 FOLLOW_UP_PAYLOADS = {"ON": "follow_up_on", "OFF": "follow_up_off"}
+PLAYING_PAYLOADS = {"ON": "playing_on", "OFF": "playing_off"}
 
 
 def parse_mute_set(topic: str, stream: str, payload: bytes, *, streams: list[str]) -> Command:

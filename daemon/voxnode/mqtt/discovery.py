@@ -321,6 +321,7 @@ def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
         f"{uid}_last_final", "Last final", transcript, "{{ value_json.end }}", device_class="timestamp"
     )
     c["mute"] = _switch(f"{uid}_mute", "Mute", topics.mute_set(s), topics.mute_state(s), "mdi:microphone-off")
+    c["playing"] = _switch(f"{uid}_playing", "Playing", topics.playing_set(s), topics.playing_state(s), "mdi:speaker")
     c["capture"] = _problem(
         f"{uid}_capture",
         "Capture",

@@ -92,6 +92,21 @@ class Topics:
     def stream_of_follow_up_set(self, topic: str) -> str | None:
         return self._stream_between(topic, f"{self.base}/", "/follow_up/set")
 
+    # The `playing` input of a stream (issue 24; the switch Home Assistant shows as "Playing"): ON/OFF
+    # in on {stream}/playing, as the issue names it, the state retained out on {stream}/playing/state.
+    def playing_set(self, stream: str) -> str:
+        return f"{self.base}/{stream}/playing"
+
+    def playing_state(self, stream: str) -> str:
+        return f"{self.base}/{stream}/playing/state"
+
+    @property
+    def playing_set_filter(self) -> str:
+        return f"{self.base}/+/playing"
+
+    def stream_of_playing_set(self, topic: str) -> str | None:
+        return self._stream_between(topic, f"{self.base}/", "/playing")
+
     @staticmethod
     def _stream_between(topic: str, head: str, tail: str) -> str | None:
         if topic.startswith(head) and topic.endswith(tail) and len(topic) > len(head) + len(tail):

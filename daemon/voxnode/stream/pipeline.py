@@ -28,6 +28,7 @@ from .jobs import DecodeJob, JobKind, JobOutcome, JobResult
 from .keeper import AudioKeeper
 from .params import PipelineParams
 from .partials import PARTIAL_QUIET_FRAMES
+from .playback import Playback
 from .scheduler import DecodeScheduler
 from .segmenter import (
     Chunk,
@@ -45,7 +46,7 @@ from .transcripts import TranscriptPublisher
 from .turn import TurnDetector, TurnRequest
 from .utterance_enhance import UtteranceEnhancer
 from .utterance_state import Phase, UtteranceState
-from .wake_gate import WakeGate
+from .wake_gate import GateState, WakeGate
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,7 @@ class StreamPipeline:
         fp = params.frontend
         asr_only = fp.denoise == "asr"
         self.frontend = FrontEnd(speech_only(fp) if asr_only else fp)
+        self.playback = Playback(self.frontend.echo)  # whether the node is playing sound now
         self.enhancer = UtteranceEnhancer(make_enhancer(fp.denoise_engine, fp.denoise_floor_db)) if asr_only else None
         self.segmenter = Segmenter(params.segmenter)
         # Re-entrant: cancelling a queued job calls _on_done back synchronously.
@@ -100,12 +102,17 @@ class StreamPipeline:
         fe = self.frontend.process(samples, reference=reference)
         self.stats.frames += 1
         gate = self.wake
-        chunk = Chunk(fe.samples, seq, t_mono, t_wall, fe.speech, fe.level_db)
+        playing = self.playback.update()
+        # While the node plays, a stream without a wake word or an echo canceller takes no speech
+        # (its own voice would be transcribed): stream/playback.py.
+        speech = fe.speech and not (playing and gate is None and self.frontend.echo is None)
+        self.playback.held += speech != fe.speech
+        chunk = Chunk(fe.samples, seq, t_mono, t_wall, speech, fe.level_db)
         # Decode results drive the segmenter too (sentence-aware endpoints): always under the lock.
         with self._lock:
             if self.keeper is not None:
                 self.keeper.hear(samples, quiet=self.segmenter.active is None and not fe.speech)
-            if gate is not None and not self._through_gate(gate, samples, t_wall, fe.speech):
+            if gate is not None and not self._through_gate(gate, samples, t_wall, fe.speech, playing):
                 return
             if self.enhancer is not None and self.segmenter.active is not None:
                 chunk = self.enhancer.chunk(chunk)
@@ -135,13 +142,14 @@ class StreamPipeline:
         """The stream's noise floor and its octave spectrum, for health reports (FrontEnd.room)."""
         return self.frontend.room()
 
-    def echo(self) -> dict:
-        """The echo canceller's figures (a stream with echo_reference), for health reports."""
-        return self.frontend.echo_figures()
+    def playback_state(self) -> dict:
+        """Whether the node plays now, and the echo canceller's figures (echo_reference), for health."""
+        return {**self.playback.snapshot(), **self.frontend.echo_figures()}
 
-    def _through_gate(self, gate: WakeGate, samples: np.ndarray, t_wall: float, speech: bool) -> bool:
+    def _through_gate(self, gate: WakeGate, samples: np.ndarray, t_wall: float, speech: bool, playing: bool) -> bool:
         """Whether this frame goes on to the segmenter. The wake word opens the gate with a fresh
-        segmenter (no pre-roll from before it); the frame that completed the word stays out."""
+        segmenter (no pre-roll from before it); the frame that completed the word stays out. While
+        the node plays, an open follow-up window waits (no frame, no tick) for the playback to end."""
         active = self.segmenter.active
         probability = gate.hear(samples, len(active.chunks) if active is not None else 0, speech)
         self.stats.wake_frames_skipped = gate.skipped
@@ -151,6 +159,9 @@ class StreamPipeline:
             self.stats.wakes += 1
             log.debug("stream %s: wake word %s (%.2f)", self.name, gate.word, probability)
             self._emit(WakeEvent(self.name, gate.word, gate.heard.phrase, probability, t_wall))
+            return False
+        if playing and gate.in_follow_up and gate.state is GateState.LISTENING:
+            self.playback.held += 1
             return False
         return gate.open
 

@@ -46,6 +46,7 @@ class Recognition(Component):
         self.pipelines: dict[str, StreamPipeline] = {}
         # The follow-up switch (Home Assistant) by stream: held until a restart, reloads included.
         self._follow_up: dict[str, bool] = {}
+        self._playing: dict[str, bool] = {}  # the `playing` input per stream (MQTT), kept across reloads
 
     @property
     def scheduler(self) -> DecodeScheduler:
@@ -89,6 +90,7 @@ class Recognition(Component):
         p = StreamPipeline(
             stream, pipeline_params(config, stream), self.scheduler, self._emit, self._clock, wake=gate, turn=turn
         )
+        p.playback.input = self._playing.get(stream, False)
         self.pipelines[stream] = p
         return p
 
@@ -99,6 +101,18 @@ class Recognition(Component):
             raise KeyError(stream)
         self._follow_up[stream] = p.wake.follow_up = on
         log.info("stream %s: follow-up %s", stream, "on" if on else "off", extra={"STREAM": stream})
+
+    def set_playing(self, stream: str, on: bool) -> None:
+        """The `playing` input (stream/playback.py). Raises KeyError for a stream that is not running."""
+        p = self.pipelines.get(stream)
+        if p is None:
+            raise KeyError(stream)
+        self._playing[stream] = p.playback.input = on
+        log.info("stream %s: the node is %s", stream, "playing" if on else "not playing", extra={"STREAM": stream})
+
+    def playing(self, stream: str) -> bool:
+        p = self.pipelines.get(stream)
+        return p is not None and p.playback.input
 
     def follow_up(self, stream: str) -> bool | None:
         p = self.pipelines.get(stream)

@@ -50,9 +50,9 @@ class StreamRuntime:
         if rtf is not None:  # known once the stream has had something decoded
             snap["rtf"] = rtf
         snap.update(self.pipeline.room())  # the noise floor, once the stream has had audio
+        snap.update(self.pipeline.playback_state())  # playing; the echo canceller's figures
         if self.reference is not None:
             snap.update(self.reference.snapshot())
-            snap.update(self.pipeline.echo())
         return snap
 
     def sources(self) -> list[AudioSource]:
