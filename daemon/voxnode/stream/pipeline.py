@@ -46,7 +46,7 @@ from .transcripts import TranscriptPublisher
 from .turn import TurnDetector, TurnRequest
 from .utterance_enhance import UtteranceEnhancer
 from .utterance_state import Phase, UtteranceState
-from .wake_gate import GateState, WakeGate
+from .wake_gate import WakeGate
 
 log = logging.getLogger(__name__)
 
@@ -102,17 +102,13 @@ class StreamPipeline:
         fe = self.frontend.process(samples, reference=reference)
         self.stats.frames += 1
         gate = self.wake
-        playing = self.playback.update()
-        # While the node plays, a stream without a wake word or an echo canceller takes no speech
-        # (its own voice would be transcribed): stream/playback.py.
-        speech = fe.speech and not (playing and gate is None and self.frontend.echo is None)
-        self.playback.held += speech != fe.speech
+        speech = self.playback.admit(fe.speech, guarded=gate is not None or self.frontend.echo is not None)
         chunk = Chunk(fe.samples, seq, t_mono, t_wall, speech, fe.level_db)
         # Decode results drive the segmenter too (sentence-aware endpoints): always under the lock.
         with self._lock:
             if self.keeper is not None:
                 self.keeper.hear(samples, quiet=self.segmenter.active is None and not fe.speech)
-            if gate is not None and not self._through_gate(gate, samples, t_wall, fe.speech, playing):
+            if gate is not None and not self._through_gate(gate, samples, t_wall, fe.speech):
                 return
             if self.enhancer is not None and self.segmenter.active is not None:
                 chunk = self.enhancer.chunk(chunk)
@@ -142,11 +138,7 @@ class StreamPipeline:
         """The stream's noise floor and its octave spectrum, for health reports (FrontEnd.room)."""
         return self.frontend.room()
 
-    def playback_state(self) -> dict:
-        """Whether the node plays now, and the echo canceller's figures (echo_reference), for health."""
-        return {**self.playback.snapshot(), **self.frontend.echo_figures()}
-
-    def _through_gate(self, gate: WakeGate, samples: np.ndarray, t_wall: float, speech: bool, playing: bool) -> bool:
+    def _through_gate(self, gate: WakeGate, samples: np.ndarray, t_wall: float, speech: bool) -> bool:
         """Whether this frame goes on to the segmenter. The wake word opens the gate with a fresh
         segmenter (no pre-roll from before it); the frame that completed the word stays out. While
         the node plays, an open follow-up window waits (no frame, no tick) for the playback to end."""
@@ -160,10 +152,7 @@ class StreamPipeline:
             log.debug("stream %s: wake word %s (%.2f)", self.name, gate.word, probability)
             self._emit(WakeEvent(self.name, gate.word, gate.heard.phrase, probability, t_wall))
             return False
-        if playing and gate.in_follow_up and gate.state is GateState.LISTENING:
-            self.playback.held += 1
-            return False
-        return gate.open
+        return gate.open and not self.playback.holds(gate)
 
     def _close_session(self, gate: WakeGate) -> None:
         """The gate closed (the utterance ended, or nobody spoke): whatever the segmenter holds after

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from voxnode.frontend.echo_cancel import EchoCanceller
 
+from .wake_gate import GateState, WakeGate
+
 HOLD_FRAMES = 25  # 0.5 s: a living room's reverberant tail (RT60 0.3-0.5 s) after the reference stops
 
 
@@ -36,6 +38,22 @@ class Playback:
         self.playing = self.input or self._quiet < HOLD_FRAMES
         self.frames += self.playing
         return self.playing
+
+    def admit(self, speech: bool, guarded: bool) -> bool:
+        """The frame's speech verdict, once per frame (the playing state is updated here). `guarded`:
+        the stream has a wake word or an echo canceller; without either, no speech while playing."""
+        playing = self.update()
+        if speech and playing and not guarded:
+            self.held += 1
+            return False
+        return speech
+
+    def holds(self, gate: WakeGate) -> bool:
+        """Whether an open follow-up window waits for the playback to end (no frame, no tick)."""
+        if self.playing and gate.in_follow_up and gate.state is GateState.LISTENING:
+            self.held += 1
+            return True
+        return False
 
     def snapshot(self) -> dict:
         return {

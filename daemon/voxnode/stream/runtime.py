@@ -50,7 +50,8 @@ class StreamRuntime:
         if rtf is not None:  # known once the stream has had something decoded
             snap["rtf"] = rtf
         snap.update(self.pipeline.room())  # the noise floor, once the stream has had audio
-        snap.update(self.pipeline.playback_state())  # playing; the echo canceller's figures
+        snap.update(self.pipeline.playback.snapshot())  # whether the node plays (stream/playback.py)
+        snap.update(self.pipeline.frontend.echo_figures())  # a stream with echo_reference
         if self.reference is not None:
             snap.update(self.reference.snapshot())
         return snap
