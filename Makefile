@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 
 # Run time: ALSA and systemd headers to build pyalsaaudio and systemd-python, the broker for the demo.
 APT_RUN  := python3-venv python3-dev gcc pkg-config libasound2-dev alsa-utils libsystemd-dev \
-            mosquitto mosquitto-clients
+            mosquitto mosquitto-clients libspeexdsp1
 # Tests also speak (espeak-ng), convert audio (sox), use recorded speech and network namespaces,
 # and check the unit with systemd-analyze (package systemd; a container may lack it);
 # qemu-user runs the ARM64 check (test-arm64); prometheus (promtool and the server: 19 MB, 21 s to

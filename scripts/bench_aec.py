@@ -9,10 +9,10 @@ scripts/live_noise_audio.py) and real music (the Asterisk music-on-hold tracks),
 speech-to-echo ratio (SER: the command's active level over the echo's).
 
 1. WER: one continuous recording per condition (playback throughout, the commands 2 s apart), run
-   through the stream's echo canceller (frontend/echo_cancel.py) with the reference; each command
-   is cut (+-0.25 s) and transcribed by the engine: `aec` (recognition hears the cancelled audio,
-   frontend.echo_cancel = "all"), `no_aec` (the microphone as it is: also what recognition hears
-   with the default "vad"), and `no_playback` (the commands alone).
+   through the stream's echo cancellers (frontend/echo_cancel.py) with the reference; each command
+   is cut (+-0.25 s) and transcribed by the engine: `speex` (SpeexDSP's output, the default
+   frontend.echo_cancel), `webrtc` (WebRTC AEC3's, what the VAD hears), `no_aec` (the microphone as
+   it is) and `no_playback` (the commands alone).
 2. ERLE: on the same recordings' echo-only stretches, and the figure the stream reports.
 3. Playback alone: `--idle-minutes` (10) of the node playing speech and music with nobody talking,
    echo at a talker's level (-26 dBFS), through the live pipeline in simulated time
@@ -45,6 +45,8 @@ import echo_audio as ea  # noqa: E402
 import live_noise_audio as la  # noqa: E402
 import speech_corpus as sc  # noqa: E402
 
+from voxnode.frontend.echo_cancel import LATENCY_SAMPLES  # noqa: E402
+
 RATE, FRAME = 16000, 320
 SPEECH_DBFS = -26.0
 SERS = (0.0, -10.0)
@@ -61,18 +63,20 @@ def playback(kind: str, n: int, seed: int, exclude: set[str]) -> np.ndarray:
 
 
 def cancel(mic: np.ndarray, ref: np.ndarray):
-    """The stream's echo canceller over the whole recording -> (output, canceller, cpu s per frame)."""
+    """The stream's echo cancellers over the whole recording -> (AEC3's output, SpeexDSP's, the
+    cancellers, cpu s per frame of both)."""
     from voxnode.frontend.echo_cancel import EchoCanceller
 
-    ec = EchoCanceller()
+    ec = EchoCanceller("speex")
     m = np.clip(np.round(mic), -32768, 32767).astype(np.int16)
     r = np.clip(np.round(ref), -32768, 32767).astype(np.int16)
     n = len(m) // FRAME
-    out = np.zeros(n * FRAME, np.float32)
+    vad, heard = np.zeros(n * FRAME, np.float32), np.zeros(n * FRAME, np.float32)
     t0 = time.process_time()
     for k in range(n):
-        out[k * FRAME : (k + 1) * FRAME] = ec.process(m[k * FRAME : (k + 1) * FRAME], r[k * FRAME : (k + 1) * FRAME])
-    return out, ec, (time.process_time() - t0) / n
+        s = slice(k * FRAME, (k + 1) * FRAME)
+        vad[s], heard[s] = ec.process(m[s], r[s])
+    return vad, heard, ec, (time.process_time() - t0) / n
 
 
 def session(utts, kind: str, ser: float, seed: int):
@@ -126,15 +130,17 @@ def bench_wer(engine, n_utts: int) -> dict:
         for ser in SERS:
             near, echo, ref, spans, delay = session(utts, kind, ser, 7 + abs(int(ser)) + 20 * PLAYBACK.index(kind))
             mic = near + echo
-            out, ec, per_frame = cancel(mic, ref)
+            out, heard, ec, per_frame = cancel(mic, ref)
             cpu.append(per_frame)
-            shift = int(ec.latency_s * RATE)
+            shift = LATENCY_SAMPLES  # AEC3's output is late; SpeexDSP's is not
             row = {
                 "echo_delay_ms": round(delay, 1),
                 "estimated_delay_ms": ec.delay.delay_ms,
                 "no_aec": wer_of(engine, mic, spans, utts),
-                "aec": wer_of(engine, out, spans, utts, shift),
-                "erle_db": erle_between(mic, out, spans),
+                "speex": wer_of(engine, heard, spans, utts),
+                "webrtc": wer_of(engine, out, spans, utts, shift),
+                "erle_db_speex": erle_between(mic, heard, spans),
+                "erle_db_webrtc": erle_between(mic, out, spans),
                 "erle_reported_db": ec.erle_db,
             }
             results[f"{kind} {ser:+.0f} dB"] = row
@@ -159,7 +165,7 @@ def idle_finals(engine, minutes: float) -> dict:
     mic = np.clip(np.round(echo + room), -32768, 32767).astype(np.int16)
     r = np.clip(np.round(ref), -32768, 32767).astype(np.int16)
     out = {}
-    for label, reference in (("aec", "ref"), ("no_aec", "")):
+    for label, reference in (("echo_reference", "ref"), ("no_echo_reference", "")):
         config = dataclasses.replace(Config(), audio=AudioConfig(device="mic", echo_reference=reference))
         clock = SimClock()
         sched = SimScheduler(engine, clock, config.stream.partial_max_wait_ms / 1000)
@@ -191,7 +197,7 @@ def wake_over_music(folder: Path) -> dict:
 
     cutoff = load_wake_model("alexa").cutoff
     phrases = recorded_phrases(folder, "alexa")
-    hits = {"microphone": 0, "cancelled": 0}
+    hits = {"microphone": 0, "webrtc": 0, "speex": 0}
     for i, x in enumerate(phrases):
         lead = 3.0 + 0.4 * (i % 3)
         near = np.concatenate(
@@ -201,9 +207,9 @@ def wake_over_music(folder: Path) -> dict:
         h = ea.room_response(float(np.random.default_rng(i).uniform(20, 200)), seed=i)
         echo = ea.echo_at(ref, h, ea.active_power(x), 0.0)
         mic = near + echo
-        cancelled, _, _ = cancel(mic, ref)
+        cancelled, heard, _, _ = cancel(mic, ref)
         start, end = lead, lead + len(x) / RATE
-        for label, audio in (("microphone", mic), ("cancelled", cancelled)):
+        for label, audio in (("microphone", mic), ("webrtc", cancelled), ("speex", heard)):
             fired = events(detect("alexa", audio).series, cutoff)
             hits[label] += any(start <= t <= end + LATE_S + 0.05 for t in fired)
     n = len(phrases)

@@ -118,12 +118,13 @@ def test_echo_reference_reaches_the_stream_and_turns_the_echo_canceller_on():
 
     single = parse_config('[audio]\ndevice = "hw:1"\necho_reference = "hw:Loopback,1"\n')
     assert single.effective_streams()[0].echo_reference == "hw:Loopback,1"
-    assert pipeline_params(single, "mic").frontend.echo_cancel == "vad"
+    fe = pipeline_params(single, "mic").frontend
+    assert fe.echo_reference and fe.echo_cancel == "speex"
     multi = parse_config(
-        '[frontend]\necho_cancel = "all"\n[[streams]]\nname = "a"\ndevice = "x"\necho_reference = "mon"\n'
+        '[frontend]\necho_cancel = "off"\n[[streams]]\nname = "a"\ndevice = "x"\necho_reference = "mon"\n'
         '[[streams]]\nname = "b"\ndevice = "y"\n'
     )
-    assert pipeline_params(multi, "a").frontend.echo_cancel == "all"
-    assert pipeline_params(multi, "b").frontend.echo_cancel == "off"
+    assert pipeline_params(multi, "a").frontend.echo_reference and multi.frontend.echo_cancel == "off"
+    assert not pipeline_params(multi, "b").frontend.echo_reference
     with pytest.raises(ConfigError, match=r"streams\[0\]\.echo_reference.*own device"):
         parse_config('[[streams]]\nname = "a"\ndevice = "x"\necho_reference = "x"\n')

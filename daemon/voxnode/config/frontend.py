@@ -31,12 +31,12 @@ class FrontendConfig:
         aliases=((True, "all"), (False, "off")),
     )
     echo_cancel: str = setting(
-        "vad",
-        'With an echo_reference: "vad" (the VAD and noise gate hear the echo-cancelled audio, recognition and '
-        'the wake word the original) or "all" (recognition hears it too). Measured (bench-aec): AEC3 takes '
-        "25-45 dB of echo out, but while someone talks over the playback it suppresses the talker too (WER "
-        '0.07 -> 0.68 over music), so "vad" is the default. See docs/voice-assistant.md.',
-        choices=("vad", "all"),
+        "speex",
+        'With an echo_reference, what recognition hears: "speex" (SpeexDSP\'s echo canceller, libspeexdsp1: '
+        'keeps a talker over the playback, WER 0.09-0.13 at 0/-10 dB), "webrtc" (WebRTC AEC3: takes the '
+        'talker out with the echo, 0.49-0.90) or "off" (the microphone as it is, 0.25-0.92). The VAD always '
+        "hears AEC3's output. Measured by make bench-aec; docs/voice-assistant.md.",
+        choices=("speex", "webrtc", "off"),
     )
     denoise_engine: str = setting(
         "deepfilter",

@@ -1,9 +1,9 @@
 """The per-stream front-end: (echo canceller) -> high-pass -> STFT -> (optional denoiser) -> VAD.
 
-The echo canceller (a stream with `echo_reference`, frontend/echo_cancel.py) runs first: the VAD
-and the noise floor hear the microphone without the node's own playback; recognition hears it too
-with `frontend.echo_cancel = "all"`, the original with "vad" (the default: AEC3 suppresses a
-talker over the playback along with the echo; measured in docs/voice-assistant.md).
+The echo cancellers (a stream with `echo_reference`, frontend/echo_cancel.py) run first: the VAD
+and the noise floor hear WebRTC AEC3's output (it takes the most echo out: no utterance opens on
+the node's own voice), recognition what `frontend.echo_cancel` names (by default SpeexDSP's output,
+which keeps a talker over the playback that AEC3 suppresses; measured in docs/voice-assistant.md).
 
 The high-pass runs before the VAD's STFT on purpose: strong rumble and mains
 hum below 100 Hz leak through the analysis window's sidelobes into the speech
@@ -56,7 +56,8 @@ class FrontEndParams:
     floor_margin_db: float
     floor_spread_factor: float
     floor_window_s: float
-    echo_cancel: str  # "off" (no echo_reference), or with one frontend.echo_cancel: "vad" | "all"
+    echo_reference: bool  # the stream has one: the echo cancellers run (frontend/echo_cancel.py)
+    echo_cancel: str  # frontend.echo_cancel: what recognition hears, "speex" | "webrtc" | "off"
 
 
 DENOISE_MODES = ("off", "vad", "all", "asr")
@@ -122,10 +123,9 @@ class FrontEnd:
         # A spectral VAD behind a sample-domain enhancer needs the spectrum of the enhanced audio.
         self._vad_analyzer = StftAnalyzer(hop) if self._enhancer and self._denoise_vad and spectral_vad else None
         self._hp = HighPass(params.highpass_hz) if params.highpass_hz > 0 else None
-        # echo_cancel = "vad": recognition's audio, high-passed apart from the cancelled one
+        # echo_cancel "speex"/"off": recognition's audio, high-passed apart from what the VAD hears
         self._hp_original = HighPass(params.highpass_hz) if params.highpass_hz > 0 else None
-        self.echo = EchoCanceller() if params.echo_cancel != "off" else None
-        self._echo_recognition = params.echo_cancel == "all"
+        self.echo = EchoCanceller(params.echo_cancel) if params.echo_reference else None
 
     def process(self, samples: np.ndarray, vad: bool = True, reference: np.ndarray | None = None) -> FrontEndOutput:
         """One 20 ms frame. vad=False: only what recognition gets (`voxnode transcribe`, a Wyoming
@@ -133,9 +133,9 @@ class FrontEnd:
         `reference`: the echo reference's frame that goes with it (None: it has none)."""
         original = None
         if self.echo is not None:
-            cancelled = self.echo.process(samples, reference)
-            if not self._echo_recognition:
-                original = self._hp_original.process(samples) if self._hp_original else np.asarray(samples, np.float32)
+            cancelled, heard = self.echo.process(samples, reference)
+            if heard is not cancelled:  # recognition hears SpeexDSP's output or the microphone, high-passed apart
+                original = self._hp_original.process(heard) if self._hp_original else heard
             samples = cancelled
         x = self._hp.process(samples) if self._hp is not None else np.asarray(samples, dtype=np.float32)
         level = 10 * math.log10(float(np.dot(x, x)) / max(1, len(x)) / 32768.0**2 + 1e-12)

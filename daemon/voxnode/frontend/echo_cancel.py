@@ -1,5 +1,10 @@
 """`echo_reference`: the node's own playback taken out of the microphone, first in the front-end.
 
+Two cancellers, each where it measured best (scripts/bench_aec.py, docs/voice-assistant.md): the
+VAD hears WebRTC AEC3's output (below; with its suppressor it takes the most echo out, so the node's
+own voice opens no utterance), recognition SpeexDSP's (frontend/echo_speex.py; `frontend.echo_cancel`),
+which keeps a talker over the playback that AEC3 suppresses with the echo.
+
 WebRTC AEC3 (the echo canceller of Chrome, PipeWire's and PulseAudio's echo-cancel modules), through
 `pywebrtc-audio` (Apache-2.0; WebRTC is BSD-3-Clause; aarch64 wheels): it estimates the delay
 between the reference and its echo itself (AEC3's delay estimator; no hint is given), adapts a
@@ -74,26 +79,39 @@ class DelayEstimator:
             self.delay_ms = round(1000 * peak / SAMPLE_RATE, 1)
 
 
+RECOGNITION = ("speex", "webrtc", "off")  # frontend.echo_cancel: what recognition hears
+
+
 class EchoCanceller:
-    """One stream's AEC3; `process` takes a 20 ms microphone frame and the reference frame that
-    goes with it (None when the reference has none: the canceller hears silence there)."""
+    """One stream's echo cancellers; `process` takes a 20 ms microphone frame and the reference
+    frame that goes with it (None when the reference has none: the cancellers hear silence there)
+    and gives what the VAD hears (AEC3's output) and what recognition hears (`recognition`:
+    frontend.echo_cancel: SpeexDSP's output, AEC3's, or the microphone as it is)."""
 
-    latency_s = LATENCY_SAMPLES / SAMPLE_RATE
-
-    def __init__(self) -> None:
+    def __init__(self, recognition: str = "speex") -> None:
+        if recognition not in RECOGNITION:
+            raise FrontendError(f"unknown echo canceller {recognition!r}")
         try:
             from pywebrtc_audio import EchoCanceller as Aec3
         except ImportError as e:
             raise FrontendError(f"echo_reference needs the pywebrtc-audio package ({e}); reinstall voxnode") from None
         self._aec = Aec3(SAMPLE_RATE, 1, 0)
+        self.recognition = recognition
+        self._speex = None
+        if recognition == "speex":
+            from .echo_speex import SpeexEchoCanceller
+
+            self._speex = SpeexEchoCanceller()
+        # AEC3's output is LATENCY_SAMPLES late; SpeexDSP's and the microphone's are not.
+        self.latency_s = LATENCY_SAMPLES / SAMPLE_RATE if recognition == "webrtc" else 0.0
         self._silence = np.zeros(PERIOD_FRAMES, dtype=np.int16)
         self.delay = DelayEstimator()
         self.playing_frames = 0  # frames in which the reference played
         self.active = False  # the latest reference frame played
         self._erle: deque[float] = deque(maxlen=ERLE_FRAMES)  # per playing frame, dB
 
-    def process(self, mic: np.ndarray, reference: np.ndarray | None) -> np.ndarray:
-        """float32 in int16 scale out, `latency_s` late."""
+    def process(self, mic: np.ndarray, reference: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(what the VAD hears, what recognition hears): float32 in int16 scale."""
         near = np.clip(mic, -32768, 32767).astype(np.int16) if mic.dtype != np.int16 else mic
         far = self._silence if reference is None or len(reference) != len(near) else reference
         if far.dtype != np.int16:
@@ -107,7 +125,10 @@ class EchoCanceller:
             mic_e, out_e = float(np.dot(near_f, near_f)), float(np.dot(out_f, out_f))
             self._erle.append(10 * math.log10((mic_e + 1.0) / (out_e + 1.0)))
         self.delay.add(near, far, self.active)
-        return out.astype(np.float32)
+        vad = out.astype(np.float32)
+        if self._speex is not None:
+            return vad, self._speex.process(near, far).astype(np.float32)
+        return vad, (vad if self.recognition == "webrtc" else near.astype(np.float32))
 
     @property
     def erle_db(self) -> float | None:

@@ -66,7 +66,8 @@ def frontend_params(config: Config, echo_reference: bool = False) -> FrontEndPar
         floor_margin_db=v.floor_margin_db,
         floor_spread_factor=v.floor_spread_factor,
         floor_window_s=v.floor_window_ms / 1000,
-        echo_cancel=f.echo_cancel if echo_reference else "off",
+        echo_reference=echo_reference,
+        echo_cancel=f.echo_cancel,
     )
 
 
