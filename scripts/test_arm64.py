@@ -493,6 +493,11 @@ def main() -> int:
         choices=[m.model for m in ASR_MODELS],
         help="Whisper to check (repeatable; default all: " + ", ".join(m.model for m in ASR_MODELS) + ")",
     )
+    ap.add_argument(
+        "--no-end-of-turn",
+        action="store_true",
+        help="leave out the end-of-turn model (`make test`, so CI, checks Whisper tiny.en only; docs/arm64.md)",
+    )
     args = ap.parse_args()
     cpus = [CPU_MODELS[c] for c in (args.cpu or DEFAULT_CPUS)]
     models = [m for m in ASR_MODELS if not args.model or m.model in args.model]
@@ -508,7 +513,8 @@ def main() -> int:
         for model in models:
             x86, arm, pairs = run_all(qemu, roots, caps, cpus, model)
             failures += report(model, x86, arm, pairs, qemu_version)
-        failures += check_turn_model(qemu, sysroot, cpus)
+        if not args.no_end_of_turn:
+            failures += check_turn_model(qemu, sysroot, cpus)
     except Failure as e:
         failures = [str(e)]
     except subprocess.TimeoutExpired as e:
@@ -519,10 +525,10 @@ def main() -> int:
         return 1
     names = " and ".join(c.name for c in cpus)
     whispers = " and ".join(f"Whisper {m.model}" for m in models)
+    turn = "" if args.no_end_of_turn else f", the end-of-turn model within {TURN_MARGIN} of x86's probabilities"
     print(
         f"test-arm64: PASS: {names} transcribe with {whispers} within the WER margin of x86 (base: the same "
-        f"languages), the end-of-turn model within {TURN_MARGIN} of x86's probabilities, XNNPACK on every op "
-        f"of every model"
+        f"languages){turn}, XNNPACK on every op of every model checked"
     )
     return 0
 

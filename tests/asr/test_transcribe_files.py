@@ -102,14 +102,16 @@ def test_raw_s16le(engine):
     assert rc == 0 and wer("go forward ten meters", out[0]) <= 0.25
 
 
-def test_five_minute_recording_is_transcribed_in_full(engine, espeak_clips, tmp_path):
-    """Over 30 s: cut at pauses into windows; every sentence of 5 minutes comes back."""
+def test_a_recording_of_several_windows_is_transcribed_in_full(engine, espeak_clips, tmp_path):
+    """Over 30 s: cut at pauses into windows; every sentence of 100 s (four windows: three cuts) comes
+    back. Each window is decoded alone (asr/transcribe.py: no prompt or state carried from one to the
+    next), so more windows check nothing more; this was 5 minutes, 118 s of a 35-minute CI run."""
     pieces, refs = [], []
     clips = [(read_audio(p), text) for p, text in espeak_clips] + [
         (read_audio(w), ref) for w, ref in pocketsphinx_utterances()[:5]
     ]
     seconds = 0.0
-    while seconds < 300:
+    while seconds < 100:
         for audio, text in clips:
             pieces += [audio, np.zeros(int(0.7 * 16000), np.float32)]
             refs.append(text)
@@ -120,7 +122,7 @@ def test_five_minute_recording_is_transcribed_in_full(engine, espeak_clips, tmp_
     rc, out, err = run(engine, [path], as_json=True)
     assert rc == 0
     obj = json.loads(out[0])
-    assert obj["duration_s"] >= 300
+    assert obj["duration_s"] >= 100
     assert wer(" ".join(refs), obj["text"]) < 0.2, obj["text"]
 
 

@@ -9,13 +9,15 @@ import audio_corpus as ac
 import numpy as np
 import pytest
 
-from tests.stream.test_pipeline_alsa import wer
+from tests.stream.test_pipeline_alsa import UNPACED_TOML, wer
 
 pytestmark = pytest.mark.skipif(not ac.have_espeak(), reason="needs espeak-ng and sox (make deps-test)")
 
 
 def test_run_stdout_prints_partial_and_final_json_lines(tmp_path, voxnode_cmd):
-    text = "what time does the bakery close today"
+    # Long enough (4.8 s), and partials not spaced by their decode time, for partials on a loaded machine
+    # (tests/stream/test_pipeline_alsa.py, unpaced).
+    text = "what time does the bakery on the corner close today and is it open on sunday"
     audio = np.concatenate([ac.silence(0.5), ac.at_dbfs(ac.tts(text, "en-us"), -25), ac.silence(1.0)])
     wav = tmp_path / "speech.wav"
     with wave.open(str(wav), "wb") as w:
@@ -23,8 +25,13 @@ def test_run_stdout_prints_partial_and_final_json_lines(tmp_path, voxnode_cmd):
         w.setsampwidth(2)
         w.setframerate(16000)
         w.writeframes(ac.to_pcm16(audio))
+    config = tmp_path / "c.toml"
+    config.write_text(UNPACED_TOML)
     p = subprocess.run(
-        voxnode_cmd + ["run", "--file", str(wav), "--stdout"], capture_output=True, text=True, timeout=60
+        voxnode_cmd + ["run", "--config", str(config), "--file", str(wav), "--stdout"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert p.returncode == 0, p.stderr
     events = [json.loads(line) for line in p.stdout.splitlines()]  # every line is one JSON object
