@@ -223,7 +223,11 @@ def main() -> int:
     ap.add_argument("--write", type=Path, help="save the results as JSON")
     ap.add_argument("--commands", type=int, default=10, help="Asterisk commands (plus 3 pocketsphinx ones)")
     ap.add_argument("--idle-minutes", type=float, default=10.0)
-    ap.add_argument("--wake-folder", type=Path, default=HERE.parent.parent / "shared" / "data" / "wake")
+    # ../shared/data/wake beside the checkout (as bench_wake.py), or /work/shared from a worktree
+    wake = next(
+        (p for p in (HERE.parent.parent / "shared", HERE.parents[2] / "shared") if (p / "data/wake").is_dir()), None
+    )
+    ap.add_argument("--wake-folder", type=Path, default=(wake or HERE.parent.parent / "shared") / "data" / "wake")
     ap.add_argument("--skip", nargs="*", default=[], choices=["wer", "idle", "wake"])
     args = ap.parse_args()
     missing = sc.missing_packages()
