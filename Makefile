@@ -35,7 +35,11 @@ demo: venv
 run: venv
 	$(BIN)/voxnode run
 
-test: deps-test venv-test lint ha-venv-or-skip adapt-venv-or-skip
+# Lint and the two build-time venvs side by side (-j3): mypy is one core of CPU for about a minute,
+# the venvs mostly pip and uv unpacking wheels (adapt: ~3 min, Home Assistant: ~4 min the first time),
+# so on CI's fresh checkout the minute of lint no longer adds to them. Each job's output is kept together.
+test: deps-test venv-test
+	@$(MAKE) --no-print-directory -j3 --output-sync=target lint ha-venv-or-skip adapt-venv-or-skip
 	$(BIN)/python -m pytest -q tests
 	$(BIN)/python scripts/test_arm64.py $(ARM64_CI)
 
