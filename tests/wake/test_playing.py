@@ -82,3 +82,35 @@ def test_without_wake_word_or_echo_canceller_nothing_is_taken_while_the_node_pla
     assert pipeline.playback.held > 0
     _, sched = no_wake(audio, playing_until=frames(command))
     assert utterances_decoded(sched) == [0]  # the second command, said after the playback stopped
+
+
+def test_the_wake_word_is_heard_over_the_nodes_own_music_with_an_echo_reference():
+    """Barge-in over music at 0 dB through a room path: the detector hears SpeexDSP's output, the VAD
+    AEC3's (frontend/chain.py); the command after the word is decoded."""
+    import echo_audio as ea
+    import speech_corpus as sc
+
+    from tests.stream.test_pipeline_paths import FakeScheduler
+    from voxnode.config import parse_config
+    from voxnode.stream.params import pipeline_params, wake_params
+    from voxnode.stream.pipeline import StreamPipeline
+    from voxnode.stream.wake_gate import WakeGate
+
+    lead = ac.silence(4.0)  # the music alone first: the cancellers converge
+    near = np.concatenate([lead, speech(WAKE, speed=150), ac.silence(0.6), speech(COMMAND), ac.silence(1.5)])
+    music = np.concatenate([x for _, x in sc.music_tracks()])[: len(near)].astype(np.float32)
+    echo = ea.echo_at(music, ea.room_response(90.0, seed=4), ea.active_power(speech(WAKE, speed=150)), 0.0)
+    config = parse_config('[audio]\necho_reference = "ref"\n[wake]\nenabled = true\n')
+    sched, events = FakeScheduler(), []
+    pipeline = StreamPipeline(
+        "mic", pipeline_params(config, "mic"), sched, events.append, wake=WakeGate(wake_params(config, "mic"))
+    )
+    mic = np.clip(np.round(near + echo), -32768, 32767).astype(np.int16)
+    ref = np.clip(np.round(music), -32768, 32767).astype(np.int16)
+    for k in range(len(mic) // 320):
+        s = slice(k * 320, (k + 1) * 320)
+        pipeline.feed(mic[s], k, k * 0.02, 1_700_000_000.0 + k * 0.02, ref[s])
+    pipeline.flush()
+    assert [e.as_dict()["type"] for e in events] == ["wake"]
+    assert utterances_decoded(sched) == [0]
+    assert pipeline.playback.frames > 0.8 * len(mic) / 320  # the reference said the node was playing

@@ -76,6 +76,11 @@ class FrontEndOutput:
     speech: bool  # the VAD hears a voice and (with the noise gate) the frame stands above the room
     level_db: float  # dBFS of the high-passed frame
     floor: FloorReading | None = None  # None with the noise gate off
+    # What the wake word detector hears instead of the microphone: SpeexDSP's output (int16) on a
+    # stream with echo_reference and echo_cancel = "speex". Measured (bench-aec): "alexa" over the
+    # node's music at 0 dB, 165 real recordings: 87.9 % accepted, 70.9 % on the microphone as it is,
+    # 55.8 % on AEC3's output.
+    wake: np.ndarray | None = None
 
 
 def with_vad(p: FrontEndParams, **changes) -> FrontEndParams:
@@ -131,11 +136,13 @@ class FrontEnd:
         """One 20 ms frame. vad=False: only what recognition gets (`voxnode transcribe`, a Wyoming
         request's audio sent faster than real time); the VAD and the noise floor skip the frame.
         `reference`: the echo reference's frame that goes with it (None: it has none)."""
-        original = None
+        original = wake = None
         if self.echo is not None:
             cancelled, heard = self.echo.process(samples, reference)
             if heard is not cancelled:  # recognition hears SpeexDSP's output or the microphone, high-passed apart
                 original = self._hp_original.process(heard) if self._hp_original else heard
+            if self.echo.recognition == "speex":
+                wake = np.clip(heard, -32768, 32767).astype(np.int16)
             samples = cancelled
         x = self._hp.process(samples) if self._hp is not None else np.asarray(samples, dtype=np.float32)
         level = 10 * math.log10(float(np.dot(x, x)) / max(1, len(x)) / 32768.0**2 + 1e-12)
@@ -174,7 +181,7 @@ class FrontEnd:
             speech = False
         else:
             speech = self.vad.is_speech(vad_in, vad_spec)
-        return FrontEndOutput(out, speech, level, floor)
+        return FrontEndOutput(out, speech, level, floor, wake)
 
     def room(self) -> dict:
         """The noise floor (speech band, dBFS) and its octave spectrum, for health reports; {} before

@@ -108,7 +108,8 @@ class StreamPipeline:
         with self._lock:
             if self.keeper is not None:
                 self.keeper.hear(samples, quiet=self.segmenter.active is None and not fe.speech)
-            if gate is not None and not self._through_gate(gate, samples, t_wall, fe.speech):
+            heard = samples if fe.wake is None else fe.wake  # the detector hears SpeexDSP's output if there is one
+            if gate is not None and not self._through_gate(gate, heard, t_wall, fe.speech):
                 return
             if self.enhancer is not None and self.segmenter.active is not None:
                 chunk = self.enhancer.chunk(chunk)
@@ -139,9 +140,8 @@ class StreamPipeline:
         return self.frontend.room()
 
     def _through_gate(self, gate: WakeGate, samples: np.ndarray, t_wall: float, speech: bool) -> bool:
-        """Whether this frame goes on to the segmenter. The wake word opens the gate with a fresh
-        segmenter (no pre-roll from before it); the frame that completed the word stays out. While
-        the node plays, an open follow-up window waits (no frame, no tick) for the playback to end."""
+        """Whether this frame goes on to the segmenter. The wake word opens the gate with a fresh segmenter (no
+        pre-roll from before it); the frame that completed the word stays out; a follow-up waits out a playback."""
         active = self.segmenter.active
         probability = gate.hear(samples, len(active.chunks) if active is not None else 0, speech)
         self.stats.wake_frames_skipped = gate.skipped
