@@ -10,7 +10,8 @@ Corpus and noise: bench_asr.py's (`--asterisk 40`: the 50 real utterances, every
 own SNR; `--corpus room`: the room recordings, `--group quiet`: the quiet talkers only); `--every N`
 keeps every Nth clip of each condition (exploring). Enhancement: the recognition path of `voxnode
 transcribe` (frontend/recognition.py) with `frontend.denoise = "asr"`, DeepFilterNet at attenuation
-limit N dB (`dfN`), or `off` (the high-pass alone). Decode settings: `default` (the [asr] defaults:
+limit N dB (`dfN`), at 12 dB with libDF's post-filter at beta N / 100 (`pfN`; the daemon does not
+set it), or `off` (the high-pass alone). Decode settings: `default` (the [asr] defaults:
 beam 3, fallback), `beamN`, `norm` (gain before the model: the clip's peak to -3 dBFS), joined by
 `+`. Then the noise verdicts, re-scored from each decode's no-speech probability and mean
 log-probability (what a stricter guard would have dropped). Scoring: scripts/scoring.py.
@@ -19,6 +20,7 @@ log-probability (what a stricter guard would have dropped). Scoring: scripts/sco
 from __future__ import annotations
 
 import argparse
+import ctypes
 import dataclasses
 import json
 import sys
@@ -45,15 +47,24 @@ GUARDS = {
 
 def enhanced(setting: str, audio: np.ndarray) -> np.ndarray:
     from voxnode.config import Config
-    from voxnode.frontend.recognition import recognition_audio
+    from voxnode.frontend.recognition import RecognitionFilter, recognition_audio
     from voxnode.stream.params import frontend_params
 
     params = frontend_params(Config())
-    if setting != "off":
-        if not setting.startswith("df"):
-            raise SystemExit(f"--enhance {setting}: off or dfN")
-        limit = float(setting[2:])
-        params = dataclasses.replace(params, denoise="asr", denoise_engine="deepfilter", denoise_floor_db=-limit)
+    if setting == "off":
+        return recognition_audio(params, audio)
+    if setting.startswith("pf"):  # limit 12 dB and DeepFilterNet's post-filter at beta N / 100
+        params = dataclasses.replace(params, denoise="asr", denoise_engine="deepfilter", denoise_floor_db=-12.0)
+        f = RecognitionFilter(params)
+        # The daemon does not set the post-filter: reach into this one instance's libDF state.
+        df = f._fe._enhancer
+        df._lib.df_set_post_filter_beta.argtypes = [ctypes.c_void_p, ctypes.c_float]
+        df._lib.df_set_post_filter_beta(df._st, float(setting[2:]) / 100)
+        return np.concatenate([f.process(audio), f.flush()])
+    if not setting.startswith("df"):
+        raise SystemExit(f"--enhance {setting}: off, dfN or pfN")
+    limit = float(setting[2:])
+    params = dataclasses.replace(params, denoise="asr", denoise_engine="deepfilter", denoise_floor_db=-limit)
     return recognition_audio(params, audio)
 
 
