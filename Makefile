@@ -38,9 +38,11 @@ run: venv
 # Lint and the two build-time venvs side by side (-j3): mypy is one core of CPU for about a minute,
 # the venvs mostly pip and uv unpacking wheels (adapt: ~3 min, Home Assistant: ~4 min the first time),
 # so on CI's fresh checkout the minute of lint no longer adds to them. Each job's output is kept together.
+# --durations=25: every CI log ends with the 25 slowest tests (set-up, call and teardown apart), so the
+# next change to the suite's wall time starts from where the time goes.
 test: deps-test venv-test
 	@$(MAKE) --no-print-directory -j3 --output-sync=target lint ha-venv-or-skip adapt-venv-or-skip
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --durations=25 tests
 	$(BIN)/python scripts/test_arm64.py $(ARM64_CI)
 
 # `voxnode transcribe` under qemu-user as a Pi 4 and a Pi 5 vs x86 (docs/arm64.md). `make test` (so CI)
