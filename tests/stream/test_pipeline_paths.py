@@ -353,6 +353,39 @@ def test_flush_ends_the_open_utterance_with_a_final():
     assert [e.text for e in r.finals()] == ["set a timer"] and r.pipeline.idle
 
 
+@pytest.mark.parametrize(
+    "text, turn, ended_by, completion",
+    [
+        ("Open the garage door.", None, "closing_mark", "sentence_end"),  # the text decides: no waiting for the model
+        ("open the garage door and", 0.99, "open_ending", "open"),
+        ("ten of clubs", 0.97, "end_of_turn", "sentence_end"),
+        ("ten of clubs", 0.2, "hangover", "unknown"),
+    ],
+)
+def test_the_rule_that_ended_the_utterance_is_named_in_the_debug_log(caplog, text, turn, ended_by, completion):
+    r = Rig(turn=True)
+    with caplog.at_level(logging.DEBUG, logger="voxnode.stream.pipeline"):
+        r.feed("0" * 20 + "1" * 30 + "0" * TAIL)
+        (spec,) = r.jobs(JobKind.SPECULATIVE)
+        if turn is not None:
+            r.turn.answer(turn)
+        r.sched.finish(spec, result(text, punctuation_prob=0.95))
+        r.feed("0" * OPEN)
+    assert [e.text for e in r.finals()] == [text]
+    assert f"stream mic: pause 0: {completion}, hangover " in caplog.text and f"({ended_by}; stop eot" in caplog.text
+    assert f"stream mic: final 0 ended by {ended_by}, " in caplog.text
+
+
+def test_an_utterance_the_segmenter_ended_is_named_by_its_reason(caplog):
+    r = Rig()
+    with caplog.at_level(logging.DEBUG, logger="voxnode.stream.pipeline"):
+        r.feed("0" * 20 + "1" * 30)
+        r.pipeline.flush()  # end of the file
+        (final_job,) = r.jobs(JobKind.FINAL)
+        r.sched.finish(final_job, result("set a timer"))
+    assert "stream mic: final 0 ended by flush, final" in caplog.text
+
+
 def test_partials_grow_as_hypotheses_agree_and_the_one_in_flight_is_withdrawn_at_the_end():
     r = Rig(partials=True)
     r.feed("0" * 20 + "1" * 40)  # 0.8 s of audio and 0.5 s since the start: a partial is due

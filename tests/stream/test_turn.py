@@ -15,7 +15,6 @@ import pytest
 from voxnode.errors import ModelError
 from voxnode.models.find import TURN_MODEL, find_model
 from voxnode.models.find import TURN_MODEL_FILE as MODEL_FILE
-from voxnode.stream.endpoint import Completion, with_turn
 from voxnode.stream.turn import MEL_FRAMES, TurnDetector, TurnModel, TurnRequest, turn_features
 
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
@@ -100,20 +99,6 @@ def test_a_corrupt_model_is_refused_naming_the_setting(tmp_path):
     (tmp_path / MODEL_FILE).unlink()
     with pytest.raises(ModelError, match=r"vad.end_of_turn: cannot read the model"):
         TurnModel(tmp_path)
-
-
-@pytest.mark.parametrize(
-    "text_verdict, turn, verdict",
-    [
-        (Completion.UNKNOWN, 0.95, Completion.SENTENCE_END),  # no sure mark, sounds finished
-        (Completion.UNKNOWN, 0.5, Completion.UNKNOWN),  # unsure either way: the ordinary hangover
-        (Completion.UNKNOWN, None, Completion.UNKNOWN),  # not asked
-        (Completion.OPEN, 0.99, Completion.OPEN),  # "and", a comma: the text wins
-        (Completion.SENTENCE_END, 0.01, Completion.SENTENCE_END),  # a sure closing mark wins too
-    ],
-)
-def test_the_model_decides_only_where_the_text_cannot(text_verdict, turn, verdict):
-    assert with_turn(text_verdict, turn, 0.9) == verdict
 
 
 class SlowModel:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from voxnode.stream.end_rules import Verdict
+from voxnode.stream.endpoint import Completion
 from voxnode.stream.jobs import DecodeJob, JobKind
 from voxnode.stream.segmenter import Utterance
 from voxnode.stream.utterance_state import Phase, TransitionError, UtteranceState
@@ -31,15 +33,15 @@ def test_a_pause_that_ends_the_utterance_makes_its_speculation_the_final() -> No
 def test_speech_resuming_voids_the_pause_and_its_verdict() -> None:
     st = UtteranceState(Utterance(uid=2), 0.0)
     st.pause(_job(JobKind.SPECULATIVE))
-    st.turn_prob, st.judged = 0.9, True
+    st.turn_prob, st.verdict = 0.9, Verdict("end_of_turn", Completion.SENTENCE_END, 13)
     st.resume()
-    assert (st.phase, st.spec_job, st.turn_prob) == (Phase.OPEN, None, None)
+    assert (st.phase, st.spec_job, st.turn_prob, st.verdict) == (Phase.OPEN, None, None, None)
     second = _job(JobKind.SPECULATIVE)
     st.pause(second)
-    assert (st.spec_job, st.judged) == (second, False)
+    assert (st.spec_job, st.verdict) == (second, None)
     final = _job(JobKind.FINAL)
-    st.end(Utterance(uid=2), final)  # ended by another rule than this pause (e.g. max length)
-    assert (st.final_job, st.spec_job) == (final, None)
+    st.end(Utterance(uid=2), final, "max_length")  # ended by another rule than this pause
+    assert (st.final_job, st.spec_job, st.ended_by) == (final, None, "max_length")
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ speaker finished a thought: "Turn on the kitchen lights." ends a sentence, "Ask 
 comes quickly; an unfinished one waits longer, so a speaker who pauses to think mid-sentence gets
 one final, not two. Until the decode is back the ordinary hangover applies.
 
-Pure logic on the text; the pipeline applies the verdict to the open pause.
+Pure logic on the text: the predicates the pause's rules (stream/end_rules.py) ask.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import enum
 
 from voxnode import text as script
-from voxnode.asr.recognizer import TranscriptResult
 
 # Words that (almost) never end an English sentence: articles, conjunctions, clause openers,
 # prepositions that need an object, possessives, fillers. Whisper often puts a full stop after them
@@ -84,23 +83,34 @@ class Completion(enum.Enum):
     UNKNOWN = "unknown"  # keep the ordinary hangover
 
 
-def with_turn(verdict: Completion, turn_prob: float | None, turn_min_prob: float) -> Completion:
-    """The text's verdict with the end-of-turn model's P(finished) for the same pause (stream/turn.py;
-    None: not asked). Where the text cannot tell (no closing mark, a hesitant one, a decode that did
-    not end cleanly) a sure `turn_prob` (>= `turn_min_prob`) calls the sentence finished; text that
-    is clearly open ("and", a comma) stays open, and a sure closing mark stays finished, whatever
-    the sound says."""
-    if verdict == Completion.UNKNOWN and turn_prob is not None and turn_prob >= turn_min_prob:
-        return Completion.SENTENCE_END
-    return verdict
-
-
 def _last_word(text: str) -> str:
     """The last word with a letter in it and no digit, lower case ("for" in "Set a timer for 5.")."""
     for word in reversed(script.words(text)):
         if any(c.isalpha() for c in word) and not any(c.isdigit() for c in word):
             return word
     return ""
+
+
+def _core(text: str) -> str:
+    return text.strip().rstrip(CLOSING_QUOTES)
+
+
+def ends_open(text: str, language: str = "") -> bool:
+    """`text` clearly goes on: it ends on an open word of its language ("and", "for", "the"; `language`
+    a Whisper code, "" = English; a language without a list has none), a comma, a dash, an ellipsis."""
+    t = _core(text)
+    if not t:
+        return False
+    open_words = OPEN_WORDS_BY_LANGUAGE.get(language or "en", frozenset())
+    return _last_word(t) in open_words or t[-1] in OPEN_PUNCTUATION or t.endswith(ELLIPSES)
+
+
+def ends_sentence(text: str, punctuation_prob: float | None = None, min_prob: float = 0.8) -> bool:
+    """`text` ends on a closing mark ('.', '?', '!' and other scripts' own) that the decoder gave at
+    least `min_prob` (`punctuation_prob` None: not known, the mark is taken as it is). Open words
+    are not looked at: `ends_open` is asked first."""
+    t = _core(text)
+    return bool(t) and t[-1] in SENTENCE_END and (punctuation_prob is None or punctuation_prob >= min_prob)
 
 
 def judge(
@@ -110,48 +120,21 @@ def judge(
     min_prob: float = 0.8,
     language: str = "",
 ) -> Completion:
-    """Does `text` (the speculative decode of the utterance so far) end a sentence?
+    """Does `text` (the speculative decode of the utterance so far) end a sentence? The text's two
+    rules of the pause's chain (stream/end_rules.py: open_ending, then closing_mark) in one call.
 
     `ended_cleanly`: the decoder stopped on its own end-of-text token (not a token cap, a
     repetition guard or a no-speech verdict); anything else says nothing about the sentence.
-    `punctuation_prob`: the decoder's probability of the closing mark it wrote (None: not known,
-    the mark is taken as it is); it must reach `min_prob`.
-    `language`: the text's (a Whisper code; "" = English): whose open words apply (none for a
-    language without a list: its punctuation decides alone).
+    `punctuation_prob`: the decoder's probability of the closing mark it wrote; it must reach `min_prob`.
+    `language`: the text's (a Whisper code; "" = English): whose open words apply.
     """
-    t = text.strip().rstrip(CLOSING_QUOTES)
-    if not t or not ended_cleanly:
+    if not ended_cleanly:
         return Completion.UNKNOWN
-    open_words = OPEN_WORDS_BY_LANGUAGE.get(language or "en", frozenset())
-    if _last_word(t) in open_words or t[-1] in OPEN_PUNCTUATION or t.endswith(ELLIPSES):
+    if ends_open(text, language):
         return Completion.OPEN
-    if t[-1] in SENTENCE_END:
-        if punctuation_prob is None or punctuation_prob >= min_prob:
-            return Completion.SENTENCE_END
-        return Completion.UNKNOWN  # a hesitant full stop: the ordinary hangover
-    # No closing mark after an ordinary word: often a short command ("turn on the lights") or a
-    # fragment: the ordinary hangover, not the long one, so the final stays within latency targets.
+    if ends_sentence(text, punctuation_prob, min_prob):
+        return Completion.SENTENCE_END
+    # No closing mark after an ordinary word (often a short command, "turn on the lights", or a
+    # fragment), or a hesitant one: the ordinary hangover, not the long one, so the final stays
+    # within latency targets.
     return Completion.UNKNOWN
-
-
-def pause_verdict(
-    result: TranscriptResult,
-    turn_prob: float | None,
-    awaits_turn: bool,
-    sentence_end_min_prob: float,
-    turn_min_prob: float,
-) -> tuple[Completion, Completion] | None:
-    """The verdict on a pause, and the text's own, from its speculative decode `result` and the
-    end-of-turn model's `turn_prob` (None: not back yet, or no model). The text decides alone when
-    it can (a sure closing mark, or clearly open); otherwise, when `awaits_turn` (a model was asked),
-    None: the model's verdict is still to come."""
-    by_text = judge(
-        script.clean_text(result.text),
-        result.ended_cleanly,
-        result.punctuation_prob,
-        sentence_end_min_prob,
-        result.language,
-    )
-    if by_text == Completion.UNKNOWN and awaits_turn and turn_prob is None:
-        return None
-    return with_turn(by_text, turn_prob, turn_min_prob), by_text

@@ -17,6 +17,7 @@ from voxnode.config.wake import FOLLOW_UP_DEFAULT_S, stream_wake_model
 from voxnode.frontend.chain import FrontEndParams
 from voxnode.wake.models import load_wake_models
 
+from .end_rules import ClosingMark, EndOfTurn, EndRules, Hangover, OpenEnding, PauseRule
 from .jobs import SchedulerParams
 from .keeper import KeepParams
 from .segmenter import SegmenterParams
@@ -35,12 +36,7 @@ class PipelineParams:
     partial_max_share: float  # the next partial waits at least the last one's decode time / this
     no_speech_threshold: float
     min_confidence: float  # mean token log-prob; below: treated as noise
-    # Sentence-aware endpoints (stream/endpoint.py): the pause's hangover, in frames of silence after
-    # the last speech, once the speculative decode says the sentence ended / is still open.
-    sentence_end_hangover_frames: int
-    sentence_end_min_prob: float  # the closing mark's probability that calls a sentence finished
-    open_hangover_frames: int
-    turn_min_prob: float  # the end-of-turn model's P(finished) that calls it, where the text cannot tell
+    end_rules: EndRules  # when a pause ends the utterance (stream/end_rules.py)
     # Silent frames after the last speech at which the pause's speculative decode starts (<= the
     # segmenter's tail_frames; equal: at the Paused event).
     speculate_frames: int
@@ -98,15 +94,25 @@ def pipeline_params(config: Config, stream: str | None = None) -> PipelineParams
         partial_max_share=s.partial_max_share,
         no_speech_threshold=s.no_speech_threshold,
         min_confidence=s.min_confidence,
-        sentence_end_hangover_frames=frames(config.vad.sentence_end_hangover_ms),
-        sentence_end_min_prob=config.vad.sentence_end_min_prob,
-        open_hangover_frames=frames(config.vad.open_hangover_ms),
-        turn_min_prob=config.vad.end_of_turn_min_prob,
+        end_rules=end_rules(config),
         speculate_frames=frames(config.vad.speculate_ms or config.vad.tail_ms),
         prompt=own.prompt if own is not None and own.prompt else None,
         hotwords=tuple(own.hotwords) if own is not None and own.hotwords else None,
         keep=keep_params(config, stream) if stream is not None else None,
     )
+
+
+def end_rules(config: Config) -> EndRules:
+    """The pause's rules in their order (stream/end_rules.py), each with its [vad] settings."""
+    v = config.vad
+    sentence_end = frames(v.sentence_end_hangover_ms)
+    rules: list[PauseRule] = [
+        OpenEnding(frames(v.open_hangover_ms)),
+        ClosingMark(v.sentence_end_min_prob, sentence_end),
+    ]
+    if v.end_of_turn != "off":
+        rules.append(EndOfTurn(v.end_of_turn_min_prob, sentence_end))
+    return EndRules(tuple(rules), Hangover(frames(v.hangover_ms)))
 
 
 def keep_params(config: Config, stream: str) -> KeepParams | None:

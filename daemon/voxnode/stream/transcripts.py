@@ -87,12 +87,15 @@ class TranscriptPublisher:
         now = self._clock()
         job = st.final_job
         if job is not None and log.isEnabledFor(logging.DEBUG):
-            # Where the latency went, from the end of speech: the decode's submission (the pause
-            # reaching tail_ms, or the endpoint), its start (engine free) and its end.
+            # Why the utterance ended (the pause's rule, stream/end_rules.py, or the segmenter's own
+            # end) and where the latency went, from the end of speech: the decode's submission (the
+            # pause reaching tail_ms, or the endpoint), its start (engine free) and its end.
             log.debug(
-                "stream %s: final %d %s: submitted +%.0f ms, started +%.0f, decoded +%.0f, published +%.0f",
+                "stream %s: final %d ended by %s, %s: submitted +%.0f ms, started +%.0f, decoded +%.0f, "
+                "published +%.0f",
                 self.name,
                 st.utt.uid,
+                st.ended_by,
                 job.kind.name.lower(),
                 (job.submitted - end_mono) * 1e3,
                 (job.started - end_mono) * 1e3,

@@ -1,0 +1,113 @@
+"""The pause's rules (stream/end_rules.py): each one fires on its own evidence, the chain asks them in
+the declared order and names the one that decided, and [vad] builds it (stream/params.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from voxnode.asr.recognizer import TranscriptResult
+from voxnode.config import Config
+from voxnode.stream.end_rules import (
+    WAIT,
+    ClosingMark,
+    EndOfTurn,
+    EndRules,
+    Hangover,
+    OpenEnding,
+    PauseEvidence,
+    Verdict,
+)
+from voxnode.stream.endpoint import Completion
+from voxnode.stream.params import end_rules, frames
+
+pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
+
+CHAIN = end_rules(Config())  # the default: the text's two rules, the end-of-turn model, the hangover
+SHORT, LONG, ORDINARY = frames(250), frames(1000), frames(700)  # vad.*hangover_ms defaults
+
+
+def pause(text: str, mark_p: float | None = None, turn: float | None = None, asked: bool = True, **kw) -> PauseEvidence:
+    return PauseEvidence(text, kw.get("ended_cleanly", True), mark_p, kw.get("language", ""), asked, turn)
+
+
+def test_the_default_chain_in_its_declared_order_with_its_settings():
+    assert CHAIN.names == ("open_ending", "closing_mark", "end_of_turn", "hangover")
+    v = Config().vad
+    assert CHAIN.rules == (
+        OpenEnding(LONG),
+        ClosingMark(v.sentence_end_min_prob, SHORT),
+        EndOfTurn(v.end_of_turn_min_prob, SHORT),
+    )
+    assert CHAIN.last == Hangover(ORDINARY)
+    off = Config()
+    off = dataclasses.replace(off, vad=dataclasses.replace(off.vad, end_of_turn="off", open_hangover_ms=1500))
+    assert end_rules(off).names == ("open_ending", "closing_mark", "hangover")
+    assert end_rules(off).rules[0] == OpenEnding(frames(1500))
+
+
+@pytest.mark.parametrize(
+    "evidence, verdict",
+    [
+        # Each rule fires on its own evidence, and names itself.
+        (pause("Set a timer for", turn=0.99), Verdict("open_ending", Completion.OPEN, LONG)),
+        (pause("Turn on the lights.", 0.95, turn=0.01), Verdict("closing_mark", Completion.SENTENCE_END, SHORT)),
+        (pause("ten of clubs", turn=0.95), Verdict("end_of_turn", Completion.SENTENCE_END, SHORT)),
+        (pause("ten of clubs", turn=0.5), Verdict("hangover", Completion.UNKNOWN, ORDINARY)),
+        # The order: an open ending stays open however sure its full stop and the sound.
+        (pause("Set a timer for.", 0.99, turn=0.99), Verdict("open_ending", Completion.OPEN, LONG)),
+        # A hesitant full stop is no closing mark: the model decides.
+        (pause("Turn on the kitchen.", 0.35, turn=0.95), Verdict("end_of_turn", Completion.SENTENCE_END, SHORT)),
+        # The model was not asked (no model running): it has no opinion.
+        (pause("ten of clubs", asked=False), Verdict("hangover", Completion.UNKNOWN, ORDINARY)),
+        # A decode cut short says nothing about the sentence: the text rules pass.
+        (
+            pause("Turn on the lights.", 0.95, turn=0.2, ended_cleanly=False),
+            Verdict("hangover", Completion.UNKNOWN, ORDINARY),
+        ),
+        # Another language's open words.
+        (pause("Allume la lumière de", turn=0.99, language="fr"), Verdict("open_ending", Completion.OPEN, LONG)),
+    ],
+)
+def test_the_first_rule_that_decides_names_the_verdict(evidence, verdict):
+    assert CHAIN.verdict(evidence) == verdict
+
+
+def test_the_chain_waits_for_the_end_of_turn_model_only_where_the_text_cannot_tell():
+    assert CHAIN.verdict(pause("ten of clubs", turn=None)) is None  # asked, not back yet
+    assert CHAIN.rules[2].judge(pause("ten of clubs", turn=None)) is WAIT
+    # The text decided: the model's answer is not waited for.
+    assert CHAIN.verdict(pause("Turn on the lights.", 0.95, turn=None)).rule == "closing_mark"
+    assert CHAIN.verdict(pause("and", turn=None)).rule == "open_ending"
+
+
+def test_rules_pass_on_what_they_do_not_know():
+    assert OpenEnding(LONG).judge(pause("Turn on the lights.")) is None
+    assert ClosingMark(0.8, SHORT).judge(pause("Turn on the lights.", 0.7)) is None
+    assert ClosingMark(0.6, SHORT).judge(pause("Turn on the lights.", 0.7)).rule == "closing_mark"  # its own bar
+    assert EndOfTurn(0.9, SHORT).judge(pause("x", turn=0.89)) is None
+    assert EndOfTurn(0.9, SHORT).judge(pause("x", turn=0.9)).rule == "end_of_turn"
+
+
+def test_a_chain_declared_in_another_order_decides_by_it():
+    # The sound first: the same pause is now the model's call.
+    chain = EndRules((EndOfTurn(0.9, SHORT), OpenEnding(LONG)), Hangover(ORDINARY))
+    assert chain.names == ("end_of_turn", "open_ending", "hangover")
+    assert chain.verdict(pause("Set a timer for", turn=0.99)).rule == "end_of_turn"
+    assert CHAIN.verdict(pause("Set a timer for", turn=0.99)).rule == "open_ending"
+
+
+def test_evidence_from_a_decode_is_its_text_as_published():
+    r = TranscriptResult(
+        "Turn on the lights. [BLANK_AUDIO]", [], -0.2, 0.01, 1.0, 1.0, 1.0, "eot", punctuation_prob=0.9
+    )
+    e = PauseEvidence.of(r, turn_asked=True, turn_prob=0.3)
+    assert (e.text, e.ended_cleanly, e.punctuation_prob, e.turn_asked, e.turn_prob) == (
+        "Turn on the lights.",
+        True,
+        0.9,
+        True,
+        0.3,
+    )
+    assert CHAIN.verdict(e).rule == "closing_mark"
