@@ -59,7 +59,12 @@ def run(engine, audio: np.ndarray, prompt: str = ""):
         return DecodeJob("wyoming:1", JobKind.FINAL, a, on_done, prompt=p, tenant="wyoming:requests", background=True)
 
     sliced = SlicedFinal(
-        sched, piece, audio, prompt, lambda r: r.no_speech_prob < 0.5, lambda d: (got.append(d), done.set())
+        sched,
+        piece,
+        audio,
+        prompt,
+        lambda r: r.text if r.no_speech_prob < 0.5 else "",
+        lambda d: (got.append(d), done.set()),
     )
     sched.start()
     try:

@@ -20,7 +20,9 @@ from voxnode.wake.models import load_wake_models
 from .end_rules import ClosingMark, EndOfTurn, EndRules, Hangover, OpenEnding, PauseRule
 from .jobs import SchedulerParams
 from .keeper import KeepParams
+from .partials import PartialParams
 from .segmenter import SegmenterParams
+from .speech_text import SpeechText
 from .wake_gate import WakeParams
 
 
@@ -30,12 +32,8 @@ class PipelineParams:
 
     frontend: FrontEndParams
     segmenter: SegmenterParams
-    partials: bool
-    partial_interval_s: float
-    partial_min_audio_s: float
-    partial_max_share: float  # the next partial waits at least the last one's decode time / this
-    no_speech_threshold: float
-    min_confidence: float  # mean token log-prob; below: treated as noise
+    partials: PartialParams
+    speech: SpeechText  # what of a decode is published (the same for Wyoming)
     end_rules: EndRules  # when a pause ends the utterance (stream/end_rules.py)
     # Silent frames after the last speech at which the pause's speculative decode starts (<= the
     # segmenter's tail_frames; equal: at the Paused event).
@@ -83,22 +81,33 @@ def segmenter_params(config: Config) -> SegmenterParams:
 
 def pipeline_params(config: Config, stream: str | None = None) -> PipelineParams:
     """For `stream` (a [[streams]] name, or "mic" for [audio]): its own prompt and hotwords, if set."""
-    s = config.stream
     own = next((st for st in config.effective_streams() if st.name == stream), None)
     return PipelineParams(
         frontend=frontend_params(config, echo_reference=own is not None and bool(own.echo_reference)),
         segmenter=segmenter_params(config),
-        partials=s.partials,
-        partial_interval_s=s.partial_interval_ms / 1000,
-        partial_min_audio_s=s.partial_min_audio_ms / 1000,
-        partial_max_share=s.partial_max_share,
-        no_speech_threshold=s.no_speech_threshold,
-        min_confidence=s.min_confidence,
+        partials=partial_params(config),
+        speech=speech_text(config),
         end_rules=end_rules(config),
         speculate_frames=frames(config.vad.speculate_ms or config.vad.tail_ms),
         prompt=own.prompt if own is not None and own.prompt else None,
         hotwords=tuple(own.hotwords) if own is not None and own.hotwords else None,
         keep=keep_params(config, stream) if stream is not None else None,
+    )
+
+
+def partial_params(config: Config) -> PartialParams:
+    s = config.stream
+    return PartialParams(
+        enabled=s.partials,
+        interval_s=s.partial_interval_ms / 1000,
+        min_audio_s=s.partial_min_audio_ms / 1000,
+        max_share=s.partial_max_share,
+    )
+
+
+def speech_text(config: Config) -> SpeechText:
+    return SpeechText(
+        no_speech_threshold=config.stream.no_speech_threshold, min_confidence=config.stream.min_confidence
     )
 
 

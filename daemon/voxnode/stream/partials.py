@@ -15,11 +15,23 @@ character is one, so a partial grows character by character there and is joined 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from voxnode import text as script
 
 # Partials stop after this many silent frames (60 ms): once the speaker pauses, a partial would only
 # repeat itself and delay the speculative final behind it on the engine (live streams and Wyoming).
 PARTIAL_QUIET_FRAMES = 3
+
+
+@dataclass(frozen=True)
+class PartialParams:
+    """[stream] partials, for the microphones and Wyoming alike (stream/params.py `partial_params`)."""
+
+    enabled: bool  # stream.partials
+    interval_s: float  # stream.partial_interval_ms
+    min_audio_s: float  # stream.partial_min_audio_ms
+    max_share: float  # stream.partial_max_share: the next partial waits at least the last one's decode time / this
 
 
 def words(text: str) -> list[str]:

@@ -115,7 +115,7 @@ class StreamPipeline:
                 self.utterances.speculate_early(active, self.segmenter.silence_frames)
             # Once the speaker pauses, a partial would only repeat itself and
             # delay the speculative final behind it on the engine.
-            partial = self.params.partials and self.segmenter.silence_frames < PARTIAL_QUIET_FRAMES
+            partial = self.params.partials.enabled and self.segmenter.silence_frames < PARTIAL_QUIET_FRAMES
         if active is not None and partial:
             self.utterances.maybe_partial(active, t_mono)
 

@@ -1,6 +1,6 @@
 """A stream's decode results -> the partial and final TranscriptEvents it publishes.
 
-Text clean-up (voxnode.text.clean_text), the noise verdict (asr/noise.is_noise), the partials'
+Text clean-up and the noise verdict (stream/speech_text.py, shared with Wyoming), the partials'
 stable prefix, the event's id, times and latency, and the stream's counters of what was published,
 suppressed and lost. The pipeline (stream/pipeline.py) calls it under its lock.
 """
@@ -10,11 +10,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from voxnode.asr import noise
 from voxnode.asr.recognizer import TranscriptResult
 from voxnode.audio.format import PERIOD_S
 from voxnode.events import TranscriptEvent, WakeEvent
-from voxnode.text import clean_text
 
 from .jobs import DecodeJob, JobOutcome, JobResult
 from .params import PipelineParams
@@ -44,8 +42,8 @@ class TranscriptPublisher:
 
     def partial(self, st: UtteranceState, job: DecodeJob, result: TranscriptResult, drop_last: bool) -> None:
         """A hypothesis of the utterance so far: published when its stable prefix grew."""
-        text = clean_text(result.text)
-        if not text or self._is_noise(result):
+        text = self.params.speech.of(result)
+        if not text:
             return
         grown = st.prefix.update(text, drop_last=drop_last)
         if grown is None:
@@ -69,9 +67,9 @@ class TranscriptPublisher:
     def final(self, st: UtteranceState, result: TranscriptResult) -> TranscriptEvent | None:
         """The utterance's final: published (and returned), or suppressed as noise (None)."""
         st.finish()
-        text = clean_text(result.text)
+        text = self.params.speech.of(result)
         end_wall, end_mono = st.utt.speech_end()
-        if not text or self._is_noise(result):
+        if not text:
             self.stats.suppressed += 1
             log.debug(
                 "stream %s: utterance %d suppressed (text %r, no_speech %.2f, conf %.2f)",
@@ -105,10 +103,6 @@ class TranscriptPublisher:
         event = self._event("final", st, text, end_wall, (now - end_mono) * 1e3, result)
         self._emit(event)
         return event
-
-    def _is_noise(self, result: TranscriptResult) -> bool:
-        p = self.params
-        return noise.is_noise(result.no_speech_prob, result.confidence, p.no_speech_threshold, p.min_confidence)
 
     def lost(self, st: UtteranceState, outcome: JobOutcome, result: JobResult) -> None:
         """The final was dropped by the scheduler or failed in the engine: counted and logged."""

@@ -173,10 +173,10 @@ class Utterances:
             st = self._utts.get(utt.uid)
             if st is None or st.ended or st.spec_job is not None or st.early_job is not None:
                 return  # in a pause the speculative final is the better use of the engine
-            p = self.params
-            if now - st.last_partial_t < max(p.partial_interval_s, self._partial_cost_s / p.partial_max_share):
+            p = self.params.partials
+            if now - st.last_partial_t < max(p.interval_s, self._partial_cost_s / p.max_share):
                 return
-            if len(utt.chunks) * PERIOD_S < p.partial_min_audio_s:
+            if len(utt.chunks) * PERIOD_S < p.min_audio_s:
                 return
             st.last_partial_t = now
             st.partial_job = self._job(JobKind.PARTIAL, utt.audio(), (utt.uid, -2, len(utt.chunks)), st.draft)

@@ -321,7 +321,7 @@ class Connection:
         self._send(TranscriptChunk(text=sep + script.join(words)).event())
 
     def _start_streaming(self) -> None:
-        if self._params.partials and not self._streaming_started:
+        if self._params.partials.enabled and not self._streaming_started:
             self._streaming_started = True
             self._send(TranscriptStart(language=self._expected_language()).event())
 
@@ -359,7 +359,7 @@ class Connection:
         # What the text was decoded as: the client's, the configured, or the detected language.
         decoded = outcome.result.language if outcome.result is not None else ""
         language = decoded or self._expected_language()
-        if self._params.partials:
+        if self._params.partials.enabled:
             self._start_streaming()
             rest = remainder(request.sent_words, outcome.text)
             if rest:

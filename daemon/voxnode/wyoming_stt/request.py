@@ -34,16 +34,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from voxnode import text as script
-from voxnode.asr import noise
 from voxnode.asr.recognizer import TranscriptResult
 from voxnode.audio.format import PERIOD_FRAMES, SAMPLE_RATE
 from voxnode.frontend.chain import FrontEnd, FrontEndParams, speech_only
 from voxnode.frontend.recognition import RecognitionFilter
 from voxnode.stream.jobs import DecodeJob, JobKind, JobOutcome, JobResult
-from voxnode.stream.partials import PARTIAL_QUIET_FRAMES, StablePrefix, norm
+from voxnode.stream.partials import PARTIAL_QUIET_FRAMES, PartialParams, StablePrefix, norm
 from voxnode.stream.partials import words as partial_words
 from voxnode.stream.scheduler import DecodeScheduler
-from voxnode.text import clean_text
+from voxnode.stream.speech_text import SpeechText
 
 from .convert import AudioConverter
 from .slices import Decoded, SlicedFinal
@@ -53,14 +52,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class RequestParams:
-    """From [frontend], [vad], [stream] and [wyoming] (wyoming_stt/server.py)."""
+    """From [frontend], [vad], [stream] and [wyoming] (wyoming_stt/server.py `request_params`): the
+    front-end, partials and published text the microphones get, from the same builders (stream/params.py)."""
 
     frontend: FrontEndParams
-    partials: bool
-    partial_interval_s: float
-    partial_min_audio_s: float
-    no_speech_threshold: float
-    min_confidence: float
+    partials: PartialParams  # partial_max_share does not apply: a request's partials wait for the client's audio
+    speech: SpeechText  # text clean-up and the noise verdict, as for the microphones
     max_audio_s: float
     prompt: str = ""  # [asr] prompt: read before each piece of a final (slices.py)
 
@@ -68,8 +65,8 @@ class RequestParams:
 # A request's audio starts wherever the client started sending (a satellite: right after the wake
 # word, often a second of silence), unlike a microphone utterance, which the segmenter trims. Whisper's
 # no-speech probability then runs high on real speech (0.78 on a 13 s request with 1 s of leading
-# silence and four sentences): so, as for the microphones (asr/noise.is_noise), a result is silenced
-# only when the text is also unlikely.
+# silence and four sentences): so, as for the microphones (stream/speech_text.py), a result is
+# silenced only when the text is also unlikely.
 # Every request's decode times are observed (the voxnode_decode_seconds histogram, label `stream`)
 # under this one name, not the request's own key: one key per request would add series without
 # bound. The ":" keeps it apart from every stream name (config STREAM_NAME_PATTERN).
@@ -81,11 +78,6 @@ TENANT = "wyoming:requests"
 
 class AudioTooLong(Exception):
     pass
-
-
-def is_silence(result: TranscriptResult, params: RequestParams) -> bool:
-    """Noise, music or nothing: as for the microphones' finals, nothing is said to have been said."""
-    return noise.is_noise(result.no_speech_prob, result.confidence, params.no_speech_threshold, params.min_confidence)
 
 
 @dataclass(frozen=True)
@@ -161,9 +153,9 @@ class TranscribeRequest:
             self._recognition = RecognitionFilter(self.params.frontend)
         self._parts.append(self._recognition.process(audio))
         self._samples += audio.size
-        if not self.params.partials or self.closed:
+        if not self.params.partials.enabled or self.closed:
             return
-        if self._ahead() >= self.params.partial_interval_s:
+        if self._ahead() >= self.params.partials.interval_s:
             self._pending = np.zeros(0, dtype=np.float32)  # a burst: no partials, so no VAD
             self._silence = PARTIAL_QUIET_FRAMES
             return
@@ -182,13 +174,13 @@ class TranscribeRequest:
         return self.audio_s - (time.monotonic() - self._started)
 
     def _partial_due(self) -> bool:
-        p = self.params
-        if not p.partials or self.closed or self._silence >= PARTIAL_QUIET_FRAMES:
+        p = self.params.partials
+        if not p.enabled or self.closed or self._silence >= PARTIAL_QUIET_FRAMES:
             return False
         audio_s = self.audio_s
-        if audio_s < p.partial_min_audio_s or audio_s - self._last_partial_audio_s < p.partial_interval_s:
+        if audio_s < p.min_audio_s or audio_s - self._last_partial_audio_s < p.interval_s:
             return False
-        return self._ahead() < p.partial_interval_s
+        return self._ahead() < p.interval_s
 
     def _audio(self) -> np.ndarray:
         return np.concatenate(self._parts).astype(np.float32, copy=False)
@@ -213,8 +205,8 @@ class TranscribeRequest:
     def _take_partial(self, result: TranscriptResult) -> None:  # event loop
         if self.closed:
             return
-        text = clean_text(result.text)
-        if not text or is_silence(result, self.params):
+        text = self.params.speech.of(result)
+        if not text:
             return
         if self.prefix.update(text, drop_last=True) is None:
             return
@@ -242,7 +234,7 @@ class TranscribeRequest:
             self._piece,
             self._audio(),
             self.params.prompt,
-            lambda result: not is_silence(result, self.params),
+            self.params.speech.of,
             lambda decoded: self._post(self._take_final, decoded),  # on a decode thread
         )
         self._final.start()

@@ -24,7 +24,7 @@ from voxnode.config.asr import WHISPER_LANGUAGES
 from voxnode.config.mqtt import node_id_for
 from voxnode.errors import ConfigError
 from voxnode.lifecycle import Component
-from voxnode.stream.params import pipeline_params
+from voxnode.stream.params import frontend_params, partial_params, speech_text
 from voxnode.stream.recognition import Recognition
 
 from .announce import Announcement
@@ -45,14 +45,12 @@ WHISPER_ATTRIBUTION = Attribution(name="OpenAI", url="https://github.com/openai/
 
 
 def request_params(config: Config) -> RequestParams:
-    p = pipeline_params(config)
+    """The microphones' builders (stream/params.py), so a request is heard, cut into partials and
+    cleaned up as a microphone's utterance is."""
     return RequestParams(
-        frontend=p.frontend,
-        partials=p.partials,
-        partial_interval_s=p.partial_interval_s,
-        partial_min_audio_s=p.partial_min_audio_s,
-        no_speech_threshold=p.no_speech_threshold,
-        min_confidence=p.min_confidence,
+        frontend=frontend_params(config),
+        partials=partial_params(config),
+        speech=speech_text(config),
         max_audio_s=config.wyoming.max_audio_s,
         prompt=config.asr.prompt,
     )
@@ -250,7 +248,7 @@ class WyomingServer(Component):
                             languages=list(self.languages()),
                         )
                     ],
-                    supports_transcript_streaming=self._params.partials,
+                    supports_transcript_streaming=self._params.partials.enabled,
                 )
             ]
         )

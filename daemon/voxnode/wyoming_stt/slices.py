@@ -30,7 +30,6 @@ from voxnode.asr.windows import split_at_pauses
 from voxnode.audio.format import SAMPLE_RATE
 from voxnode.stream.jobs import DecodeJob, JobOutcome, JobResult
 from voxnode.stream.scheduler import DecodeScheduler
-from voxnode.text import clean_text
 
 SLICE_S = 8.0  # the longest piece (see the module's docstring)
 SEARCH_S = 4.0  # where to look for the pause: the last 4 s before the limit
@@ -43,7 +42,7 @@ class Decoded:
 
     outcome: JobOutcome
     results: list[TranscriptResult] = field(default_factory=list)
-    texts: list[str] = field(default_factory=list)  # per piece; "" where `keep` judged it silent
+    texts: list[str] = field(default_factory=list)  # per piece, as published; "" where nothing was said
     error: JobResult = None  # the engine's exception, where it raised
     audio_s: float = 0.0
     decode_s: float = 0.0  # engine time, all pieces
@@ -56,7 +55,8 @@ class Decoded:
 
 class SlicedFinal:
     """Decodes one request's audio piece by piece through the scheduler, then calls `on_done` (on a
-    decode thread, once). `keep(result)`: whether a piece's text counts (not noise or silence)."""
+    decode thread, once). `text(result)`: a piece's text as published, "" for noise or silence (the
+    microphones' rule: stream/speech_text.py)."""
 
     def __init__(
         self,
@@ -64,7 +64,7 @@ class SlicedFinal:
         job: Callable[[np.ndarray, str | None, str | None, Callable], DecodeJob],
         audio: np.ndarray,
         prompt: str,
-        keep: Callable[[TranscriptResult], bool],
+        text: Callable[[TranscriptResult], str],
         on_done: Callable[[Decoded], None],
     ):
         self._sched = scheduler
@@ -72,7 +72,7 @@ class SlicedFinal:
         self._audio = audio
         self._spans = split_at_pauses(audio, SLICE_S, SEARCH_S)
         self._prompt = prompt  # [asr] prompt: what every piece reads first
-        self._keep = keep
+        self._text = text
         self._on_done = on_done
         self._decoded = Decoded(JobOutcome.DONE, audio_s=audio.size / SAMPLE_RATE)
         self._lock = threading.Lock()
@@ -116,7 +116,7 @@ class SlicedFinal:
             self._on_done(d)
             return
         d.results.append(result)
-        d.texts.append(clean_text(result.text) if self._keep(result) else "")
+        d.texts.append(self._text(result))
         i = int(job.tag) + 1
         if i < len(self._spans):
             # An "auto" request's language is detected once, by the first piece, and kept.
