@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import logging
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -11,7 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from voxnode.asr.recognizer import TranscriptResult
+from voxnode.asr.recognizer import DecodeAbandoned, Recognizer, TranscriptResult
+
+log = logging.getLogger("voxnode.stream.scheduler")  # the scheduler's: a decode's failure is its to report
 
 
 class JobKind(enum.IntEnum):
@@ -145,3 +148,33 @@ def decode_line(job: DecodeJob, result: TranscriptResult) -> str:
         f"in a {result.window_s:.0f} s window"
         + (f", temperature {result.temperature:.1f})" if result.temperature else ")")
     )
+
+
+def decode(job: DecodeJob, rec: Recognizer) -> tuple[JobOutcome, JobResult, bool]:
+    """Run `job` on `rec` (a decode thread): its outcome and result, and whether it gave the engine up
+    (`abandon`, set by the scheduler): a partial giving way to a final is skipped, a speculative final
+    voided by speech resuming was cancelled, a piece of background work that yielded is for the
+    scheduler to run again. A final is never given up; a speculative final promoted while it runs
+    gets the full decode."""
+    partial = job.kind == JobKind.PARTIAL
+    # Only when asked: recognizers that predate these arguments (test doubles) still work.
+    asked: dict[str, Any] = {}
+    if job.language is not None:
+        asked["language"] = job.language
+    if job.draft:
+        asked["draft"] = job.draft
+    try:
+        result = rec.transcribe(
+            job.audio,
+            role="partial" if partial else "final",
+            prompt=job.prompt,
+            hotwords=job.hotwords,
+            abandon=None if job.kind == JobKind.FINAL and not job.background else job.abandon,
+            **asked,
+        )
+    except DecodeAbandoned:
+        return (JobOutcome.SKIPPED if partial else JobOutcome.CANCELLED), None, True
+    except Exception as exc:  # engine errors must not kill the worker
+        log.exception("decode failed for stream %s (%s)", job.stream, job.kind.name)
+        return JobOutcome.FAILED, exc, False
+    return JobOutcome.DONE, result, False

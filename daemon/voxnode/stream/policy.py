@@ -28,7 +28,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 from .jobs import DecodeJob, JobKind
 
@@ -79,3 +79,30 @@ class Turns:
 
     def tenants(self) -> list[str]:
         return list(self._last_served)
+
+
+def give_way(running: Mapping[str, DecodeJob], idle: int, waiting: Sequence[Sequence[DecodeJob]]) -> list[DecodeJob]:
+    """The running jobs (by stream) that give the engine up at their next model call, for the jobs
+    `waiting` (each stream's oldest queued final, then each one's oldest speculative final) with
+    `idle` workers free. A partial gives way to any of them: it is a preview replaced a moment
+    later, and a final delayed by a whole partial decode is latency every user sees (a stream's own
+    partial always: a stream runs one job at a time). A piece of background work gives way to a
+    microphone's, MAX_YIELDS times at most (rule 3). The oldest in the way first."""
+    partials = [j for j in running.values() if j.kind == JobKind.PARTIAL and not j.abandon.is_set()]
+    pieces = [j for j in running.values() if j.background and j.yields < MAX_YIELDS and not j.abandon.is_set()]
+    out: list[DecodeJob] = []
+    for jobs in waiting:
+        for job in jobs:
+            own = running.get(job.stream)
+            if own is not None:
+                if own in partials:
+                    out.append(own)
+                    partials.remove(own)
+            elif idle > 0:
+                idle -= 1
+            elif partials or (pieces and not job.background):
+                victims = partials or pieces
+                oldest = min(victims, key=lambda j: j.started)
+                out.append(oldest)
+                victims.remove(oldest)
+    return out

@@ -33,11 +33,20 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from voxnode.asr.recognizer import DecodeAbandoned, Recognizer, TranscriptResult
+from voxnode.asr.recognizer import Recognizer, TranscriptResult
 from voxnode.heartbeat import Heartbeat
 
-from .jobs import DecodeJob, JobKind, JobOutcome, JobResult, SchedulerParams, SchedulerStats, decode_line, percentiles
-from .policy import MAX_YIELDS, TIERS, Turns
+from .jobs import (
+    DecodeJob,
+    JobKind,
+    JobOutcome,
+    SchedulerParams,
+    SchedulerStats,
+    decode,
+    decode_line,
+    percentiles,
+)
+from .policy import TIERS, Turns, give_way
 
 log = logging.getLogger(__name__)
 
@@ -108,30 +117,15 @@ class DecodeScheduler:
         return evicted
 
     def _make_room(self) -> None:
-        """Finals and speculative finals waiting: the partials in their way give the engine up. A
-        partial is a preview replaced a moment later; a final delayed by a whole partial decode
-        is latency every user sees. Under the lock."""
-        idle = len(self.heartbeats) - len(self._running)
-        partials = [j for j in self._running.values() if j.kind == JobKind.PARTIAL and not j.abandon.is_set()]
-        # policy.py rule 3: a piece of background work yields to a microphone's final, a few times.
-        pieces = [
-            j for j in self._running.values() if j.background and j.yields < MAX_YIELDS and not j.abandon.is_set()
+        """Finals and speculative finals waiting: the jobs in their way give the engine up at their
+        next model call (policy.give_way). Under the lock."""
+        # Each stream's oldest waiting job of each kind, finals first.
+        waiting = [
+            list({j.stream: j for q in self._queues[kind].values() for j in reversed(q)}.values())
+            for kind in (JobKind.FINAL, JobKind.SPECULATIVE)
         ]
-        for kind in (JobKind.FINAL, JobKind.SPECULATIVE):
-            waiting = {j.stream: j for q in self._queues[kind].values() for j in reversed(q)}
-            for stream, job in waiting.items():
-                own = self._running.get(stream)
-                if own is not None:  # a stream runs one job at a time: its own partial is in the way
-                    if own in partials:
-                        own.abandon.set()
-                        partials.remove(own)
-                elif idle > 0:
-                    idle -= 1
-                elif partials or (pieces and not job.background):
-                    victims = partials or pieces
-                    oldest = min(victims, key=lambda j: j.started)
-                    oldest.abandon.set()
-                    victims.remove(oldest)
+        for job in give_way(self._running, len(self.heartbeats) - len(self._running), waiting):
+            job.abandon.set()
 
     def _enforce_final_limit(self) -> list[tuple[DecodeJob, JobOutcome]]:
         if self._pending_finals() <= self.params.max_pending_finals:
@@ -314,34 +308,7 @@ class DecodeScheduler:
 
     def _run(self, job: DecodeJob, rec: Recognizer) -> None:
         job.started = self._clock()
-        outcome = JobOutcome.DONE
-        result: JobResult
-        abandoned = False
-        try:
-            # A speculative final becomes the final: it gets the full decode. Partials and
-            # speculative finals may be given up (`abandon`); a final never is.
-            partial = job.kind == JobKind.PARTIAL
-            # Only when asked: recognizers that predate these arguments (test doubles) still work.
-            asked: dict[str, Any] = {}
-            if job.language is not None:
-                asked["language"] = job.language
-            if job.draft:
-                asked["draft"] = job.draft
-            result = rec.transcribe(
-                job.audio,
-                role="partial" if partial else "final",
-                prompt=job.prompt,
-                hotwords=job.hotwords,
-                abandon=None if job.kind == JobKind.FINAL and not job.background else job.abandon,
-                **asked,
-            )
-        except DecodeAbandoned:
-            # A partial giving way to a final is skipped; a speculative final voided by speech
-            # resuming was cancelled; a piece of background work that yielded runs again (below).
-            outcome, result, abandoned = (JobOutcome.SKIPPED if partial else JobOutcome.CANCELLED), None, True
-        except Exception as exc:  # engine errors must not kill the worker
-            log.exception("decode failed for stream %s (%s)", job.stream, job.kind.name)
-            outcome, result = JobOutcome.FAILED, exc
+        outcome, result, abandoned = decode(job, rec)  # a background piece that yielded runs again (below)
         job.finished = self._clock()
         if isinstance(result, TranscriptResult) and log.isEnabledFor(logging.DEBUG):
             log.debug("%s", decode_line(job, result))
