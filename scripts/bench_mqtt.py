@@ -3,7 +3,7 @@
 
 Runs the production MqttBridge (publisher thread, paho thread, SQLite spool) and
 HealthReporter against a local Mosquitto, driven like the daemon drives them (tick
-every 0.1 s from the main thread). A stand-in daemon supplies snapshot()/mute so
+every 0.1 s from the main thread). A stand-in daemon (voxnode.standin) supplies snapshot()/mute so
 that audio capture and ASR do not pollute the figure.
 
     PYTHONMALLOC=malloc .venv/bin/python scripts/bench_mqtt.py [--seconds 30] [--write docs/benchmarks.md]
@@ -32,56 +32,35 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "daemon"))
 
 from voxnode.config import Config  # noqa: E402
+from voxnode.config.audio import StreamConfig  # noqa: E402
 from voxnode.events import TranscriptEvent  # noqa: E402
 from voxnode.health.reporter import HealthReporter  # noqa: E402
 from voxnode.mqtt.bridge import MqttBridge  # noqa: E402
 from voxnode.mqtt.localbroker import LocalBroker  # noqa: E402
+from voxnode.standin import StandInDaemon  # noqa: E402
 
 SECTION = "MQTT and health"
 
 
-class StandInDaemon:
+# Two streams shaped like the real ones (pipeline counters included), reported by the stand-in daemon.
+STREAMS = ("kitchen", "hall")
+FIGURES = {
+    "state": "running",
+    "frames": 123456,
+    "xruns": 0,
+    "device_errors": 0,
+    "queue_depth": 3,
+    "dropped_frames": 0,
+    "rtf": 0.21,
+    "latency_p50_ms": 380.0,
+    "latency_p95_ms": 620.0,
+}
+
+
+def stand_in(config: Config) -> StandInDaemon:
     """snapshot() shaped like the real one (two streams, pipeline counters), no audio threads."""
-
-    def __init__(self):
-        self.t0 = time.monotonic()
-        self.muted: set[str] = set()
-        self.config = Config()  # the status message checksums it
-
-    def snapshot(self) -> dict:
-        stream = {
-            "state": "running",
-            "frames": 123456,
-            "xruns": 0,
-            "device_errors": 0,
-            "queue_depth": 3,
-            "dropped_frames": 0,
-            "rtf": 0.21,
-            "latency_p50_ms": 380.0,
-            "latency_p95_ms": 620.0,
-        }
-        return {"uptime_s": time.monotonic() - self.t0, "streams": {"kitchen": dict(stream), "hall": dict(stream)}}
-
-    def stream_names(self):
-        return ["kitchen", "hall"]
-
-    def is_muted(self, s):
-        return s in self.muted
-
-    def set_muted(self, s, m):
-        (self.muted.add if m else self.muted.discard)(s)
-
-    def follow_up(self, s):
-        return None  # no stream listens for a wake word here
-
-    def set_follow_up(self, s, on):
-        raise KeyError(s)
-
-    def request_reload(self):
-        pass
-
-    def engine_info(self):
-        return None
+    streams = tuple(StreamConfig(name=n, device="null") for n in STREAMS)
+    return StandInDaemon(dataclasses.replace(config, streams=streams), FIGURES)
 
 
 def cpu() -> float:
@@ -107,8 +86,8 @@ def run_phase(service, sequencer, daemon, seconds: float, final_every: float | N
     start_wall, start_cpu = time.monotonic(), cpu()
     next_final = start_wall
     while (now := time.monotonic()) - start_wall < seconds:
-        service.tick(daemon, now)
-        service.reporter.tick(daemon, now)
+        service.tick(daemon.view, now)
+        service.reporter.tick(daemon.view, now)
         if final_every is not None and now >= next_final:
             t = time.time()
             n += 1
@@ -135,7 +114,8 @@ def main() -> int:
     ap.add_argument("--write", metavar="MD", help=f"write the result into this benchmarks file (section '{SECTION}')")
     args = ap.parse_args()
 
-    broker = LocalBroker().start()
+    broker = LocalBroker()
+    broker.start()
     work = Path(tempfile.mkdtemp(prefix="voxnode-bench-"))
     base = Config()
     config = dataclasses.replace(
@@ -149,7 +129,7 @@ def main() -> int:
         ),
         delivery=dataclasses.replace(base.delivery, spool_path=str(work / "spool.sqlite")),
     )
-    daemon = StandInDaemon()
+    daemon = stand_in(Config())
     service = MqttBridge(config, HealthReporter(config.health, "bench", daemon))
     delivery = sequenced(service, config)
     sequencer = delivery.sequencer
@@ -159,7 +139,7 @@ def main() -> int:
         while not service.publisher.stats.connected and time.monotonic() < end:
             time.sleep(0.02)
         assert service.publisher.stats.connected, "could not connect to the local broker"
-        service.reporter.on_ready(daemon)
+        service.reporter.on_ready(daemon.view)
         run_phase(service, sequencer, daemon, 2.0, None)  # warm-up (imports, first report)
 
         idle, _ = run_phase(service, sequencer, daemon, args.seconds, None)
@@ -195,7 +175,7 @@ def main() -> int:
         sequencer.stop(time.monotonic() + 10)
         service.stop(time.monotonic())
         delivery.stop(time.monotonic())
-        broker.stop()
+        broker.stop(time.monotonic() + 5)
 
     mem = spool_memory(base, work)
     default_interval = base.health.interval_s
@@ -259,7 +239,7 @@ def spool_memory(base: Config, work: Path) -> dict:
     heap = Heap()
     heap.trim(rss_bytes(), rss_bytes)
     before = rss_bytes()
-    service = MqttBridge(cfg, HealthReporter(cfg.health, "bench-mem", StandInDaemon()))
+    service = MqttBridge(cfg, HealthReporter(cfg.health, "bench-mem", stand_in(cfg)))
     delivery = sequenced(service, cfg)
     sequencer = delivery.sequencer
     service.start()

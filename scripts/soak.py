@@ -131,7 +131,8 @@ def main() -> int:
     os.mkfifo(fifo)
     (work / "alsa").mkdir()
     (work / "alsa" / "asoundrc").write_text(alsa_config(fifo).replace("voxnode_demo", PCM))
-    broker = LocalBroker().start()
+    broker = LocalBroker()
+    broker.start()
     config = work / "config.toml"
     config.write_text(
         f'[audio]\ndevice = "{PCM}"\n\n[mqtt]\nenabled = true\nhost = "127.0.0.1"\nport = {broker.port}\n'
@@ -170,7 +171,7 @@ def main() -> int:
         player.stop_event.set()
         time.sleep(2.0)  # the last finals and the broker round trip
         listener.close()
-        broker.stop()
+        broker.stop(time.monotonic() + 5)
 
     warm = [s for s in samples if s[0] >= args.warmup_minutes * 60]
     slope = slope_mb_per_h(warm) if len(warm) >= 3 else float("nan")

@@ -7,6 +7,7 @@ import dataclasses
 import logging
 import shutil
 import sys
+import time
 
 from voxnode import __version__
 from voxnode.config import Config, load_config, render_effective, render_reference
@@ -175,6 +176,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from voxnode import demo
     from voxnode.daemon import Daemon, RunOptions
+    from voxnode.lifecycle import Component, start_all, stop_all
     from voxnode.outputs.table import add_outputs
 
     config = _load(args)
@@ -185,17 +187,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     broker, config = demo.mqtt_setup(config, work)  # a local Mosquitto when no broker is configured
     printer = demo.MqttPrinter(config, sys.stderr if args.stdout else sys.stdout)
     log.info("demo: playing %s through ALSA PCM %r (%.1f s)", args.clip or "the bundled clip", demo.DEMO_PCM, seconds)
-    feeder.start()
+    started: list[Component] = [broker] if broker is not None else []
     try:
-        printer.start()
+        start_all([feeder, printer])
+        started += [feeder, printer]
         daemon = Daemon(config, [], RunOptions(duration_s=seconds, levels=True))
         add_outputs(daemon, stdout=args.stdout)
         return daemon.run()
     finally:
-        feeder.stop()
-        printer.stop()
-        if broker is not None:
-            broker.stop()
+        stop_all(started, time.monotonic() + demo.STOP_S)  # the printer, the feeder, then the broker
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -23,6 +23,7 @@ from voxnode.config.mqtt import node_id_for
 from voxnode.delivery.wiring import Delivery
 from voxnode.events import TranscriptEvent
 from voxnode.health.reporter import HealthReporter
+from voxnode.host_view import HostView, Vitals
 from voxnode.lifecycle import TICK_S, Component, Hook, start_all, stop_all
 from voxnode.preflight import check_runnable
 from voxnode.reload import ReloadResult, StartRetries, error_text, plan_reload, reload_on_request
@@ -32,7 +33,6 @@ from voxnode.stream.worker import StreamWorker
 
 if TYPE_CHECKING:
     from voxnode.asr.recognizer import EngineInfo, Recognizer
-    from voxnode.delivery.sequencer import Sequencer
     from voxnode.events import Event
     from voxnode.heartbeat import Heartbeat
     from voxnode.outputs.base import Output, Sink
@@ -91,6 +91,8 @@ class Daemon:
         self._servers: list[Component] = []
         # With a durable output, finals get their durable seq before any output sees them.
         self.delivery: Delivery | None = None
+        # What every hook is given: the parts of the daemon hooks read and act on, never the daemon.
+        self.view = HostView(self.vitals, self.reporter.status, self, lambda: self.config, self.emit)
 
     # ---- assembly (before run) ---------------------------------------------------------------
 
@@ -117,14 +119,10 @@ class Daemon:
         if self.delivery is not None or not durable:
             return
         names = [o.name for o in durable]
-        self.delivery = Delivery(self.config.delivery, names, self.reporter.model_name, self._fan_out)
+        self.delivery = d = Delivery(self.config.delivery, names, self.reporter.model_name, self._fan_out)
         for output in durable:
-            output.attach(self.delivery.cursor(output.name))
-        self.reporter.add_section("delivery", self.delivery.health)
-
-    @property
-    def sequencer(self) -> Sequencer | None:
-        return self.delivery.sequencer if self.delivery is not None else None
+            output.attach(d.cursor(output.name))
+        self.reporter.add_section("delivery", d.health)
 
     @property
     def components(self) -> list[Component]:
@@ -161,8 +159,10 @@ class Daemon:
         wanted = min((h.tick_interval_s for h in self.hooks), default=IDLE_TICK_S)
         return min(wanted, self.reporter.tick_interval_s)
 
-    def heartbeats(self) -> list[Heartbeat]:
-        return [rt.worker.heartbeat for rt in self.streams] + self.recognition.heartbeats() + self.extra_heartbeats
+    def vitals(self) -> Vitals:
+        """What readiness and liveness are decided from (systemd/liveness.py)."""
+        beats = (*self.streams.heartbeats(), *self.recognition.heartbeats(), *self.extra_heartbeats)
+        return Vitals(self.streams.vitals(), beats, tuple(self.ready_checks), self.config.service)
 
     def install_signal_handlers(self) -> None:
         """SIGTERM/SIGINT stop, SIGHUP reloads. Call early: SIGHUP's default action kills the process."""
@@ -175,7 +175,7 @@ class Daemon:
     def emit(self, event: Event) -> None:
         """Hand one event to every output (any thread). Transcripts go through the sequencer when there
         is one (finals stored first; partials behind them, so they never overtake a final)."""
-        sequencer = self.sequencer
+        sequencer = self.delivery.sequencer if self.delivery is not None else None
         if sequencer is not None and isinstance(event, TranscriptEvent):
             sequencer.submit(event)
         else:
@@ -218,12 +218,12 @@ class Daemon:
         self._wire_delivery()
         hooks = self._hooks()
         for hook in hooks:
-            hook.on_starting(self)
+            hook.on_starting(self.view)
         start_all(self.components)
         names = self.streams.names()
         log.info("voxnode running: %d stream(s): %s", len(names), ", ".join(names))
         for hook in hooks:
-            hook.on_ready(self)
+            hook.on_ready(self.view)
         deadline = None if self.options.duration_s is None else time.monotonic() + self.options.duration_s
         exit_code, played_out = 0, False
         woken_by: str | None = None
@@ -251,14 +251,14 @@ class Daemon:
                 if self._unstarted:
                     self._retry_streams(now)
                 for hook in hooks:
-                    hook.tick(self, now)
+                    hook.tick(self.view, now)
                 wait = self._tick_interval()
                 if deadline is not None:
                     wait = min(wait, max(0.0, deadline - time.monotonic()))
                 woken_by = self._wait_request(wait)
         finally:
             for hook in hooks:
-                hook.on_stopping(self)
+                hook.on_stopping(self.view)
             self.shutdown(FILE_END_DRAIN_S if played_out else None)
         return exit_code
 
@@ -294,7 +294,6 @@ class Daemon:
         loaded). A failure there rejects the config and changes nothing. Only then are the old
         streams stopped. A stream that still cannot start (its model removed in between) is retried
         from the main loop while the others run; a device that cannot open backs off in its capture.
-
         Main thread only (it owns the set of streams); other threads call request_reload().
         """
         plan = plan_reload(self.config, new_config)
@@ -368,7 +367,7 @@ class Daemon:
             # Engine back-pressure: queue depth, waits, skipped partials, dropped finals.
             "speech": speech,
             # Transcripts waiting for the spool's disk, and finals the full queue refused.
-            "sequencer": (None if (q := self.sequencer) is None else {"queue_depth": q.depth, "refused": q.refused}),
+            "sequencer": None if (d := self.delivery) is None else d.sequencer.snapshot(),
         }
 
     # ---- DaemonControl (voxnode.control): what remote commands (MQTT cmd topic) may change ----

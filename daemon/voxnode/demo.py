@@ -21,12 +21,14 @@ import numpy as np
 from voxnode.audio.format import PERIOD_FRAMES, PERIOD_S, SAMPLE_RATE
 from voxnode.audio.wavfile import float_to_s16, read_audio
 from voxnode.config import Config
+from voxnode.lifecycle import Component
 
 log = logging.getLogger(__name__)
 
 DEMO_PCM = "voxnode_demo"
 LEAD_IN_S = 1.0  # silence before the clip, so the first words are not at the very first frame
 TAIL_S = 2.5  # silence after it, long enough for endpointing to close the last utterance
+STOP_S = 5.0  # after the run: the printer, the feeder and the local broker together (it had 5 s alone)
 
 
 # The bundled clip opens with the product's name, which Whisper tiny.en has never heard: it writes
@@ -62,7 +64,7 @@ def alsa_config(fifo: Path) -> str:
     )
 
 
-class FifoFeeder:
+class FifoFeeder(Component):
     """Writes audio into the FIFO one 20 ms period at a time, then silence until stopped."""
 
     def __init__(self, fifo: Path, pcm: np.ndarray):
@@ -74,9 +76,9 @@ class FifoFeeder:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, deadline: float) -> None:
         self._stop.set()
-        self._thread.join(2.0)
+        self._thread.join(max(0.0, deadline - time.monotonic()))
 
     def _run(self) -> None:
         silence = np.zeros(PERIOD_FRAMES, dtype=np.int16).tobytes()
@@ -121,7 +123,8 @@ def mqtt_setup(config, work: Path):
     if config.mqtt.enabled:
         return None, dataclasses.replace(config, health=health)
     try:
-        broker = LocalBroker().start()
+        broker = LocalBroker()
+        broker.start()
     except VoxnodeError as e:
         log.warning("demo: %s", e)
         return None, config
@@ -144,8 +147,8 @@ def mqtt_setup(config, work: Path):
     return broker, dataclasses.replace(config, mqtt=mqtt, health=health, delivery=delivery)
 
 
-class MqttPrinter:
-    """Subscribes to what the daemon publishes and prints `topic payload` lines."""
+class MqttPrinter(Component):
+    """Subscribes to what the daemon publishes and prints `topic payload` lines (paho's thread)."""
 
     MAX_SHOWN = 400  # health and discovery payloads are long; the demo shows their start
 
@@ -191,8 +194,8 @@ class MqttPrinter:
         client.loop_start()
         self.client = client
 
-    def stop(self) -> None:
+    def stop(self, deadline: float) -> None:
         if self.client is not None:
-            time.sleep(0.3)  # let the daemon's last "offline" arrive
+            time.sleep(min(0.3, max(0.0, deadline - time.monotonic())))  # let the daemon's last "offline" arrive
             self.client.disconnect()
             self.client.loop_stop()

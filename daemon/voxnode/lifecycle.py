@@ -6,7 +6,12 @@ streams) and stops them in reverse with one deadline: capture stops first, the u
 flight are decoded next, and the outputs (MQTT) still carry the last finals before they close.
 
 A hook owns nothing. The daemon calls it from its main thread (systemd notify and watchdog, MQTT
-commands, health reports); it must return quickly.
+commands, health reports); it must return quickly. It is given a `HostView` (host_view.py), the parts
+of the daemon hooks read and act on, never the daemon itself.
+
+Below the daemon the same rules hold: an owner starts its children with `start_all` and stops them
+with `stop_all`, passing its one deadline down (a stream: its worker, then its capture; recognition:
+the decode scheduler, then the end-of-turn model; MQTT: the publisher, then the commands' thread).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from voxnode.daemon import Daemon
+    from voxnode.host_view import HostView
     from voxnode.reload import ReloadResult
 
 log = logging.getLogger(__name__)
@@ -69,20 +74,20 @@ class Hook:
         """How often tick() is needed, in seconds (read at every tick)."""
         return TICK_S
 
-    def on_starting(self, daemon: Daemon) -> None:
+    def on_starting(self, host: HostView) -> None:
         """Before the components start (no stream captures yet)."""
 
-    def on_ready(self, daemon: Daemon) -> None:
+    def on_ready(self, host: HostView) -> None:
         """The components have started."""
 
-    def tick(self, daemon: Daemon, now: float) -> None:
+    def tick(self, host: HostView, now: float) -> None:
         """About every `tick_interval_s` while running."""
 
-    def on_reloading(self, daemon: Daemon) -> None:
+    def on_reloading(self, host: HostView) -> None:
         """Before the config is re-read."""
 
-    def on_reloaded(self, daemon: Daemon, result: ReloadResult) -> None:
+    def on_reloaded(self, host: HostView, result: ReloadResult) -> None:
         """After a new config was applied or rejected."""
 
-    def on_stopping(self, daemon: Daemon) -> None:
+    def on_stopping(self, host: HostView) -> None:
         """Before the components stop."""

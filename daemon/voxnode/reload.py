@@ -160,7 +160,7 @@ def reload_on_request(daemon: Daemon, hooks: Sequence[Hook]) -> None:
     """SIGHUP or a reload command, on the daemon's main thread: re-read the config, apply it or keep
     the running one, say which, and tell the hooks."""
     for hook in hooks:
-        hook.on_reloading(daemon)
+        hook.on_reloading(daemon.view)
     if daemon.reloader is None:
         result = ReloadResult(ok=False, error="this run has no config file to re-read")
     else:
@@ -179,4 +179,4 @@ def reload_on_request(daemon: Daemon, hooks: Sequence[Hook]) -> None:
                 result = ReloadResult(ok=False, error=f"{error_text(e)} (part of it may be applied)")
     (log.info if result.ok else log.error)("config %s", result.summary())
     for hook in hooks:
-        hook.on_reloaded(daemon, result)
+        hook.on_reloaded(daemon.view, result)

@@ -49,11 +49,11 @@ def main() -> None:
             frames.append(f)
         out["exact"] = b"".join(f.samples.tobytes() for f in frames) == pcm.tobytes()
         out["state_after"] = cap.stats.state
-        cap.stop(timeout=1)
+        cap.stop(time.monotonic() + 1)
         writer.close()
     else:
         t = time.monotonic()
-        cap.stop(timeout=2)
+        cap.stop(time.monotonic() + 2)
         out["stop_s"] = round(time.monotonic() - t, 3)
         out["alive"] = cap.is_alive()
     print(json.dumps(out), flush=True)

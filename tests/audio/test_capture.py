@@ -1,6 +1,7 @@
 """Capture through real ALSA: `type file` PCMs defined in tests/conftest.py, no sound card needed."""
 
 import os
+import time
 
 import numpy as np
 import pytest
@@ -47,7 +48,7 @@ def test_capture_is_byte_exact(alsa_dir):
     try:
         frames = _drain(ring, 200)
     finally:
-        cap.stop(timeout=0.2)
+        cap.stop(time.monotonic() + 0.2)
         writer.close()
     assert ring.dropped == 0
     got = b"".join(f.samples.tobytes() for f in frames)
@@ -63,7 +64,7 @@ def test_multichannel_keeps_the_configured_channel(alsa_dir):
     try:
         frames = _drain(ring, 50)
     finally:
-        cap.stop(timeout=0.2)
+        cap.stop(time.monotonic() + 0.2)
         writer.close()
     got = np.concatenate([f.samples for f in frames])
     assert np.array_equal(got, stereo.reshape(-1, 2)[:, 1])
@@ -81,7 +82,7 @@ def test_stalled_consumer_drops_oldest_and_counts(alsa_dir):
         assert ring.dropped == 90
         kept = _drain(ring, 10)
     finally:
-        cap.stop(timeout=0.2)
+        cap.stop(time.monotonic() + 0.2)
         writer.close()
     # The newest audio survives, intact and in order.
     assert b"".join(f.samples.tobytes() for f in kept) == pcm[90 * 320 :].tobytes()
@@ -96,7 +97,7 @@ def test_paced_fifo_capture_runs_in_real_time(alsa_dir):
     try:
         frames = _drain(ring, 50)
     finally:
-        cap.stop(timeout=0.2)
+        cap.stop(time.monotonic() + 0.2)
         writer.close()
     assert b"".join(f.samples.tobytes() for f in frames) == pcm.tobytes()
     span = frames[-1].t_mono - frames[0].t_mono
@@ -123,7 +124,7 @@ def test_missing_device_backs_off_then_recovers(alsa_dir, caplog):
         frames = _drain(ring, 20)
         assert cap.stats.state == "running"
     finally:
-        cap.stop(timeout=0.2)
+        cap.stop(time.monotonic() + 0.2)
         if writer is not None:
             writer.close()
         late.unlink(missing_ok=True)
@@ -197,7 +198,7 @@ def test_plug_layer_name_opens_a_real_device_byte_exact(alsa_dir):
     try:
         frames = _drain(ring, 30)
     finally:
-        cap.stop(timeout=0.2)
+        cap.stop(time.monotonic() + 0.2)
         writer.close()
     assert cap.stats.granted["device"] == "plug:'vx_fifo'"
     assert b"".join(f.samples.tobytes() for f in frames) == pcm.tobytes()

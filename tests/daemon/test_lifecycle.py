@@ -4,10 +4,14 @@ them in reverse, so an output is up before the first transcript and still up for
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 import pytest
 
+from tests.helpers import wait_until
+from voxnode.audio.ring import FrameRing
+from voxnode.audio.source import AudioSource
 from voxnode.config import Config
 from voxnode.daemon import Daemon, RunOptions
 from voxnode.demo import bundled_clip
@@ -85,3 +89,38 @@ def test_one_failing_stop_does_not_keep_the_others_running(caplog):
         stop_all(parts, time.monotonic() + 1)
     assert log == ["a start", "b start", "c start", "c stop", "a stop"]
     assert "StopFails: stop failed" in caplog.text
+
+
+class CaptureFails(AudioSource):
+    """A capture whose start fails (a fault after the config checks: out of threads, say)."""
+
+    def start(self) -> None:
+        raise VoxnodeError("audio.device 'hw:9': cannot start its capture")
+
+
+class NoCapture(Daemon):
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.runtimes: list = []
+
+    def _make_source(self, stream):
+        return CaptureFails(stream.name, FrameRing(10))
+
+    def _make_stream(self, stream):
+        rt = super()._make_stream(stream)
+        self.runtimes.append(rt)
+        return rt
+
+
+def test_a_stream_whose_capture_cannot_start_stops_its_worker():
+    """Issue 25: a stream starts its worker, then its capture, through start_all; when the capture
+    fails, the worker already started is stopped again, the stream is not left among the running
+    ones, and the daemon's start stops what it had started."""
+    daemon = NoCapture(Config(), [], RunOptions())
+    with pytest.raises(VoxnodeError, match="cannot start its capture"):
+        daemon.run()
+    [rt] = daemon.runtimes
+    # Its stop closed the ring (the capture never did): it flushes and ends. Before, it waited for ever.
+    assert wait_until(lambda: not rt.worker.is_alive(), timeout=5)
+    assert daemon.streams.names() == []
+    assert not [t.name for t in threading.enumerate() if t.name in ("stream-mic", "capture-mic")]

@@ -16,10 +16,10 @@ import urllib.request
 import pytest
 
 from tests.helpers import wait_until
-from tests.mqtt.standin import StandInDaemon
 from voxnode.config import Config
 from voxnode.config.health import HealthConfig
 from voxnode.mqtt.localbroker import free_port
+from voxnode.standin import StandInDaemon
 
 pytest.importorskip("prometheus_client")
 from voxnode.health.metrics_server import MAX_CONNECTIONS, MetricsServer  # noqa: E402

@@ -254,13 +254,13 @@ def test_a_quiet_node_serves_its_histograms_from_the_start(tmp_path):
     served no voxnode_final_latency_seconds at all, and absent() alerts fired on a healthy node."""
     import dataclasses
 
-    from tests.mqtt.standin import StandInDaemon
     from voxnode.config import Config
     from voxnode.config.audio import StreamConfig
     from voxnode.config.health import HealthConfig
     from voxnode.health.prometheus import PrometheusExporter
     from voxnode.health.reporter import HealthReporter
     from voxnode.mqtt.localbroker import free_port
+    from voxnode.standin import StandInDaemon
     from voxnode.wyoming_stt.request import OBSERVED_AS
 
     base = Config()

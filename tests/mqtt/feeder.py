@@ -21,6 +21,7 @@ from pathlib import Path
 from voxnode.config import load_config
 from voxnode.daemon import Daemon, RunOptions
 from voxnode.events import TranscriptEvent
+from voxnode.host_view import HostView
 from voxnode.lifecycle import Hook
 from voxnode.logs import setup_logging
 from voxnode.outputs.table import add_outputs
@@ -32,10 +33,10 @@ class FinalsSource(Hook):
         self.sent = 0
         self.next_at = start_at
 
-    def on_ready(self, daemon) -> None:
+    def on_ready(self, host: HostView) -> None:
         self.next_at = time.monotonic()
 
-    def tick(self, daemon, now: float) -> None:
+    def tick(self, host: HostView, now: float) -> None:
         while self.sent < self.count and now >= self.next_at:
             self.sent += 1
             t = time.time()
@@ -49,11 +50,11 @@ class FinalsSource(Hook):
                 200.0,
                 -0.25,
             )
-            daemon.emit(ev)  # the pipeline's path: the sequencer stores it, then the outputs see it
+            host.emit(ev)  # the pipeline's path: the sequencer stores it, then the outputs see it
             print(f"accepted {self.sent} {ev.id}", flush=True)
             self.next_at += self.interval
 
-    def on_stopping(self, daemon) -> None:
+    def on_stopping(self, host: HostView) -> None:
         print(f"stopping after {self.sent}", flush=True)
 
 
@@ -77,15 +78,15 @@ def main() -> int:
     if args.partials:
         inner = source.tick
 
-        def tick(daemon, now):
+        def tick(host, now):
             if source.sent < source.count and now >= source.next_at:
                 t = time.time()
-                daemon.emit(
+                host.emit(
                     TranscriptEvent(
                         "partial", source.stream, f"{args.tag}-{source.sent + 1:04d}", "utterance", t - 1, t, 50.0, -0.5
                     )
                 )
-            inner(daemon, now)
+            inner(host, now)
 
         source.tick = tick
     from voxnode.reload import config_loader

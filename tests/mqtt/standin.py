@@ -1,10 +1,7 @@
 """The daemon's side of MqttBridge, for the in-process MQTT tests (test_discovery, test_service,
-tests/reliability): a config that points MQTT at the test broker, and a stand-in daemon.
-
-The stand-in supplies what MqttBridge and the health reporter read from the daemon (config, streams,
-snapshot, mute state, engine info) with no engine loaded and no audio: what is announced, reported
-and published does not depend on audio. The subprocess tests (test_payloads, test_outages) run the
-real Daemon.
+tests/reliability): a config that points MQTT at the test broker, and the bridge wired as the daemon
+wires it. The stand-in daemon they run against is voxnode.standin's (the benchmarks use it too); the
+subprocess tests (test_payloads, test_outages) run the real Daemon.
 """
 
 from __future__ import annotations
@@ -40,60 +37,6 @@ def mqtt_config(tmp_path: Path, broker: Broker, streams: dict[str, str] | None =
         ),
         delivery=dataclasses.replace(base.delivery, spool_path=str(tmp_path / "spool.sqlite")),
     )
-
-
-class StandInDaemon:
-    """The daemon as MqttBridge and the health reporter see it: `config` (the status message checksums
-    it; a test replaces it to "reload"), its streams all running, mute state; no engine loaded."""
-
-    def __init__(self, config: Config):
-        self.config = config
-        self.muted: set[str] = set()
-        self.playing_streams: set[str] = set()
-
-    def stream_names(self):
-        return [s.name for s in self.config.effective_streams()]
-
-    def snapshot(self):
-        return {
-            "uptime_s": 1.0,
-            "streams": {
-                n: {
-                    "state": "running",
-                    "queue_depth": 0,
-                    "dropped_frames": 0,
-                    "xruns": 0,
-                    "device_errors": 0,
-                }
-                for n in self.stream_names()
-            },
-        }
-
-    def is_muted(self, s):
-        return s in self.muted
-
-    def set_muted(self, s, m):
-        (self.muted.add if m else self.muted.discard)(s)
-
-    def follow_up(self, s):
-        return None  # no stream listens for a wake word here
-
-    def set_follow_up(self, s, on):
-        raise KeyError(s)
-
-    def playing(self, s):
-        return s in self.playing_streams
-
-    def set_playing(self, s, on):
-        if s not in self.stream_names():
-            raise KeyError(s)
-        (self.playing_streams.add if on else self.playing_streams.discard)(s)
-
-    def request_reload(self):
-        pass
-
-    def engine_info(self):
-        return None
 
 
 class WiredBridge:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tests.mqtt.broker import Broker, retained
 from tests.mqtt.conftest import ROOT, write_config
-from tests.mqtt.standin import StandInDaemon, WiredBridge, mqtt_config
+from tests.mqtt.standin import WiredBridge, mqtt_config
 from voxnode.config import Config
 from voxnode.config.mqtt import node_id_for
 from voxnode.health.reporter import HealthReporter
@@ -25,6 +25,7 @@ from voxnode.mqtt.announcer import Announcer
 from voxnode.mqtt.discovery import StreamDevice
 from voxnode.mqtt.topics import Topics
 from voxnode.reload import ReloadResult
+from voxnode.standin import StandInDaemon
 
 BASE = "voxnode/testnode"
 NODE_TOPIC = "homeassistant/device/testnode/config"
@@ -43,14 +44,14 @@ class Running:
         self.svc = WiredBridge(config, daemon, reporter=self.reporter, board_root=board_root)
         self.daemon = daemon
         self.svc.start()
-        self.reporter.on_ready(daemon)
+        self.reporter.on_ready(daemon.view)
 
     def tick_until(self, cond, timeout: float = 10.0) -> bool:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             now = time.monotonic()
-            self.svc.tick(self.daemon, now)
-            self.reporter.tick(self.daemon, now)
+            self.svc.tick(self.daemon.view, now)
+            self.reporter.tick(self.daemon.view, now)
             if cond():
                 return True
             time.sleep(0.05)
@@ -91,7 +92,7 @@ def test_a_stream_removed_on_reload_is_sent_as_tombstones_and_its_mute_state_cle
         kitchen = validate("discovery", retained(broker, stream_topic("kitchen")))
         assert "sa" not in hall["dev"] and kitchen["dev"]["sa"] == "Kitchen"
         daemon.config = dataclasses.replace(config, streams=config.streams[:1])  # hall removed from the file
-        run.svc.on_reloaded(daemon, ReloadResult(ok=True))
+        run.svc.on_reloaded(daemon.view, ReloadResult(ok=True))
         assert run.tick_until(
             lambda: is_tombstone(
                 (retained_json(broker, stream_topic("hall")) or {}).get("cmps") or {"x": {"p": 1, "more": 1}}
@@ -276,7 +277,7 @@ def test_an_area_change_on_reload_reannounces_without_restarting_the_capture(tmp
     try:
         assert run.tick_until(lambda: retained(broker, stream_topic("kitchen")))
         daemon.config = moved
-        run.svc.on_reloaded(daemon, ReloadResult(ok=True))
+        run.svc.on_reloaded(daemon.view, ReloadResult(ok=True))
         assert run.tick_until(
             lambda: (retained_json(broker, stream_topic("kitchen")) or {}).get("dev", {}).get("sa") == "Living room"
         )
@@ -307,7 +308,7 @@ def test_a_wake_word_gives_its_stream_a_wake_event_and_turning_it_off_on_reload_
         daemon.config = dataclasses.replace(
             config, streams=(config.streams[0], dataclasses.replace(config.streams[1], wake="off"))
         )
-        run.svc.on_reloaded(daemon, ReloadResult(ok=True))
+        run.svc.on_reloaded(daemon.view, ReloadResult(ok=True))
         assert run.tick_until(
             lambda: (retained_json(broker, stream_topic("hall")) or {}).get("cmps", {}).get("wake") == {"p": "event"}
         )

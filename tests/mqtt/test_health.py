@@ -10,6 +10,7 @@ import urllib.request
 
 import pytest
 
+from voxnode.config import Config
 from voxnode.config.health import HealthConfig
 from voxnode.config.mqtt import sanitize_node_id
 from voxnode.health.leakwatch import LeakWatch
@@ -17,6 +18,7 @@ from voxnode.health.memory import TraceSnapshots
 from voxnode.health.thermal import Thermal
 from voxnode.mqtt.commands import CommandError, parse_command
 from voxnode.mqtt.localbroker import free_port
+from voxnode.standin import StandInDaemon
 
 TRIM_CHILD = r"""
 import json
@@ -131,23 +133,8 @@ def test_node_id_is_sanitised():
     assert len(sanitize_node_id("x" * 200)) == 64
 
 
-class StandInSource:
-    """What the reporter reads, without audio threads (the subprocess test below uses the real daemon)."""
-
-    def __init__(self):
-        from voxnode.config import Config
-
-        self.config = Config()
-
-    def snapshot(self):
-        stream = {"state": "running", "frames": 500, "xruns": 2, "device_errors": 0, "queue_depth": 1}
-        return {"uptime_s": 5.0, "streams": {"mic": {**stream, "dropped_frames": 3, "last_frame_mono": 0.0}}}
-
-    def is_muted(self, stream):
-        return False
-
-    def engine_info(self):
-        return None
+# What the stand-in's one stream ("mic") reports: counters the exporter must show as they are.
+MIC = {"frames": 500, "xruns": 2, "dropped_frames": 3, "queue_depth": 1, "last_frame_mono": 0.0}
 
 
 def test_prometheus_exporter_reads_the_reporter_live():
@@ -158,7 +145,7 @@ def test_prometheus_exporter_reads_the_reporter_live():
     from voxnode.health.reporter import HealthReporter
 
     port = free_port()
-    reporter = HealthReporter(HealthConfig(), "n1", StandInSource())
+    reporter = HealthReporter(HealthConfig(), "n1", StandInDaemon(Config(), MIC))
     exp = PrometheusExporter(HealthConfig(prometheus=True, prometheus_port=port), reporter)
     url = f"http://127.0.0.1:{port}/metrics"
     exp.start()

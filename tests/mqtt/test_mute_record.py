@@ -8,11 +8,11 @@ import logging
 import os
 import threading
 
-from tests.mqtt.standin import StandInDaemon
 from voxnode.config import Config
 from voxnode.mqtt.command_runner import CommandRunner
 from voxnode.mqtt.mute_record import MuteRecord, mute_record_path
 from voxnode.mqtt.topics import Topics
+from voxnode.standin import StandInDaemon
 
 
 def runner(path, published=None) -> CommandRunner:

@@ -13,10 +13,11 @@ import time
 
 from tests.mqtt.broker import Broker
 from tests.mqtt.conftest import write_config
-from tests.mqtt.standin import StandInDaemon, WiredBridge, mqtt_config
+from tests.mqtt.standin import WiredBridge, mqtt_config
 from voxnode.asr.whisper.engine import LiteRtEngineInfo
 from voxnode.config import Config
 from voxnode.events import TranscriptEvent
+from voxnode.standin import StandInDaemon
 
 BASE = "voxnode/testnode"
 
@@ -120,11 +121,11 @@ def test_health_survives_a_failing_engine_provider_and_reports_the_engine(tmp_pa
     try:
         assert mon.wait_for(lambda: svc.publisher.stats.connected)
         svc.reporter.request()
-        svc.reporter.tick(daemon, time.monotonic())  # the provider raises: model not loaded, no exception
+        svc.reporter.tick(daemon.view, time.monotonic())  # the provider raises: model not loaded, no exception
         first = svc.reporter.latest
         daemon.loaded = True
         svc.reporter.request()
-        svc.reporter.tick(daemon, time.monotonic())
+        svc.reporter.tick(daemon.view, time.monotonic())
         second = svc.reporter.latest
         assert first["model"]["loaded"] is False
         assert second["model"] == {
@@ -160,3 +161,33 @@ def test_health_names_the_loaded_model_with_two_decode_workers(tmp_path, broker,
     assert validate("transcript", mon.on(f"{BASE}/mic/transcript")[0])["model"] == "whisper-tiny.en"
     assert f.stop() == 0
     assert "speech model loaded" in f.log() and f.log().count("speech model loaded") == 2, f.log()
+
+
+def test_memory_snapshots_share_one_thread_that_stops_with_the_bridge(tmp_path, broker, monitor_for):
+    """Issue 25: a `memory` command no longer starts a thread of its own. The command runner's one
+    thread takes the snapshots, one at a time, and leaves when the bridge stops."""
+    import threading
+    import tracemalloc
+
+    daemon = StandInDaemon(Config())
+    svc = make_service(tmp_path, broker, daemon)
+    mon = monitor_for(broker)
+    snapshot_threads = lambda: [t for t in threading.enumerate() if t.name == "memory-snapshot"]  # noqa: E731
+    svc.start()
+    try:
+        assert mon.wait_for(lambda: svc.publisher.stats.connected)
+        assert len(snapshot_threads()) == 1  # started with the bridge, idle
+        for i in range(3):
+            mon.client.publish(f"{BASE}/cmd", json.dumps({"cmd": "memory", "id": f"m{i}"}), qos=1)
+            end = time.monotonic() + 20
+            while len(mon.on(f"{BASE}/debug/memory")) <= i and time.monotonic() < end:
+                svc.tick(daemon.view, time.monotonic())  # the daemon's main loop carries out commands
+                time.sleep(0.05)
+            assert len(mon.on(f"{BASE}/debug/memory")) == i + 1
+            assert len(snapshot_threads()) == 1
+        ids = [json.loads(p)["id"] for p in mon.on(f"{BASE}/debug/memory")]
+        assert ids == ["m0", "m1", "m2"]
+    finally:
+        svc.stop(time.monotonic() + 5)
+        tracemalloc.stop()  # the first snapshot started tracing in this process
+    assert snapshot_threads() == []

@@ -201,7 +201,7 @@ def test_oversized_commands_are_answered_before_queueing(tmp_path, broker, monit
         assert svc.commands.waiting == 0  # nothing waits for the main thread
         assert {json.loads(p)["error"] for p in mon.on(f"{BASE}/error")} == {"too_large"}
     finally:
-        svc.publisher.close()
+        svc.stop(time.monotonic())
 
 
 def test_oversized_commands_cost_bounded_memory(tmp_path, broker, monitor_for, feeders):

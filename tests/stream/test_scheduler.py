@@ -89,7 +89,7 @@ def sched():
     for s, eng in made:
         for _ in range(100):
             eng.gate.release()
-        s.stop(drain_finals=False, timeout=1)
+        s.stop(time.monotonic() + 1, drain_finals=False)
 
 
 def test_finals_go_before_partials_and_speculation(sched):
@@ -182,7 +182,7 @@ def test_a_partial_keeps_the_engine_when_another_is_free_but_not_against_its_own
         for e in engines:
             for _ in range(10):
                 e.gate.release()
-        s.stop(drain_finals=False, timeout=1)
+        s.stop(time.monotonic() + 1, drain_finals=False)
 
 
 def test_talkative_stream_cannot_starve_others(sched):
@@ -295,7 +295,7 @@ def test_stop_drains_queued_finals(sched):
         s.submit(job(f"s{i}", JobKind.FINAL, i, rec))
     for _ in range(3):
         eng.gate.release()
-    s.stop(drain_finals=True, timeout=5)
+    s.stop(time.monotonic() + 5, drain_finals=True)
     assert sorted(t for t, o in rec.done if o == JobOutcome.DONE) == [0, 1, 2]
 
 
@@ -547,7 +547,7 @@ def test_finished_requests_leave_nothing_behind():
         after = tracemalloc.take_snapshot().filter_traces(only)
         tracemalloc.stop()
     finally:
-        s.stop(drain_finals=False, timeout=1)
+        s.stop(time.monotonic() + 1, drain_finals=False)
     grown = sum(d.size_diff for d in after.compare_to(before, "filename"))
     assert grown < 50_000, grown
     assert s.stats()["queue_depth"] == 0
@@ -568,7 +568,7 @@ def test_stop_waits_for_a_speculative_final_promoted_while_it_runs(sched):
     assert spec.kind == JobKind.FINAL
     threading.Timer(0.3, eng.gate.release).start()  # the decode finishes after stop() was called
     t0 = time.monotonic()
-    s.stop(drain_finals=True, timeout=5)
+    s.stop(time.monotonic() + 5, drain_finals=True)
     assert time.monotonic() - t0 >= 0.25
     assert rec.wait(1) == [(1, JobOutcome.DONE)]
     assert s.stats()["completed"]["FINAL"] == 1
@@ -582,7 +582,7 @@ def test_a_final_still_decoding_at_the_stop_deadline_is_reported_dropped_once(sc
     s.start()
     s.submit(job("mic", JobKind.FINAL, 1, rec))
     assert eng.entered.acquire(timeout=5)
-    s.stop(drain_finals=True, timeout=0.2)
+    s.stop(time.monotonic() + 0.2, drain_finals=True)
     assert rec.wait(1) == [(1, JobOutcome.DROPPED)]
     assert s.stats()["finals_dropped"] == 1
     eng.gate.release()  # the engine returns after all

@@ -53,8 +53,8 @@ def test_stuck_worker_stops_watchdog_pings():
     try:
         assert sink.entered.wait(5), "the level meter reports after one second of audio"
         blocked_at = time.monotonic()
-        assert wait_until(lambda: not liveness(daemon, time.monotonic()).ok, timeout=3)
-        verdict = liveness(daemon, time.monotonic())
+        assert wait_until(lambda: not liveness(daemon.vitals(), time.monotonic()).ok, timeout=3)
+        verdict = liveness(daemon.vitals(), time.monotonic())
         assert "stream-mic: stuck on one unit of work" in verdict.reason
         time.sleep(1.5)
         # worker_stall_s (1 s) after the block, plus a tick and some scheduling slack.
@@ -75,17 +75,17 @@ def test_registered_heartbeat_and_ready_check():
         return loaded.is_set()
 
     daemon.ready_checks.append(engine_loaded)
-    assert readiness(daemon).reason == "waiting for engine_loaded"
+    assert readiness(daemon.vitals()).reason == "waiting for engine_loaded"
     loaded.set()
-    assert readiness(daemon).ok  # no streams started in this test
+    assert readiness(daemon.vitals()).ok  # no streams started in this test
     hb = Heartbeat("decode-0")
     daemon.extra_heartbeats.append(hb)
     hb.begin()
     now = time.monotonic()
-    assert liveness(daemon, now + 5).ok
-    assert "decode-0: stuck" in liveness(daemon, now + 61).reason  # worker_stall_s default 60
+    assert liveness(daemon.vitals(), now + 5).ok
+    assert "decode-0: stuck" in liveness(daemon.vitals(), now + 61).reason  # worker_stall_s default 60
     hb.end()
-    assert liveness(daemon, now + 61).ok, "an idle worker is never stuck"
+    assert liveness(daemon.vitals(), now + 61).ok, "an idle worker is never stuck"
 
 
 def test_watchdog_interval_from_environment():

@@ -20,7 +20,7 @@ class _Notifier:
 
 
 class _PlainHook(Hook):  # says nothing about how often it needs a tick
-    def tick(self, daemon, now): ...
+    def tick(self, host, now): ...
 
 
 def test_tick_interval_follows_the_hooks():

@@ -6,6 +6,7 @@ the second runs the real Whisper engine and checks the joined text."""
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -71,7 +72,7 @@ def run(engine, audio: np.ndarray, prompt: str = ""):
         sliced.start()
         assert done.wait(120)
     finally:
-        sched.stop()
+        sched.stop(time.monotonic() + 10)
     return sliced, got
 
 

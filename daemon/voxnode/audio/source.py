@@ -7,6 +7,12 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from voxnode.audio.ring import FrameRing
+from voxnode.lifecycle import Component
+
+# How long a capture gets to leave its read once told to stop, counted from the first request_stop():
+# a capture blocked in an ALSA read (a stalled device) must not eat the deadline of the utterances in
+# flight. The streams tell every source to stop before stopping any, so they share this one wait.
+SOURCE_STOP_S = 1.0
 
 
 @dataclass
@@ -26,7 +32,7 @@ class SourceStats:
         return asdict(self)
 
 
-class AudioSource:
+class AudioSource(Component):
     """A thread that fills a FrameRing. Subclasses implement `_run`."""
 
     def __init__(self, name: str, ring: FrameRing):
@@ -35,15 +41,28 @@ class AudioSource:
         self.stats = SourceStats()
         self.started_mono = 0.0  # when start() ran: a capture that has not opened yet is judged from here
         self._stop = threading.Event()
+        self._stop_requested = 0.0  # monotonic time of the first request_stop()
         self._thread = threading.Thread(target=self._main, name=f"capture-{name}", daemon=True)
 
     def start(self) -> None:
         self.started_mono = time.monotonic()
         self._thread.start()
 
-    def stop(self, timeout: float = 2.0) -> None:
-        self._stop.set()
-        self._thread.join(timeout)
+    def request_stop(self) -> None:
+        """Tell the capture to stop, without waiting (stop() waits)."""
+        if not self._stop.is_set():
+            self._stop_requested = time.monotonic()
+            self._stop.set()
+
+    def stop(self, deadline: float) -> None:
+        """Stop capturing: the thread gets until `deadline`, and at most SOURCE_STOP_S from the first
+        stop request, to leave its read. The ring is closed either way (a capture stuck in a read never
+        closes it itself), so its reader drains what is left and ends."""
+        self.request_stop()
+        join_by = min(deadline, self._stop_requested + SOURCE_STOP_S)
+        if self._thread.ident is not None:
+            self._thread.join(max(0.0, join_by - time.monotonic()))
+        self.ring.close()
 
     @property
     def stopping(self) -> bool:

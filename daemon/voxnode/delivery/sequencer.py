@@ -76,6 +76,10 @@ class Sequencer(Component):
     def depth(self) -> int:
         return len(self._queue)
 
+    def snapshot(self) -> dict:
+        """For health reports: transcripts waiting for the spool's disk, finals the full queue refused."""
+        return {"queue_depth": self.depth, "refused": self.refused}
+
     def stop(self, deadline: float) -> None:
         """Record and fan out what is queued by `deadline`, given at least STOP_MIN_S: finals still
         queued are stored and shown, so a power cut after the stop loses none that were shown."""

@@ -390,6 +390,7 @@ class Spool:
         return [SpooledMessage(s, bytes(p)) for s, p in rows]
 
     def close(self) -> None:
+        """Checkpoint and close the file. The spool owns no thread (its users do), so a plain close()."""
         with self._lock:
             if self._db is not None:
                 with contextlib.suppress(sqlite3.Error):

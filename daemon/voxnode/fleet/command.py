@@ -43,8 +43,8 @@ def snapshot(watch: FleetWatch, limits: Limits) -> tuple[list[Row], dict]:
 
 def run_fleet(config: MqttConfig, config_name: str, options: FleetOptions, out: TextIO = sys.stdout) -> int:
     """Exit status: --once: 0 when every node is fine, 1 when one has a problem or none was found."""
-    watch = FleetWatch(config, config_name)
-    watch.connect(options.timeout_s)
+    watch = FleetWatch(config, config_name, options.timeout_s)
+    watch.start()
     try:
         if options.once:
             watch.wait_retained(options.timeout_s)
@@ -53,7 +53,7 @@ def run_fleet(config: MqttConfig, config_name: str, options: FleetOptions, out: 
             return 0 if rows and not any(r.problems for r in rows) else 1
         return _live(watch, options, out)
     finally:
-        watch.close()
+        watch.stop(time.monotonic())
 
 
 def _header(doc: dict) -> str:

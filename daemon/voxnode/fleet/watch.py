@@ -1,5 +1,6 @@
 """Follows every node's retained `{prefix}/+/status` and `{prefix}/+/health` on the broker `[mqtt]`
-names. `FleetWatch` owns one MQTT connection (paho's network thread) from `connect()` to `close()`.
+names. `FleetWatch`, a Component, owns one MQTT connection (paho's network thread) from `start()`
+(connect and subscribe within `timeout_s`) to `stop()`.
 
 When have all retained messages arrived? The broker sends them right after the SUBACK, before
 anything published later. So after subscribing, the watcher publishes one message to a topic of
@@ -19,6 +20,7 @@ import time
 from voxnode.config.mqtt import MqttConfig, sanitize_node_id
 from voxnode.errors import VoxnodeError
 from voxnode.fleet.nodes import NodeState
+from voxnode.lifecycle import Component
 from voxnode.mqtt.connection import make_paho_client
 
 # Retained messages come back to back; half a second with none after the SUBACK means no more.
@@ -30,9 +32,10 @@ class FleetError(VoxnodeError):
     """The broker cannot be reached, refuses us, or refuses the subscription."""
 
 
-class FleetWatch:
-    def __init__(self, config: MqttConfig, config_name: str):
+class FleetWatch(Component):
+    def __init__(self, config: MqttConfig, config_name: str, timeout_s: float):
         self.config = config
+        self.timeout_s = timeout_s  # to connect and subscribe
         self.config_name = config_name  # for messages: which file's [mqtt] to fix
         self.prefix = config.topic_prefix
         self.where = f"{config.host}:{config.effective_port}"
@@ -55,8 +58,9 @@ class FleetWatch:
 
     # ---- connection (the caller's thread) ------------------------------------------------------
 
-    def connect(self, timeout: float) -> None:
-        """Connect and subscribe within `timeout` seconds, or raise FleetError saying why."""
+    def start(self) -> None:
+        """Connect and subscribe within `timeout_s` seconds, or raise FleetError saying why."""
+        timeout = self.timeout_s
         deadline = time.monotonic() + timeout
         self.client.connect_timeout = max(0.5, timeout)
         hint = f"check mqtt.host and mqtt.port in {self.config_name}"
@@ -77,10 +81,10 @@ class FleetWatch:
             raise FleetError(f"cannot connect to MQTT broker {self.where}: {e.strerror or e} ({hint})") from None
         self.client.loop_start()
         if not self._answered.wait(max(0.0, deadline - time.monotonic())):
-            self.close()
+            self._close()
             raise FleetError(f"MQTT broker {self.where}: no answer within {timeout:g} s ({hint})")
         if self._failure:
-            self.close()
+            self._close()
             raise FleetError(self._failure)
 
     def wait_retained(self, timeout: float) -> None:
@@ -100,7 +104,11 @@ class FleetWatch:
                 for n in sorted(self._nodes.values(), key=lambda n: n.node)
             ]
 
-    def close(self) -> None:
+    def stop(self, deadline: float) -> None:
+        """Disconnect; paho's thread leaves at once (loop_stop cannot be bounded: it joins)."""
+        self._close()
+
+    def _close(self) -> None:
         self.client.disconnect()
         self.client.loop_stop()
 

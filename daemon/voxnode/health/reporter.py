@@ -26,18 +26,18 @@ from voxnode.health.histograms import DECODE_BUCKETS, FINAL_LATENCY_BUCKETS, His
 from voxnode.health.latency import LatencyWindows
 from voxnode.health.nodeinfo import NodeInfo, node_info
 from voxnode.health.report import HealthMonitor
+from voxnode.host_view import HostView, StatusFigures
 from voxnode.lifecycle import Hook
 
 if TYPE_CHECKING:
     from voxnode.asr.recognizer import EngineInfo
     from voxnode.config import Config
-    from voxnode.daemon import Daemon
 
 log = logging.getLogger(__name__)
 
 
 class HealthSource(Protocol):
-    """What the reporter reads (the Daemon; a stand-in in tests)."""
+    """What the reporter reads (the Daemon; voxnode.standin in tests and benchmarks)."""
 
     config: Config  # the config in force (it changes on reload)
 
@@ -121,6 +121,10 @@ class HealthReporter(Hook):
             out[name] = view
         return out
 
+    def status(self) -> StatusFigures:
+        """What the STATUS= line shows: per-stream state and the last latency."""
+        return StatusFigures(self.streams(), self.last_latency_ms)
+
     def sections(self) -> dict[str, dict]:
         """The outputs' own figures now (MQTT's), as in the report; any thread."""
         return {key: provider() for key, provider in self._sections.items()}
@@ -157,10 +161,10 @@ class HealthReporter(Hook):
     def tick_interval_s(self) -> float:
         return max(0.1, min(1.0, self.config.interval_s))  # it acts every interval_s; 1 s of jitter is nothing
 
-    def on_ready(self, daemon: Daemon) -> None:
+    def on_ready(self, host: HostView) -> None:
         self.request()
 
-    def tick(self, daemon: Daemon, now: float) -> None:
+    def tick(self, host: HostView, now: float) -> None:
         if not (self._now.is_set() or now >= self._next):
             return
         self._now.clear()

@@ -27,7 +27,7 @@ from voxnode.delivery.schema import default_spool_path
 from voxnode.events import Event, TranscriptEvent, WakeEvent, dumps
 from voxnode.health.nodeinfo import board_model
 from voxnode.health.reporter import HealthReporter
-from voxnode.lifecycle import Hook
+from voxnode.lifecycle import Component, Hook, start_all, stop_all
 from voxnode.mqtt.announcer import Announcer
 from voxnode.mqtt.client import MqttPublisher
 from voxnode.mqtt.command_runner import CommandRunner
@@ -38,8 +38,8 @@ from voxnode.mqtt.topics import Topics
 from voxnode.outputs.base import Output, OutputContext
 
 if TYPE_CHECKING:
-    from voxnode.daemon import Daemon
     from voxnode.delivery.cursor import SpoolCursor
+    from voxnode.host_view import HostView
     from voxnode.reload import ReloadResult
 
 log = logging.getLogger("voxnode.mqtt")
@@ -113,6 +113,7 @@ class MqttBridge(Output, Hook):
             t, config.mqtt.max_command_bytes, self.publisher, reporter, record, self._publish_mute_state
         )
         reporter.subscribe(self.publish_health)
+        self._children: list[Component] = [self.publisher, self.commands]  # the commands publish replies
 
     # ---- Output --------------------------------------------------------------------------------
 
@@ -128,18 +129,17 @@ class MqttBridge(Output, Hook):
         return self
 
     def start(self) -> None:
-        self.publisher.start()
+        start_all(self._children)
 
     def stop(self, deadline: float) -> None:
-        """After the last final was emitted: spool what is queued, let in-flight finals be
-        acknowledged, say offline. The publisher keeps its own bounds (up to 10 s to spool, 3 s
-        for acknowledgements) past `deadline`: cutting them short would lose accepted finals."""
-        self.commands.stop(deadline)
-        self.publisher.close()
+        """After the last final was emitted: the commands' thread, then the publisher (spool what is
+        queued, let in-flight finals be acknowledged, say offline: it keeps its own bounds past
+        `deadline`, MqttPublisher.stop)."""
+        stop_all(self._children, deadline)
 
-    def on_starting(self, daemon: Daemon) -> None:
+    def on_starting(self, host: HostView) -> None:
         """Before any stream captures: streams muted before the restart stay muted."""
-        self.commands.restore_mutes(daemon)
+        self.commands.restore_mutes(host.control)
 
     def handle(self, event: Event) -> None:
         """Finals come here already stored in the spool, with their seq (the daemon's sequencer records
@@ -163,37 +163,38 @@ class MqttBridge(Output, Hook):
 
     # ---- Hook ----------------------------------------------------------------------------------
 
-    def tick(self, daemon: DaemonControl, now: float) -> None:
+    def tick(self, host: HostView, now: float) -> None:
         # Runs on the daemon's main thread: an exception here would stop the daemon, so none gets out.
         try:
-            self.commands.run(daemon)
+            self.commands.run(host.control)
         except Exception:  # noqa: BLE001
             log.exception("MQTT: a command failed")
         try:
-            self._follow_broker(daemon, now)
+            self._follow_broker(host.control, now)
             self._announce(now)
         except Exception:  # noqa: BLE001
             log.exception("MQTT: announcing to Home Assistant failed")
 
-    def on_ready(self, daemon: Daemon) -> None:
+    def on_ready(self, host: HostView) -> None:
         self.publish_status()  # the model has loaded since the connect: its name is known now
 
-    def on_reloaded(self, daemon: Daemon, result: ReloadResult) -> None:
+    def on_reloaded(self, host: HostView, result: ReloadResult) -> None:
         # Streams can come and go on a reload, and their areas change: Home Assistant follows
         # (removed streams' devices are sent as tombstones). [mqtt] and [health] themselves apply
         # after a restart (the reload summary says so).
         if not result.ok:
             return
-        names = list(daemon.stream_names())
+        control = host.control
+        names = list(control.stream_names())
         for gone in sorted(set(self.streams) - set(names)):
             self.publisher.publish_now(self.topics.mute_state(gone), b"", qos=1, retain=True)  # clears it
             self.publisher.publish_now(self.topics.playing_state(gone), b"", qos=1, retain=True)
-        for gone in sorted(set(self.streams) - {n for n in names if daemon.follow_up(n) is not None}):
+        for gone in sorted(set(self.streams) - {n for n in names if control.follow_up(n) is not None}):
             self.publisher.publish_now(self.topics.follow_up_state(gone), b"", qos=1, retain=True)
         self.streams = names
-        self.announcer.set_streams(stream_devices(daemon.config))
-        self.commands.follow_record(daemon)  # a stream added back that the user had muted
-        self._publish_mute_states(daemon)
+        self.announcer.set_streams(stream_devices(host.config()))
+        self.commands.follow_record(control)  # a stream added back that the user had muted
+        self._publish_mute_states(control)
         self.reporter.request()
         self.publish_status()  # the config checksum (and maybe the streams) changed
 
@@ -220,13 +221,13 @@ class MqttBridge(Output, Hook):
         self._connected.set()
         self.reporter.request()
 
-    def _follow_broker(self, daemon: DaemonControl, now: float) -> None:
+    def _follow_broker(self, control: DaemonControl, now: float) -> None:
         """A (re)connect, Home Assistant's birth message, retained discovery messages: main thread."""
         if self._connected.is_set():
             self._connected.clear()
             self.announcer.force()
             self._hold_until = now + SYNC_WAIT_S
-            self._publish_mute_states(daemon)
+            self._publish_mute_states(control)
         if self._synced.is_set():  # read before the retained messages: they came before the marker
             self._hold_until = None
         if self._ha_online.is_set():
@@ -259,13 +260,13 @@ class MqttBridge(Output, Hook):
                 log.info("MQTT: discovery is off; removing the retained Home Assistant config on %s", topic)
             self.publisher.publish_now(topic, payload, qos=1, retain=True)
 
-    def _publish_mute_states(self, daemon: DaemonControl) -> None:
+    def _publish_mute_states(self, control: DaemonControl) -> None:
         """And the follow-up switches' (streams with a wake word)."""
         for name in self.streams:
-            self._publish_mute_state(name, daemon.is_muted(name))
-            playing = MUTE_ON if daemon.playing(name) else MUTE_OFF
+            self._publish_mute_state(name, control.is_muted(name))
+            playing = MUTE_ON if control.playing(name) else MUTE_OFF
             self.publisher.publish_now(self.topics.playing_state(name), playing, qos=1, retain=True)
-            follow_up = daemon.follow_up(name)
+            follow_up = control.follow_up(name)
             if follow_up is not None:
                 state = MUTE_ON if follow_up else MUTE_OFF
                 self.publisher.publish_now(self.topics.follow_up_state(name), state, qos=1, retain=True)

@@ -32,6 +32,7 @@ from voxnode.config.mqtt import MqttConfig
 from voxnode.delivery.cursor import SpoolCursor
 from voxnode.delivery.retry import HeldFinal
 from voxnode.events import dumps
+from voxnode.lifecycle import Component
 from voxnode.mqtt.connection import connect_failure, make_paho_client, refusal_hint, warn_about_protocol
 from voxnode.mqtt.mailbox import Mailbox
 from voxnode.mqtt.stats import MqttStats
@@ -42,11 +43,11 @@ log = logging.getLogger("voxnode.mqtt")
 
 FINALS_QUEUE = 10000  # finals without a durable copy held in memory for the broker, at most
 PARTIALS_QUEUE = 100  # partials are disposable: when the link is slow, drop them first
-CLOSE_ACK_WAIT_S = 3.0
+CLOSE_SPOOL_S, CLOSE_ACK_WAIT_S = 10.0, 3.0  # at stop: to spool what is queued; for acknowledgements
 UNSTORED = 0  # the in-flight "seq" of a final the spool could not store (real seqs start at 1)
 
 
-class MqttPublisher:
+class MqttPublisher(Component):
     def __init__(
         self,
         config: MqttConfig,
@@ -105,14 +106,10 @@ class MqttPublisher:
         # tests/reliability/test_bounded_input.py). Oversized commands are refused before queueing instead.
         self.client.connect_async(self.config.host, self.config.effective_port, keepalive=self.config.keepalive)
         self.client.loop_start()
+        c, spool = self.config, self.cursor.spool.path if self.cursor is not None else "none"
         log.info(
             "MQTT: connecting to %s:%d as %s (topics %s/...), spool %s with %d unsent final(s)",
-            self.config.host,
-            self.config.effective_port,
-            self.client._client_id.decode(),
-            self.topics.base,
-            self.cursor.spool.path if self.cursor is not None else "none",
-            self._spooled,
+            *(c.host, c.effective_port, self.client._client_id.decode(), self.topics.base, spool, self._spooled),
         )
 
     @property
@@ -369,10 +366,11 @@ class MqttPublisher:
 
     # ---- shutdown ------------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Spool whatever is queued, give in-flight finals a moment to be acknowledged, say offline."""
+    def stop(self, deadline: float) -> None:
+        """Spool what is queued, give in-flight finals a moment to be acknowledged, say offline: CLOSE_SPOOL_S and
+        CLOSE_ACK_WAIT_S, past `deadline` if need be (cutting them short would lose accepted finals)."""
         self._mailbox.put("stop")
-        self._thread.join(10.0)
+        self._thread.join(max(CLOSE_SPOOL_S, deadline - time.monotonic()))
         if self.stats.connected:
             info = self.client.publish(self.topics.status, self._status(OFFLINE), qos=1, retain=True)
             deadline = time.monotonic() + CLOSE_ACK_WAIT_S

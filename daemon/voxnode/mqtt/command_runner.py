@@ -9,6 +9,9 @@ retained `unmute` would have unmuted it. Retained copies are now ignored, with o
 `error` reply (code `retained`) per message and run, not one per reconnect. They are left on the
 broker: the node does not delete what other clients publish (an empty retained message clears it;
 an empty payload on a command topic is therefore taken as that, and ignored).
+
+A `Component` for its one thread: the `memory` command's tracemalloc snapshots (long enough to delay
+the main thread's tick and the watchdog) are taken there, one at a time.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from voxnode.command_table import Command, CommandTable
 from voxnode.control import DaemonControl
 from voxnode.events import dumps, iso8601
 from voxnode.health.memory import TraceSnapshots
+from voxnode.lifecycle import Component
 from voxnode.mqtt.commands import (
     FOLLOW_UP_PAYLOADS,
     PLAYING_PAYLOADS,
@@ -51,7 +55,7 @@ COMMAND_QUEUE = 32  # commands are rare; a flood beyond this is refused with an 
 MAX_ANSWERED_RETAINED = 256
 
 
-class CommandRunner:
+class CommandRunner(Component):
     def __init__(
         self,
         topics: Topics,
@@ -70,8 +74,9 @@ class CommandRunner:
         self._queue: queue.Queue[tuple[str, bytes]] = queue.Queue(COMMAND_QUEUE)  # (topic, payload)
         self._answered: set[tuple[str, bytes]] = set()  # (topic, sha256 of the payload), paho's thread
         self._traces = TraceSnapshots()
-        self._memory_busy = threading.Lock()
-        self._memory_thread: threading.Thread | None = None
+        self._memory_busy = threading.Lock()  # held from a memory command's arrival to its reply
+        self._memory_jobs: queue.SimpleQueue[tuple[str | None] | None] = queue.SimpleQueue()  # (id,); None: stop
+        self._memory_thread = threading.Thread(target=self._memory_worker, name="memory-snapshot", daemon=True)
         self.table = CommandTable(
             {
                 "mute": lambda daemon, cmd: self._set_muted(daemon, _stream(cmd), True),
@@ -90,10 +95,13 @@ class CommandRunner:
     def waiting(self) -> int:
         return self._queue.qsize()
 
+    def start(self) -> None:
+        self._memory_thread.start()
+
     def stop(self, deadline: float) -> None:
-        memory = self._memory_thread
-        if memory is not None:
-            memory.join(max(0.0, deadline - time.monotonic()))
+        """A memory snapshot being taken is published by `deadline` if it can."""
+        self._memory_jobs.put(None)
+        self._memory_thread.join(max(0.0, deadline - time.monotonic()))
 
     # ---- the mute record (main thread) ---------------------------------------------------------
 
@@ -231,8 +239,11 @@ class CommandRunner:
         if not self._memory_busy.acquire(blocking=False):
             self._reply_error(CommandError("busy", "a memory snapshot is already being taken", "memory", cid), b"")
             return
+        self._memory_jobs.put((cid,))
 
-        def work() -> None:
+    def _memory_worker(self) -> None:
+        while (job := self._memory_jobs.get()) is not None:
+            (cid,) = job
             try:
                 result = {"id": cid, "time": iso8601(time.time()), **self._traces.take()}
                 self.publisher.publish_now(self.topics.debug_memory, dumps(result), qos=1)
@@ -240,9 +251,6 @@ class CommandRunner:
                 log.exception("memory snapshot failed")
             finally:
                 self._memory_busy.release()
-
-        self._memory_thread = threading.Thread(target=work, name="memory-snapshot", daemon=True)
-        self._memory_thread.start()
 
     def _reply_error(self, err: CommandError, payload: bytes) -> None:
         self.publisher.publish_now(self.topics.error, dumps(error_reply(err, payload, iso8601(time.time()))), qos=1)

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from voxnode.errors import VoxnodeError
+from voxnode.lifecycle import Component
 
 
 def free_port() -> int:
@@ -29,15 +30,15 @@ def wait_port(port: int, timeout: float = 5.0, host: str = "127.0.0.1") -> bool:
     return False
 
 
-class LocalBroker:
-    """Anonymous, no persistence, loopback only; logs to a file in its temp folder."""
+class LocalBroker(Component):
+    """Anonymous, no persistence, loopback only; logs to a file in its temp folder. Owns the process."""
 
     def __init__(self) -> None:
         self.port = free_port()
         self.work = Path(tempfile.mkdtemp(prefix="voxnode-broker-"))
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> LocalBroker:
+    def start(self) -> None:
         exe = shutil.which("mosquitto") or ("/usr/sbin/mosquitto" if Path("/usr/sbin/mosquitto").exists() else None)
         if exe is None:
             raise VoxnodeError("mosquitto is not installed (apt-get install mosquitto): the demo cannot show MQTT")
@@ -48,15 +49,16 @@ class LocalBroker:
         )
         self.proc = subprocess.Popen([exe, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if not wait_port(self.port):
-            self.stop()
+            self.stop(time.monotonic())
             raise VoxnodeError(f"mosquitto did not start on 127.0.0.1:{self.port}; see {self.work / 'broker.log'}")
-        return self
 
-    def stop(self) -> None:
+    def stop(self, deadline: float) -> None:
+        """SIGTERM, SIGKILL if it has not left by `deadline`; its folder removed."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(5)
+                self.proc.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+                self.proc.wait()
         shutil.rmtree(self.work, ignore_errors=True)

@@ -135,7 +135,8 @@ class AudioKeeper:
             self._wav = None
 
     def close(self) -> None:
-        """End of the stream: what is pending is written, the WAV header completed."""
+        """End of the stream: what is pending is written, the WAV header completed. The keeper owns
+        no thread (the stream's threads feed it), only files: a plain close()."""
         self._write_pending()
         self._close_noise()
 

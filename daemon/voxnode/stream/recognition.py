@@ -2,7 +2,9 @@
 and one StreamPipeline per stream.
 
 A `Component`: started before the streams (it loads the engines `[asr]` names unless given some)
-and stopped after them, so that the finals still queued are decoded and published.
+and stopped after them, so that the finals still queued are decoded and published. Its children, the
+decode scheduler and the end-of-turn model (`[vad] end_of_turn`), are started and stopped through
+`start_all`/`stop_all`: one that fails to start stops those already started.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from voxnode.asr.recognizer import EngineInfo, Recognizer
 from voxnode.config import Config
 from voxnode.events import TranscriptEvent, WakeEvent
 from voxnode.heartbeat import Heartbeat
-from voxnode.lifecycle import Component
+from voxnode.lifecycle import Component, start_all, stop_all
 
 from .params import pipeline_params, scheduler_params, wake_params
 from .pipeline import StreamPipeline
@@ -43,6 +45,7 @@ class Recognition(Component):
         self.recognizers = list(recognizers)  # empty: start() loads [asr] engine, one per decode worker
         self._scheduler: DecodeScheduler | None = None
         self._turn: TurnDetector | None = None  # [vad] end_of_turn; started with the first config that asks
+        self._children: list[Component] = []  # started, in order: the scheduler, then the end-of-turn model
         self.pipelines: dict[str, StreamPipeline] = {}
         # The follow-up switch (Home Assistant) by stream: held until a restart, reloads included.
         self._follow_up: dict[str, bool] = {}
@@ -59,17 +62,22 @@ class Recognition(Component):
             from voxnode.asr.backends import load_recognizers
 
             self.recognizers = load_recognizers(self._config.asr, self._config.stream.decode_workers)
-        self._scheduler = DecodeScheduler(
+        scheduler = DecodeScheduler(
             self.recognizers, scheduler_params(self._config), self._clock, on_decoded=self._on_decoded
         )
-        self._scheduler.start()
-        self._start_turn(self._config)
+        turn = TurnDetector() if self._config.vad.end_of_turn != "off" else None
+        children: list[Component] = [scheduler] if turn is None else [scheduler, turn]
+        start_all(children)
+        self._scheduler, self._turn, self._children = scheduler, turn, children
 
     def _start_turn(self, config: Config) -> None:
+        """A reload that turns the end-of-turn model on starts it; one that fails to start raises, and
+        the reload is refused (Daemon._build_pipelines puts the old config back)."""
         if config.vad.end_of_turn != "off" and self._turn is None:
             turn = TurnDetector()
             turn.start()
             self._turn = turn
+            self._children.append(turn)
 
     @property
     def started(self) -> bool:
@@ -137,11 +145,9 @@ class Recognition(Component):
         """After every pipeline is flushed: decode and publish the queued finals by `deadline`, then stop."""
         if self._scheduler is None:
             return
-        if self._turn is not None:
-            self._turn.stop(deadline)
         timeout = max(0.0, deadline - time.monotonic())
         dropped = self._scheduler.stats()["finals_dropped"]
-        self._scheduler.stop(drain_finals=True, timeout=timeout)
+        stop_all(self._children, deadline)  # the end-of-turn model, then the scheduler (its finals decoded)
         st = self.stats()
         cut = st["scheduler"]["finals_dropped"] - dropped
         if cut:

@@ -1,5 +1,6 @@
-"""The running streams: per stream its source, worker and pipeline (`StreamRuntime`), all of them
-keyed by name in config order (`Streams`, the daemon's component for capture)."""
+"""The running streams: per stream its source, worker and pipeline (`StreamRuntime`, which starts and
+stops its worker and sources), all of them keyed by name in config order (`Streams`, the daemon's
+component for capture)."""
 
 from __future__ import annotations
 
@@ -11,18 +12,18 @@ from dataclasses import dataclass
 from voxnode.audio.echo_reference import ReferenceTap
 from voxnode.audio.source import AudioSource
 from voxnode.config.audio import StreamConfig
-from voxnode.lifecycle import Component
+from voxnode.heartbeat import Heartbeat
+from voxnode.host_view import CaptureVitals
+from voxnode.lifecycle import Component, start_all, stop_all
 
 from .pipeline import StreamPipeline
 from .worker import StreamWorker
 
 log = logging.getLogger(__name__)
 
-SOURCE_STOP_S = 1.0  # how long all capture threads together get to leave their reads
-
 
 @dataclass(frozen=True)
-class StreamRuntime:
+class StreamRuntime(Component):
     config: StreamConfig
     source: AudioSource
     pipeline: StreamPipeline
@@ -33,11 +34,26 @@ class StreamRuntime:
     def name(self) -> str:
         return self.config.name
 
+    def children(self) -> list[Component]:
+        """Started in this order, stopped in reverse: the worker reads before the sources capture, and
+        the sources stop (closing their rings) before the worker finishes what it holds."""
+        return [self.worker, *self.sources()]
+
     def start(self) -> None:
-        self.worker.start()
-        self.source.start()
-        if self.reference is not None:
-            self.reference.source.start()
+        start_all(self.children())
+
+    def stop(self, deadline: float) -> None:
+        stop_all(self.children(), deadline)
+
+    def vitals(self) -> CaptureVitals:
+        """The capture and the worker as the supervisor judges them (systemd/liveness.py)."""
+        src, st = self.source, self.source.stats
+        device = st.granted.get("device") or self.config.device
+        alive = src.is_alive()
+        return CaptureVitals(
+            src.name, device, st.state, st.frames, st.last_frame_mono, src.started_mono, alive,
+            self.worker.heartbeat.name, self.worker.is_alive(),
+        )  # fmt: skip
 
     def snapshot(self) -> dict:
         """Capture state and counters, ring depth and drops, and the recognition real-time factor."""
@@ -61,26 +77,16 @@ class StreamRuntime:
 
 
 def stop_streams(runtimes: list[StreamRuntime], deadline: float) -> None:
-    """Stop these sources, then let their workers finish what they hold, all by `deadline`.
+    """Stop these streams (each its sources, then its worker finishing what it holds), all by `deadline`.
 
-    Every source is told to stop before any is waited for, and they share one short
-    wait: a capture blocked in an ALSA read (a stalled device) must not eat the
-    budget of the workers' utterances, stream after stream.
+    Every source is told to stop before any stream is stopped, so they share one short wait
+    (audio.source.SOURCE_STOP_S): a capture blocked in an ALSA read (a stalled device) must not eat
+    the budget of the workers' utterances, stream after stream.
     """
-    sources = [src for rt in runtimes for src in rt.sources()]
-    for src in sources:
-        src.stop(timeout=0)
-    join_by = min(deadline, time.monotonic() + SOURCE_STOP_S)
-    for src in sources:
-        src.stop(timeout=max(0.0, join_by - time.monotonic()))
-        src.ring.close()  # a capture stuck in a read never closes its ring itself
     for rt in runtimes:
-        if not rt.worker.wait(deadline):
-            log.warning(
-                "stream %s: worker did not finish in time; an utterance it held is lost",
-                rt.name,
-                extra={"STREAM": rt.name},
-            )
+        for src in rt.sources():
+            src.request_stop()
+    stop_all(runtimes, deadline)
 
 
 class Streams(Component):
@@ -105,19 +111,29 @@ class Streams(Component):
         return list(self._by_name)
 
     def start(self) -> None:
-        for config in self._initial:
-            self.add(config)
+        try:
+            for config in self._initial:
+                self.add(config)
+        except BaseException:  # the streams already started stop again (start_all's rollback)
+            self.stop(time.monotonic())
+            raise
 
     def add(self, config: StreamConfig) -> StreamRuntime:
         rt = self._make(config)
+        rt.start()  # one that fails to start has stopped what it started, and is not added
         self._by_name = {**self._by_name, rt.name: rt}
-        rt.start()
         return rt
 
     def remove(self, names: set[str], deadline: float) -> None:
         """Stop these streams together, each worker finishing its frames by `deadline`."""
         stop_streams([rt for rt in self._by_name.values() if rt.name in names], deadline)
         self._by_name = {n: rt for n, rt in self._by_name.items() if n not in names}
+
+    def vitals(self) -> tuple[CaptureVitals, ...]:
+        return tuple(rt.vitals() for rt in self)
+
+    def heartbeats(self) -> list[Heartbeat]:
+        return [rt.worker.heartbeat for rt in self]
 
     def reorder(self, names: list[str]) -> None:
         """Follow the config's order, which snapshots and STATUS= lines show."""

@@ -35,6 +35,7 @@ from typing import Any
 
 from voxnode.asr.recognizer import Recognizer, TranscriptResult
 from voxnode.heartbeat import Heartbeat
+from voxnode.lifecycle import Component
 
 from .jobs import (
     DecodeJob,
@@ -51,7 +52,7 @@ from .policy import TIERS, Turns, give_way
 log = logging.getLogger(__name__)
 
 
-class DecodeScheduler:
+class DecodeScheduler(Component):
     def __init__(
         self,
         recognizers: Sequence[Recognizer],
@@ -222,10 +223,10 @@ class DecodeScheduler:
             t.start()
             self._threads.append(t)
 
-    def stop(self, drain_finals: bool = True, timeout: float = 10.0) -> None:
-        """Stop the workers; by default queued and running finals are decoded first. A final still
-        decoding at the deadline is reported DROPPED (counted, logged), never lost silently."""
-        deadline = self._clock() + timeout
+    def stop(self, deadline: float, drain_finals: bool = True) -> None:
+        """Stop the workers; by default queued and running finals are decoded first, by `deadline`
+        (time.monotonic()). One still decoding then is reported DROPPED (counted, logged), never lost."""
+        deadline = self._clock() + max(0.0, deadline - time.monotonic())  # on the scheduler's clock
         if drain_finals:
             with self._cv:
                 while self._finals_in_flight() and self._clock() < deadline and self._threads:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -13,8 +14,11 @@ from voxnode.audio.frames import Frame
 from voxnode.audio.levels import LevelMeter, LevelReport
 from voxnode.audio.ring import FrameRing
 from voxnode.heartbeat import Heartbeat
+from voxnode.lifecycle import Component
 
 from .pipeline import StreamPipeline
+
+log = logging.getLogger(__name__)
 
 # A stream worker in silence takes its frames IDLE_BATCH at a time (100 ms: speech onsets are
 # seen up to that much later, endpoints and finals not at all); at most MAX_BATCH per wake-up.
@@ -22,8 +26,11 @@ IDLE_BATCH = 5
 MAX_BATCH = 50
 
 
-class StreamWorker:
-    """Consumes one stream's ring until it is closed, then flushes the utterance in flight."""
+class StreamWorker(Component):
+    """Consumes one stream's ring until it is closed, then flushes the utterance in flight.
+
+    Started before its source and stopped after it (StreamRuntime): the source closes the ring, and
+    the worker then finishes the frames it holds and the utterance in flight."""
 
     def __init__(
         self,
@@ -51,11 +58,18 @@ class StreamWorker:
     def is_alive(self) -> bool:
         return self._thread.is_alive()
 
-    def wait(self, deadline: float) -> bool:
-        """After the ring is closed: let the frames and the utterance in flight finish by `deadline`;
-        False if cut off."""
+    def stop(self, deadline: float) -> None:
+        """Let the frames and the utterance in flight finish by `deadline`. The ring is closed first
+        (its source has closed it already, unless the source never started)."""
+        self.ring.close()
         self._thread.join(max(0.0, deadline - time.monotonic()))
-        return not self._thread.is_alive()
+        # Still running with nothing heard (a start rolled back with no time given): it ends at once.
+        if self._thread.is_alive() and (not self.pipeline.idle or self.ring.depth):
+            log.warning(
+                "stream %s: worker did not finish in time; an utterance it held is lost",
+                self.name,
+                extra={"STREAM": self.name},
+            )
 
     def _run(self) -> None:
         meter = LevelMeter(self.name) if self.levels else None

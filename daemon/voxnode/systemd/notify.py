@@ -17,7 +17,7 @@ from voxnode.lifecycle import Hook
 from voxnode.systemd.liveness import liveness, readiness
 
 if TYPE_CHECKING:
-    from voxnode.daemon import Daemon
+    from voxnode.host_view import HostView
     from voxnode.reload import ReloadResult
 
 log = logging.getLogger(__name__)
@@ -52,20 +52,20 @@ def monotonic_usec() -> int:
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
 
 
-def status_line(daemon: Daemon, now: float, note: str = "") -> str:
+def status_line(host: HostView, now: float, note: str = "") -> str:
     """One line: stream states, last latency, and anything wrong. No counters, so it only changes
     when something a person would want to see changes."""
-    reporter = daemon.reporter
+    figures = host.status()
     parts = []
-    for name, st in reporter.streams().items():
+    for name, st in figures.streams.items():
         if st["state"] == "backoff":
             parts.append(f"{name} backoff ({st['last_error'][:60]})")
         else:
             parts.append(f"{name} {st['state']}")
     line = f"{len(parts)} stream{'s' if len(parts) != 1 else ''}: " + ", ".join(parts)
-    if reporter.last_latency_ms is not None:
-        line += f"; last latency {reporter.last_latency_ms:.0f} ms"
-    alive = liveness(daemon, now)
+    if figures.last_latency_ms is not None:
+        line += f"; last latency {figures.last_latency_ms:.0f} ms"
+    alive = liveness(host.vitals(), now)
     if not alive.ok:
         line += f"; STALLED: {alive.reason}"
     if note:
@@ -85,44 +85,44 @@ class NotifyHook(Hook):
         # READY=1 promptly once audio arrives; afterwards STATUS= (for people) once a second is plenty.
         return 0.1 if self.state in ("starting", "reloading") else 1.0
 
-    def _status(self, daemon: Daemon, now: float) -> str:
-        return status_line(daemon, now, self._note)
+    def _status(self, host: HostView, now: float) -> str:
+        return status_line(host, now, self._note)
 
-    def on_ready(self, daemon: Daemon) -> None:
+    def on_ready(self, host: HostView) -> None:
         # The daemon has started its threads; readiness is decided in tick() once audio arrives.
-        self._send_status(daemon, time.monotonic(), prefix=())
+        self._send_status(host, time.monotonic(), prefix=())
 
-    def tick(self, daemon: Daemon, now: float) -> None:
+    def tick(self, host: HostView, now: float) -> None:
         if self.state in ("starting", "reloading"):
-            verdict = readiness(daemon)
+            verdict = readiness(host.vitals())
             if verdict.ok:
                 log.info("ready" if self.state == "starting" else "ready after reload")
                 self.state = "ready"
-                self._send_status(daemon, now, prefix=("READY=1",), force=True)
+                self._send_status(host, now, prefix=("READY=1",), force=True)
                 return
-        self._send_status(daemon, now, prefix=())
+        self._send_status(host, now, prefix=())
 
-    def on_reloading(self, daemon: Daemon) -> None:
+    def on_reloading(self, host: HostView) -> None:
         self.state = "reloading"
         self.notifier.send("RELOADING=1", f"MONOTONIC_USEC={monotonic_usec()}", "STATUS=reloading config")
         self._last_status = "reloading config"
 
-    def on_reloaded(self, daemon: Daemon, result: ReloadResult) -> None:
+    def on_reloaded(self, host: HostView, result: ReloadResult) -> None:
         self._note = "" if result.ok else result.summary()
         # READY=1 follows from tick() once the (re)started streams deliver audio; a rejected config
         # leaves the old streams running, which are ready at once.
 
-    def on_stopping(self, daemon: Daemon) -> None:
+    def on_stopping(self, host: HostView) -> None:
         self.state = "stopping"
         self.notifier.send("STOPPING=1", "STATUS=stopping: finishing utterances in flight")
 
-    def _send_status(self, daemon: Daemon, now: float, prefix: tuple[str, ...], force: bool = False) -> None:
+    def _send_status(self, host: HostView, now: float, prefix: tuple[str, ...], force: bool = False) -> None:
         if self.state == "reloading" and not prefix:
             return  # keep "reloading config" visible until READY=1
         status = (
-            self._status(daemon, now)
+            self._status(host, now)
             if self.state != "starting"
-            else ("starting: " + (readiness(daemon).reason or "ready"))
+            else ("starting: " + (readiness(host.vitals()).reason or "ready"))
         )
         if force or status != self._last_status:
             self._last_status = status

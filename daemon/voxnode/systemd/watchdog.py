@@ -19,7 +19,7 @@ from voxnode.systemd.liveness import liveness, readiness
 from voxnode.systemd.notify import Notifier
 
 if TYPE_CHECKING:
-    from voxnode.daemon import Daemon
+    from voxnode.host_view import HostView
 
 log = logging.getLogger(__name__)
 
@@ -66,20 +66,21 @@ class WatchdogHook(Hook):
     def enabled(self) -> bool:
         return self._watchdog_s() is not None
 
-    def on_ready(self, daemon: Daemon) -> None:
+    def on_ready(self, host: HostView) -> None:
         interval = self._watchdog_s()
         if interval is not None:
             log.info("watchdog: pinging every %.1f s while the pipeline is alive", interval / 2)
 
-    def tick(self, daemon: Daemon, now: float) -> None:
+    def tick(self, host: HostView, now: float) -> None:
         interval = self._watchdog_s()
         if interval is None:
             return
+        vitals = host.vitals()
         if not self._armed:
-            if not readiness(daemon).ok:
+            if not readiness(vitals).ok:
                 return
             self._armed = True
-        verdict = liveness(daemon, now)
+        verdict = liveness(vitals, now)
         if not verdict.ok:
             if verdict.reason != self._stalled_reason:
                 log.error(
