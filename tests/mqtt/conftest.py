@@ -105,6 +105,7 @@ class Feeder:
     def _read(self) -> None:
         for line in self.proc.stdout:
             if line.startswith("accepted "):
+                assert "{" not in line, f"two lines written into one: {line!r}"  # the feeder's say() prevents it
                 self.accepted.append(line.split()[2])
             elif line.startswith("{"):
                 self.events.append(json.loads(line))

@@ -27,6 +27,15 @@ from voxnode.logs import setup_logging
 from voxnode.outputs.table import add_outputs
 
 
+def say(line: str) -> None:
+    """One line on stdout in one write. The daemon's stdout output prints JSON lines from its own
+    thread; print() writes the text and the newline separately, and with PYTHONUNBUFFERED (set on CI)
+    each is its own write(2): a JSON line then lands between them ("accepted 14 x{...}"), and that final
+    is lost to the reader (test_no_stored_final_is_lost_to_a_kill failed so at load 14)."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 class FinalsSource(Hook):
     def __init__(self, count: int, interval: float, tag: str, stream: str, start_at: float):
         self.count, self.interval, self.tag, self.stream = count, interval, tag, stream
@@ -51,11 +60,11 @@ class FinalsSource(Hook):
                 -0.25,
             )
             host.emit(ev)  # the pipeline's path: the sequencer stores it, then the outputs see it
-            print(f"accepted {self.sent} {ev.id}", flush=True)
+            say(f"accepted {self.sent} {ev.id}")
             self.next_at += self.interval
 
     def on_stopping(self, host: HostView) -> None:
-        print(f"stopping after {self.sent}", flush=True)
+        say(f"stopping after {self.sent}")
 
 
 def main() -> int:
