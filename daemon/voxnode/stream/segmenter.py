@@ -13,7 +13,7 @@ come out, so it is unit-testable frame by frame.
   confirms the endpoint instead of starting then;
 * endpoint: `hangover_frames` of silence after the last speech frame, or the
   hangover the owner sets for the current pause (`set_hangover`: sentence-aware
-  endpoints, stream/endpoint.py);
+  endpoints: the pause's rules, stream/end_rules.py);
 * maximum length: cut in the longest pause of the last `cut_search_frames`
   (the quietest frame if there is none) and continue with the rest as a new
   utterance, so no audio is lost or doubled and no word is cut while a pause

@@ -2,7 +2,7 @@
 
 Text clean-up and the noise verdict (stream/speech_text.py, shared with Wyoming), the partials'
 stable prefix, the event's id, times and latency, and the stream's counters of what was published,
-suppressed and lost. The pipeline (stream/pipeline.py) calls it under its lock.
+suppressed and lost. The stream's utterances (stream/utterances.py) call it under the pipeline's lock.
 """
 
 from __future__ import annotations
