@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from voxnode.lifecycle import Component
+
 log = logging.getLogger(__name__)
 
 # listen() backlog: 100 scrapers connecting at once must not overflow it (5 did, see above); the
@@ -51,7 +53,7 @@ class _Conn:
     outbox: memoryview | None = None  # the response, once there is one
 
 
-class MetricsServer:
+class MetricsServer(Component):
     """Serves `render` on host:port from start() to stop(); OSError from start() if it cannot bind."""
 
     def __init__(self, host: str, port: int, render: Render, *, read_timeout_s: float = READ_TIMEOUT_S):
