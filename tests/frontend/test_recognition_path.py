@@ -39,10 +39,18 @@ def live_recognition_audio(params, x: np.ndarray) -> np.ndarray:
     return np.concatenate([fe.process(s[i * PERIOD_FRAMES : (i + 1) * PERIOD_FRAMES]).samples for i in range(n)])
 
 
+# DeepFilterNet ran slower than real time here (9 s of CPU per pass over the 5.3 s clip at load 8, two
+# passes per case: 37 s for its two enhancing cases); the first 2 s of the clip (200 of its 10 ms hops,
+# still not a whole number of frames) prove the same realignment in a third of that.
+DEEPFILTER_SAMPLES = 2 * SAMPLE_RATE + 123
+
+
 @pytest.mark.parametrize("engine", ["spectral", "webrtc", "deepfilter"])
 @pytest.mark.parametrize("mode", ["off", "all", "asr"])
 def test_recognition_path_is_the_live_front_ends_realigned(noisy, mode, engine):
     params = dataclasses.replace(DEFAULTS, denoise=mode, denoise_engine=engine)
+    if engine == "deepfilter":
+        noisy = noisy[:DEEPFILTER_SAMPLES]
     got = recognition_audio(params, noisy)
     assert len(got) == len(noisy)
     live = live_recognition_audio(params, noisy) / np.float32(32768.0)
