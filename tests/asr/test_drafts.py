@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from voxnode.asr import TranscriptResult
 from voxnode.asr.wer import corpus_wer
 from voxnode.asr.whisper import search
 from voxnode.asr.whisper.decoder import DecoderRunner, Prefix
@@ -23,6 +24,31 @@ PARTIAL_LAG_S = 0.5  # the live pipeline's partial interval: the last partial mi
 @pytest.fixture(scope="module")
 def clips():
     return [(read_audio(wav), ref) for wav, ref in pocketsphinx_utterances()[:8]]
+
+
+class Decodes:
+    """Each clip's plain greedy decode and its partial's draft, made once for the module: most tests
+    compare against them, and decoding them again in each test was 14 of the file's 65 decodes."""
+
+    def __init__(self, engine, clips):
+        self.engine, self.clips = engine, clips
+        self._plain: dict[int, TranscriptResult] = {}
+        self._draft: dict[int, list[int]] = {}
+
+    def plain(self, i: int) -> TranscriptResult:
+        if i not in self._plain:
+            self._plain[i] = self.engine.transcribe(self.clips[i][0], beam_size=1)
+        return self._plain[i]
+
+    def draft(self, i: int) -> list[int]:
+        if i not in self._draft:
+            self._draft[i] = partial_draft(self.engine, self.clips[i][0])
+        return self._draft[i]
+
+
+@pytest.fixture(scope="module")
+def decodes(engine, clips) -> Decodes:
+    return Decodes(engine, clips)
 
 
 @pytest.fixture
@@ -48,21 +74,21 @@ def partial_draft(engine, audio: np.ndarray) -> list[int]:
     return engine.transcribe(audio[: len(audio) - int(PARTIAL_LAG_S * 16000)], role="partial").tokens
 
 
-def test_greedy_text_is_the_same_with_a_partials_draft(engine, clips):
+def test_greedy_text_is_the_same_with_a_partials_draft(engine, clips, decodes):
     before = engine.draft_stats.accepted
-    for audio, _ in clips:
-        plain = engine.transcribe(audio, beam_size=1)
-        drafted = engine.transcribe(audio, beam_size=1, draft=partial_draft(engine, audio))
+    for i, (audio, _) in enumerate(clips):
+        plain = decodes.plain(i)
+        drafted = engine.transcribe(audio, beam_size=1, draft=decodes.draft(i))
         assert drafted.tokens == plain.tokens
         assert drafted.text == plain.text and drafted.stop_reason == plain.stop_reason
         assert drafted.confidence == pytest.approx(plain.confidence, abs=0.02)
     assert engine.draft_stats.accepted > before  # the drafts were used, not ignored
 
 
-def test_a_wrong_draft_changes_nothing(engine, clips):
-    (audio, _), (other, _) = clips[0], clips[3]
-    plain = engine.transcribe(audio, beam_size=1)
-    wrong = engine.transcribe(other, beam_size=1).tokens
+def test_a_wrong_draft_changes_nothing(engine, clips, decodes):
+    audio, _ = clips[0]
+    plain = decodes.plain(0)
+    wrong = decodes.plain(3).tokens
     assert wrong[:3] != plain.tokens[:3]
     for draft in (wrong, plain.tokens[::-1], [plain.tokens[0]] * 40):
         assert engine.transcribe(audio, beam_size=1, draft=draft).tokens == plain.tokens
@@ -81,31 +107,31 @@ def test_the_whole_text_as_draft_takes_one_call_and_the_end_of_text_step(engine,
     assert counted == {"prefill": 1, "step": 0}
 
 
-def test_special_tokens_and_overlong_drafts_are_cut(engine, clips):
+def test_special_tokens_and_overlong_drafts_are_cut(engine, clips, decodes):
     audio, _ = clips[2]
-    plain = engine.transcribe(audio, beam_size=1)
+    plain = decodes.plain(2)
     eot = engine._rules.eot
     junk = [eot, eot + 5, -3, *plain.tokens, *([plain.tokens[-1]] * 500)]
     assert engine.transcribe(audio, beam_size=1, draft=junk).tokens == plain.tokens
     assert engine.transcribe(audio, beam_size=1, draft=plain.tokens + [eot]).tokens == plain.tokens
 
 
-def test_drafts_can_be_turned_off(engine, clips, counted, monkeypatch):
+def test_drafts_can_be_turned_off(engine, clips, decodes, counted, monkeypatch):
     import dataclasses
 
     audio, _ = clips[1]
-    plain = engine.transcribe(audio, beam_size=1)
+    plain = decodes.plain(1)
     monkeypatch.setattr(engine, "options", dataclasses.replace(engine.options, draft=False))
     counted["step"] = 0
     engine.transcribe(audio, beam_size=1, draft=plain.tokens)
     assert counted["step"] >= len(plain.tokens) - 1
 
 
-def test_finals_beam_the_tail_after_the_drafts_head(engine, clips, counted):
+def test_finals_beam_the_tail_after_the_drafts_head(engine, clips, decodes, counted):
     pairs_plain, pairs_drafted = [], []
     steps = {"plain": 0, "drafted": 0}
-    for audio, ref in clips:
-        draft = partial_draft(engine, audio)
+    for i, (audio, ref) in enumerate(clips):
+        draft = decodes.draft(i)
         counted["step"] = 0
         pairs_plain.append((ref, engine.transcribe(audio, beam_size=3).text))
         steps["plain"] += counted["step"]
@@ -116,11 +142,11 @@ def test_finals_beam_the_tail_after_the_drafts_head(engine, clips, counted):
     assert steps["drafted"] < 0.7 * steps["plain"], steps
 
 
-def test_hotwords_rank_the_draft_as_the_search_does(engine, clips):
+def test_hotwords_rank_the_draft_as_the_search_does(engine, clips, decodes):
     audio, _ = clips[4]
     words = ("Clubs", "Hearts")
     plain = engine.transcribe(audio, beam_size=1, hotwords=words)
-    drafted = engine.transcribe(audio, beam_size=1, hotwords=words, draft=partial_draft(engine, audio))
+    drafted = engine.transcribe(audio, beam_size=1, hotwords=words, draft=decodes.draft(4))
     assert drafted.tokens == plain.tokens
 
 
@@ -137,9 +163,9 @@ def test_prefix_cut_keeps_the_rows_and_the_logits_after_them():
         prefix.cut(3)
 
 
-def test_verified_draft_stops_at_the_first_disagreement(engine, clips):
+def test_verified_draft_stops_at_the_first_disagreement(engine, clips, decodes):
     audio, _ = clips[0]
-    plain = engine.transcribe(audio, beam_size=1)
+    plain = decodes.plain(0)
     start = engine.start_sequence()
     draft = list(plain.tokens)
     draft[4] = (draft[4] + 1) % 1000  # wrong from the fifth token on
