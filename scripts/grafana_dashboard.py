@@ -1,7 +1,7 @@
 """Writes monitoring/grafana/voxnode-fleet.json, the Grafana dashboard for a voxnode fleet.
 
-    .venv/bin/python scripts/grafana_dashboard.py            # rewrite the file
-    .venv/bin/python scripts/grafana_dashboard.py --check    # exit 1 if the file differs (a test runs this)
+    .venv/bin/python -m scripts.grafana_dashboard            # rewrite the file
+    .venv/bin/python -m scripts.grafana_dashboard --check    # exit 1 if the file differs (a test runs this)
 
 Generated rather than hand-edited so that every query is readable here and the panel grid stays
 consistent. Two rows: the fleet overview (every node side by side) and the drill-down for the

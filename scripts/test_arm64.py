@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """`make test-arm64`: `voxnode transcribe` on real clips under qemu-user, as a Raspberry Pi 4
 (Cortex-A72) and a Raspberry Pi 5 (Cortex-A76), compared with the same run on this x86 machine,
 with Whisper tiny.en and with Whisper base (language "auto", plus a French clip); then the
@@ -32,15 +31,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "daemon"))
-sys.path.insert(0, str(REPO))
-
-from arm64_sysroot import BUILD, PY, CpuModel, Failure, build_sysroot, cpu_root, host_pins, run  # noqa: E402
-
-from tests.languages import FR_CLIP, FR_PACKAGES, FR_TEXT  # noqa: E402
-from voxnode import text as script  # noqa: E402
-from voxnode.asr.wer import edit_distance, word_errors  # noqa: E402
+from scripts import REPO
+from scripts.arm64_sysroot import BUILD, PY, CpuModel, Failure, build_sysroot, cpu_root, host_pins, run
+from tests.languages import FR_CLIP, FR_PACKAGES, FR_TEXT
+from voxnode import text as script
+from voxnode.asr.wer import edit_distance, word_errors
 
 POCKETSPHINX = Path("/usr/share/pocketsphinx/test/data")
 # Six short real recordings (27 s in all, 76 reference words): four read sentences and two lists of

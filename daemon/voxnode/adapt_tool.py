@@ -1,7 +1,9 @@
-"""`voxnode adapt`: runs the build-time fine-tuning tool (scripts/adapt_model.py) in its own venv.
+"""`voxnode adapt`: runs the build-time fine-tuning tool (scripts/adapt/, `python -m scripts.adapt`) in its own venv.
 
 The runtime never imports the tool (TensorFlow is build-time only): this only finds the checkout's
-scripts/adapt_model.py and the venv `make adapt-venv` builds, and runs one with the other.
+scripts/adapt/ and the venv `make adapt-venv` builds, and runs one with the other: as a module of the
+checkout (the checkout on PYTHONPATH, so that paths given on the command line stay relative to the
+caller's folder).
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ def checkout_root() -> Path:
 
 
 def tool_command(argv: list[str], root: Path | None = None) -> list[str]:
-    """The command that runs the tool, or a one-line VoxnodeError naming what to install."""
+    """The command that runs the tool (from anywhere with tool_env), or a one-line VoxnodeError naming
+    what to install."""
     root = root or checkout_root()
-    script = root / "scripts" / "adapt_model.py"
+    script = root / "scripts" / "adapt" / "__main__.py"
     if not script.is_file():
         raise VoxnodeError(
             f"voxnode adapt: {script} not found; it runs from a voxnode source checkout (git clone), "
@@ -36,8 +39,15 @@ def tool_command(argv: list[str], root: Path | None = None) -> list[str]:
             f"voxnode adapt: its build-time venv {python.parent.parent} is missing: run `make adapt-venv` in {root} "
             f"({ADAPT_VENV_SIZE})"
         )
-    return [str(python), str(script), *argv]
+    return [str(python), "-m", "scripts.adapt", *argv]
+
+
+def tool_env(root: Path | None = None) -> dict[str, str]:
+    """The environment the tool runs in: the checkout importable (scripts.adapt, scripts.convert, ...)."""
+    root = root or checkout_root()
+    path = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path}
 
 
 def run(argv: list[str]) -> int:
-    return subprocess.call(tool_command(argv))
+    return subprocess.call(tool_command(argv), env=tool_env())

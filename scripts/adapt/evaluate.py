@@ -1,8 +1,8 @@
 """Before/after WER on held-out utterances, with the runtime engine (int8 LiteRT + XNNPACK).
 
 Conditions: clean; the room's noise (its held-out part only) at ROOM_SNRS; generic noises
-(scripts/audio_corpus.py) at OTHER. Every clip is mixed at its own speech-frame SNR with a fixed
-seed, so the before and after models hear identical audio. Scoring: scripts/scoring.py (jiwer
+(scripts/bench/audio_corpus.py) at OTHER. Every clip is mixed at its own speech-frame SNR with a fixed
+seed, so the before and after models hear identical audio. Scoring: scripts/bench/scoring.py (jiwer
 over Whisper's English normaliser), corpus WER = all errors / all reference words, overall and
 per talker.
 """
@@ -12,12 +12,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import audio_corpus
 import numpy as np
-import scoring
 
-from adapt import data
-from adapt.features import Features
+from scripts.adapt import data
+from scripts.adapt.features import Features
+from scripts.bench import audio_corpus, scoring
 
 ROOM_SNRS = (5.0, 0.0)
 OTHER = (("white", 5.0), ("pink", 5.0), ("babble", 10.0))

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import convert_model
 import numpy as np
-from ct2_reader import Ct2Model
+
+from scripts.convert.whisper import convert as convert_model
+from scripts.convert.whisper.ct2_reader import Ct2Model
 
 
 def export(name: str, ct2_dir: Path, ct2: Ct2Model, out: Path) -> dict:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from adapt.train import Example
+from scripts.adapt.train import Example
 from voxnode.asr.mel import SAMPLE_RATE, LogMel
 from voxnode.asr.whisper import engine as whisper_engine
 from voxnode.asr.whisper.tokenizer import Tokenizer

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import tensorflow as tf
-import whisper_tf
 
-from adapt.weights import TrainableWeights
+from scripts.adapt.weights import TrainableWeights
+from scripts.convert.whisper import tf_graphs as whisper_tf
 
 
 @dataclass(frozen=True)

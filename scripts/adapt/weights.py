@@ -1,9 +1,9 @@
-"""Whisper weights with chosen layers as tf.Variables, on the graphs scripts/whisper_tf.py exports.
+"""Whisper weights with chosen layers as tf.Variables, on the graphs scripts/convert/whisper/tf_graphs.py exports.
 
 Training runs through encoder_fn/decoder_fn themselves (the functions the converter turns into
 LiteRT), so what is trained is exactly what is exported: `TrainableWeights` hands those graphs
 variables instead of constants for the layers a `LayerSet` names, and `adapted()` writes the
-trained values back into a CTranslate2-shaped weight set for scripts/convert_model.convert().
+trained values back into a CTranslate2-shaped weight set for scripts.convert.whisper.convert.convert().
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from dataclasses import replace
 
 import numpy as np
 import tensorflow as tf
-import whisper_tf
-from ct2_reader import Ct2Model
+
+from scripts.convert.whisper import tf_graphs as whisper_tf
+from scripts.convert.whisper.ct2_reader import Ct2Model
 
 # Which weights each choice trains (regular expressions over CTranslate2 variable names).
 # Measured in docs/adapt.md ("Which layers"). Embeddings (tied with the output projection,

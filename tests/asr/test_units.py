@@ -25,7 +25,7 @@ REFERENCE = Path(__file__).parent / "data" / "mel_reference.npz"
 
 def test_mel_matches_faster_whisper_reference():
     """The reference was computed by faster-whisper's own numpy feature extractor
-    (scripts/make_mel_reference.py) on 1.5 s of pocketsphinx-testdata speech."""
+    (tests/asr/make_mel_reference.py) on 1.5 s of pocketsphinx-testdata speech."""
     ref = np.load(REFERENCE)
     np.testing.assert_allclose(mel_filters(), ref["filters"], rtol=1e-5, atol=1e-7)
     ours = LogMel()(ref["pcm"].astype(np.float32) / 32768.0).T

@@ -1,1 +1,1 @@
-"""Checks of the benchmark tools in scripts/ (not of the daemon)."""
+"""Checks of the benchmark tools in scripts/bench/ (not of the daemon)."""

@@ -1,9 +1,9 @@
-"""scripts/bench_wake.py: how it picks each model's cutoff from its measurements (the rule the
+"""scripts/bench/wake.py: how it picks each model's cutoff from its measurements (the rule the
 shipped SHIPPED_CUTOFFS come from), on figures made up to exercise each branch."""
 
 from __future__ import annotations
 
-import bench_wake as bw
+from scripts.bench import wake as bw
 
 
 def _fa(model: str, counts: dict[str, int], hours: float = 3.0) -> dict:

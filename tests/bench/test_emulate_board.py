@@ -1,4 +1,4 @@
-"""scripts/emulate_board.py slows what it runs by the board's fraction, each thread on its own board core.
+"""scripts/bench/emulate_board.py slows what it runs by the board's fraction, each thread on its own board core.
 
 Needs a writable cgroup v1 cpu controller (root, /sys/fs/cgroup/cpu); skipped otherwise. The child
 measures itself: CPU time of its busy thread(s) (time.thread_time) over the wall time of the same
@@ -7,7 +7,6 @@ stretch, so a loaded machine only makes the wall longer (hence the wider upper t
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -18,12 +17,9 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "emulate_board.py"
-_spec = importlib.util.spec_from_file_location("emulate_board", SCRIPT)
-assert _spec and _spec.loader
-emulate_board = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("emulate_board", emulate_board)  # its dataclass looks itself up there
-_spec.loader.exec_module(emulate_board)
+from scripts.bench import emulate_board
+
+SCRIPT = Path(emulate_board.__file__)  # run as a command: it imports nothing of the checkout
 
 BOARD = "pi5"  # the largest fraction: the shortest test
 FRACTION = emulate_board.BOARDS[BOARD].fraction

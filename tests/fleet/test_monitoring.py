@@ -83,8 +83,8 @@ def test_every_metric_in_the_dashboard_and_the_alerts_is_a_served_one():
 
 
 def test_dashboard_is_generated_and_well_formed():
-    r = subprocess.run([sys.executable, "scripts/grafana_dashboard.py", "--check"], cwd=MONITORING.parent)
-    assert r.returncode == 0, "monitoring/grafana/voxnode-fleet.json is out of date: run scripts/grafana_dashboard.py"
+    r = subprocess.run([sys.executable, "-m", "scripts.grafana_dashboard", "--check"], cwd=MONITORING.parent)
+    assert r.returncode == 0, "voxnode-fleet.json is out of date: run python -m scripts.grafana_dashboard"
     dash = json.loads(DASHBOARD.read_text())
     assert dash["uid"] == "voxnode-fleet" and dash["schemaVersion"] >= 36
     variables = {v["name"] for v in dash["templating"]["list"]}

@@ -16,10 +16,11 @@ from voxnode.wyoming_stt.request import OBSERVED_AS
 
 pytest.importorskip("prometheus_client")
 pytest.importorskip("wyoming")
-import audio_corpus as ac
-import speech_corpus as sc
 from prometheus_client.parser import text_string_to_metric_families
-from wyoming_client import WyomingDaemon, clip, pcm, transcribe
+
+from scripts.bench import audio_corpus as ac
+from scripts.bench import speech_corpus as sc
+from scripts.bench.wyoming_client import WyomingDaemon, clip, pcm, transcribe
 
 pytestmark = pytest.mark.skipif(
     not (sc.PS_DATA.exists() and ac.have_espeak()), reason="needs pocketsphinx-testdata, espeak-ng, sox"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
-import audio_corpus as ac
 import numpy as np
 import pytest
 
+from scripts.bench import audio_corpus as ac
 from voxnode.config import Config
 from voxnode.frontend.chain import FrontEnd
 from voxnode.frontend.noise_floor import NoiseFloor

@@ -5,11 +5,11 @@ import json
 import subprocess
 import wave
 
-import audio_corpus as ac
 import numpy as np
 import pytest
-import speech_corpus as sc
 
+from scripts.bench import audio_corpus as ac
+from scripts.bench import speech_corpus as sc
 from voxnode.asr.wer import wer
 
 LIBRIVOX = [u for u in sc.pocketsphinx() if u.name.startswith("librivox/")]

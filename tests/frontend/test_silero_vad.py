@@ -4,11 +4,11 @@ and the segmenter on an utterance in continuous noise. Real model, real LiteRT i
 import dataclasses
 import shutil
 
-import audio_corpus as ac
 import numpy as np
 import pytest
-import speech_corpus as sc
 
+from scripts.bench import audio_corpus as ac
+from scripts.bench import speech_corpus as sc
 from voxnode.config import Config
 from voxnode.frontend.chain import FrontEnd, FrontEndParams, with_vad
 from voxnode.frontend.errors import FrontendError

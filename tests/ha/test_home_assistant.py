@@ -19,10 +19,10 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-import audio_corpus as ac
 import pytest
-from live_fifo import LiveFifo, asoundrc
 
+from scripts.bench import audio_corpus as ac
+from scripts.bench.live_fifo import LiveFifo, asoundrc
 from tests.ha.harness import HA_VENV, HA_VERSION, ROOT, HomeAssistant, HomeAssistantError, wait_until
 from tests.mqtt.broker import Broker, Monitor, retained
 from voxnode import __version__

@@ -8,10 +8,10 @@ import json
 import os
 import subprocess
 
-import audio_corpus as ac
 import numpy as np
 import pytest
 
+from scripts.bench import audio_corpus as ac
 from tests.mqtt.broker import retained
 from tests.mqtt.conftest import write_config
 from voxnode.audio.wavfile import write_wav

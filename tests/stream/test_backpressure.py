@@ -8,10 +8,10 @@ import logging
 import threading
 import time
 
-import audio_corpus as ac
 import numpy as np
 import pytest
 
+from scripts.bench import audio_corpus as ac
 from tests.stream.test_pipeline_alsa import wer
 from voxnode.config import Config
 from voxnode.stream.recognition import Recognition

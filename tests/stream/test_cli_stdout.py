@@ -5,10 +5,10 @@ import subprocess
 import wave
 from datetime import datetime
 
-import audio_corpus as ac
 import numpy as np
 import pytest
 
+from scripts.bench import audio_corpus as ac
 from tests.stream.test_pipeline_alsa import UNPACED_TOML, wer
 
 pytestmark = pytest.mark.skipif(not ac.have_espeak(), reason="needs espeak-ng and sox (make deps-test)")

@@ -2,7 +2,7 @@
 
 Two FIFO PCMs written in lockstep, one 20 ms period each every 20 ms: `vx_ref` carries what the
 node plays (real speech of another talker, or real music), `vx_fifo` the microphone, which hears
-that playback through a room path (scripts/echo_audio.py: 60 ms delay, reflections, a 0.3 s
+that playback through a room path (scripts/bench/echo_audio.py: 60 ms delay, reflections, a 0.3 s
 reverberant tail) plus, in some tests, a near-end talker (real recorded Asterisk prompts). The
 daemon runs with `audio.echo_reference = "vx_ref"` and the real Whisper engine.
 """
@@ -14,11 +14,11 @@ import os
 import threading
 import time
 
-import echo_audio as ea
 import numpy as np
 import pytest
-import speech_corpus as sc
 
+from scripts.bench import echo_audio as ea
+from scripts.bench import speech_corpus as sc
 from tests.helpers import fifo_unread, wait_until
 from tests.stream.test_pipeline_alsa import ListSink
 from voxnode.asr.wer import word_errors

@@ -1,7 +1,7 @@
 """Speech enhancement on the live path, end to end through real ALSA (issue 22).
 
 Six real recordings (the Asterisk prompts the benchmark corpus draws first with its fixed seed:
-scripts/speech_corpus.real_speech) with 2 s pauses in white noise as loud as the speech (0 dB SNR),
+scripts.bench.speech_corpus.real_speech) with 2 s pauses in white noise as loud as the speech (0 dB SNR),
 running all the time, played in real time into the `vx_fifo` PCM, through the daemon with the real
 Whisper engine and `frontend.denoise = "asr"` (the default engine, DeepFilterNet 3: recognition
 hears the enhanced audio, the VAD the room as it is). Yardsticks, the same engine on each prompt
@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import dataclasses
 
-import live_noise_audio as la
 import numpy as np
 import pytest
-import speech_corpus as sc
 
+from scripts.bench import live_noise_audio as la
+from scripts.bench import speech_corpus as sc
 from tests.stream.test_live_noise_alsa import LEAD_S, PAUSE_S, TAIL_S
 from tests.stream.test_pipeline_alsa import ac, run_daemon
 from voxnode.asr.wer import word_errors

@@ -9,15 +9,15 @@ live WER <= 1.15 x that + 1 point for pink noise, <= 1.3 x + 2 points for babble
 Pink noise passes today. Babble (6 espeak-ng voices saying other sentences) does not: the
 WebRTC VAD hears the babble as speech, so utterances do not end at the pauses; those
 assertions are strict xfails that flip when segmentation copes (issue 9 items 2-4).
-The full measurement over many noises and levels is scripts/bench_live_noise.py.
+The full measurement over many noises and levels is scripts/bench/live_noise.py.
 """
 
 from __future__ import annotations
 
-import audio_corpus as ac
 import numpy as np
 import pytest
 
+from scripts.bench import audio_corpus as ac
 from tests.stream.test_pipeline_alsa import run_daemon
 from voxnode.asr.wer import word_errors
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import threading
 import wave
 
-import audio_corpus as ac
 import numpy as np
 import pytest
 
+from scripts.bench import audio_corpus as ac
 from tests.stream.test_pipeline_alsa import ListSink, wer
 from voxnode.config import Config
 from voxnode.daemon import Daemon, RunOptions

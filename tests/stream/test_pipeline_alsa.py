@@ -11,10 +11,10 @@ import dataclasses
 import threading
 import time
 
-import audio_corpus as ac
 import numpy as np
 import pytest
 
+from scripts.bench import audio_corpus as ac
 from tests.helpers import FifoWriter
 from voxnode.asr.wer import wer  # noqa: F401  (other stream tests import it from here)
 from voxnode.config import Config

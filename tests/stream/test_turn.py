@@ -57,7 +57,7 @@ TAIL = np.zeros(1600, np.float32)  # vad.tail_ms: where the pipeline asks
     "name", ["sense_and_sensibility_01_austen_64kb-0920", "sense_and_sensibility_01_austen_64kb-0890"]
 )
 def test_a_finished_sentence_sounds_finished_and_the_same_sentence_cut_at_a_pause_does_not(model, name):
-    # Measured (scripts/endpoint_verdicts.py --turn-model litert): 0.99 / 0.01 and 0.97 / 0.02.
+    # Measured (python -m scripts.bench.endpoint_verdicts --turn-model litert): 0.99 / 0.01 and 0.97 / 0.02.
     x = read_clip(name)
     s0, s1 = speech_bounds(x)
     whole = model(np.concatenate([x[s0:s1], TAIL]))

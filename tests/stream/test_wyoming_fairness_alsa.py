@@ -13,10 +13,10 @@ import time
 
 import numpy as np
 import pytest
-import speech_corpus as sc
-from mic_daemon import MicDaemon, back_to_back
-from wyoming_client import pcm
 
+from scripts.bench import speech_corpus as sc
+from scripts.bench.mic_daemon import MicDaemon, back_to_back
+from scripts.bench.wyoming_client import pcm
 from voxnode.asr.wer import wer
 
 pytestmark = pytest.mark.skipif(not sc.PS_DATA.exists(), reason="needs pocketsphinx-testdata")

@@ -87,9 +87,8 @@ def test_without_wake_word_or_echo_canceller_nothing_is_taken_while_the_node_pla
 def test_the_wake_word_is_heard_over_the_nodes_own_music_with_an_echo_reference():
     """Barge-in over music at 0 dB through a room path: the detector hears SpeexDSP's output, the VAD
     AEC3's (frontend/chain.py); the command after the word is decoded."""
-    import echo_audio as ea
-    import speech_corpus as sc
-
+    from scripts.bench import echo_audio as ea
+    from scripts.bench import speech_corpus as sc
     from tests.stream.test_pipeline_paths import FakeScheduler
     from voxnode.config import parse_config
     from voxnode.stream.params import pipeline_params, wake_params

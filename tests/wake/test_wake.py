@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 
-import audio_corpus as ac
 import numpy as np
 import pytest
 
+from scripts.bench import audio_corpus as ac
 from tests.stream.test_pipeline_alsa import run_daemon, wer
 from voxnode.config import Config, parse_config
 from voxnode.config.audio import StreamConfig

@@ -1,7 +1,7 @@
 """Issue 27: a microphone is transcribed, and a legitimate Wyoming client served, while the Wyoming
-server is abused. A real `voxnode run --stdout` (scripts/mic_daemon.py: the microphone an ALSA `type
+server is abused. A real `voxnode run --stdout` (scripts/bench/mic_daemon.py: the microphone an ALSA `type
 file` PCM over a FIFO fed in real time with real recorded speech, the real engine, the shipped
-Wyoming limits) and the three abuses of scripts/probe_wyoming_abuse.py at once: unread `describe`
+Wyoming limits) and the three abuses of scripts/bench/probe_wyoming_abuse.py at once: unread `describe`
 floods, floods of requests never finished, 200 idle connections of which 8 ping. The probe
 (`make probe-wyoming-abuse`) runs them one at a time, full size, against a phase without abuse, with
 latency and RSS; this test holds what does not depend on the machine's load: every utterance gets
@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-import speech_corpus as sc
-from bench_wyoming_limits import legit
-from mic_daemon import MicDaemon, Speaker, finals_summary, match_finals, trim
-from probe_wyoming_abuse import abuse_describe, abuse_idle, abuse_unfinished
+
+from scripts.bench import speech_corpus as sc
+from scripts.bench.mic_daemon import MicDaemon, Speaker, finals_summary, match_finals, trim
+from scripts.bench.probe_wyoming_abuse import abuse_describe, abuse_idle, abuse_unfinished
+from scripts.bench.wyoming_limits import legit
 
 pytestmark = pytest.mark.skipif(not sc.PS_DATA.exists(), reason="needs pocketsphinx-testdata")
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe, Info
-from wyoming_client import WyomingDaemon, pcm, transcribe
 
+from scripts.bench.wyoming_client import WyomingDaemon, pcm, transcribe
 from tests.languages import FR_TEXT, base_config, french_clip_16k, needs_french, wer
 
 pytestmark = needs_french

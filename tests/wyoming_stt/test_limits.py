@@ -1,7 +1,7 @@
 """What one Wyoming client may hold of the server (issue 27, wyoming_stt/limits.py): raw TCP clients
 against a real `voxnode run` (no microphone, the real engine), the daemon's RSS and CPU time read
 from /proc. The full-size probes (100,000 describes, 20,000 requests, 200 connections) are
-scripts/bench_wyoming_limits.py; these are the same probes, smaller."""
+scripts/bench/wyoming_limits.py; these are the same probes, smaller."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import signal
 import time
 from pathlib import Path
 
-import audio_corpus as ac
 import pytest
-import speech_corpus as sc
-from wyoming_client import WyomingDaemon, clip, pcm, transcribe
 
+from scripts.bench import audio_corpus as ac
+from scripts.bench import speech_corpus as sc
+from scripts.bench.wyoming_client import WyomingDaemon, clip, pcm, transcribe
 from voxnode.asr.wer import wer
 from voxnode.wyoming_stt.limits import MIN_CONNECTIONS, REPLY_STALL_S
 from voxnode.wyoming_stt.server import CLOSE_WAIT_S
@@ -221,7 +221,7 @@ def test_a_shutdown_while_a_flood_is_being_read_is_clean(tmp_path):
     comes: the connection must take the server's cancel between two events. On Python 3.11,
     asyncio.wait_for around a read that had completed swallowed the cancel (gh-86296), so the
     connection went on reading the flood, and the loop was closed under it: "Task was destroyed but
-    it is pending!" and "Event loop is closed" tracebacks (scripts/probe_wyoming_abuse.py found it)."""
+    it is pending!" and "Event loop is closed" tracebacks (scripts/bench/probe_wyoming_abuse.py found it)."""
     d = WyomingDaemon(tmp_path)
 
     async def flood_through_sigterm() -> None:

@@ -8,14 +8,14 @@ import json
 import signal
 import socket
 
-import audio_corpus as ac
 import numpy as np
 import pytest
-import speech_corpus as sc
 from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe, Info
-from wyoming_client import WyomingDaemon, clip, pcm, transcribe
 
+from scripts.bench import audio_corpus as ac
+from scripts.bench import speech_corpus as sc
+from scripts.bench.wyoming_client import WyomingDaemon, clip, pcm, transcribe
 from voxnode.asr.wer import wer
 from voxnode.config import parse_config
 from voxnode.errors import ConfigError

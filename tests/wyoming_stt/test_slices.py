@@ -10,8 +10,8 @@ import time
 
 import numpy as np
 import pytest
-import speech_corpus as sc
 
+from scripts.bench import speech_corpus as sc
 from voxnode.asr.recognizer import TranscriptResult
 from voxnode.asr.wer import wer
 from voxnode.asr.windows import frame_energy

@@ -16,7 +16,7 @@ ENGINES: dict[str, tuple[str, str]] = {
 # (beam 3) takes 185 vs 128 ms, `voxnode transcribe` peaks at 178 vs 124 MB RSS, files 76 vs 41 MB.
 MODELS = ("tiny.en", "base")
 # `voxnode adapt` makes variants of a shipped model, "<model>+<label>" in models/whisper-<model>+<label>
-# (docs/adapt.md); scripts/adapt_model.py checks its --name against VARIANT_LABEL too.
+# (docs/adapt.md); scripts/adapt/__main__.py checks its --name against VARIANT_LABEL too.
 VARIANT_LABEL = r"[a-z0-9][a-z0-9_-]{0,31}"
 _NAMED = re.compile("({})(\\+{})?".format("|".join(map(re.escape, MODELS)), VARIANT_LABEL))
 # The language tokens of multilingual Whisper (base), in vocabulary order: <|en|> = 50259, ... <|su|>.
@@ -60,7 +60,7 @@ class AsrConfig:
     # Drafts (asr/search.verified_draft): the live pipeline hands each decode the tokens of the
     # utterance's previous hypothesis (the last partial); the decoder checks them all in its one
     # prefill call, takes the head greedy decoding agrees with, and decodes only the rest (finals:
-    # the beam searches the tail after that head). Measured (scripts/bench_final_latency.py
+    # the beam searches the tail after that head). Measured (scripts/bench/final_latency.py
     # --drafts; 1 thread, 90 real utterances, the draft = a partial of all but the last 0.5 s,
     # each final right after a partial): greedy text identical with and without a draft (0 of
     # 98 differ); finals clean 4.36 -> 4.60 % WER, babble 10 dB 23.0 -> 23.0 %; median final

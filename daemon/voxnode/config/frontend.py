@@ -6,7 +6,7 @@ from voxnode.config.fields import setting
 
 # frontend.denoise_engine -> (module, class) of the enhancer (frontend/enhance.py `Enhancer`, built
 # with `floor_db`; imported only when chosen): the one list of names. The candidates measured and not
-# adopted (speex, RNNoise, webrtc-noise-gain) are in scripts/enhancers.py (docs/frontend.md).
+# adopted (speex, RNNoise, webrtc-noise-gain) are in scripts/bench/enhancers.py (docs/frontend.md).
 DENOISE_ENGINES: dict[str, tuple[str, str]] = {
     "deepfilter": ("voxnode.frontend.deepfilter", "DeepFilter"),
     "webrtc": ("voxnode.frontend.webrtc_ns", "WebRtcNoiseSuppressor"),

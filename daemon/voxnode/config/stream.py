@@ -15,7 +15,7 @@ class StreamingConfig:
     # A slow board spaces partials out by their own cost: a partial that took d seconds to decode is
     # followed by the next no sooner than d / partial_max_share (and partial_interval_ms). On the
     # 2-core x86 a partial takes ~30-50 ms, so 0.25 never binds; on an emulated Pi 4 (~6x slower
-    # per thread, scripts/emulate_board.py) a 180-250 ms partial is repeated every 0.7-1 s instead of
+    # per thread, scripts/bench/emulate_board.py) a 180-250 ms partial is repeated every 0.7-1 s instead of
     # every 0.5 s, which keeps a speaking stream within about a third of a Pi 4 core and the engine
     # free for the final when the speaker stops (docs/benchmarks.md, "Emulated boards").
     partial_max_share: float = setting(

@@ -18,7 +18,7 @@ VADS: dict[str, tuple[str, str]] = {
 @dataclass(frozen=True)
 class VadConfig:
     # silero by default: with the noise gate and sentence-aware endpoints both VADs reach the same
-    # live WER and latency in white/pink/HVAC/babble-10 (scripts/sim_live.py), silero is ahead at
+    # live WER and latency in white/pink/HVAC/babble-10 (scripts/bench/sim_live.py), silero is ahead at
     # babble 5 dB (p95 786 vs 967 ms), never triggers on music (WebRTC: 300-920/h) and does not
     # depend on the input level; it costs +0.3-0.6 % of a core per stream (docs/frontend.md).
     engine: str = setting(
@@ -60,7 +60,7 @@ class VadConfig:
         min=0.0,
         max=30.0,
     )
-    # 1.6. 2.0 was tried (scripts/bench_live_noise.py, babble 10 dB: 1.6 let 4 of 25 utterances hang
+    # 1.6. 2.0 was tried (scripts/bench/live_noise.py, babble 10 dB: 1.6 let 4 of 25 utterances hang
     # on 0.5-1.4 s on background talk, p95 1838 ms; 2.0: p95 709 ms at live WER 25.1 %, limit 28.9)
     # and dropped: it lowered Silero's speech recall on clean recordings to 0.79, split a sentence
     # and lost words under babble in tests/stream/test_live_noise_alsa.py, and let a click after a
@@ -85,7 +85,7 @@ class VadConfig:
     onset_window_ms: int = setting(100, "Window for onset_ms.", min=20, max=2000)
     # 700: the speculative decode often cannot tell (no closing mark, or a hesitant one), and a
     # speaker pausing mid-sentence for up to ~700 ms should still get one final. Measured with
-    # scripts/sim_live.py (clean, one 700 ms pause inside each sentence, sentence-aware endpoints):
+    # scripts/bench/sim_live.py (clean, one 700 ms pause inside each sentence, sentence-aware endpoints):
     # 650 ms -> 1.64 finals per utterance, 700 and 750 ms -> 1.32 (the splits left are fragments
     # the decoder closed with a sure full stop). 750 put the finals it decides 760-820 ms after the
     # speech (the VAD's end lags the speech by 15-70 ms): over the 800 ms p95 target.
@@ -98,12 +98,12 @@ class VadConfig:
     )
     # 250 with tail_ms 100: a finished sentence is final max(tail + decode, 250 ms) after the speech;
     # a pause mid-sentence must outlast 250 ms *and* be judged finished to split it. Measured with
-    # scripts/sim_live.py (clean / pink 10 dB / babble 10 dB / one 450 ms pause inside each sentence;
+    # scripts/bench/sim_live.py (clean / pink 10 dB / babble 10 dB / one 450 ms pause inside each sentence;
     # sentence_end_min_prob 0.6 then):
     #   tail 200, 200: p50 355 / 365 / 252 ms, finals per utterance 1.0 / 1.0 / 1.08 / 1.24
     #   tail 100, 200: p50 286 / 238 / 172 ms,                     1.04 / 1.12 / 1.2 / 1.24
     #   tail 100, 300: p50 337 / 284 / 250 ms,                     1.0 / 1.0 / 1.12 / 1.2
-    # Live with min_prob 0.8 (scripts/bench_live_noise.py, clean): 300 ms held 12 of 25 finals the
+    # Live with min_prob 0.8 (scripts/bench/live_noise.py, clean): 300 ms held 12 of 25 finals the
     # decode had ready sooner (published at 300-302 ms); the live inner pauses are 300-700 ms, so
     # 250 splits no more of them than 300.
     sentence_end_hangover_ms: int = setting(
@@ -116,7 +116,7 @@ class VadConfig:
     )
     # 0.8 (was a fixed 0.6): cut at a mid-sentence pause, 9 of 16 fragments got a closing mark with
     # p >= 0.6 against 18 of 25 whole utterances; at 0.8: 3 of 16 against 15 of 25 (the live-noise
-    # corpus with a 100 ms tail, scripts/endpoint_verdicts.py). Live, 0.6 split 8 of 22 sentences
+    # corpus with a 100 ms tail, scripts/bench/endpoint_verdicts.py). Live, 0.6 split 8 of 22 sentences
     # with 300-700 ms pauses (1.32 finals per utterance, tail_ms 100). 0.75 live: 2 more of 25
     # sentences with a pause split (1.24 finals per utterance) for 1-2 more quick finals.
     sentence_end_min_prob: float = setting(
@@ -136,7 +136,7 @@ class VadConfig:
         choices=("smart-turn", "off"),
     )
     # 0.9. Whole utterances / the same cut at a mid-sentence pause (25 / 17, 100 ms tail) called
-    # finished, scripts/endpoint_verdicts.py --turn-model litert:
+    # finished, python -m scripts.bench.endpoint_verdicts --turn-model litert:
     #                         clean     pink 10 dB   babble 10 dB
     #   closing mark p >= 0.8   12 / 3    13 / 2       2 / 1
     #   ... or turn >= 0.9      23 / 5    22 / 6       17 / 3
@@ -157,7 +157,7 @@ class VadConfig:
     )
     # 100 (was 200): the speculative decode starts 100 ms sooner; the 100 ms of silence kept after
     # the VAD's end of speech (which lies ~5 ms after the true end at the median, 60 ms at p95,
-    # scripts/bench_live_noise.py) changed no word in scripts/sim_live.py (see sentence_end_hangover_ms).
+    # scripts/bench/live_noise.py) changed no word in scripts/bench/sim_live.py (see sentence_end_hangover_ms).
     tail_ms: int = setting(
         100,
         "Silence kept after the last speech; once this much silence is seen the final is decoded ahead of "
@@ -170,7 +170,7 @@ class VadConfig:
     # tail_ms - speculate_ms sooner where the decode, not the hangover, sets the latency (a Pi 4). It
     # decodes the audio up to speculate_ms after the VAD's end of speech, zero-padded, instead of
     # tail_ms after it, and in noise the VAD's end lies ~100 ms *before* the true end at the median
-    # (pink 10 dB): the word's last sounds are cut. Measured live (scripts/bench_live_noise.py, 25
+    # (pink 10 dB): the word's last sounds are cut. Measured live (scripts/bench/live_noise.py, 25
     # utterances, x86, back to back; docs/benchmarks.md "Per-board figures"): 40 ms, clean WER 5.4 ->
     # 5.4 %, pink 10 dB 6.9 -> 9.8 % (tail_ms 60 earlier: 6.4 -> 8.3 %). So off by default: for quiet rooms.
     speculate_ms: int = setting(

@@ -14,10 +14,10 @@ if TYPE_CHECKING:
 # The microWakeWord models the pymicro-wakeword wheel ships (its models/ folder): name -> phrase.
 SHIPPED_MODELS = {"okay_nabu": "Okay Nabu", "hey_jarvis": "Hey Jarvis", "hey_mycroft": "Hey Mycroft", "alexa": "Alexa"}
 # The cutoff each shipped model runs at, where voxnode's differs from its manifest's: chosen by
-# scripts/bench_wake.py on real voices (the best acceptance at 10 dB SNR with at most 0.5 false
+# scripts/bench/wake.py on real voices (the best acceptance at 10 dB SNR with at most 0.5 false
 # accepts per hour over speech, TV and music; docs/benchmarks.md#wake-word). wake.threshold > 0
 # overrides it.
-# Measured 2026-12-05 (docs/wake_benchmark_real.json, 3 hours: speech, TV, music): alexa 0.90 -> 0.95
+# Measured 2026-12-05 (scripts/bench/results/wake_benchmark_real.json, 3 hours: speech, TV, music): alexa 0.90 -> 0.95
 # (2 false accepts at 0.90, 1 at 0.95; 94.1 % accepted at 10 dB and 85.3 % at 5 dB instead of
 # 94.8 % / 88.0 %); okay_nabu 0.85 -> 0.70 (none down to 0.6; 87.5 % at 10 dB instead of 81.2 %, on
 # 4 recordings only). hey_jarvis and hey_mycroft keep their manifests' 0.97 and 0.95.

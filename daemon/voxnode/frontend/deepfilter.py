@@ -5,7 +5,7 @@ aarch64 wheels; no onnxruntime). Optional: `pip install voxnode[deepfilter]`.
 DeepFilterNet works at 48 kHz in 480-sample hops: frames are resampled 16 -> 48 -> 16 kHz by a
 streaming 3x polyphase FIR (`Fir3`: 241 taps, 7.5 kHz cut-off, exactly 3x in and out, so nothing
 is buffered; 80 samples at 16 kHz round trip). Latency: 35 ms (5 ms resampling + the model's STFT
-and two-hop look-ahead), measured by cross-correlation on real speech (scripts/survey_enhancers.py).
+and two-hop look-ahead), measured by cross-correlation on real speech (scripts/bench/survey_enhancers.py).
 `frontend.denoise_floor_db` is its attenuation limit (DFN's own `atten_lim_db`): how much noise it
 may take away at most; a mild limit keeps some of the room, which Whisper copes with better than
 with a deeper cut's artefacts (docs/frontend.md).

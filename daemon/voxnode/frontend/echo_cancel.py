@@ -1,6 +1,6 @@
 """`echo_reference`: the node's own playback taken out of the microphone, first in the front-end.
 
-Two cancellers, each where it measured best (scripts/bench_aec.py, docs/voice-assistant.md): the
+Two cancellers, each where it measured best (scripts/bench/aec.py, docs/voice-assistant.md): the
 VAD hears WebRTC AEC3's output (below; with its suppressor it takes the most echo out, so the node's
 own voice opens no utterance), recognition SpeexDSP's (frontend/echo_speex.py; `frontend.echo_cancel`),
 which keeps a talker over the playback that AEC3 suppresses with the echo.
@@ -9,7 +9,7 @@ WebRTC AEC3 (the echo canceller of Chrome, PipeWire's and PulseAudio's echo-canc
 `pywebrtc-audio` (Apache-2.0; WebRTC is BSD-3-Clause; aarch64 wheels): it estimates the delay
 between the reference and its echo itself (AEC3's delay estimator; no hint is given), adapts a
 linear filter and suppresses what is left. Frames are 20 ms (two of AEC3's 10 ms blocks). Measured
-here (scripts/bench_aec.py): its output is 128 samples (8 ms) late (cross-correlation with the input
+here (scripts/bench/aec.py): its output is 128 samples (8 ms) late (cross-correlation with the input
 on real speech, no echo); 1.4 % of a core per stream on speech, 1.8 % on music (x86_64, load 5).
 
 What it reports (health, Prometheus): ERLE, the echo return loss enhancement (microphone power over

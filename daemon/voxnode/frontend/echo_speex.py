@@ -3,7 +3,7 @@ adaptive filter of Xiph's libspeexdsp, BSD-3-Clause; Debian/Raspberry Pi OS pack
 deps-run`), through ctypes as audio/alsa_pcm.py does for alsa-lib: no build step, the GIL released
 in each call.
 
-Why it, measured (scripts/bench_aec.py, docs/voice-assistant.md): over the node's own speech and
+Why it, measured (scripts/bench/aec.py, docs/voice-assistant.md): over the node's own speech and
 music at 0 and -10 dB speech-to-echo ratio through a room path, a command spoken over the playback
 kept WER 0.085-0.127 (0.059 without playback) where WebRTC AEC3 through pywebrtc-audio left 0.49-0.90
 (its residual echo suppressor takes the talker out with the echo) and no canceller 0.25-0.92. Its

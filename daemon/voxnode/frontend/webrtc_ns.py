@@ -5,7 +5,7 @@ aarch64 wheels). The same package brings AGC2 and the AEC3 echo canceller.
 Suppression levels 0-3 take away about 6 / 12 / 18 / 21 dB of noise; `frontend.denoise_floor_db`
 (the most the denoiser attenuates) picks the nearest. Its float path wants [-1, 1] (it clips
 there), so frames are scaled from int16 scale and back. Latency: 96 samples (6 ms: a 256-point
-FFT on a 160-sample hop), measured by cross-correlation on real speech (scripts/survey_enhancers.py).
+FFT on a 160-sample hop), measured by cross-correlation on real speech (scripts/bench/survey_enhancers.py).
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ def default_num_threads(cores: int | None = None) -> int:
     """Half the physical cores (`cores`, default this machine's), 1 to MAX_DEFAULT_THREADS.
 
     The other half stays free for capture, VAD, the end-of-turn model and MQTT. Measured on an
-    emulated Pi 4 (scripts/emulate_board.py pi4, scripts/bench_drafts.py, 15 real utterances, a
+    emulated Pi 4 (scripts/bench/emulate_board.py pi4, scripts/bench/drafts.py, 15 real utterances, a
     final right after a partial, beam 3 with its draft): median final 944 ms on 1 thread, 530 on 2,
     543 on 4 (greedy with the draft 571 / 321 / 377): the 4 cores' default stays 2 threads, and
     live a second thread took end of speech -> final from p50 549 / p95 1272 ms to 508 / 938.

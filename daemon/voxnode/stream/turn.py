@@ -5,11 +5,11 @@ but Whisper is often unsure of the mark on a finished sentence (p 0.6-0.8), and 
 and commands have none: those finals waited the full hangover. Pipecat's Smart Turn v3.2 (a
 Whisper-tiny encoder fine-tuned on end-of-turn audio, pooled and classified: P(finished)) hears the
 falling intonation and the final syllable's length. On the live-noise corpus (whole utterances vs
-the same cut at a mid-sentence pause, scripts/endpoint_verdicts.py) it separates them where the
+the same cut at a mid-sentence pause, scripts/bench/endpoint_verdicts.py) it separates them where the
 closing mark cannot (measurements in config/vad.py at `end_of_turn_min_prob`).
 
 `models/smart-turn-v3.2/smart_turn.tflite` (8.7 MB, int8 weights, float activations; found like
-every model, models/find.py) is rebuilt from the ONNX file by scripts/convert_smart_turn.py and
+every model, models/find.py) is rebuilt from the ONNX file by scripts/convert/smart_turn.py and
 runs wholly on XNNPACK: 28-37 ms per call on one x86 core here. `TurnModel` is one interpreter;
 `TurnDetector` owns the one thread that runs it for every stream, beside the decode worker (the
 second core is idle in a pause), so that the verdict is in before the speculative decode is.
@@ -61,7 +61,7 @@ class TurnModel:
         path = model_dir / TURN_MODEL_FILE
         check_model_file(path, OWNER)  # the bytes are not kept: the interpreter maps the file
         # XNNPACK packs the weights; the file's mapped pages are then released (8 MB). Measured (one
-        # stream, scripts/bench_stream.py): peak RSS +34 MB with the model loaded from bytes instead.
+        # stream, scripts/bench/stream.py): peak RSS +34 MB with the model loaded from bytes instead.
         opened = open_interpreter(OWNER, path=path, num_threads=num_threads)
         self._interp = opened.interpreter
         self.delegation = opened.delegation

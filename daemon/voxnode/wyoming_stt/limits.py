@@ -2,7 +2,7 @@
 
 - Replies: a connection queues at most `MAX_QUEUED_REPLIES` events for its client; past that its
   input is not read until the client reads, and a client that reads nothing for `REPLY_STALL_S`
-  is disconnected (logged). Measured before the bound (scripts/bench_wyoming_limits.py): 100,000
+  is disconnected (logged). Measured before the bound (scripts/bench/wyoming_limits.py): 100,000
   `describe` events whose replies were never read took the daemon from 119 to 350 MB.
 - Slots: `wyoming.max_clients` requests transcribe at once. A request takes its slot at its first
   audio chunk and gives it back when its transcript is sent, it fails or its client leaves; a

@@ -13,7 +13,7 @@ The VAD runs only to decide when a partial is worth computing: while speech goes
 microphone pipeline does), and only while the client sends in about real time. A client that
 uploads a recording in one burst has no use for partials (and a partial still running at
 audio-stop would delay the final by its whole duration: a decode cannot be interrupted), so its
-audio gets the recognition path only. Measured (scripts/bench_wyoming.py): running the VAD on
+audio gets the recognition path only. Measured (scripts/bench/wyoming_server.py): running the VAD on
 every frame of a burst upload put 30-80 ms of catching up between the client's audio-stop and the
 final's decode. The recognition path costs ~0.02 ms per 20 ms frame with the default config (the
 high-pass alone); with an enhancer for recognition it runs on the event loop too (DeepFilterNet:
@@ -109,7 +109,7 @@ class TranscribeRequest:
         self._on_partial = on_partial
         # Built at the first audio (the VAD only where partials need it): `transcribe` + `audio-start`
         # with no audio cost 3.4 ms each with both built here (Silero's interpreter), 20,000 of them
-        # kept the event loop busy for 84 s (scripts/bench_wyoming_limits.py). `vad`: the
+        # kept the event loop busy for 84 s (scripts/bench/wyoming_limits.py). `vad`: the
         # connection's, kept from one request to the next.
         self._new_vad = vad or (lambda: FrontEnd(speech_only(params.frontend)))
         self._frontend: FrontEnd | None = None  # the VAD, for partials

@@ -195,7 +195,9 @@ class DecoderRunner:
         self.inputs, self.outputs = sig["inputs"], sig["outputs"]
         missing = [n for n in ("x", "mask", "pick") if n not in self.inputs]
         if missing:
-            raise ModelError(f"decoder model lacks inputs {missing}: convert it again with scripts/convert_model.py")
+            raise ModelError(
+                f"decoder model lacks inputs {missing}: convert it again (python -m scripts.convert.whisper.convert)"
+            )
         self.embedding = TokenEmbedding(interpreter, self.outputs["logits"])
         self.cache_names = [f"{kind}_{i}" for i in range(self.n_layers) for kind in ("self_k", "self_v")]
         self._shapes: dict[str, tuple[int, ...]] = {}

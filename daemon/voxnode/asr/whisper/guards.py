@@ -80,7 +80,7 @@ def repeated_phrase(text: str) -> bool:
 
 # Whole-utterance repeats ("Set bedroom light green. Set bedroom light green." for one command).
 # After a short command in a mostly empty window tiny.en may go on, say it again, then end: live
-# (scripts/probe_repeats.py: 2 x 65 short real commands, one per pause, no prompt or one of 2
+# (scripts/bench/probe_repeats.py: 2 x 65 short real commands, one per pause, no prompt or one of 2
 # domain prompts) 12 finals of 392 clean and 11 of 367 in babble (10 dB) were a command twice or
 # three times; offline, 1 clip of 251 ("Login incorrect." -> "Login Incorrect. Login Incorrect.").
 # A final that is a whole repeat is decoded again in the longer window (redecode.looped); what is

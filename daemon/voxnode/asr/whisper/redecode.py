@@ -37,7 +37,7 @@ def looped(out: Decoded, text_of: TextOf) -> bool:
     After a short command in a mostly empty window tiny.en may say it again before it ends, and a
     draft (the partial's greedy text) makes that likelier: it holds the final's beam to greedy
     decoding's head, which repeats where the beam alone ends after one copy. Live
-    (scripts/probe_repeats.py, clean, 2 x 65 short commands, no prompt or one of 2) 12 finals of
+    (scripts/bench/probe_repeats.py, clean, 2 x 65 short commands, no prompt or one of 2) 12 finals of
     392 were a command twice or three times, 5 with `[asr] draft = false`; the phrases were 1-2
     words, which repeated_phrase (3+ words twice, a word 4+ times) let through. Offline, the same
     audio with the partial's tokens as the draft gave "Message deleted. Message deleted.", the

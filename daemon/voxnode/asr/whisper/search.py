@@ -241,7 +241,7 @@ def beam_search(
             # (adding tokens seldom raises a hypothesis's mean log-probability), so the search
             # need not wait for `beam_size` of them to end. Whisper waits; here the live ones
             # went on for a few steps more to end as also-rans. Measured with drafts
-            # (scripts/bench_drafts.py's finals, 50 real utterances, 1 thread): WER clean 4.6 ->
+            # (scripts/bench/drafts.py's finals, 50 real utterances, 1 thread): WER clean 4.6 ->
             # 4.1 %, babble 10 dB 23.0 -> 23.0, pink 5 dB 10.9 -> 10.9; median final 28 -> 22 ms
             # (p95 95 -> 89). Stopping as soon as the best candidate of a step is end-of-text
             # was as fast but cost babble 1.7 points (23.0 -> 24.7).

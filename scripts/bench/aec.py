@@ -1,0 +1,250 @@
+"""Echo cancellation benchmark (issue 24): the node's own playback in its microphone.
+
+Near-end talker: real recorded commands (scripts.bench.speech_corpus.real_speech: pocketsphinx-testdata and
+Asterisk prompts). The node's playback: real speech of other talkers (the pocketsphinx recordings not
+in the test set and pitch-shifted Asterisk prompts not used as commands, as the TV noise of
+scripts/bench/live_noise_audio.py) and real music (the Asterisk music-on-hold tracks), through a room path
+(scripts/bench/echo_audio.py: delay 20-200 ms, reflections, a 0.3 s reverberant tail), at 0 and -10 dB
+speech-to-echo ratio (SER: the command's active level over the echo's).
+
+1. WER: one continuous recording per condition (playback throughout, the commands 2 s apart), run
+   through the stream's echo cancellers (frontend/echo_cancel.py) with the reference; each command
+   is cut (+-0.25 s) and transcribed by the engine: `speex` (SpeexDSP's output, the default
+   frontend.echo_cancel), `webrtc` (WebRTC AEC3's, what the VAD hears), `no_aec` (the microphone as
+   it is) and `no_playback` (the commands alone).
+2. ERLE: on the same recordings' echo-only stretches, and the figure the stream reports.
+3. Playback alone: `--idle-minutes` (10) of the node playing speech and music with nobody talking,
+   echo at a talker's level (-26 dBFS), through the live pipeline in simulated time
+   (scripts/bench/sim_live.py: real front-end, VAD, segmenter, engine): finals with the echo canceller
+   (default config) and without it (target 0).
+4. CPU: the echo canceller's process time per 20 ms frame (normal priority; `uptime` with it).
+5. Wake word over the node's music at 0 dB: the real "alexa" recordings (../shared/data/wake) in the
+   node's music through the room path: accepted at the shipped cutoff, detector on the microphone
+   as it is (what the daemon does) and on the cancelled audio.
+
+    make bench-aec   (python -m scripts.bench.aec --write scripts/bench/results/aec_benchmark.json)
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from scripts import REPO
+from scripts.bench import audio_corpus as ac
+from scripts.bench import echo_audio as ea
+from scripts.bench import live_noise_audio as la
+from scripts.bench import speech_corpus as sc
+from voxnode.frontend.echo_cancel import LATENCY_SAMPLES
+
+RATE, FRAME = 16000, 320
+SPEECH_DBFS = -26.0
+SERS = (0.0, -10.0)
+PLAYBACK = ("speech", "music")
+LEAD_S, GAP_S, CUT_S = 4.0, 2.0, 0.25
+
+
+def playback(kind: str, n: int, seed: int, exclude: set[str]) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if kind == "music":
+        return la.music(n, rng)
+    talkers = [la._shift(x, 0.88) for x in la._other_prompts(exclude)[::2]] + la._ps_extra()
+    return la._talker(talkers, n, rng, (0.3, 1.2))
+
+
+def cancel(mic: np.ndarray, ref: np.ndarray):
+    """The stream's echo cancellers over the whole recording -> (AEC3's output, SpeexDSP's, the
+    cancellers, cpu s per frame of both)."""
+    from voxnode.frontend.echo_cancel import EchoCanceller
+
+    ec = EchoCanceller("speex")
+    m = np.clip(np.round(mic), -32768, 32767).astype(np.int16)
+    r = np.clip(np.round(ref), -32768, 32767).astype(np.int16)
+    n = len(m) // FRAME
+    vad, heard = np.zeros(n * FRAME, np.float32), np.zeros(n * FRAME, np.float32)
+    t0 = time.process_time()
+    for k in range(n):
+        s = slice(k * FRAME, (k + 1) * FRAME)
+        vad[s], heard[s] = ec.process(m[s], r[s])
+    return vad, heard, ec, (time.process_time() - t0) / n
+
+
+def session(utts, kind: str, ser: float, seed: int):
+    """(near, echo, reference, spans): the commands at SPEECH_DBFS 2 s apart after LEAD_S, the
+    playback's echo under them at `ser` dB, delay drawn in 20-200 ms."""
+    rng = np.random.default_rng(seed)
+    parts, spans, pos = [np.zeros(int(LEAD_S * RATE), np.float32)], [], int(LEAD_S * RATE)
+    for u in utts:
+        x = la.at_speech_dbfs(u.audio, SPEECH_DBFS)
+        parts += [x, np.zeros(int(GAP_S * RATE), np.float32)]
+        spans.append((pos, pos + len(x)))
+        pos += len(x) + int(GAP_S * RATE)
+    near = np.concatenate(parts)
+    ref = playback(kind, len(near), seed, {u.name for u in utts})
+    delay = float(rng.uniform(20, 200))
+    echo = ea.echo_at(ref, ea.room_response(delay, seed=seed), 32768.0**2 * 10 ** (SPEECH_DBFS / 10), ser)
+    return near, echo, ref, spans, delay
+
+
+def wer_of(engine, audio: np.ndarray, spans, utts, shift: int = 0) -> dict:
+    from voxnode.asr.wer import word_errors
+
+    cut = int(CUT_S * RATE)
+    hyps = [
+        engine.transcribe((audio[max(0, a + shift - cut) : b + shift + cut] / 32768.0).astype(np.float32)).text
+        for a, b in spans
+    ]
+    errors, words = word_errors(" ".join(u.text for u in utts), " ".join(hyps))
+    return {"wer": round(errors / words, 3), "errors": errors, "words": words}
+
+
+def erle_between(mic: np.ndarray, out: np.ndarray, spans) -> float:
+    """mic power over output power on the echo-only stretches (after the first 2 s: AEC3 converging)."""
+    mask = np.ones(len(out), bool)
+    mask[: 2 * RATE] = False
+    for a, b in spans:
+        mask[max(0, a - RATE // 2) : b + RATE // 2] = False
+    m, o = mic[: len(out)][mask].astype(np.float64), out[mask].astype(np.float64)
+    return round(10 * np.log10(np.mean(m**2) / max(np.mean(o**2), 1e-9)), 1)
+
+
+def bench_wer(engine, n_utts: int) -> dict:
+    utts = [u for u in sc.real_speech(n_asterisk=n_utts) if u.source.startswith("asterisk")][:n_utts]
+    utts += [u for u in sc.pocketsphinx()][:3]
+    results: dict = {"commands": len(utts)}
+    near, _, _, spans, _ = session(utts, "music", 0.0, 1)
+    results["no_playback"] = wer_of(engine, near, spans, utts)
+    print("no playback", results["no_playback"], flush=True)
+    cpu = []
+    for kind in PLAYBACK:
+        for ser in SERS:
+            near, echo, ref, spans, delay = session(utts, kind, ser, 7 + abs(int(ser)) + 20 * PLAYBACK.index(kind))
+            mic = near + echo
+            out, heard, ec, per_frame = cancel(mic, ref)
+            cpu.append(per_frame)
+            shift = LATENCY_SAMPLES  # AEC3's output is late; SpeexDSP's is not
+            row = {
+                "echo_delay_ms": round(delay, 1),
+                "estimated_delay_ms": ec.delay.delay_ms,
+                "no_aec": wer_of(engine, mic, spans, utts),
+                "speex": wer_of(engine, heard, spans, utts),
+                "webrtc": wer_of(engine, out, spans, utts, shift),
+                "erle_db_speex": erle_between(mic, heard, spans),
+                "erle_db_webrtc": erle_between(mic, out, spans),
+                "erle_reported_db": ec.erle_db,
+            }
+            results[f"{kind} {ser:+.0f} dB"] = row
+            print(kind, ser, row, flush=True)
+    results["cpu_ms_per_frame"] = round(1000 * float(np.median(cpu)), 3)
+    return results
+
+
+def idle_finals(engine, minutes: float) -> dict:
+    """Finals from `minutes` of the node playing (speech, then music) with nobody talking."""
+    from scripts.bench.sim_live import SimClock, SimScheduler
+    from voxnode.config import Config
+    from voxnode.config.audio import AudioConfig
+    from voxnode.stream.params import pipeline_params
+    from voxnode.stream.pipeline import StreamPipeline
+
+    n = int(minutes * 60 * RATE)
+    ref = np.concatenate([playback("speech", n // 2, 21, set()), playback("music", n - n // 2, 22, set())])
+    echo = ea.echo_at(ref, ea.room_response(80.0, seed=3), 32768.0**2 * 10 ** (SPEECH_DBFS / 10), 0.0)
+    room = ac.at_dbfs(ac.noise("pink", n, seed=4), -60)
+    mic = np.clip(np.round(echo + room), -32768, 32767).astype(np.int16)
+    r = np.clip(np.round(ref), -32768, 32767).astype(np.int16)
+    out = {}
+    for label, reference in (("echo_reference", "ref"), ("no_echo_reference", "")):
+        config = dataclasses.replace(Config(), audio=AudioConfig(device="mic", echo_reference=reference))
+        clock = SimClock()
+        sched = SimScheduler(engine, clock, config.stream.partial_max_wait_ms / 1000)
+        finals: list[str] = []
+
+        def emit(e, finals=finals):
+            if e.as_dict().get("type") == "final":
+                finals.append(e.as_dict()["text"])
+
+        pipe = StreamPipeline("sim", pipeline_params(config, "mic"), sched, emit, clock)
+        for i in range(len(mic) // FRAME):
+            t = (i + 1) * FRAME / RATE
+            clock.now = t
+            sched.advance(t)
+            s = slice(i * FRAME, (i + 1) * FRAME)
+            pipe.feed(mic[s], i, t - FRAME / RATE, t - FRAME / RATE, r[s] if reference else None)
+        pipe.flush()
+        sched.advance(float("inf"))
+        out[label] = {"finals": len(finals), "examples": finals[:5], "utterances": pipe.stats.utterances}
+        print("idle", minutes, "min", label, out[label], flush=True)
+    return {"minutes": minutes, **out}
+
+
+def wake_over_music(folder: Path) -> dict:
+    """alexa recordings in the node's music at 0 dB through the room path: accepted at the shipped cutoff."""
+    from scripts.bench.wake import LATE_S, detect, events, recorded_phrases
+    from voxnode.wake.models import load_wake_model
+
+    cutoff = load_wake_model("alexa").cutoff
+    phrases = recorded_phrases(folder, "alexa")
+    hits = {"microphone": 0, "webrtc": 0, "speex": 0}
+    for i, x in enumerate(phrases):
+        lead = 3.0 + 0.4 * (i % 3)
+        near = np.concatenate(
+            [np.zeros(int(lead * RATE), np.float32), x, np.zeros(int((LATE_S + 0.3) * RATE), np.float32)]
+        )
+        ref = playback("music", len(near), 100 + i, set())
+        h = ea.room_response(float(np.random.default_rng(i).uniform(20, 200)), seed=i)
+        echo = ea.echo_at(ref, h, ea.active_power(x), 0.0)
+        mic = near + echo
+        cancelled, heard, _, _ = cancel(mic, ref)
+        start, end = lead, lead + len(x) / RATE
+        for label, audio in (("microphone", mic), ("webrtc", cancelled), ("speex", heard)):
+            fired = events(detect("alexa", audio).series, cutoff)
+            hits[label] += any(start <= t <= end + LATE_S + 0.05 for t in fired)
+    n = len(phrases)
+    result = {"recordings": n, "cutoff": cutoff, **{k: round(100 * v / max(1, n), 1) for k, v in hits.items()}}
+    print("wake over music 0 dB", result, flush=True)
+    return result
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--write", type=Path, help="save the results as JSON")
+    ap.add_argument("--commands", type=int, default=10, help="Asterisk commands (plus 3 pocketsphinx ones)")
+    ap.add_argument("--idle-minutes", type=float, default=10.0)
+    # ../shared/data/wake beside the checkout (as bench/wake.py), or /work/shared from a worktree
+    wake = next((p for p in (REPO.parent / "shared", REPO.parents[1] / "shared") if (p / "data/wake").is_dir()), None)
+    ap.add_argument("--wake-folder", type=Path, default=(wake or REPO.parent / "shared") / "data" / "wake")
+    ap.add_argument("--skip", nargs="*", default=[], choices=["wer", "idle", "wake"])
+    args = ap.parse_args()
+    missing = sc.missing_packages()
+    if missing:
+        print("missing Debian packages: " + ", ".join(missing) + " (make deps-corpus)", file=sys.stderr)
+        return 1
+    from voxnode.asr import default_model_dir
+    from voxnode.asr.whisper.engine import WhisperEngine
+
+    engine = WhisperEngine.load(default_model_dir(), 2)
+    results: dict = {"machine": os.uname().machine, "load_at_start": list(os.getloadavg())}
+    if "wer" not in args.skip:
+        results["wer"] = bench_wer(engine, args.commands)
+        results["cpu_percent_of_a_core"] = round(100 * results["wer"]["cpu_ms_per_frame"] / 20.0, 2)
+        results["load_after_wer"] = list(os.getloadavg())
+    if "idle" not in args.skip:
+        results["playback_alone"] = idle_finals(engine, args.idle_minutes)
+    if "wake" not in args.skip and (args.wake_folder / "alexa").is_dir():
+        results["wake_alexa_over_music_0db"] = wake_over_music(args.wake_folder)
+    print(json.dumps(results, indent=1))
+    if args.write:
+        args.write.write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

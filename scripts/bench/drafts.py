@@ -1,0 +1,161 @@
+"""What a draft (the last partial's tokens) buys a final: WER and decode time, with and without.
+
+Live, every decode of an utterance is handed the tokens of the one before it (`[asr] draft`,
+asr/search.verified_draft): the decoder checks them all in its one prefill call and decodes only
+what follows the first disagreement. Here each real utterance (scripts/bench/speech_corpus.py), clean
+and in noise mixed at its own SNR, is decoded as the daemon decodes it at the end of speech:
+
+- the partial just before: greedy, of the audio minus `--lag` seconds (the partial interval,
+  500 ms by default: the last partial misses up to that much of the end);
+- then the final of the whole audio, at each setting: beam 3 and greedy, without and with that
+  partial's tokens as the draft. Each final comes right after a partial (as live: the window
+  change that costs is counted).
+
+It prints and saves (scripts/bench/results/drafts_benchmark.json, and the "Drafts" section of docs/benchmarks.md)
+WER (Whisper's English normaliser), the median / p95 wall time of the final's `transcribe()`, the
+share of draft tokens accepted, and how many greedy texts differ with a draft (0 expected: the
+verification is exact up to float rounding between one call and many).
+
+    .venv-bench/bin/python -m scripts.bench.drafts --threads 1
+    python -m scripts.bench.emulate_board pi4 -- .venv-bench/bin/python -m scripts.bench.drafts --threads 4 --label pi4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+# As the daemon does (voxnode/__init__.py), before numpy starts OpenBLAS: its spinning threads
+# would double the CPU this measures.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np
+
+from scripts import REPO, RESULTS
+
+TITLE = "Drafts: finals decoded from the last partial"
+SETTINGS = {  # name -> (beam size, with the draft)
+    "beam 3": (3, False),
+    "beam 3 + draft": (3, True),
+    "greedy": (1, False),
+    "greedy + draft": (1, True),
+}
+CONDITIONS = {"clean": None, "babble 10 dB": ("babble", 10.0), "pink 5 dB": ("pink", 5.0)}
+
+
+def measure(threads: int, conditions: list[str], n_asterisk: int, lag_s: float) -> dict:
+    from scripts.bench import audio_corpus, scoring, speech_corpus
+    from scripts.bench.asr import clip_noise
+    from voxnode.asr import default_model_dir
+    from voxnode.asr.whisper.engine import WhisperEngine
+
+    engine = WhisperEngine.load(default_model_dir(None, "tiny.en"), threads)
+    utts = speech_corpus.real_speech(n_asterisk=n_asterisk)
+    exclude = {u.name for u in utts}
+    out: dict = {}
+    for cond in conditions:
+        texts: dict[str, list[str]] = {s: [] for s in SETTINGS}
+        walls: dict[str, list[float]] = {s: [] for s in SETTINGS}
+        drafted = accepted = 0
+        for k, u in enumerate(utts):
+            audio = u.audio
+            if CONDITIONS[cond] is not None:
+                kind, snr = CONDITIONS[cond]
+                audio = audio_corpus.mix(audio, clip_noise(kind, len(audio), 1000 + k, exclude), snr)
+            audio = (audio / 32768.0).astype(np.float32)
+            head = audio[: max(16000, len(audio) - int(lag_s * 16000))]
+            draft = engine.transcribe(head, role="partial").tokens
+            for name, (beam, with_draft) in SETTINGS.items():
+                engine.transcribe(head, role="partial")  # as live: a partial just before the final
+                t0 = time.perf_counter()
+                r = engine.transcribe(audio, role="final", beam_size=beam, draft=draft if with_draft else ())
+                walls[name].append((time.perf_counter() - t0) * 1000)
+                texts[name].append(r.text)
+                if with_draft and beam == 3:
+                    drafted += r.draft_tokens
+                    accepted += r.draft_accepted
+        refs = [u.text for u in utts]
+        rows = {}
+        for name in SETTINGS:
+            w = np.array(walls[name])
+            rows[name] = {
+                "wer": round(scoring.corpus_score(refs, texts[name]).wer, 2),
+                "median_ms": round(float(np.median(w)), 1),
+                "p95_ms": round(float(np.percentile(w, 95)), 1),
+            }
+        rows["draft_acceptance"] = round(accepted / drafted, 3) if drafted else None
+        pairs = zip(texts["greedy"], texts["greedy + draft"], strict=True)
+        rows["greedy_texts_changed"] = sum(a != b for a, b in pairs)
+        out[cond] = rows
+        print(cond, json.dumps(rows), flush=True)
+    return {"utterances": len(utts), "conditions": out}
+
+
+def main() -> int:
+    from scripts.bench.asr import machine, update_benchmarks_md
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--asterisk", type=int, default=40, help="Asterisk prompts in the corpus (plus pocketsphinx)")
+    p.add_argument("--lag", type=float, default=0.5, help="seconds of the end the last partial did not hear")
+    p.add_argument("--conditions", default=",".join(CONDITIONS), help=f"of {', '.join(CONDITIONS)}")
+    p.add_argument("--label", default="x86", help="where it ran (x86, or an emulated board)")
+    p.add_argument("--json", type=Path, default=RESULTS / "drafts_benchmark.json")
+    p.add_argument("--no-write", action="store_true")
+    args = p.parse_args()
+    conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
+    unknown = [c for c in conditions if c not in CONDITIONS]
+    if unknown:
+        p.error(f"--conditions: unknown {unknown}; known: {list(CONDITIONS)}")
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    load = os.getloadavg()
+    res = measure(args.threads, conditions, args.asterisk, args.lag)
+    run = {
+        "measured": started,
+        "machine": machine(),
+        "label": args.label,
+        "threads": args.threads,
+        "lag_s": args.lag,
+        "load": [round(load[0], 2), round(os.getloadavg()[0], 2)],
+        "command": "python -m scripts.bench.drafts " + " ".join(sys.argv[1:]),
+        **res,
+    }
+    if args.no_write:
+        return 0
+    runs = json.loads(args.json.read_text()) if args.json.exists() else {}
+    runs[f"{args.label}, {args.threads} thread(s)"] = run
+    args.json.write_text(json.dumps(runs, indent=1) + "\n")
+    lines = [
+        f"## {TITLE}",
+        "",
+        "Each final right after a greedy partial of all but the last "
+        f"{args.lag:g} s, whose tokens are the draft (`[asr] draft`); real utterances, each mixed at its own SNR; "
+        "WER with Whisper's English normaliser; wall ms of the final's `transcribe()` (log-mel, encoder, "
+        "prefill, search). `scripts/bench/drafts.py` (commands in each row's JSON, "
+        "scripts/bench/results/drafts_benchmark.json).",
+        "",
+        "| run | condition | beam 3: WER, ms median / p95 | beam 3 + draft | greedy | greedy + draft "
+        "| draft tokens accepted | greedy texts changed |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for key, r in runs.items():
+        for cond, row in r["conditions"].items():
+            cells = [f"{row[s]['wer']:.1f} %, {row[s]['median_ms']:.0f} / {row[s]['p95_ms']:.0f}" for s in SETTINGS]
+            lines.append(
+                f"| {key} (load {r['load'][0]:.1f}; {r['measured']}) | {cond} | "
+                + " | ".join(cells)
+                + f" | {row['draft_acceptance']:.0%} | {row['greedy_texts_changed']} of {r['utterances']} |"
+            )
+    lines += ["", f"Machine: {run['machine']}."]
+    section = "\n".join(lines) + "\n"
+    print(section)
+    update_benchmarks_md(REPO / "docs" / "benchmarks.md", TITLE, section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""Issue 22's second pass: which lever moves Whisper's WER in loud noise? Each lever before/after
+on the same clips, cheaper than a full bench/asr.py run (each clip is enhanced once per setting
+and the enhanced audio is decoded under every decode setting).
+
+    .venv-bench/bin/python -m scripts.bench.probe_noise_levers --conditions clean 'white 0 dB' 'babble 0 dB' \\
+        'white 5 dB' 'pink 5 dB' --enhance df12 df24 --decode default beam5 norm
+
+Corpus and noise: bench/asr.py's (`--asterisk 40`: the 50 real utterances, every clip mixed at its
+own SNR; `--corpus room`: the room recordings, `--group quiet`: the quiet talkers only); `--every N`
+keeps every Nth clip of each condition (exploring). Enhancement: the recognition path of `voxnode
+transcribe` (frontend/recognition.py) with `frontend.denoise = "asr"`, DeepFilterNet at attenuation
+limit N dB (`dfN`), at 12 dB with libDF's post-filter at beta N / 100 (`pfN`; the daemon does not
+set it), or `off` (the high-pass alone). Decode settings: `default` (the [asr] defaults:
+beam 3, fallback), `beamN`, `norm` (gain before the model: the clip's peak to -3 dBFS), joined by
+`+`. Then the noise verdicts, re-scored from each decode's no-speech probability and mean
+log-probability (what a stricter guard would have dropped). Scoring: scripts/bench/scoring.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import dataclasses
+import json
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from scripts import REPO
+from scripts.bench import asr as bench_asr
+from scripts.bench import scoring
+
+# Stricter noise verdicts than Whisper's (no-speech > 0.6 and mean log-prob < -1), scored offline.
+GUARDS = {
+    "whisper's": lambda r: False,
+    "lp < -0.8": lambda r: r["logprob"] < -0.8,
+    "nsp > 0.4": lambda r: r["no_speech"] > 0.4,
+    "nsp > 0.3 and lp < -0.6": lambda r: r["no_speech"] > 0.3 and r["logprob"] < -0.6,
+}
+
+
+def enhanced(setting: str, audio: np.ndarray) -> np.ndarray:
+    from voxnode.config import Config
+    from voxnode.frontend.recognition import RecognitionFilter, recognition_audio
+    from voxnode.stream.params import frontend_params
+
+    params = frontend_params(Config())
+    if setting == "off":
+        return recognition_audio(params, audio)
+    if setting.startswith("pf"):  # limit 12 dB and DeepFilterNet's post-filter at beta N / 100
+        params = dataclasses.replace(params, denoise="asr", denoise_engine="deepfilter", denoise_floor_db=-12.0)
+        f = RecognitionFilter(params)
+        # The daemon does not set the post-filter: reach into this one instance's libDF state.
+        df = f._fe._enhancer
+        df._lib.df_set_post_filter_beta.argtypes = [ctypes.c_void_p, ctypes.c_float]
+        df._lib.df_set_post_filter_beta(df._st, float(setting[2:]) / 100)
+        return np.concatenate([f.process(audio), f.flush()])
+    if not setting.startswith("df"):
+        raise SystemExit(f"--enhance {setting}: off, dfN or pfN")
+    limit = float(setting[2:])
+    params = dataclasses.replace(params, denoise="asr", denoise_engine="deepfilter", denoise_floor_db=-limit)
+    return recognition_audio(params, audio)
+
+
+def engine_for(setting: str):
+    from voxnode.asr.whisper.engine import WhisperEngine, default_options
+
+    over: dict = {}
+    for part in setting.split("+"):
+        if part.startswith("beam"):
+            over["beam_size"] = int(part[4:])
+        elif part not in ("default", "norm", "base"):
+            raise SystemExit(f"--decode {setting}: default, beamN, norm or base, joined by +")
+    model = REPO / "models" / ("whisper-base" if "base" in setting.split("+") else "whisper-tiny.en")
+    return WhisperEngine.load(model, num_threads=1, options=dataclasses.replace(default_options(), **over))
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--conditions", nargs="+", required=True)
+    p.add_argument("--corpus", default="general", choices=("general", "room"))
+    p.add_argument("--asterisk", type=int, default=40)
+    p.add_argument("--group", help="room corpus: keep only this talker-level third (loud, middle, quiet)")
+    p.add_argument("--every", type=int, default=1)
+    p.add_argument("--enhance", nargs="+", default=["df12"])
+    p.add_argument("--decode", nargs="+", default=["default"])
+    p.add_argument("--json", type=Path, help="write every decode here")
+    args = p.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        clips = bench_asr.build_corpus(Path(tmp), args.asterisk, args.conditions, args.corpus)
+        for c in clips:
+            c["audio"] = np.load(c["path"])
+    seen: dict[str, int] = defaultdict(int)
+    kept = []
+    for c in clips:
+        seen[c["condition"]] += 1
+        if (seen[c["condition"]] - 1) % args.every == 0 and (not args.group or c["group"] == args.group):
+            kept.append(c)
+    engines = {d: engine_for(d) for d in args.decode}
+    rows = []
+    for setting in args.enhance:
+        audio = [enhanced(setting, c["audio"]) for c in kept]
+        for d, engine in engines.items():
+            for c, a in zip(kept, audio, strict=True):
+                gain = 0.7 / max(1e-4, float(np.max(np.abs(a)))) if "norm" in d.split("+") else 1.0
+                r = engine.transcribe(a * np.float32(gain))
+                rows.append(
+                    {
+                        "condition": c["condition"],
+                        "name": c["name"],
+                        "speaker": c["speaker"],
+                        "reference": c["reference"],
+                        "enhance": setting,
+                        "decode": d,
+                        "text": r.text,
+                        "no_speech": r.no_speech_prob,
+                        "logprob": r.confidence,
+                        "stop": r.stop_reason,
+                    }
+                )
+            for cond in args.conditions:
+                sel = [r for r in rows if (r["condition"], r["enhance"], r["decode"]) == (cond, setting, d)]
+                refs = [r["reference"] for r in sel]
+                s = scoring.corpus_score(refs, [r["text"] for r in sel])
+                guards = "  ".join(
+                    f"{g}: {scoring.corpus_score(refs, ['' if f(r) else r['text'] for r in sel]).wer:.1f}"
+                    for g, f in GUARDS.items()
+                    if g != "whisper's"
+                )
+                print(
+                    f"{setting:6s} {d:12s} {cond:18s} n={len(sel):3d} WER {s.wer:5.1f} % "
+                    f"(S {s.substitutions} D {s.deletions} I {s.insertions}; {s.words} words)  guards: {guards}",
+                    flush=True,
+                )
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+"""Real recorded speech (and real music) for benchmarks and tests, all from Debian packages.
+
+Every accuracy figure needs human speech, not only a synthetic voice. What ships free in
+Debian 12 / Raspberry Pi OS:
+
+| package | what | speakers | licence |
+|---|---|---|---|
+| pocketsphinx-testdata | 5 LibriVox sentences (Sense and Sensibility), 5 card names, 16 kHz | 2 | BSD-2 |
+| asterisk-core-sounds-en (+ -g722, -wav) | ~570 prompts (core-sounds-en.txt) | Allison Smith | CC-BY-SA-3.0 |
+| asterisk-moh-opsound-wav | 5 music tracks, ~4 min each, 8 kHz | - | CC-BY-SA-3.0 |
+
+The Asterisk prompts come in G.722 (16 kHz wideband, decoded with the `g722` package when it is
+installed: benchmark venv only) and 8 kHz WAV (resampled with soxr): the wideband version is used
+when it can be decoded. Prompts whose transcript is not plain speech (key names like '*' or '#',
+tones in brackets, stage directions in parentheses such as the silence/N prompts, fragments
+starting or ending with '...') are left out.
+
+Everything is 16 kHz mono float32 in int16 scale, like scripts/bench/audio_corpus.py, whose noise
+generators and mixing work on these clips too.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import wave
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+RATE = 16000
+PS_DATA = Path("/usr/share/pocketsphinx/test/data")
+ASTERISK_SOUNDS = Path("/usr/share/asterisk/sounds/en_US_f_Allison")
+ASTERISK_TEXT = Path("/usr/share/doc/asterisk-core-sounds-en/core-sounds-en.txt.gz")
+ASTERISK_MOH = Path("/usr/share/asterisk/moh")
+# What `make` installs (scripts/apt-ensure) for the benchmarks that use this module.
+APT_PACKAGES = (
+    "pocketsphinx-testdata",
+    "asterisk-core-sounds-en",
+    "asterisk-core-sounds-en-g722",
+    "asterisk-core-sounds-en-wav",
+    "asterisk-moh-opsound-wav",
+)
+
+# Spelling slips in core-sounds-en.txt (the recording says the word right).
+_TEXT_FIXES = {"represenatives": "representatives"}
+# Parentheses mark stage directions: "silence/8: (8 seconds of silence)" is not speech.
+_NOT_SPEECH = re.compile(r"[\[\]()*#@/<>=]|^\.\.\.|\.\.\.$|www\.|\b[A-Z]{2,}\b")
+
+
+@dataclass(frozen=True)
+class Utterance:
+    name: str  # source/id, unique
+    text: str  # reference transcript as the source gives it
+    audio: np.ndarray  # float32, int16 scale, 16 kHz mono
+    speaker: str
+    source: str
+
+    @property
+    def duration_s(self) -> float:
+        return len(self.audio) / RATE
+
+
+def _read_wav(path: Path) -> tuple[np.ndarray, int]:
+    with wave.open(str(path)) as w:
+        if w.getnchannels() != 1 or w.getsampwidth() != 2:
+            raise ValueError(f"{path}: expected 16-bit mono")
+        return np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").astype(np.float32), w.getframerate()
+
+
+def _to_16k(x: np.ndarray, rate: int) -> np.ndarray:
+    if rate == RATE:
+        return x.astype(np.float32)
+    import soxr
+
+    return soxr.resample(x.astype(np.float32), rate, RATE).astype(np.float32)
+
+
+def pocketsphinx() -> list[Utterance]:
+    """The LibriVox sentences and card names of pocketsphinx-testdata (10 clips, 2 speakers)."""
+    out = []
+    for sub, tfile, speaker in (
+        ("librivox", "transcription", "librivox-reader"),
+        ("cards", "cards.transcription", "cards-speaker"),
+    ):
+        tpath = PS_DATA / sub / tfile
+        if not tpath.exists():
+            continue
+        for line in tpath.read_text().splitlines():
+            m = re.match(r"<s>(.*)</s>\s*\((\S+)\)", line.strip())
+            if m:
+                audio, rate = _read_wav(PS_DATA / sub / f"{m.group(2)}.wav")
+                out.append(
+                    Utterance(
+                        f"{sub}/{m.group(2)}",
+                        m.group(1).strip(),
+                        _to_16k(audio, rate),
+                        speaker,
+                        "pocketsphinx-testdata",
+                    )
+                )
+    return out
+
+
+def _asterisk_texts() -> dict[str, str]:
+    texts = {}
+    with gzip.open(ASTERISK_TEXT, "rt", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.startswith(";") or ":" not in line:
+                continue
+            name, text = line.split(":", 1)
+            words = [_TEXT_FIXES.get(w, w) for w in text.split()]
+            texts[name.strip()] = " ".join(words)
+    return texts
+
+
+def _asterisk_audio(name: str) -> np.ndarray | None:
+    g722_path = ASTERISK_SOUNDS / f"{name}.g722"
+    if g722_path.exists():
+        try:
+            import G722  # the `g722` package (benchmark venv only)
+        except ImportError:
+            pass
+        else:
+            pcm = G722.G722(RATE, 64000).decode(g722_path.read_bytes())
+            return np.asarray(pcm, dtype=np.float32)
+    wav_path = ASTERISK_SOUNDS / f"{name}.wav"
+    if wav_path.exists():
+        audio, rate = _read_wav(wav_path)
+        return _to_16k(audio, rate)
+    return None
+
+
+@lru_cache(maxsize=4)
+def asterisk(min_s: float = 1.5, max_s: float = 9.0) -> tuple[Utterance, ...]:
+    """Asterisk's English prompts that are plain speech and min_s..max_s long, sorted by name."""
+    if not ASTERISK_TEXT.exists():
+        return ()
+    out = []
+    for name, text in sorted(_asterisk_texts().items()):
+        if not text or _NOT_SPEECH.search(text) or len(text.split()) < 2:
+            continue
+        audio = _asterisk_audio(name)
+        if audio is None or not min_s <= len(audio) / RATE <= max_s:
+            continue
+        out.append(Utterance(f"asterisk/{name}", text, audio, "allison", "asterisk-core-sounds-en"))
+    return tuple(out)
+
+
+def real_speech(n_asterisk: int = 15, seed: int = 0, min_s: float = 1.5, max_s: float = 9.0) -> list[Utterance]:
+    """A fixed, mixed set: every pocketsphinx-testdata clip plus `n_asterisk` Asterisk prompts
+    drawn with `seed` (several speakers; the same list every time for the same arguments)."""
+    prompts = list(asterisk(min_s, max_s))
+    rng = np.random.default_rng(seed)
+    picked = [prompts[i] for i in sorted(rng.choice(len(prompts), min(n_asterisk, len(prompts)), replace=False))]
+    return pocketsphinx() + picked
+
+
+def music_tracks() -> list[tuple[str, np.ndarray]]:
+    """The Asterisk music-on-hold tracks (real recorded music), 16 kHz."""
+    out = []
+    for path in sorted(ASTERISK_MOH.glob("*.wav")):
+        audio, rate = _read_wav(path)
+        out.append((path.stem, _to_16k(audio, rate)))
+    return out
+
+
+def missing_packages() -> list[str]:
+    """Which of the corpus's Debian packages are not installed (by the files they provide)."""
+    probes = {
+        "pocketsphinx-testdata": PS_DATA / "librivox",
+        "asterisk-core-sounds-en": ASTERISK_TEXT,
+        "asterisk-core-sounds-en-wav": ASTERISK_SOUNDS / "auth-thankyou.wav",
+        "asterisk-core-sounds-en-g722": ASTERISK_SOUNDS / "auth-thankyou.g722",
+        "asterisk-moh-opsound-wav": ASTERISK_MOH,
+    }
+    return [pkg for pkg, path in probes.items() if not path.exists()]
+
+
+if __name__ == "__main__":
+    clips = real_speech()
+    print(f"{len(asterisk())} usable Asterisk prompts; missing packages: {missing_packages() or 'none'}")
+    for u in clips:
+        print(f"{u.name:55s} {u.duration_s:5.1f} s  {u.speaker:16s} {u.text}")
+    for name, x in music_tracks():
+        print(f"music {name}: {len(x) / RATE:.0f} s")
