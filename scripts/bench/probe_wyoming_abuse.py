@@ -42,6 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from scripts import command_line
 from scripts.bench import speech_corpus as sc
 from scripts.bench.mic_daemon import MicDaemon, RssSampler, Speaker, finals_summary, load, match_finals, trim
 from scripts.bench.wyoming_limits import legit, send_lines
@@ -223,7 +224,7 @@ def main() -> int:
     out: dict = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared with other jobs)",
-        "command": " ".join(sys.argv),
+        "command": command_line(),
         "utterances_per_phase": len(clips) * a.rounds,
         "floods": "one per phase" if a.once else "one after another for the whole phase",
         "targets": {

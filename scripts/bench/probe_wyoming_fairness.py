@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scripts import REPO
+from scripts import REPO, command_line
 from scripts.bench import speech_corpus as sc
 from scripts.bench.mic_daemon import (
     MicDaemon,
@@ -144,7 +144,7 @@ def main() -> None:
         "loadavg_clients_done": load_clients_done,
         "loadavg_end": load(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared)",
-        "command": " ".join(sys.argv),
+        "command": command_line(),
         "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "mic": lat,
     }

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scripts import REPO
+from scripts import REPO, command_line
 from scripts.bench import audio_corpus as ac
 from scripts.bench import speech_corpus as sc
 from voxnode.wake.detector import WakeDetector
@@ -616,7 +616,7 @@ def main() -> int:
     out: dict = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
-        "command": " ".join(sys.argv),
+        "command": command_line(),
     }
     if args.recordings is not None:
         out["acceptance_recorded"] = acceptance_recorded(models, args.recordings, skip=not args.no_skip)

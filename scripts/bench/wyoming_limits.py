@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scripts import REPO
+from scripts import REPO, command_line
 from scripts.bench.mic_daemon import proc_cpu_s as cpu_s
 from scripts.bench.mic_daemon import proc_rss_mb as rss_mb
 from scripts.bench.wyoming_client import WyomingDaemon, clip, pcm, transcribe
@@ -284,7 +284,7 @@ def main() -> int:
     out: dict = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": platform.machine(),
-        "command": " ".join(sys.argv),
+        "command": command_line(),
         "load_1m_at_start": round(os.getloadavg()[0], 2),
     }
     probes = {

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scripts import REPO
+from scripts import REPO, command_line
 from scripts.bench import speech_corpus as sc
 from scripts.bench.wyoming_client import WyomingDaemon, pcm, transcribe
 from voxnode.asr.wer import corpus_wer
@@ -148,7 +148,7 @@ def main() -> int:
     out: dict = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": platform.machine(),
-        "command": " ".join(sys.argv),
+        "command": command_line(),
         "clips": len(clips),
     }
     with tempfile.TemporaryDirectory(prefix="voxnode-bench-wyoming-") as tmp:
