@@ -81,11 +81,12 @@ class Daemon:
         self.muted: set[str] = set()  # DaemonControl; a muted stream's worker feeds silence
         self.extra_heartbeats: list[Heartbeat] = []  # workers of components the daemon does not know
         self.ready_checks: list[Callable[[], bool]] = []  # e.g. "the engine has loaded its model"
-        # `recognizers` empty: the recognition component loads [asr] engine when it starts.
-        self.recognition = Recognition(config, self.emit, recognizers, on_decoded=self.reporter.observe_decode)
+        # The running streams and their pipelines; recognition reads the pipelines from it.
         self.streams = Streams(self._make_stream, config.effective_streams())
-        # Pipelines a reload built before stopping anything, taken by _make_stream.
-        self._prebuilt: dict[str, StreamPipeline] = {}
+        # `recognizers` empty: the recognition component loads [asr] engine when it starts.
+        self.recognition = Recognition(
+            config, self.emit, recognizers, on_decoded=self.reporter.observe_decode, running=self.streams.pipelines
+        )
         self._unstarted = StartRetries()  # streams a reload could not start, retried from the main loop
         self._outputs: list[Output] = []
         self._servers: list[Component] = []
@@ -198,13 +199,11 @@ class Daemon:
     def _make_source(self, stream: StreamConfig) -> AudioSource:
         return make_source(stream, self.config.audio, self.options.file, self.options.file_realtime)
 
-    def _make_stream(self, stream: StreamConfig) -> StreamRuntime:
+    def _make_stream(self, stream: StreamConfig, pipeline: StreamPipeline | None) -> StreamRuntime:
+        """`stream`'s runtime around `pipeline` (one a reload built), or a new one."""
         source = self._make_source(stream)
-        pipeline = self._prebuilt.pop(stream.name, None)
         if pipeline is None:
             pipeline = self.recognition.pipeline(stream.name, self.config)
-        else:
-            self.recognition.pipelines[stream.name] = pipeline
         reference = None if self.options.file else reference_tap(stream, self.config.audio)  # echo_reference
         worker = StreamWorker(
             stream.name, source.ring, pipeline, self.emit, self.options.levels, self.is_muted, reference
@@ -302,49 +301,30 @@ class Daemon:
         starting = [s for s in new_config.effective_streams() if s.name not in plan.keep]
         try:
             check_runnable(new_config, self.config)
-            pipelines = self._build_pipelines(new_config, starting)
+            pipelines = self.recognition.pipelines_for(new_config, [s.name for s in starting])
         except Exception as e:  # a VoxnodeError naming the key; or a model file the runtime cannot load
             return ReloadResult(ok=False, plan=plan, error=error_text(e))
         gone = set(plan.restart) | set(plan.stop)
         self.streams.remove(gone, time.monotonic() + self.config.service.stop_timeout_s)
         for name in gone:
-            self.recognition.remove(name)
             self._unstarted.discard(name)
         self.config = new_config
         for stream in starting:
-            self._prebuilt[stream.name] = pipelines[stream.name]
-            self._start_stream(stream)
+            self._start_stream(stream, pipelines[stream.name])
         self.streams.reorder([s.name for s in new_config.effective_streams()])
         logging.getLogger().setLevel(new_config.log.level.upper())
         return ReloadResult(ok=True, plan=plan)
 
-    def _build_pipelines(self, config: Config, streams: list[StreamConfig]) -> dict[str, StreamPipeline]:
-        """The pipelines of `streams` under `config`; the running pipelines stay as they are."""
-        running = dict(self.recognition.pipelines)
-        self.recognition.reconfigure(config)  # starts the end-of-turn model if `config` turns it on
+    def _start_stream(self, stream: StreamConfig, pipeline: StreamPipeline | None = None) -> None:
+        """Start one stream (around a reload's `pipeline`); one that cannot be built is reported and
+        retried with a new pipeline (StartRetries)."""
         try:
-            return {s.name: self.recognition.pipeline(s.name, config) for s in streams}
-        except BaseException:
-            self.recognition.reconfigure(self.config)
-            raise
-        finally:
-            for s in streams:  # key by key: health threads iterate this dict
-                if s.name in running:
-                    self.recognition.pipelines[s.name] = running[s.name]
-                else:
-                    self.recognition.pipelines.pop(s.name, None)
-
-    def _start_stream(self, stream: StreamConfig) -> None:
-        """Start one stream; one that cannot be built is reported and retried (StartRetries)."""
-        try:
-            self.streams.add(stream)
+            self.streams.add(stream, pipeline)
         except Exception as e:
             delay = self._unstarted.failed(stream, error_text(e), self.config.audio)
             log.error("stream %s cannot start: %s; retrying in %.1f s", stream.name, error_text(e), delay)
         else:
             self._unstarted.discard(stream.name)
-        finally:
-            self._prebuilt.pop(stream.name, None)
 
     def _retry_streams(self, now: float) -> None:
         for stream in self._unstarted.due(now):

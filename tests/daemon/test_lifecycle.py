@@ -106,8 +106,8 @@ class NoCapture(Daemon):
     def _make_source(self, stream):
         return CaptureFails(stream.name, FrameRing(10))
 
-    def _make_stream(self, stream):
-        rt = super()._make_stream(stream)
+    def _make_stream(self, stream, pipeline):
+        rt = super()._make_stream(stream, pipeline)
         self.runtimes.append(rt)
         return rt
 
@@ -123,4 +123,8 @@ def test_a_stream_whose_capture_cannot_start_stops_its_worker():
     # Its stop closed the ring (the capture never did): it flushes and ends. Before, it waited for ever.
     assert wait_until(lambda: not rt.worker.is_alive(), timeout=5)
     assert daemon.streams.names() == []
+    # Nor is its pipeline left behind for the controls and the stats (Streams owns the pipelines).
+    assert daemon.recognition.stats()["streams"] == {}
+    with pytest.raises(KeyError):
+        daemon.set_playing("mic", True)
     assert not [t.name for t in threading.enumerate() if t.name in ("stream-mic", "capture-mic")]

@@ -86,8 +86,50 @@ def test_a_wake_model_that_does_not_load_is_refused_before_the_streams_stop(engi
             daemon.request_reload()
             assert wait_until(lambda: "config reload failed" in caplog.text, timeout=10), caplog.text
         assert daemon.config is old and daemon.streams["a"] is a and a.worker.is_alive() and t.is_alive()
-        assert daemon.recognition.pipelines["a"] is a.pipeline  # the trial pipeline did not replace it
+        # The trial pipeline did not replace it: the controls and the stats still reach the running one.
+        assert daemon.streams.pipelines() == {"a": a.pipeline}
+        daemon.set_playing("a", True)
+        assert a.pipeline.playback.input and daemon.playing("a")
+        assert list(daemon.recognition.stats()["streams"]) == ["a"]
     finally:
         daemon.request_stop()
         t.join(20)
     assert "reload failed, previous config still running" in caplog.text
+
+
+def test_an_end_of_turn_model_that_does_not_start_refuses_the_reload_and_keeps_the_old_limits(
+    engine, tmp_path, monkeypatch, caplog
+):
+    """A reload that turns the end-of-turn model on, whose installed file passes the checks (its
+    SHA256SUMS line matches) but does not load: the reload is refused before any stream stops, and
+    recognition keeps the old config (the decode queue's limit the reload also changed included)."""
+    import hashlib
+
+    import voxnode.models.find as find
+    from voxnode.models.find import TURN_MODEL, TURN_MODEL_FILE
+    from voxnode.stream.params import scheduler_params
+
+    bad = b"not a tflite model"
+    (tmp_path / TURN_MODEL).mkdir()
+    (tmp_path / TURN_MODEL / TURN_MODEL_FILE).write_bytes(bad)
+    (tmp_path / TURN_MODEL / "SHA256SUMS").write_text(f"{hashlib.sha256(bad).hexdigest()}  {TURN_MODEL_FILE}\n")
+    roots = find.model_roots()
+    monkeypatch.setattr(find, "model_roots", lambda: [tmp_path, *roots])  # found first: installed, damaged
+    off = '[vad]\nend_of_turn = "off"\n' + BASE
+    daemon = Daemon(parse_config(off), [], RunOptions(), recognizers=[engine])
+    t = run_in_thread(daemon)
+    a = daemon.streams["a"]
+    old = daemon.config
+    try:
+        with caplog.at_level(logging.INFO, logger="voxnode.daemon"):
+            on = '[vad]\nend_of_turn = "smart-turn"\n[stream]\nmax_pending_finals = 3\n' + BASE
+            daemon.reloader = lambda: parse_config(on, "c.toml")
+            daemon.request_reload()
+            assert wait_until(lambda: "config reload failed" in caplog.text, timeout=10), caplog.text
+        assert "vad.end_of_turn: " in caplog.text and "cannot be loaded" in caplog.text, caplog.text
+        assert daemon.config is old and daemon.streams["a"] is a and a.worker.is_alive() and t.is_alive()
+        assert daemon.recognition.scheduler.params == scheduler_params(old)  # max_pending_finals 64, not 3
+        assert daemon.streams.pipelines() == {"a": a.pipeline}
+    finally:
+        daemon.request_stop()
+        t.join(20)

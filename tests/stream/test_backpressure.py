@@ -38,11 +38,12 @@ def stream_audio(i):
     return x + ac.at_dbfs(ac.noise("pink", len(x), seed=i), -60)
 
 
-def feed_all(service, n_streams):
-    """Each stream's frames as fast as its thread can push them (no pacing)."""
+def feed_all(service, pipelines, n_streams):
+    """Each stream's frames as fast as its thread can push them (no pacing). `pipelines` stands in for
+    the daemon's Streams: the running pipelines by name, which the recognition's stats read."""
 
     def feed(i):
-        p = service.pipelines[f"s{i}"]
+        p = pipelines[f"s{i}"]
         x = ac.to_pcm16(stream_audio(i))
         pcm = np.frombuffer(x, dtype="<i2")
         t0 = time.monotonic()
@@ -51,7 +52,7 @@ def feed_all(service, n_streams):
         p.flush()
 
     for i in range(n_streams):
-        service.pipeline(f"s{i}")
+        pipelines[f"s{i}"] = service.pipeline(f"s{i}")
     threads = [threading.Thread(target=feed, args=(i,)) for i in range(n_streams)]
     for t in threads:
         t.start()
@@ -61,9 +62,10 @@ def feed_all(service, n_streams):
 
 def test_engine_behind_skips_partials_first_and_delivers_every_final(engine):
     events = []
-    service = Recognition(Config(), events.append, [SlowedEngine(engine, 0.25)])
+    pipelines = {}
+    service = Recognition(Config(), events.append, [SlowedEngine(engine, 0.25)], running=lambda: pipelines)
     service.start()
-    feed_all(service, 3)
+    feed_all(service, pipelines, 3)
     service.stop(time.monotonic() + 30)
     st = service.stats()
     finals = [e for e in events if e.type == "final"]
@@ -85,10 +87,11 @@ def test_final_that_must_be_dropped_is_counted_and_logged(engine, caplog):
 
     cfg = dataclasses.replace(cfg, stream=dataclasses.replace(cfg.stream, max_pending_finals=1, partials=False))
     events = []
-    service = Recognition(cfg, events.append, [SlowedEngine(engine, 0.4)])
+    pipelines = {}
+    service = Recognition(cfg, events.append, [SlowedEngine(engine, 0.4)], running=lambda: pipelines)
     service.start()
     with caplog.at_level(logging.WARNING):
-        feed_all(service, 3)
+        feed_all(service, pipelines, 3)
         service.stop(time.monotonic() + 30)
     st = service.stats()
     finals = [e for e in events if e.type == "final"]

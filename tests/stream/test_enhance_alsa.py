@@ -83,7 +83,7 @@ def test_enhanced_live_recognition_recovers_words_in_loud_white_noise(alsa_dir, 
     plain_err, _ = word_errors(ref, " ".join(cuts_plain))
     detail = {"errors": (live_err, enh_err, plain_err, words), "live": finals, "enh": cuts_enh, "plain": cuts_plain}
     # Measured when written: live 29, enhanced cuts 32, plain cuts 33 errors of 47 words.
-    enhancer = daemon.recognition.pipelines["mic"].enhancer  # DeepFilterNet on the utterances' frames
+    enhancer = daemon.streams["mic"].pipeline.enhancer  # DeepFilterNet on the utterances' frames
     assert enhancer is not None and enhancer.enhancer.latency_s == pytest.approx(0.035)
     assert 0.3 * len(audio) / 320 < enhancer.frames < len(audio) / 320  # the speech, not the whole room
     assert live_err / words <= 1.15 * enh_err / words + 0.01 + 1 / words, detail

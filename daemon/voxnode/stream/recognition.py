@@ -1,5 +1,7 @@
 """Recognition for every stream of the process: the engines, the decode scheduler that shares them,
-and one StreamPipeline per stream.
+and the making of each stream's StreamPipeline. Which pipelines run is not kept here: `Streams`
+(stream/runtime.py) owns them, and recognition reads them through the `running` view it is given
+(the controls, follow-up and playing, and the per-stream stats).
 
 A `Component`: started before the streams (it loads the engines `[asr]` names unless given some)
 and stopped after them, so that the finals still queued are decoded and published. Its children, the
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from voxnode.asr.recognizer import EngineInfo, Recognizer
@@ -37,6 +39,7 @@ class Recognition(Component):
         recognizers: Sequence[Recognizer] = (),
         clock: Callable[[], float] = time.monotonic,
         on_decoded: Callable[[str, str, float], None] | None = None,
+        running: Callable[[], Mapping[str, StreamPipeline]] = dict,
     ):
         self._config = config
         self._emit = emit
@@ -46,7 +49,7 @@ class Recognition(Component):
         self._scheduler: DecodeScheduler | None = None
         self._turn: TurnDetector | None = None  # [vad] end_of_turn; started with the first config that asks
         self._children: list[Component] = []  # started, in order: the scheduler, then the end-of-turn model
-        self.pipelines: dict[str, StreamPipeline] = {}
+        self._running = running  # the running streams' pipelines by name (Streams.pipelines); none by default
         # The follow-up switch (Home Assistant) by stream: held until a restart, reloads included.
         self._follow_up: dict[str, bool] = {}
         self._playing: dict[str, bool] = {}  # the `playing` input per stream (MQTT), kept across reloads
@@ -72,7 +75,7 @@ class Recognition(Component):
 
     def _start_turn(self, config: Config) -> None:
         """A reload that turns the end-of-turn model on starts it; one that fails to start raises, and
-        the reload is refused (Daemon._build_pipelines puts the old config back)."""
+        the reload is refused (pipelines_for puts the old config back)."""
         if config.vad.end_of_turn != "off" and self._turn is None:
             turn = TurnDetector()
             turn.start()
@@ -88,7 +91,8 @@ class Recognition(Component):
         return self.recognizers[0].info if self.recognizers else None
 
     def pipeline(self, stream: str, config: Config | None = None) -> StreamPipeline:
-        """A new pipeline for `stream` (replacing a stopped one of the same name after a reload)."""
+        """A new pipeline for `stream`, under `config` (the current one by default). Not registered
+        anywhere: it runs, and the controls reach it, once its stream is added to `Streams`."""
         config = config or self._config
         wake = wake_params(config, stream)
         gate = WakeGate(wake) if wake is not None else None
@@ -99,12 +103,24 @@ class Recognition(Component):
             stream, pipeline_params(config, stream), self.scheduler, self._emit, self._clock, wake=gate, turn=turn
         )
         p.playback.input = self._playing.get(stream, False)
-        self.pipelines[stream] = p
         return p
+
+    def pipelines_for(self, config: Config, streams: Sequence[str]) -> dict[str, StreamPipeline]:
+        """A reload's pipelines for `streams` under `config`, built while the old streams still run
+        (their pipelines are left as they are). From here on new pipelines use `config`; when one
+        cannot be built (a wake word model that does not load) or the end-of-turn model `config`
+        turns on cannot start, the old config is put back and the error raised: the reload is refused."""
+        old = self._config
+        try:
+            self.reconfigure(config)  # starts the end-of-turn model if `config` turns it on
+            return {name: self.pipeline(name, config) for name in streams}
+        except BaseException:
+            self.reconfigure(old)
+            raise
 
     def set_follow_up(self, stream: str, on: bool) -> None:
         """Raises KeyError for a stream that is not running or has no wake word."""
-        p = self.pipelines.get(stream)
+        p = self._running().get(stream)
         if p is None or p.wake is None:
             raise KeyError(stream)
         self._follow_up[stream] = p.wake.follow_up = on
@@ -112,23 +128,19 @@ class Recognition(Component):
 
     def set_playing(self, stream: str, on: bool) -> None:
         """The `playing` input (stream/playback.py). Raises KeyError for a stream that is not running."""
-        p = self.pipelines.get(stream)
+        p = self._running().get(stream)
         if p is None:
             raise KeyError(stream)
         self._playing[stream] = p.playback.input = on
         log.info("stream %s: the node is %s", stream, "playing" if on else "not playing", extra={"STREAM": stream})
 
     def playing(self, stream: str) -> bool:
-        p = self.pipelines.get(stream)
+        p = self._running().get(stream)
         return p is not None and p.playback.input
 
     def follow_up(self, stream: str) -> bool | None:
-        p = self.pipelines.get(stream)
+        p = self._running().get(stream)
         return p.wake.follow_up if p is not None and p.wake is not None else None
-
-    def remove(self, stream: str) -> None:
-        """The stream stopped (its pipeline was flushed); its queued finals still complete."""
-        self.pipelines.pop(stream, None)
 
     def reconfigure(self, config: Config) -> None:
         """After a reload: new pipelines use `config`; queue limits apply at once.
@@ -159,5 +171,5 @@ class Recognition(Component):
         return {
             "scheduler": self.scheduler.stats(),
             **({"end_of_turn": self._turn.stats()} if self._turn is not None else {}),
-            "streams": {n: p.stats.as_dict() for n, p in self.pipelines.items()},
+            "streams": {n: p.stats.as_dict() for n, p in self._running().items()},
         }

@@ -1,12 +1,13 @@
 """The running streams: per stream its source, worker and pipeline (`StreamRuntime`, which starts and
 stops its worker and sources), all of them keyed by name in config order (`Streams`, the daemon's
-component for capture)."""
+component for capture, and the one registry of which streams run and their pipelines: recognition
+asks it through `Streams.pipelines`)."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from voxnode.audio.echo_reference import ReferenceTap
@@ -89,11 +90,17 @@ def stop_streams(runtimes: list[StreamRuntime], deadline: float) -> None:
     stop_all(runtimes, deadline)
 
 
-class Streams(Component):
-    """Every stream of the process. The main thread changes the set (start, reload, stop); other
-    threads may iterate it: changes replace the mapping instead of mutating it."""
+# Builds a stream's runtime around the pipeline given (one a reload built before stopping anything),
+# or around a new one when given None.
+MakeStream = Callable[[StreamConfig, StreamPipeline | None], StreamRuntime]
 
-    def __init__(self, make: Callable[[StreamConfig], StreamRuntime], configs: Iterable[StreamConfig] = ()):
+
+class Streams(Component):
+    """Every stream of the process, the one owner of which streams run and their pipelines. The main
+    thread changes the set (start, reload, stop); other threads may iterate it: changes replace the
+    mapping instead of mutating it."""
+
+    def __init__(self, make: MakeStream, configs: Iterable[StreamConfig] = ()):
         self._make = make
         self._initial = tuple(configs)
         self._by_name: dict[str, StreamRuntime] = {}
@@ -110,6 +117,11 @@ class Streams(Component):
     def names(self) -> list[str]:
         return list(self._by_name)
 
+    def pipelines(self) -> Mapping[str, StreamPipeline]:
+        """The running streams' pipelines by name (what Recognition's controls and stats read); a
+        stream that failed to start, or is stopped, has none here."""
+        return {n: rt.pipeline for n, rt in self._by_name.items()}
+
     def start(self) -> None:
         try:
             for config in self._initial:
@@ -118,8 +130,9 @@ class Streams(Component):
             self.stop(time.monotonic())
             raise
 
-    def add(self, config: StreamConfig) -> StreamRuntime:
-        rt = self._make(config)
+    def add(self, config: StreamConfig, pipeline: StreamPipeline | None = None) -> StreamRuntime:
+        """Start a stream, around `pipeline` when one was built for it (a reload's), and register it."""
+        rt = self._make(config, pipeline)
         rt.start()  # one that fails to start has stopped what it started, and is not added
         self._by_name = {**self._by_name, rt.name: rt}
         return rt
