@@ -10,14 +10,15 @@ speech-to-echo ratio (SER: the command's active level over the echo's).
 1. WER: one continuous recording per condition (playback throughout, the commands 2 s apart), run
    through the stream's echo cancellers (frontend/echo_cancel.py) with the reference; each command
    is cut (+-0.25 s) and transcribed by the engine: `speex` (SpeexDSP's output, the default
-   frontend.echo_cancel), `webrtc` (WebRTC AEC3's, what the VAD hears), `no_aec` (the microphone as
-   it is) and `no_playback` (the commands alone).
+   frontend.echo_cancel), `webrtc` (WebRTC AEC3's, frontend.echo_cancel = "webrtc"), `no_aec` (the
+   microphone as it is) and `no_playback` (the commands alone).
 2. ERLE: on the same recordings' echo-only stretches, and the figure the stream reports.
 3. Playback alone: `--idle-minutes` (10) of the node playing speech and music with nobody talking,
    echo at a talker's level (-26 dBFS), through the live pipeline in simulated time
    (scripts/bench/sim_live.py: real front-end, VAD, segmenter, engine): finals with the echo canceller
    (default config) and without it (target 0).
-4. CPU: the echo canceller's process time per 20 ms frame (normal priority; `uptime` with it).
+4. CPU: the echo cancellers' process time per 20 ms frame while the node plays (the WER recordings)
+   and while it plays nothing (they rest), at normal priority (`uptime` with it).
 5. Wake word over the node's music at 0 dB: the real "alexa" recordings (../shared/data/wake) in the
    node's music through the room path: accepted at the shipped cutoff, detector on the microphone
    as it is (what the daemon does) and on the cancelled audio.
@@ -59,12 +60,12 @@ def playback(kind: str, n: int, seed: int, exclude: set[str]) -> np.ndarray:
     return la._talker(talkers, n, rng, (0.3, 1.2))
 
 
-def cancel(mic: np.ndarray, ref: np.ndarray):
-    """The stream's echo cancellers over the whole recording -> (AEC3's output, SpeexDSP's, the
-    cancellers, cpu s per frame of both)."""
+def cancel(mic: np.ndarray, ref: np.ndarray, recognition: str = "speex"):
+    """The stream's echo cancellers (frontend.echo_cancel = `recognition`) over the whole recording
+    -> (what the VAD hears, what recognition hears, the cancellers, cpu s per frame)."""
     from voxnode.frontend.echo_cancel import EchoCanceller
 
-    ec = EchoCanceller("speex")
+    ec = EchoCanceller(recognition)
     m = np.clip(np.round(mic), -32768, 32767).astype(np.int16)
     r = np.clip(np.round(ref), -32768, 32767).astype(np.int16)
     n = len(m) // FRAME
@@ -127,8 +128,9 @@ def bench_wer(engine, n_utts: int) -> dict:
         for ser in SERS:
             near, echo, ref, spans, delay = session(utts, kind, ser, 7 + abs(int(ser)) + 20 * PLAYBACK.index(kind))
             mic = near + echo
-            out, heard, ec, per_frame = cancel(mic, ref)
+            vad, heard, ec, per_frame = cancel(mic, ref)
             cpu.append(per_frame)
+            _, out, _, _ = cancel(mic, ref, "webrtc")
             shift = LATENCY_SAMPLES  # AEC3's output is late; SpeexDSP's is not
             row = {
                 "echo_delay_ms": round(delay, 1),
@@ -138,12 +140,21 @@ def bench_wer(engine, n_utts: int) -> dict:
                 "webrtc": wer_of(engine, out, spans, utts, shift),
                 "erle_db_speex": erle_between(mic, heard, spans),
                 "erle_db_webrtc": erle_between(mic, out, spans),
+                "erle_db_vad": erle_between(mic, vad, spans),
                 "erle_reported_db": ec.erle_db,
             }
             results[f"{kind} {ser:+.0f} dB"] = row
             print(kind, ser, row, flush=True)
     results["cpu_ms_per_frame"] = round(1000 * float(np.median(cpu)), 3)
     return results
+
+
+def cpu_resting(seconds: float = 60.0) -> dict:
+    """The cancellers' CPU per 20 ms frame while the node plays nothing (a silent reference, a quiet
+    room), the common case: they rest (frontend/echo_cancel.py REST_AFTER_FRAMES)."""
+    mic = ac.at_dbfs(ac.noise("pink", int(seconds * RATE), seed=5), -55)
+    _, _, ec, per_frame = cancel(mic, np.zeros_like(mic))
+    return {"cpu_ms_per_frame": round(1000 * per_frame, 4), "rested_frames": ec.rested_frames}
 
 
 def idle_finals(engine, minutes: float) -> dict:
@@ -202,7 +213,8 @@ def wake_over_music(folder: Path) -> dict:
         h = ea.room_response(float(np.random.default_rng(i).uniform(20, 200)), seed=i)
         echo = ea.echo_at(ref, h, ea.active_power(x), 0.0)
         mic = near + echo
-        cancelled, heard, _, _ = cancel(mic, ref)
+        _, heard, _, _ = cancel(mic, ref)
+        _, cancelled, _, _ = cancel(mic, ref, "webrtc")
         start, end = lead, lead + len(x) / RATE
         for label, audio in (("microphone", mic), ("webrtc", cancelled), ("speex", heard)):
             fired = events(detect("alexa", audio).series, cutoff)
@@ -235,6 +247,8 @@ def main() -> int:
     if "wer" not in args.skip:
         results["wer"] = bench_wer(engine, args.commands)
         results["cpu_percent_of_a_core"] = round(100 * results["wer"]["cpu_ms_per_frame"] / 20.0, 2)
+        rest = cpu_resting()
+        results["cpu_percent_of_a_core_nothing_playing"] = round(100 * rest["cpu_ms_per_frame"] / 20.0, 3)
         results["load_after_wer"] = list(os.getloadavg())
     if "idle" not in args.skip:
         results["playback_alone"] = idle_finals(engine, args.idle_minutes)

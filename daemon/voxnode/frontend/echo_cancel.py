@@ -42,7 +42,17 @@ ERLE_PERCENTILE = 75
 DELAY_WINDOW_FRAMES = 100  # 2 s of audio per delay estimate
 DELAY_MAX_S = 0.5  # the longest echo delay looked for (AEC3 itself covers about this much)
 DELAY_BAND_HZ = (200.0, 4000.0)
+# The reference SpeexDSP hears is delayed by the estimated echo delay less this, so that its filter's
+# taps cover the room's tail rather than the delay (a margin for the early reflections and an estimate
+# a little late); a new estimate moves it only when it differs by more than ALIGN_TOLERANCE_MS (each
+# move costs the filter some re-adaptation; GCC-PHAT's estimates of one path differ by a sample or two).
+ALIGN_MARGIN_MS = 20
+ALIGN_TOLERANCE_MS = 10
 DELAY_MIN_PEAK = 4.0  # a GCC-PHAT peak this many times the mean |correlation| counts as an estimate
+# Once two estimates in a row agree (within ALIGN_TOLERANCE_MS), the estimator looks again only after
+# this many frames: a node's devices keep their delay, and the estimate costs 0.04 ms per frame spread
+# over its window (x86_64, 0.2 % of a core); a sixth of that once settled.
+DELAY_RECHECK_FRAMES = 500
 
 
 class DelayEstimator:
@@ -54,8 +64,12 @@ class DelayEstimator:
         self._mic: list[np.ndarray] = []
         self._ref: list[np.ndarray] = []
         self._active = 0
+        self._wait = 0  # frames before the next window (a settled estimate)
 
     def add(self, mic: np.ndarray, ref: np.ndarray, active: bool) -> None:
+        if self._wait:
+            self._wait -= 1
+            return
         self._mic.append(mic)
         self._ref.append(ref)
         self._active += active
@@ -76,10 +90,42 @@ class DelayEstimator:
         corr = np.fft.irfft(np.where(band, cross / (np.abs(cross) + 1e-9), 0.0), n)[: int(DELAY_MAX_S * SAMPLE_RATE)]
         peak = int(np.argmax(corr))
         if corr[peak] > DELAY_MIN_PEAK * float(np.mean(np.abs(corr))):
-            self.delay_ms = round(1000 * peak / SAMPLE_RATE, 1)
+            delay_ms = round(1000 * peak / SAMPLE_RATE, 1)
+            if self.delay_ms is not None and abs(delay_ms - self.delay_ms) <= ALIGN_TOLERANCE_MS:
+                self._wait = DELAY_RECHECK_FRAMES
+            self.delay_ms = delay_ms
 
 
 RECOGNITION = ("speex", "webrtc", "off")  # frontend.echo_cancel: what recognition hears
+# The cancellers rest after this many frames of a silent reference (the node plays nothing: the common
+# case): the longest echo delay looked for (DELAY_MAX_S) plus a room's tail (RT60 0.3-0.5 s) has passed,
+# so the echo has died away and their histories hold silence; they start again with the next playing frame.
+REST_AFTER_FRAMES = 50
+
+
+class ReferenceDelay:
+    """The reference, `samples` late (up to DELAY_MAX_S): a delay line of int16 frames."""
+
+    def __init__(self) -> None:
+        self._line = np.zeros(int(DELAY_MAX_S * SAMPLE_RATE) + PERIOD_FRAMES, dtype=np.int16)
+        self.samples = 0
+
+    def process(self, frame: np.ndarray) -> np.ndarray:
+        n = len(frame)
+        self._line[:-n] = self._line[n:]
+        self._line[-n:] = frame
+        end = len(self._line) - self.samples
+        return self._line[end - n : end].copy()
+
+    def follow(self, delay_ms: float | None) -> bool:
+        """Follow a new delay estimate; True when the delay moved."""
+        if delay_ms is None:
+            return False
+        target = max(0, int((delay_ms - ALIGN_MARGIN_MS) * SAMPLE_RATE / 1000))
+        if abs(target - self.samples) <= ALIGN_TOLERANCE_MS * SAMPLE_RATE / 1000:
+            return False
+        self.samples = target
+        return True
 
 
 class EchoCanceller:
@@ -105,9 +151,13 @@ class EchoCanceller:
         # AEC3's output is LATENCY_SAMPLES late; SpeexDSP's and the microphone's are not.
         self.latency_s = LATENCY_SAMPLES / SAMPLE_RATE if recognition == "webrtc" else 0.0
         self._silence = np.zeros(PERIOD_FRAMES, dtype=np.int16)
+        self._late = np.zeros(LATENCY_SAMPLES, dtype=np.float32)  # resting: the last samples AEC3 held back
+        self._aligned = ReferenceDelay()
         self.delay = DelayEstimator()
         self.playing_frames = 0  # frames in which the reference played
         self.active = False  # the latest reference frame played
+        self.quiet_frames = REST_AFTER_FRAMES  # frames since the reference last played
+        self.rested_frames = 0  # frames the cancellers rested (nothing played for REST_AFTER_FRAMES)
         self._erle: deque[float] = deque(maxlen=ERLE_FRAMES)  # per playing frame, dB
 
     def process(self, mic: np.ndarray, reference: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -116,19 +166,36 @@ class EchoCanceller:
         far = self._silence if reference is None or len(reference) != len(near) else reference
         if far.dtype != np.int16:
             far = np.clip(far, -32768, 32767).astype(np.int16)
-        out = self._aec.process(near, far)
-        ref_power = float(np.dot(far.astype(np.float32), far.astype(np.float32))) / len(far) / 32768.0**2
+        far_f = far.astype(np.float32)
+        ref_power = float(np.dot(far_f, far_f)) / len(far) / 32768.0**2
         self.active = ref_power > 10 ** (ACTIVE_DBFS / 10)
+        self.quiet_frames = 0 if self.active else self.quiet_frames + 1
+        if self.quiet_frames >= REST_AFTER_FRAMES:
+            self.rested_frames += 1
+            return self._rest(near)
         if self.active:
             self.playing_frames += 1
-            near_f, out_f = near.astype(np.float32), out.astype(np.float32)
-            mic_e, out_e = float(np.dot(near_f, near_f)), float(np.dot(out_f, out_f))
-            self._erle.append(10 * math.log10((mic_e + 1.0) / (out_e + 1.0)))
         self.delay.add(near, far, self.active)
-        vad = out.astype(np.float32)
+        vad = self._aec.process(near, far).astype(np.float32)
+        near_f = near.astype(np.float32)
+        self._late = near_f[-LATENCY_SAMPLES:]  # what AEC3 holds back: the first thing heard when it rests
+        if self.active:
+            mic_e, out_e = float(np.dot(near_f, near_f)), float(np.dot(vad, vad))
+            self._erle.append(10 * math.log10((mic_e + 1.0) / (out_e + 1.0)))
         if self._speex is not None:
-            return vad, self._speex.process(near, far).astype(np.float32)
-        return vad, (vad if self.recognition == "webrtc" else near.astype(np.float32))
+            if self._aligned.follow(self.delay.delay_ms):
+                self._speex.reset()
+            return vad, self._speex.process(near, self._aligned.process(far)).astype(np.float32)
+        return vad, (vad if self.recognition == "webrtc" else near_f)
+
+    def _rest(self, near: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Nothing played for REST_AFTER_FRAMES: the microphone as it is, as late as AEC3's output
+        where AEC3's output is heard, so that the audio runs on without a jump. (When it plays again,
+        AEC3's first 8 ms out are the ones it held back when it rested.)"""
+        x = near.astype(np.float32)
+        joined = np.concatenate([self._late, x])
+        self._late, late = joined[-LATENCY_SAMPLES:], joined[: len(x)]
+        return late, (late if self.recognition == "webrtc" else x)
 
     @property
     def erle_db(self) -> float | None:
