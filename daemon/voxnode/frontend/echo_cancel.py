@@ -40,6 +40,9 @@ ERLE_FRAMES = 250  # ERLE: over the last 5 s of playing frames
 ERLE_MIN_FRAMES = 50  # ERLE is reported after this many playing frames
 ERLE_PERCENTILE = 75
 DELAY_WINDOW_FRAMES = 100  # 2 s of audio per delay estimate
+# The first estimate from 1 s: SpeexDSP's filter starts afresh on the aligned reference then, and each
+# second sooner is a second more to converge before a command (bench_aec: 4 s after start-up).
+DELAY_FIRST_WINDOW_FRAMES = 50
 DELAY_MAX_S = 0.5  # the longest echo delay looked for (AEC3 itself covers about this much)
 DELAY_BAND_HZ = (200.0, 4000.0)
 # The reference SpeexDSP hears is delayed by the estimated echo delay less this, so that its filter's
@@ -56,8 +59,8 @@ DELAY_RECHECK_FRAMES = 500
 
 
 class DelayEstimator:
-    """The delay of the echo behind the reference, from GCC-PHAT over 2 s windows in which the
-    reference played: one FFT pair every 2 s (about 1 ms of CPU), None until a clear peak."""
+    """The delay of the echo behind the reference, from GCC-PHAT over 2 s windows (the first one 1 s)
+    in which the reference played: one FFT pair per window (about 1 ms of CPU), None until a clear peak."""
 
     def __init__(self) -> None:
         self.delay_ms: float | None = None
@@ -73,9 +76,10 @@ class DelayEstimator:
         self._mic.append(mic)
         self._ref.append(ref)
         self._active += active
-        if len(self._mic) < DELAY_WINDOW_FRAMES:
+        window = DELAY_WINDOW_FRAMES if self.delay_ms is not None else DELAY_FIRST_WINDOW_FRAMES
+        if len(self._mic) < window:
             return
-        if self._active >= DELAY_WINDOW_FRAMES // 2:
+        if self._active >= window // 2:
             self._estimate(np.concatenate(self._mic), np.concatenate(self._ref))
         self._mic, self._ref, self._active = [], [], 0
 
