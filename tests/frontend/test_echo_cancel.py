@@ -61,9 +61,10 @@ def test_the_delay_line_gives_the_reference_as_late_as_asked():
 
 
 def test_speex_hears_the_reference_aligned_to_the_echo_and_takes_more_echo_out(music):
-    """Echo 190 ms behind its reference, 0.3 s tail: unaligned, the 300 ms filter spends 190 ms of its
-    taps on the delay; with the reference aligned by the delay estimate it covers the tail (measured
-    here: 17.7 dB of echo out from 6 s on against 12.7 unaligned; 150 ms: 15.7 against 13.2)."""
+    """Echo 190 ms behind its reference, 0.3 s tail: unaligned, the filter (echo_speex.FILTER_MS)
+    spends 190 ms of its taps on the delay; with the reference aligned by the delay estimate it covers
+    the tail (measured here: 19.3 dB of echo out from 6 s on against 11.4 unaligned; 150 ms: 17.5
+    against 13.0)."""
     echo = ea.echo_at(music, ea.room_response(190.0, seed=8), 32768.0**2 * 10 ** (-26 / 10), 0.0)
     ec = EchoCanceller("speex")
     _, heard = run(ec, echo, music)
@@ -73,7 +74,7 @@ def test_speex_hears_the_reference_aligned_to_the_echo_and_takes_more_echo_out(m
     unaligned_ec = EchoCanceller("speex")
     unaligned_ec._aligned.follow = lambda delay_ms: None  # type: ignore[method-assign]
     _, unaligned = run(unaligned_ec, echo, music)
-    assert aligned > 16.0 and aligned > erle(echo, unaligned, 6.0) + 3.0, (aligned, erle(echo, unaligned, 6.0))
+    assert aligned > 16.0 and aligned > erle(echo, unaligned, 6.0) + 5.0, (aligned, erle(echo, unaligned, 6.0))
 
 
 @pytest.mark.parametrize("recognition", ["speex", "webrtc"])

@@ -5,14 +5,17 @@ in each call.
 
 Why it, measured (scripts/bench/aec.py, docs/voice-assistant.md): over the node's own speech and
 music at 0 and -10 dB speech-to-echo ratio through a room path, a command spoken over the playback
-kept WER 0.085-0.127 (0.059 without playback) where WebRTC AEC3 through pywebrtc-audio left 0.49-0.90
+kept WER 0.06-0.11 (0.059 without playback) where WebRTC AEC3 through pywebrtc-audio left 0.49-0.90
 (its residual echo suppressor takes the talker out with the echo) and no canceller 0.25-0.92. Its
-linear filter alone takes 14-20 dB of echo out (AEC3: 20-75 dB with its suppressor). CPU: 0.7 % of
-a core per stream here (x86_64).
+linear filter alone takes 19-22 dB of echo out (AEC3: 20-75 dB with its suppressor). SpeexDSP's
+residual echo suppression (its preprocessor with SET_ECHO_STATE) was measured and not adopted: at
+-40/-15 dB (suppress / while a talker is heard) 12 / 8 / 11 / 11 errors, at -20/-6 dB 12 / 9 / 11 /
+11, against 8 / 11 / 10 / 11 without (13 commands, speech 0 / -10 dB, music 0 / -10 dB, reference
+aligned, 300 ms); 10 ms frames 10 / 10 / 11 / 11.
 
 The filter covers FILTER_MS of echo path. The reference it hears is delayed by the echo's measured
 delay less a margin (frontend/echo_cancel.py), so that its taps go to the room's tail rather than to
-the delay: measured 20-25 dB of echo out instead of 14-20. One 20 ms frame per call; the output is
+the delay: measured 19-22 dB of echo out instead of 14-20. One 20 ms frame per call; the output is
 not delayed.
 """
 
@@ -27,7 +30,11 @@ from voxnode.audio.format import PERIOD_FRAMES, SAMPLE_RATE
 
 from .errors import FrontendError
 
-FILTER_MS = 300  # from the aligned reference: the room's tail (0.3 s RT60 in the benchmark; 200 ms measured as well)
+# From the aligned reference (20 ms before the direct sound): 180 ms of the room's tail, by which a
+# 0.3 s RT60 has decayed 36 dB. Measured (bench_aec, 13 commands, errors at speech 0 / -10 dB, music
+# 0 / -10 dB): 200 ms 7 / 13 / 7 / 11, 300 ms 13 / 10 / 8 / 11 (it converges more slowly); unaligned
+# 300 ms 10 / 15 / 12 / 11, unaligned 500 ms 13 / 17 / 11 / 15. Fewer taps cost less CPU too.
+FILTER_MS = 200
 SPEEX_ECHO_SET_SAMPLING_RATE = 24
 
 _lock = threading.Lock()
