@@ -1,14 +1,14 @@
 """The stream's echo cancellers (frontend/echo_cancel.py) on real audio through a room path
-(scripts/echo_audio.py): the reference SpeexDSP hears follows the measured echo delay, and the
+(scripts/bench/echo_audio.py): the reference SpeexDSP hears follows the measured echo delay, and the
 cancellers rest while the node plays nothing. The live path through ALSA: tests/stream/test_echo_alsa.py."""
 
 from __future__ import annotations
 
-import echo_audio as ea
 import numpy as np
 import pytest
-import speech_corpus as sc
 
+from scripts.bench import echo_audio as ea
+from scripts.bench import speech_corpus as sc
 from voxnode.frontend.echo_cancel import (
     ALIGN_MARGIN_MS,
     LATENCY_SAMPLES,

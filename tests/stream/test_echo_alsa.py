@@ -159,5 +159,7 @@ def test_a_reference_that_stops_is_reported_and_capture_goes_on(alsa_dir, engine
     last = snaps[-1]
     assert last["echo_reference"] == "missing", last
     assert last["echo_reference_missing_frames"] > 200, last  # the 7 s after the reference stopped
+    # with nothing to cancel the cancellers rest, 1 s after the reference fell silent
+    assert last["echo_rested_frames"] > 250, last
     assert last["frames"] >= n // 320 - 5, last  # the microphone's frames all came through
     assert last["dropped_frames"] == 0, last

@@ -33,7 +33,7 @@ class FrontendConfig:
     echo_cancel: str = setting(
         "speex",
         'With an echo_reference, what recognition hears: "speex" (SpeexDSP\'s echo canceller, libspeexdsp1: '
-        'keeps a talker over the playback, WER 0.09-0.13 at 0/-10 dB), "webrtc" (WebRTC AEC3: takes the '
+        'keeps a talker over the playback, WER 0.06-0.11 at 0/-10 dB), "webrtc" (WebRTC AEC3: takes the '
         'talker out with the echo, 0.49-0.90) or "off" (the microphone as it is, 0.25-0.92). The VAD always '
         "hears AEC3's output. Measured by make bench-aec; docs/voice-assistant.md.",
         choices=("speex", "webrtc", "off"),

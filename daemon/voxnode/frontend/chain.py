@@ -204,6 +204,7 @@ class FrontEnd:
             "echo_erle_db": ec.erle_db,
             "echo_delay_ms": ec.delay.delay_ms,
             "echo_playing_frames": ec.playing_frames,
+            "echo_rested_frames": ec.rested_frames,
         }
 
     def for_recognition(self, audio: np.ndarray) -> np.ndarray:

@@ -18,7 +18,11 @@ frames, so that a near-end talker over the playback, who is in both and pulls a 
 0 dB, does not hide what the canceller does to the echo; 20-45 dB on echo alone), and the delay
 of the echo behind the reference as the two captures pair them (the acoustic path plus any offset
 between the devices' read times; AEC3 needs it above 0 and below about 0.5 s), estimated here apart
-from AEC3 (which does not expose its own) by GCC-PHAT over 2 s windows.
+from AEC3 (which does not expose its own) by GCC-PHAT over 2 s windows. SpeexDSP hears the
+reference delayed by that estimate (ReferenceDelay), so its filter covers the room's tail.
+
+While the node plays nothing (the reference silent for REST_AFTER_FRAMES) the cancellers and the
+estimator rest: the microphone passes as it is (2.8 -> 0.09 % of a core per stream, x86_64).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ ERLE_MIN_FRAMES = 50  # ERLE is reported after this many playing frames
 ERLE_PERCENTILE = 75
 DELAY_WINDOW_FRAMES = 100  # 2 s of audio per delay estimate
 # The first estimate from 1 s: SpeexDSP's filter starts afresh on the aligned reference then, and each
-# second sooner is a second more to converge before a command (bench_aec: 4 s after start-up).
+# second sooner is a second more to converge before a command (scripts/bench/aec.py: 4 s after start-up).
 DELAY_FIRST_WINDOW_FRAMES = 50
 DELAY_MAX_S = 0.5  # the longest echo delay looked for (AEC3 itself covers about this much)
 DELAY_BAND_HZ = (200.0, 4000.0)

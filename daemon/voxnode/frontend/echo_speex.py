@@ -31,7 +31,7 @@ from voxnode.audio.format import PERIOD_FRAMES, SAMPLE_RATE
 from .errors import FrontendError
 
 # From the aligned reference (20 ms before the direct sound): 180 ms of the room's tail, by which a
-# 0.3 s RT60 has decayed 36 dB. Measured (bench_aec, 13 commands, errors at speech 0 / -10 dB, music
+# 0.3 s RT60 has decayed 36 dB. Measured (scripts/bench/aec.py, 13 commands, errors at speech 0 / -10 dB, music
 # 0 / -10 dB): 200 ms 7 / 13 / 7 / 11, 300 ms 13 / 10 / 8 / 11 (it converges more slowly); unaligned
 # 300 ms 10 / 15 / 12 / 11, unaligned 500 ms 13 / 17 / 11 / 15. Fewer taps cost less CPU too.
 FILTER_MS = 200
