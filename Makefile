@@ -27,7 +27,7 @@ APT_LANGUAGES := $(foreach l,fr es it ru,asterisk-core-sounds-$(l) asterisk-core
 
 export PYTHONMALLOC := malloc
 
-.PHONY: demo run test check format test-ha ha-venv ha-venv-or-skip adapt-venv adapt-venv-or-skip lint deps-run deps-test deps-corpus venv venv-test \
+.PHONY: demo run test check format test-ha arm64-ci ha-venv ha-venv-or-skip adapt-venv adapt-venv-or-skip lint deps-run deps-test deps-corpus venv venv-test \
         check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-aec bench-wyoming bench-wyoming-limits probe-wyoming-fairness probe-wyoming-abuse probe-repeats bench-languages calibrate-boards bench-pi4-speculate \
         convert-model convert-model-base convert-silero eval-vad install uninstall purge test-arm64 soak
 
@@ -37,22 +37,26 @@ demo: venv
 run: venv
 	$(BIN)/voxnode run
 
-# Lint and the two build-time venvs side by side (-j3): mypy is one core of CPU for about a minute,
-# the venvs mostly pip and uv unpacking wheels (adapt: ~3 min, Home Assistant: ~4 min the first time),
-# so on CI's fresh checkout the minute of lint no longer adds to them. Each job's output is kept together.
+# Lint, the two build-time venvs and the ARM64 check side by side (-j4), before the tests: mypy is one
+# core of CPU for about a minute, the venvs mostly pip and uv unpacking wheels (adapt: ~3 min, Home
+# Assistant: ~4 min the first time), the ARM64 check two qemu processes (~3 min, most of it after its
+# sysroot download); none of them is timed, and the tests, which are, run alone afterwards. Each job's
+# output is kept together; a failure in any of them stops `make test` before the tests, as lint's did.
 # --durations=25: every CI log ends with the 25 slowest tests (set-up, call and teardown apart), so the
 # next change to the suite's wall time starts from where the time goes.
 test: deps-test venv-test
-	@$(MAKE) --no-print-directory -j3 --output-sync=target lint ha-venv-or-skip adapt-venv-or-skip
+	@$(MAKE) --no-print-directory -j4 --output-sync=target lint ha-venv-or-skip adapt-venv-or-skip arm64-ci
 	$(BIN)/python -m pytest -q --durations=25 tests
-	$(BIN)/python -m scripts.test_arm64 $(ARM64_CI)
 
 # `voxnode transcribe` under qemu-user as a Pi 4 and a Pi 5 vs x86 (docs/arm64.md). `make test` (so CI)
-# runs Whisper tiny.en on both CPU models side by side (ARM64_CI: ~75 s on 2 idle cores, the A72's
+# runs Whisper tiny.en on both CPU models side by side (arm64-ci: ~75 s on 2 idle cores, the A72's
 # time); `make test-arm64` the whole matrix: tiny.en, base and the end-of-turn model (~3 1/4 min).
 ARM64_CI := --model tiny.en --no-end-of-turn
 test-arm64: deps-test venv-test
 	$(BIN)/python -m scripts.test_arm64
+
+arm64-ci: deps-test $(VENV)/.installed-test
+	$(BIN)/python -m scripts.test_arm64 $(ARM64_CI)
 
 # Lint, format check (ruff) and type check (mypy); `make test` runs them first, so CI fails on them.
 # Settings: pyproject.toml. Needs only the venv (no apt step when it exists).
