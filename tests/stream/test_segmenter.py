@@ -116,3 +116,20 @@ def test_max_length_cut_never_leaves_an_empty_continuation():
     ended = [e for _, e in ev if isinstance(e, Ended)]
     assert [e.reason for e in ended] == ["max_length", "endpoint"]
     assert frames_of(ended[0].audio) + frames_of(ended[1].audio) == list(range(first, 10 + n + P.tail_frames))
+
+
+def test_frames_after_a_late_end_open_the_next_utterance():
+    """A pause's verdict that comes late (the end-of-turn model) ends the utterance after the talker
+    went on: the frames after its final's audio, where the VAD had not flagged the next word yet, are the
+    next utterance's pre-roll, not lost between the two finals."""
+    seg = Segmenter(P)
+    events = []
+    for i, f in enumerate([0] * 20 + [1] * 10 + [0] * 8):  # last speech 29; the pause announced at 33
+        events += seg.push(frame(i, f))
+    (paused,) = [e for e in events if isinstance(e, Paused)]
+    (ended,) = seg.set_hangover(paused.pause_id, 6)  # 8 silent frames already: it ends now, at frame 37
+    assert isinstance(ended, Ended) and frames_of(ended.audio)[-1] == 29 + P.tail_frames
+    started = [e for i, f in enumerate([1] * 10, start=38) for e in seg.push(frame(i, f)) if isinstance(e, Started)]
+    assert len(started) == 1
+    # Frames 34-37 (after the final's audio, before the verdict) lead the next utterance.
+    assert [c.seq for c in started[0].utterance.chunks[:4]] == [34, 35, 36, 37]
