@@ -142,6 +142,7 @@ def bench_wer(engine, n_utts: int) -> dict:
                 "erle_db_webrtc": erle_between(mic, out, spans),
                 "erle_db_vad": erle_between(mic, vad, spans),
                 "erle_reported_db": ec.erle_db,
+                "cpu_percent_of_a_core": round(100 * per_frame / 0.020, 2),
             }
             results[f"{kind} {ser:+.0f} dB"] = row
             print(kind, ser, row, flush=True)

@@ -99,3 +99,29 @@ def test_the_cancellers_rest_while_nothing_plays_and_start_again_with_the_playba
     assert np.array_equal(vad[quiet], m[quiet.start - LATENCY_SAMPLES : quiet.stop - LATENCY_SAMPLES])
     # cancelled again after the rest (AEC3 on this music swings from 35 dB to 0-5 dB at 10 s, resting or not)
     assert erle(mic[: 10 * RATE], heard[: 10 * RATE], 8.5) > 10.0
+
+
+def test_aec3_never_hears_digital_silence():
+    """A digitally silent stretch (a gap in the node's spoken answer, a reference that delivers
+    nothing) reaches AEC3 with its lowest bit dithered, so that AEC3's filters do not decay into
+    denormal floats (3x its CPU on x86: frontend/echo_cancel.py DITHER_SEED); the dither is +-1 LSB and the two
+    signals' patterns differ."""
+    heard: list[tuple[np.ndarray, np.ndarray]] = []
+
+    class Recorder:
+        def process(self, near: np.ndarray, far: np.ndarray) -> np.ndarray:
+            heard.append((near.copy(), far.copy()))
+            return near
+
+    ec = EchoCanceller("webrtc")
+    ec._aec = Recorder()  # type: ignore[assignment]
+    tone = (3000 * np.sin(np.arange(FRAME) * 0.3)).astype(np.int16)
+    silent = np.zeros(FRAME, dtype=np.int16)
+    for mic, ref in ((tone, tone), (silent, silent), (silent, None), (tone, tone)):
+        ec.process(mic, ref)
+    expected = ((tone, tone), (silent, silent), (silent, silent), (tone, tone))  # no reference: silence
+    for (near, far), (mic, ref) in zip(heard, expected, strict=True):
+        assert near.dtype == far.dtype == np.int16
+        assert np.abs(near.astype(int) - mic).max() == 1 and np.abs(far.astype(int) - ref).max() == 1
+        assert np.count_nonzero(near) > FRAME // 4 and np.count_nonzero(far) > FRAME // 4
+    assert not np.array_equal(heard[1][0], heard[1][1])

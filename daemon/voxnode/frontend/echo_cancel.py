@@ -10,7 +10,8 @@ WebRTC AEC3 (the echo canceller of Chrome, PipeWire's and PulseAudio's echo-canc
 between the reference and its echo itself (AEC3's delay estimator; no hint is given), adapts a
 linear filter and suppresses what is left. Frames are 20 ms (two of AEC3's 10 ms blocks). Measured
 here (scripts/bench/aec.py): its output is 128 samples (8 ms) late (cross-correlation with the input
-on real speech, no echo); 1.4 % of a core per stream on speech, 1.8 % on music (x86_64, load 5).
+on real speech, no echo); 0.6-0.7 % of a core per stream on speech and on music (x86_64, load 6-8,
+niced), with its input dithered (DITHER_SEED; 1.9 % on speech without: denormals in its silences).
 
 What it reports (health, Prometheus): ERLE, the echo return loss enhancement (microphone power over
 output power in a frame while the reference plays; the 75th percentile of the last 5 s of such
@@ -23,6 +24,10 @@ reference delayed by that estimate (ReferenceDelay), so its filter covers the ro
 
 While the node plays nothing (the reference silent for REST_AFTER_FRAMES) the cancellers and the
 estimator rest: the microphone passes as it is (2.8 -> 0.09 % of a core per stream, x86_64).
+While it plays, per stream (`make bench-aec`'s four recordings, 73 s each, x86_64, load 6-7, niced,
+before and after interleaved on the same audio, median of 3): 0.93-1.06 % of a core (1.00-2.00 %
+before the dither), of which AEC3 0.6-0.7 %, SpeexDSP 0.25 %, the delay estimator 0.015 % (settled)
+and the Python around them 0.03 %.
 """
 
 from __future__ import annotations
@@ -60,6 +65,14 @@ DELAY_MIN_PEAK = 4.0  # a GCC-PHAT peak this many times the mean |correlation| c
 # this many frames: a node's devices keep their delay, and the estimate costs 0.04 ms per frame spread
 # over its window (x86_64, 0.2 % of a core); a sixth of that once settled.
 DELAY_RECHECK_FRAMES = 500
+# AEC3 hears the reference and the microphone with their lowest bit flipped by a fixed pseudo-random
+# pattern (+-1 LSB, -93 dBFS; XOR never overflows int16): on digital silence (the gaps of the
+# node's spoken answers, a reference that delivers nothing) AEC3's filters decay into denormal floats,
+# which x86 computes many times slower. Measured (`make bench-aec`'s speech 0 dB recording, 73 s, 682
+# of its 3649 reference frames digital zero; x86_64, load 8, niced): AEC3 alone 1.93 -> 0.59 % of a
+# core (the CPU's flush-to-zero mode instead: 0.57 %; the reference dithered alone 0.65 %); on music,
+# never digitally silent, 0.69 % either way. Both cancellers per stream: 1.50 -> 0.97 % (below).
+DITHER_SEED = 24
 
 
 class DelayEstimator:
@@ -159,6 +172,8 @@ class EchoCanceller:
         # AEC3's output is LATENCY_SAMPLES late; SpeexDSP's and the microphone's are not.
         self.latency_s = LATENCY_SAMPLES / SAMPLE_RATE if recognition == "webrtc" else 0.0
         self._silence = np.zeros(PERIOD_FRAMES, dtype=np.int16)
+        bits = np.random.default_rng(DITHER_SEED).integers(0, 2, (2, PERIOD_FRAMES), dtype=np.int16)
+        self._dither_near, self._dither_far = bits[0], bits[1]  # two patterns: the two signals' dither uncorrelated
         self._late = np.zeros(LATENCY_SAMPLES, dtype=np.float32)  # resting: the last samples AEC3 held back
         self._aligned = ReferenceDelay()
         self.delay = DelayEstimator()
@@ -184,7 +199,8 @@ class EchoCanceller:
         if self.active:
             self.playing_frames += 1
         self.delay.add(near, far, self.active)
-        vad = self._aec.process(near, far).astype(np.float32)
+        vad = self._aec.process(self._dithered(near, self._dither_near), self._dithered(far, self._dither_far))
+        vad = vad.astype(np.float32)
         near_f = near.astype(np.float32)
         self._late = near_f[-LATENCY_SAMPLES:]  # what AEC3 holds back: the first thing heard when it rests
         if self.active:
@@ -195,6 +211,11 @@ class EchoCanceller:
                 self._speex.reset()
             return vad, self._speex.process(near, self._aligned.process(far)).astype(np.float32)
         return vad, (vad if self.recognition == "webrtc" else near_f)
+
+    @staticmethod
+    def _dithered(x: np.ndarray, bits: np.ndarray) -> np.ndarray:
+        """x with its lowest bit flipped where `bits` is 1 (DITHER_SEED: no digital silence for AEC3)."""
+        return x ^ bits if len(x) == len(bits) else x ^ np.resize(bits, len(x))
 
     def _rest(self, near: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Nothing played for REST_AFTER_FRAMES: the microphone as it is, as late as AEC3's output
