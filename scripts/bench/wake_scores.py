@@ -1,0 +1,127 @@
+"""The wake detector's raw scores, cached once, for sweeping its post-processing offline (issue 24).
+
+The expensive part of scripts/bench/wake.py is running the model; the rule that turns its
+probabilities into a detection (mean of a sliding window > cutoff, refractory period) is cheap.
+This runs one model over the same audio `make bench-wake` uses and saves every model call's raw
+probability (one per 30 ms) with the 20 ms frame it completed in, so that any rule can be tried
+on the cache (scripts/bench/wake_rules.py) without running the model again:
+
+- acceptance: every real recording (DIR/<model>/*.wav) x ACCEPT_NOISES x ACCEPT_SNRS, mixed as
+  wake.acceptance_recorded does, with every frame heard and resting on the front-end's silence;
+- false accepts: the same hours as wake_benchmark_real.json (speech 60 min, tv 20 + 40 min with
+  seeds 1 and 11, music 20 + 40 min with seeds 2 and 12), every frame heard, and the front-end's
+  speech verdict per frame (for rules that look at the VAD).
+
+    nice -n 19 .venv/bin/python -m scripts.bench.wake_scores --part accept --out /tmp/wake_accept.pkl
+    nice -n 19 .venv/bin/python -m scripts.bench.wake_scores --part fa --out /tmp/wake_fa.pkl
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from scripts.bench import speech_corpus as sc
+from scripts.bench import wake as wb
+from voxnode.wake.detector import WakeDetector
+from voxnode.wake.models import load_wake_model
+from voxnode.wake.silence import SilenceSkip
+
+# The false-accept hours of wake_benchmark_real.json: (label, source, minutes, seed).
+FA_PARTS = [
+    ("speech", "speech", 60.0, 0),
+    ("tv", "tv", 20.0, 1),
+    ("tv_more", "tv", 40.0, 11),
+    ("music", "music", 20.0, 2),
+    ("music_more", "music", 40.0, 12),
+]
+
+
+def raw_scores(model: str, audio: np.ndarray, flags: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Every model call's raw probability and the 20 ms frame it completed in (with `flags`, the
+    detector rests on silence as wake.detect has it do)."""
+    d = WakeDetector(load_wake_model(model, threshold=0.9999), 0)
+    probs: list[float] = []
+    at: list[int] = []
+    k_now = [0]
+    for s in d._scorers:  # record each call's newest probability (the window's last entry)
+        inner = s.score
+
+        def score(features, inner=inner, s=s):
+            out = inner(features)
+            probs.append(s._probs[-1])
+            at.append(k_now[0])
+            return out
+
+        s.score = score  # type: ignore[method-assign]
+    pcm = np.clip(np.round(audio), -32768, 32767).astype(np.int16)
+    n = (len(pcm) - 320) // 320 + 1
+    skip = SilenceSkip() if flags is not None else None
+    for k in range(n):
+        k_now[0] = k
+        frame = pcm[k * 320 : (k + 1) * 320]
+        for f in [frame] if skip is None else skip.frames(frame, bool(flags[k])):  # type: ignore[index]
+            d.process(f)
+    return np.asarray(probs, dtype=np.float32), np.asarray(at, dtype=np.int32)
+
+
+def accept_part(model: str, folder: Path) -> dict:
+    music = [a for _, a in sc.music_tracks()]
+    phrases = wb.recorded_phrases(folder, model)
+    files = sorted((folder / model).glob("*.wav"))
+    clips = []
+    t0 = time.time()
+    for i, x in enumerate(phrases):
+        for snr in wb.ACCEPT_SNRS:
+            for kind in wb.ACCEPT_NOISES:
+                clip_id = 1000 + 4 * i + wb.ACCEPT_NOISES.index(kind)
+                clip, start, end = wb.noisy_clip(x, len(x), kind, snr, clip_id, music, lead_s=2.0)
+                flags = wb.speech_flags(clip)
+                clips.append(
+                    {
+                        "rec": i,
+                        "snr": snr,
+                        "kind": kind,
+                        "start": start,
+                        "end": end,
+                        "flags": flags,
+                        "all_frames": raw_scores(model, clip),
+                        "skip_silence": raw_scores(model, clip, flags),
+                    }
+                )
+        print(f"{i + 1}/{len(phrases)} recordings, {time.time() - t0:.0f} s", flush=True)
+    return {"model": model, "files": [f.name for f in files], "clips": clips}
+
+
+def fa_part(model: str) -> dict:
+    out = {}
+    for label, source, minutes, seed in FA_PARTS:
+        t0 = time.time()
+        audio, info = wb.FA_SOURCES[source](minutes, seed)
+        flags = wb.speech_flags(audio)
+        probs, at = raw_scores(model, audio)
+        out[label] = {"hours": len(audio) / wb.RATE / 3600, "info": info, "flags": flags, "all_frames": (probs, at)}
+        print(f"{label}: {len(probs)} calls, {time.time() - t0:.0f} s", flush=True)
+    return {"model": model, "parts": out}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="alexa")
+    p.add_argument("--part", choices=("accept", "fa"), required=True)
+    p.add_argument("--recordings", type=Path, default=wb.default_recordings())
+    p.add_argument("--out", type=Path, required=True)
+    args = p.parse_args()
+    data = accept_part(args.model, args.recordings) if args.part == "accept" else fa_part(args.model)
+    args.out.write_bytes(pickle.dumps(data))
+    print(f"written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
