@@ -63,6 +63,43 @@ class FifoWriter:
         assert wait_until(lambda: fifo_unread(self.path), timeout=5), f"{self.path}: still open for reading"
 
 
+class PairedFifoWriter:
+    """Writes the microphone and the reference FIFOs period by period, on one schedule, so the
+    reference leads its echo as in a real node; `ref_stop_s`: the reference stops being written
+    after that long (its FIFO kept open: a device that stalls)."""
+
+    def __init__(self, alsa_dir, mic: np.ndarray, ref: np.ndarray, ref_stop_s: float | None = None):
+        self.paths = (alsa_dir / "mic.fifo", alsa_dir / "ref.fifo")
+        self.mic = np.clip(mic, -32768, 32767).astype("<i2").tobytes()
+        self.ref = np.clip(ref, -32768, 32767).astype("<i2").tobytes()
+        self.ref_stop = None if ref_stop_s is None else int(ref_stop_s / 0.02) * 640
+        self.done = threading.Event()
+        self._release = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        fds = [os.open(p, os.O_WRONLY) for p in self.paths]
+        try:
+            next_t = time.monotonic()
+            for i in range(0, len(self.mic), 640):
+                os.write(fds[1], self.ref[i : i + 640]) if self.ref_stop is None or i < self.ref_stop else None
+                os.write(fds[0], self.mic[i : i + 640])
+                next_t += 0.02
+                time.sleep(max(0.0, next_t - time.monotonic()))
+            self.done.set()
+            self._release.wait(30)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def close(self) -> None:
+        self._release.set()
+        self._thread.join(5)
+        for p in self.paths:
+            assert wait_until(lambda p=p: fifo_unread(p), timeout=5), f"{p}: still open for reading"
+
+
 def fifo_unread(path: Path) -> bool:
     """True when nothing has `path` (a FIFO) open for reading: a non-blocking write open says ENXIO."""
     try:

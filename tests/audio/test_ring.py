@@ -13,7 +13,7 @@ pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml
 
 
 def _frame(i: int) -> Frame:
-    return Frame(i, np.zeros(320, dtype=np.int16), float(i), float(i))
+    return Frame(i, np.zeros(320, dtype=np.int16), float(i), float(i), float(i))
 
 
 def test_get_batch_waits_for_min_frames_and_keeps_order():

@@ -16,6 +16,7 @@ from voxnode.audio.format import PERIOD_FRAMES, PERIOD_S, SAMPLE_RATE
 from voxnode.audio.frames import Frame
 from voxnode.audio.ring import FrameRing
 from voxnode.audio.source import AudioSource
+from voxnode.audio.stream_clock import StreamClock
 from voxnode.config.audio import AudioConfig, StreamConfig
 from voxnode.errors import AudioDeviceError
 
@@ -94,6 +95,7 @@ class AlsaCapture(AudioSource):
         self.stream = stream
         self.audio = audio
         self._seq = 0
+        self._clock = StreamClock()  # the frames' capture times (Frame.t_capture)
 
     def _open_device(self) -> OpenedPcm:
         s, a = self.stream, self.audio
@@ -163,6 +165,8 @@ class AlsaCapture(AudioSource):
     def _read_loop(self, opened: OpenedPcm) -> None:
         channels, channel = opened.channels, self.stream.channel
         pending = np.zeros(0, dtype=np.int16)
+        clock = self._clock
+        clock.restart()
         while not self.stopping:
             try:
                 n, data = opened.pcm.read()
@@ -171,6 +175,7 @@ class AlsaCapture(AudioSource):
             now_mono, now_wall = time.monotonic(), time.time()
             if n == -errno.EPIPE:
                 # read() has already re-prepared the PCM; the lost audio is gone.
+                clock.restart()  # and the frames counted no longer say how long the stream has run
                 self.stats.xruns += 1
                 log.warning(
                     "stream %s: capture overrun (xrun %d); audio was lost",
@@ -181,26 +186,28 @@ class AlsaCapture(AudioSource):
                 continue
             if n <= 0:
                 continue
+            clock.read(now_mono, n)
             samples = np.frombuffer(data, dtype=np.int16)
             if channels > 1:
                 samples = samples.reshape(-1, channels)[:, channel]
             elif n == PERIOD_FRAMES and not pending.size:
                 # The usual case (a mono period of exactly one frame, nothing left over): the
                 # same frame as the general path below gives, without its slicing and copies.
-                self._emit(samples, now_mono - PERIOD_S, now_wall - PERIOD_S)
+                self._emit(samples, now_mono - PERIOD_S, now_wall - PERIOD_S, clock.time_of(clock.frames - n))
                 continue
             pending = np.concatenate((pending, samples)) if pending.size else samples
             # Cut whatever period size ALSA granted into our fixed 20 ms frames.
             backlog_s = pending.size / SAMPLE_RATE
             while pending.size >= PERIOD_FRAMES:
+                t_capture = clock.time_of(clock.frames - pending.size)  # pending: the last frames delivered
                 chunk = np.ascontiguousarray(pending[:PERIOD_FRAMES])
                 pending = pending[PERIOD_FRAMES:]
                 start_offset = backlog_s
                 backlog_s -= PERIOD_S
-                self._emit(chunk, now_mono - start_offset, now_wall - start_offset)
+                self._emit(chunk, now_mono - start_offset, now_wall - start_offset, t_capture)
 
-    def _emit(self, samples: np.ndarray, t_mono: float, t_wall: float) -> None:
-        self.ring.put(Frame(seq=self._seq, samples=samples, t_mono=t_mono, t_wall=t_wall))
+    def _emit(self, samples: np.ndarray, t_mono: float, t_wall: float, t_capture: float) -> None:
+        self.ring.put(Frame(seq=self._seq, samples=samples, t_mono=t_mono, t_wall=t_wall, t_capture=t_capture))
         self._seq += 1
         self.stats.frames += 1
         self.stats.last_frame_mono = t_mono

@@ -2,8 +2,10 @@
 
 The reference is captured by the same code as the microphone (audio/alsa_capture.py: its own
 thread, non-blocking open, backoff and retry) into its own ring; the stream's worker takes the
-reference frame captured with each microphone frame from it (`ReferenceTap.take`, by capture time),
-waiting at most WAIT_S for one that is due, and only while the reference delivers. So a reference
+reference frame captured with each microphone frame from it (`ReferenceTap.take`, by capture time:
+`Frame.t_capture`, from the frames each device has delivered, audio/stream_clock.py, so a capture
+thread that reads late does not move the pairing), waiting at most WAIT_S for one that is due, and
+only while the reference delivers. So a reference
 that stops, never opens or falls behind costs the microphone nothing (the capture thread never
 waits on it): its frames go to the echo canceller with silence as their reference, and the tap
 says so (health: echo_reference "missing" or "late", with counts; the log, once per change).
@@ -26,13 +28,19 @@ from voxnode.config.audio import AudioConfig, StreamConfig
 
 log = logging.getLogger(__name__)
 
-# A reference frame captured this long before the microphone frame it would go with is stale: the
-# reference capture fell behind (or the worker ran ahead of it) and AEC3, whose delay estimator
-# covers about 0.5 s, would not find its echo; such frames are dropped and counted as late.
+# A reference frame that reaches the worker this long after the microphone frame it went with is
+# stale: the reference's capture fell behind, by more than AEC3's delay estimator (about 0.5 s) could
+# have followed had it been paired late; such frames are counted as late (health: "late").
 MAX_LAG_S = 0.25
-# A reference frame captured this much after the microphone frame belongs to later audio (the
-# reference opened after the microphone, or came back): the microphone frame gets silence.
-AHEAD_S = 0.03
+# The reference frame paired with a microphone frame was captured within this of it: at most half a
+# period apart on two devices whose periods are out of step, plus the capture times' error (0.01 ms
+# between two FIFO PCMs, tests/audio/test_echo_pairing.py). A frame captured further after the
+# microphone's belongs to later audio (the reference opened after the microphone, or came back): the
+# microphone frame gets silence. One captured further before belonged to an earlier microphone frame,
+# which went without it (the reference's capture fell behind): it is passed over. (Paired by read
+# times instead, with 30 ms ahead and MAX_LAG_S behind allowed, the pairing slid with the reads: the
+# echo's paired delay came out 0 ms at load 14 and 493 ms once, true 60 ms.)
+PAIR_S = 0.75 * PERIOD_S
 # While the reference delivers, the worker waits this long for a frame that is due but not read
 # yet (the two captures read their periods at slightly different moments); once one does not come,
 # it does not wait again until the reference delivers: a dead reference never slows the stream.
@@ -70,27 +78,37 @@ class ReferenceTap:
         self._reported = "starting"
         self._delivering = False  # the last take found its frame: the next may wait a little for one
 
-    def take(self, t_mono: float) -> np.ndarray | None:
-        """The reference frame for the microphone frame captured at `t_mono`, or None."""
+    def take(self, t_capture: float) -> np.ndarray | None:
+        """The reference frame for the microphone frame captured at `t_capture` (Frame.t_capture), or None."""
         ring = self.source.ring
         self._pending.extend(ring.get_batch(ring.capacity, timeout=0))
+        self._pass_over(t_capture)
         if not self._pending and self._delivering:
-            self._pending.extend(ring.get_batch(ring.capacity, timeout=WAIT_S))
-        now = self._clock()
-        while self._pending and self._pending[0].t_mono < t_mono - MAX_LAG_S:
-            self._pending.popleft()
-            self.late_frames += 1
-            self._last_late = now
+            deadline = self._clock() + WAIT_S
+            while not self._pending and (left := deadline - self._clock()) > 0:
+                frames = ring.get_batch(ring.capacity, timeout=left)
+                if not frames:
+                    break  # timed out, or the reference's capture ended
+                self._pending.extend(frames)
+                self._pass_over(t_capture)  # a capture catching up: its older frames first
         self._delivering = bool(self._pending)
-        if self._pending and self._pending[0].t_mono <= t_mono + AHEAD_S:
+        if self._pending and self._pending[0].t_capture <= t_capture + PAIR_S:
             frame = self._pending.popleft()
             self.frames += 1
             self._report()
             return frame.samples
         self.missing_frames += 1
-        self._last_missing = now
+        self._last_missing = self._clock()
         self._report()
         return None
+
+    def _pass_over(self, t_capture: float) -> None:
+        """Drop the reference frames captured before the microphone frame's partner; count the stale ones."""
+        pending = self._pending
+        while pending and pending[0].t_capture < t_capture - PAIR_S:
+            if pending.popleft().t_capture < t_capture - MAX_LAG_S:
+                self.late_frames += 1
+                self._last_late = self._clock()
 
     @property
     def state(self) -> str:

@@ -64,7 +64,8 @@ class FileSource(AudioSource):
                 break
             seq += 1
             offset = seq * PERIOD_S
-            frame = Frame(seq=seq, samples=chunk, t_mono=t0_mono + offset, t_wall=t0_wall + offset)
+            t = t0_mono + offset  # a file's timeline is exact
+            frame = Frame(seq=seq, samples=chunk, t_mono=t, t_wall=t0_wall + offset, t_capture=t)
             if self.realtime:
                 # A frame exists only once its last sample has "arrived".
                 wait = t0_mono + offset + PERIOD_S - time.monotonic()

@@ -17,8 +17,8 @@ What it reports (health, Prometheus): ERLE, the echo return loss enhancement (mi
 output power in a frame while the reference plays; the 75th percentile of the last 5 s of such
 frames, so that a near-end talker over the playback, who is in both and pulls a frame's figure to
 0 dB, does not hide what the canceller does to the echo; 20-45 dB on echo alone), and the delay
-of the echo behind the reference as the two captures pair them (the acoustic path plus any offset
-between the devices' read times; AEC3 needs it above 0 and below about 0.5 s), estimated here apart
+of the echo behind the reference as the two captures pair them (by capture time: the acoustic path
+plus any offset in the devices' own capture; AEC3 needs it above 0 and below about 0.5 s), estimated here apart
 from AEC3 (which does not expose its own) by GCC-PHAT over 2 s windows. SpeexDSP hears the
 reference delayed by that estimate (ReferenceDelay), so its filter covers the room's tail.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -10,7 +11,6 @@ from collections.abc import Callable
 import numpy as np
 
 from voxnode.audio.echo_reference import ReferenceTap
-from voxnode.audio.frames import Frame
 from voxnode.audio.levels import LevelMeter, LevelReport
 from voxnode.audio.ring import FrameRing
 from voxnode.heartbeat import Heartbeat
@@ -91,11 +91,11 @@ class StreamWorker(Component):
                         # and gets its final, nothing said after it is transcribed or measured.
                         if silence is None or silence.shape != frame.samples.shape:
                             silence = np.zeros_like(frame.samples)
-                        frame = Frame(frame.seq, silence, frame.t_mono, frame.t_wall)
+                        frame = dataclasses.replace(frame, samples=silence)
                     report = meter.add(frame) if meter is not None else None
                     if report is not None:
                         self.emit(report)
-                    ref = self.reference.take(frame.t_mono) if self.reference is not None else None
+                    ref = self.reference.take(frame.t_capture) if self.reference is not None else None
                     self.pipeline.feed(frame.samples, frame.seq, frame.t_mono, frame.t_wall, ref)
         with self.heartbeat.busy():
             self.pipeline.flush()  # the utterance in flight (or a file's last one) still gets its final
