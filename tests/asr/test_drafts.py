@@ -85,13 +85,25 @@ def test_greedy_text_is_the_same_with_a_partials_draft(engine, clips, decodes):
     assert engine.draft_stats.accepted > before  # the drafts were used, not ignored
 
 
+def agreeing_head(draft: list[int], tokens: list[int]) -> int:
+    n = 0
+    while n < min(len(draft), len(tokens)) and draft[n] == tokens[n]:
+        n += 1
+    return n
+
+
 def test_a_wrong_draft_changes_nothing(engine, clips, decodes):
+    """The text alone would not show it: a verification that accepted the wrong tokens gives text
+    the engine's fallback decodes again (checked: accepting every draft token still gave the same
+    tokens here). So the draft's accepted head is checked too: exactly the part greedy agrees with."""
     audio, _ = clips[0]
     plain = decodes.plain(0)
     wrong = decodes.plain(3).tokens
     assert wrong[:3] != plain.tokens[:3]
-    for draft in (wrong, plain.tokens[::-1], [plain.tokens[0]] * 40):
-        assert engine.transcribe(audio, beam_size=1, draft=draft).tokens == plain.tokens
+    for draft in (wrong, plain.tokens[::-1], [plain.tokens[0]] * 40, plain.tokens[:4] + wrong):
+        got = engine.transcribe(audio, beam_size=1, draft=draft)
+        assert got.tokens == plain.tokens
+        assert (got.draft_tokens, got.draft_accepted) == (len(draft), agreeing_head(draft, plain.tokens))
 
 
 def test_the_whole_text_as_draft_takes_one_call_and_the_end_of_text_step(engine, clips, counted):
