@@ -133,3 +133,28 @@ def test_frames_after_a_late_end_open_the_next_utterance():
     assert len(started) == 1
     # Frames 34-37 (after the final's audio, before the verdict) lead the next utterance.
     assert [c.seq for c in started[0].utterance.chunks[:4]] == [34, 35, 36, 37]
+
+
+def test_a_cut_in_a_pause_with_a_longer_hangover_leaves_no_silent_continuation_open():
+    """Max length reached in a pause given a longer hangover (mid-sentence): the cut ends the first
+    utterance; the silence after the cut is dropped after the usual hangover, and the next words
+    open a new utterance by the onset rule, with their pre-roll. (With the pause's longer hangover kept,
+    they joined the silent continuation: it began 12 frames before them, and would reach the next max-length
+    cut that much sooner.)"""
+    flags = [0] * 5 + [1] * 30 + [0] * 27 + [1] * 30 + [0] * 40  # speech 5-34 and 62-91
+    seg = Segmenter(P)
+    events = []
+    for i, f in enumerate(flags):
+        new = seg.push(frame(i, f))
+        events += new
+        for e in new:
+            if isinstance(e, Paused) and e.utterance.uid == 0:
+                events += seg.set_hangover(e.pause_id, 3 * P.hangover_frames)  # longer, but for this pause
+    ended = [e for e in events if isinstance(e, Ended)]
+    assert [e.reason for e in ended] == ["max_length", "endpoint"], events
+    assert frames_of(ended[0].audio)[-1] < 62
+    discarded = [e for e in events if isinstance(e, Discarded)]
+    assert [d.reason for d in discarded] == ["too_short"]  # the silent continuation
+    second = ended[1].utterance.chunks
+    assert second[0].seq == 64 - (P.pre_roll_frames + P.onset_window_frames) + 1  # onset at 64, pre-roll
+    assert frames_of(ended[1].audio)[-1] == 91 + P.tail_frames

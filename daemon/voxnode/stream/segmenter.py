@@ -272,6 +272,12 @@ class Segmenter:
             events.append(Discarded(head, "too_short"))
         if rest.last_speech < 0:
             rest.last_speech = 0
+            # The cut fell in the pause now going on: a hangover set for it (set_hangover: a longer one
+            # mid-sentence) was for the utterance that has just ended. Kept, it held the silent
+            # continuation open that much longer, so speech after it joined without an onset, led by
+            # that silence, which counted toward the next cut (tests/stream/test_segmenter.py). When the
+            # pause is in the continuation's own audio (it has speech), its hangover still applies.
+            self._hangover = self.p.hangover_frames
         self._utt = rest
         self._silence = len(rest.chunks) - 1 - rest.last_speech
         events.append(Started(rest))
