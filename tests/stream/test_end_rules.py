@@ -25,7 +25,14 @@ from voxnode.stream.params import end_rules, frames
 pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
 
 CHAIN = end_rules(Config())  # the default: the text's two rules, the end-of-turn model, the hangover
-SHORT, LONG, ORDINARY = frames(250), frames(1000), frames(700)  # vad.*hangover_ms defaults
+SHORT, LONG, ORDINARY = 12, 50, 35  # vad.*hangover_ms defaults (240, 1000, 700 ms) in 20 ms frames
+
+
+def test_durations_round_up_to_whole_frames():
+    """A setting is never shortened: 250 ms waits 13 frames (260 ms). Rounded to nearest (half to even)
+    it was 12, and the sentence-end hangover's default 250 ran as 240 ms: the default now says 240."""
+    assert [frames(ms) for ms in (1, 20, 21, 240, 241, 250, 260, 270, 700)] == [1, 1, 2, 12, 13, 13, 13, 14, 35]
+    assert frames(Config().vad.sentence_end_hangover_ms) == 12  # the default's behaviour is unchanged
 
 
 def pause(text: str, mark_p: float | None = None, turn: float | None = None, asked: bool = True, **kw) -> PauseEvidence:

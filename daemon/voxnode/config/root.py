@@ -33,7 +33,10 @@ class Config:
     )
     asr: AsrConfig = section(AsrConfig, "Speech recognition.")
     frontend: FrontendConfig = section(FrontendConfig, "Audio clean-up before VAD and recognition.")
-    vad: VadConfig = section(VadConfig, "Voice activity detection and endpointing.")
+    vad: VadConfig = section(
+        VadConfig,
+        "Voice activity detection and endpointing. Durations count in 20 ms frames, rounded up (250 waits 260 ms).",
+    )
     stream: StreamingConfig = section(StreamingConfig, "Utterances, partial transcripts, sharing the engine.")
     delivery: DeliveryConfig = section(
         DeliveryConfig, "Durable delivery: the spool that numbers finals and keeps them for stdout, MQTT, webhook."

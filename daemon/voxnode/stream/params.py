@@ -44,7 +44,9 @@ class PipelineParams:
 
 
 def frames(ms: int) -> int:
-    return max(1, round(ms / PERIOD_MS))
+    """A duration setting in 20 ms frames, rounded up: a setting is never shortened (250 ms is 13 frames,
+    260 ms). (Rounded to nearest, half to even, it was: the sentence-end hangover's 250 ran as 240 ms.)"""
+    return max(1, -(-ms // PERIOD_MS))
 
 
 def frontend_params(config: Config, echo_reference: bool = False) -> FrontEndParams:
