@@ -9,14 +9,35 @@ real Daemon.
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from pathlib import Path
 
 from voxnode.config import Config
+from voxnode.config.audio import StreamConfig
 from voxnode.events import Event
 from voxnode.host_view import CaptureVitals, HostView, StatusFigures, Vitals
 
 # What each stream reports unless told otherwise: a running capture with nothing wrong.
 FIGURES = {"state": "running", "queue_depth": 0, "dropped_frames": 0, "xruns": 0, "device_errors": 0}
+
+
+def mqtt_config(
+    port: int, spool_path: Path | str, node_id: str, streams: dict[str, str] | None = None, **mqtt
+) -> Config:
+    """The default config with MQTT on for node `node_id` at a local broker's `port`, the spool at
+    `spool_path` (the MQTT tests and `scripts/bench/mqtt.py`); `streams`: [[streams]] name -> area
+    (devices "null"), None = the single [audio] "mic"; `mqtt`: more [mqtt] settings."""
+    base = Config()
+    if streams is not None:
+        base = dataclasses.replace(
+            base, streams=tuple(StreamConfig(name=n, device="null", area=a) for n, a in streams.items())
+        )
+    return dataclasses.replace(
+        base,
+        mqtt=dataclasses.replace(base.mqtt, enabled=True, host="127.0.0.1", port=port, node_id=node_id, **mqtt),
+        delivery=dataclasses.replace(base.delivery, spool_path=str(spool_path)),
+    )
 
 
 class StandInDaemon:

@@ -34,7 +34,7 @@ from voxnode.events import TranscriptEvent
 from voxnode.health.reporter import HealthReporter
 from voxnode.mqtt.bridge import MqttBridge
 from voxnode.mqtt.localbroker import LocalBroker
-from voxnode.standin import StandInDaemon
+from voxnode.standin import StandInDaemon, mqtt_config
 
 SECTION = "MQTT and health"
 
@@ -115,17 +115,7 @@ def main() -> int:
     broker.start()
     work = Path(tempfile.mkdtemp(prefix="voxnode-bench-"))
     base = Config()
-    config = dataclasses.replace(
-        base,
-        mqtt=dataclasses.replace(
-            base.mqtt,
-            enabled=True,
-            host="127.0.0.1",
-            port=broker.port,
-            node_id="bench",
-        ),
-        delivery=dataclasses.replace(base.delivery, spool_path=str(work / "spool.sqlite")),
-    )
+    config = mqtt_config(broker.port, work / "spool.sqlite", "bench")
     daemon = stand_in(Config())
     service = MqttBridge(config, HealthReporter(config.health, "bench", daemon))
     delivery = sequenced(service, config)

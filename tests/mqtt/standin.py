@@ -10,33 +10,16 @@ import dataclasses
 from pathlib import Path
 
 from tests.mqtt.broker import Broker
+from voxnode import standin
 from voxnode.config import Config
-from voxnode.config.audio import StreamConfig
 from voxnode.events import TranscriptEvent
 
 
 def mqtt_config(tmp_path: Path, broker: Broker, streams: dict[str, str] | None = None, **mqtt) -> Config:
-    """The default config with MQTT on for node "testnode" at `broker`, fast reconnects, the spool in
+    """voxnode.standin's MQTT config for node "testnode" at `broker`, with fast reconnects, the spool in
     `tmp_path`; `streams`: [[streams]] name -> area (devices "null"), None = the single [audio] "mic"."""
-    base = Config()
-    if streams is not None:
-        base = dataclasses.replace(
-            base, streams=tuple(StreamConfig(name=n, device="null", area=a) for n, a in streams.items())
-        )
-    return dataclasses.replace(
-        base,
-        mqtt=dataclasses.replace(
-            base.mqtt,
-            enabled=True,
-            host="127.0.0.1",
-            port=broker.port,
-            node_id="testnode",
-            reconnect_min_s=0.2,
-            reconnect_max_s=1.0,
-            **mqtt,
-        ),
-        delivery=dataclasses.replace(base.delivery, spool_path=str(tmp_path / "spool.sqlite")),
-    )
+    mqtt = {"reconnect_min_s": 0.2, "reconnect_max_s": 1.0, **mqtt}
+    return standin.mqtt_config(broker.port, tmp_path / "spool.sqlite", "testnode", streams, **mqtt)
 
 
 class WiredBridge:
