@@ -12,7 +12,8 @@ one). Rules:
 
 Guard against fitting the test set: the recordings are split in two by file (SPLIT_SEED); every
 rule's cutoff and shape is chosen on one half (the best acceptance at 10 dB among settings with at
-most MAX_FA false accepts in the cached hours) and reported on the other half and on all.
+most TARGET_FA_PER_HOUR false accepts per hour in the cached hours) and reported on the other half
+and on all.
 
     .venv/bin/python -m scripts.bench.wake_rules --accept /tmp/wake_accept.pkl --fa /tmp/wake_fa.pkl
 """
@@ -33,7 +34,7 @@ from scripts import command_line
 REFRACTORY_CALLS = -(-2000 // 30)  # wake.refractory_ms = 2000, one call per 30 ms
 LATE_S = 1.5  # as scripts/bench/wake.py: a detection this long after the phrase still accepts it
 SPLIT_SEED = 24  # issue 24
-MAX_FA = 1  # at most 0.5 per hour over the 3 cached hours
+TARGET_FA_PER_HOUR = 0.5  # issue 24: 1 false accept in the benchmark's 3 hours, 3 in 7
 SHIPPED = {"rule": "mean", "n": 5, "k": 0, "cutoff": 0.95}  # alexa's manifest window at voxnode's cutoff
 SNRS = (20, 10, 5, 0)
 KINDS = ("pink", "babble", "hvac", "music")
@@ -126,12 +127,12 @@ def grid() -> list[tuple[str, int, int]]:
 
 
 def hits_table(clips: list[dict], fa: dict, variant: str) -> list[dict]:
-    """Per rule shape: the lowest cutoff with at most MAX_FA false accepts in the cached hours (acceptance
+    """Per rule shape: the lowest cutoff with at most fa["max"] false accepts in the cached hours (acceptance
     only falls as the cutoff rises), and whether each clip is accepted at it."""
     table = []
     for rule, n, k in grid():
         scores = [score(part["all_frames"][0], rule, n, k) for part in fa["parts"].values()]
-        found = next(((c, m) for c in CUTOFFS if (m := sum(len(fires(s, c)) for s in scores)) <= MAX_FA), None)
+        found = next(((c, m) for c in CUTOFFS if (m := sum(len(fires(s, c)) for s in scores)) <= fa["max"]), None)
         if found is None:
             continue
         c, fa_n = found
@@ -153,7 +154,7 @@ def choose(table: list[dict], clips: list[dict], recs: set[int], rules: tuple[st
     return max(rows, key=lambda r: (rate(r, clips, recs, 10), rate(r, clips, recs, 5), order[r["rule"]], -r["n"]))
 
 
-def top_events(fa: dict, rule: str, n: int, k: int, count: int = 5) -> list[dict]:
+def top_events(fa: dict, rule: str, n: int, k: int, count: int = 8) -> list[dict]:
     """The highest-scoring moments of the false-accept hours, at least the refractory period apart:
     where any cutoff under their score would fire; with the share of the 0.5 s before them that the
     daemon's front-end called speech (a rule gated on the VAD cannot drop one the VAD calls speech)."""
@@ -218,13 +219,16 @@ def report(acc: dict, fa: dict, variant: str, splits: int) -> dict:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--accept", type=Path, required=True, help="wake_scores.py --part accept's file")
-    p.add_argument("--fa", type=Path, required=True, help="wake_scores.py --part fa's file")
+    p.add_argument("--fa", type=Path, nargs="+", required=True, help="wake_scores.py --part fa's file(s)")
     p.add_argument("--splits", type=int, default=10, help="split seeds for the held-out check (two halves each)")
     p.add_argument("--write", type=Path, help="save the results here (JSON)")
     args = p.parse_args()
     acc = pickle.loads(args.accept.read_bytes())
-    fa = pickle.loads(args.fa.read_bytes())
+    fa: dict = {"parts": {}}
+    for path in args.fa:
+        fa["parts"] |= pickle.loads(path.read_bytes())["parts"]
     hours = sum(part["hours"] for part in fa["parts"].values())
+    fa["max"] = int(TARGET_FA_PER_HOUR * hours + 1e-6)
     out: dict = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "command": command_line(),
@@ -232,10 +236,10 @@ def main() -> int:
         "recordings": len(acc["files"]),
         "split_seed": SPLIT_SEED,
         "false_accept_hours": round(hours, 2),
-        "max_false_accepts": MAX_FA,
+        "max_false_accepts": fa["max"],
         "false_accept_events_mean5": top_events(fa, "mean", 5, 0),
     }
-    print(f"{out['recordings']} recordings, {hours:.2f} h of false-accept audio, at most {MAX_FA} false accept(s)")
+    print(f"{out['recordings']} recordings, {hours:.2f} h of false-accept audio, at most {fa['max']} false accept(s)")
     print("highest false-accept moments (mean of 5):", json.dumps(out["false_accept_events_mean5"]))
     for variant in ("skip_silence", "all_frames"):
         out[variant] = report(acc, fa, variant, args.splits)

@@ -10,7 +10,8 @@ on the cache (scripts/bench/wake_rules.py) without running the model again:
   wake.acceptance_recorded does, with every frame heard and resting on the front-end's silence;
 - false accepts: the same hours as wake_benchmark_real.json (speech 60 min, tv 20 + 40 min with
   seeds 1 and 11, music 20 + 40 min with seeds 2 and 12), every frame heard, and the front-end's
-  speech verdict per frame (for rules that look at the VAD).
+  speech verdict per frame (for rules that look at the VAD);
+- false accepts, 4 hours more (--part fa_more): speech with seeds 3-5 and TV with seed 13, 60 min each.
 
     nice -n 19 .venv/bin/python -m scripts.bench.wake_scores --part accept --out /tmp/wake_accept.pkl
     nice -n 19 .venv/bin/python -m scripts.bench.wake_scores --part fa --out /tmp/wake_fa.pkl
@@ -39,6 +40,13 @@ FA_PARTS = [
     ("tv_more", "tv", 40.0, 11),
     ("music", "music", 20.0, 2),
     ("music_more", "music", 40.0, 12),
+]
+# Four hours more, other seeds (--part fa_more): do the false accepts per hour hold beyond those 3?
+FA_MORE = [
+    ("speech_3", "speech", 60.0, 3),
+    ("speech_4", "speech", 60.0, 4),
+    ("speech_5", "speech", 60.0, 5),
+    ("tv_13", "tv", 60.0, 13),
 ]
 
 
@@ -98,9 +106,9 @@ def accept_part(model: str, folder: Path) -> dict:
     return {"model": model, "files": [f.name for f in files], "clips": clips}
 
 
-def fa_part(model: str) -> dict:
+def fa_part(model: str, parts: list[tuple[str, str, float, int]]) -> dict:
     out = {}
-    for label, source, minutes, seed in FA_PARTS:
+    for label, source, minutes, seed in parts:
         t0 = time.time()
         audio, info = wb.FA_SOURCES[source](minutes, seed)
         flags = wb.speech_flags(audio)
@@ -113,11 +121,14 @@ def fa_part(model: str) -> dict:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="alexa")
-    p.add_argument("--part", choices=("accept", "fa"), required=True)
+    p.add_argument("--part", choices=("accept", "fa", "fa_more"), required=True)
     p.add_argument("--recordings", type=Path, default=wb.default_recordings())
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args()
-    data = accept_part(args.model, args.recordings) if args.part == "accept" else fa_part(args.model)
+    if args.part == "accept":
+        data = accept_part(args.model, args.recordings)
+    else:
+        data = fa_part(args.model, FA_PARTS if args.part == "fa" else FA_MORE)
     args.out.write_bytes(pickle.dumps(data))
     print(f"written to {args.out}")
     return 0
