@@ -175,7 +175,10 @@ def test_memory_snapshots_share_one_thread_that_stops_with_the_bridge(tmp_path, 
     snapshot_threads = lambda: [t for t in threading.enumerate() if t.name == "memory-snapshot"]  # noqa: E731
     svc.start()
     try:
-        assert mon.wait_for(lambda: svc.publisher.stats.connected)
+        # The node's sync marker comes back after its subscriptions are in place (the broker handles a
+        # client's packets in order); `connected` is set before it subscribes, and a command sent in
+        # between is not delivered to it (CI failed so once, under load).
+        assert mon.wait_for(lambda: mon.on(f"{BASE}/sync"))
         assert len(snapshot_threads()) == 1  # started with the bridge, idle
         for i in range(3):
             mon.client.publish(f"{BASE}/cmd", json.dumps({"cmd": "memory", "id": f"m{i}"}), qos=1)
