@@ -372,12 +372,28 @@ def false_accepts(models: list[str], minutes: float, sources: list[str], skip: b
 
 
 def noisy_clip(
-    x: np.ndarray, phrase_len: int, kind: str, snr: float, clip_id: int, music, lead_s: float = 0.6
+    x: np.ndarray,
+    phrase_len: int,
+    kind: str,
+    snr: float,
+    clip_id: int,
+    music,
+    lead_s: float = 0.6,
+    context: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, float, float]:
     """The phrase `x` (its first `phrase_len` samples are the words) after `lead_s` + 0-0.8 s of
-    the noise alone, mixed with `kind` noise at `snr` dB over the phrase -> (clip, start s, end s)."""
+    the noise alone, mixed with `kind` noise at `snr` dB over the phrase -> (clip, start s, end s).
+    `context`: the recording's own audio (before, after) its words, laid under the noise right
+    before and after them (as much as the clip holds: at most the lead, and LATE_S + 0.2 s after);
+    the clip's length, noise and SNR (over the words) are the same as without it."""
     lead = lead_s + 0.4 * (clip_id % 3)
     clean = np.concatenate([ac.silence(lead), x, ac.silence(LATE_S + 0.2)])
+    if context is not None:
+        at, after_at = int(lead * RATE), int(lead * RATE) + len(x)
+        before = context[0][-at:] if at else context[0][:0]
+        after = context[1][: len(clean) - after_at]
+        clean[at - len(before) : at] = before
+        clean[after_at : after_at + len(after)] = after
     labels = np.zeros(len(clean) // 320, dtype=bool)
     a, b = int(lead * RATE) // 320, int((lead * RATE + phrase_len) // 320)
     labels[a:b] = True  # SNR over the phrase: its frames are the speech
@@ -398,8 +414,24 @@ def accepted_in_noise(
     return accepted(detect(model, noisy, xnn).series, start, end, cuts)
 
 
-def recorded_phrases(folder: Path, model: str) -> list[np.ndarray]:
-    """FOLDER/<model>/*.wav at -26 dBFS, each cut to its words (without the file's silence)."""
+@dataclass(frozen=True)
+class Recording:
+    audio: np.ndarray  # the whole file at -26 dBFS
+    start: int  # its words, samples [start, end): the frames within 35 dB of its loudest (label_speech)
+    end: int
+
+    @property
+    def words(self) -> np.ndarray:
+        return self.audio[self.start : self.end]
+
+    @property
+    def context(self) -> tuple[np.ndarray, np.ndarray]:
+        """The recording's own audio before and after its words."""
+        return self.audio[: self.start], self.audio[self.end :]
+
+
+def recordings(folder: Path, model: str) -> list[Recording]:
+    """FOLDER/<model>/*.wav at -26 dBFS, each with where its words are (without the file's silence)."""
     from voxnode.audio.wavfile import read_audio
 
     out = []
@@ -407,8 +439,26 @@ def recorded_phrases(folder: Path, model: str) -> list[np.ndarray]:
         x = ac.at_dbfs(read_audio(wav) * 32768.0, -26).astype(np.float32)
         speech = np.flatnonzero(ac.label_speech(x))
         if len(speech):
-            out.append(x[int(speech[0]) * 320 : (int(speech[-1]) + 1) * 320])
+            out.append(Recording(x, int(speech[0]) * 320, (int(speech[-1]) + 1) * 320))
     return out
+
+
+def recorded_phrases(folder: Path, model: str) -> list[np.ndarray]:
+    """FOLDER/<model>/*.wav at -26 dBFS, each cut to its words (without the file's silence)."""
+    return [r.words for r in recordings(folder, model)]
+
+
+def recording_in_noise(rec: Recording, kind: str, snr: float, clip_id: int, music) -> tuple[np.ndarray, float, float]:
+    """A recording's words in `kind` noise at `snr` dB over them, after 2-2.8 s of the noise, with
+    the recording's own audio around them, as a detector in the room hears it (noisy_clip).
+
+    Not the words alone (before stop 36): label_speech drops every frame more than 35 dB under
+    the file's loudest, which in some recordings is speech, e.g. 198.wav's 240 ms of breathy
+    onset rising from -58 to -38 dB (zero-crossing rate 0.3-0.5) into the "a", or 18.wav's 200 ms
+    decay of the last "a" (-35 to -50 dB). Measured (scripts/bench/wake_trim.py, same noise,
+    all 165): the whole file hears 616 of 660 trials at 10 dB where the words alone hear 612, 561
+    vs 562 at 5 dB; 0.1-0.3 s of margin the same within a trial (docs/benchmarks.md)."""
+    return noisy_clip(rec.words, len(rec.words), kind, snr, clip_id, music, lead_s=2.0, context=rec.context)
 
 
 def acceptance_recorded(models: list[str], folder: Path, skip: bool = True) -> dict:
@@ -420,7 +470,7 @@ def acceptance_recorded(models: list[str], folder: Path, skip: bool = True) -> d
     variants = ["all_frames"] + (["skip_silence"] if skip else [])
     results = {}
     for model in models:
-        phrases = recorded_phrases(folder, model)
+        phrases = recordings(folder, model)
         if not phrases:
             print(f"accept {model} (recorded): no WAV files in {folder / model}", flush=True)
             continue
@@ -430,7 +480,7 @@ def acceptance_recorded(models: list[str], folder: Path, skip: bool = True) -> d
             for snr in ACCEPT_SNRS:
                 for kind in ACCEPT_NOISES:
                     clip_id = 1000 + 4 * i + ACCEPT_NOISES.index(kind)
-                    clip, start, end = noisy_clip(x, len(x), kind, snr, clip_id, music, lead_s=2.0)
+                    clip, start, end = recording_in_noise(x, kind, snr, clip_id, music)
                     flags = speech_flags(clip) if skip else None
                     for v in variants:
                         series = detect(model, clip, True, flags if v == "skip_silence" else None).series
@@ -594,8 +644,35 @@ def choose_cutoffs(fa: dict, accepted: dict) -> dict:
 
 
 def default_recordings() -> Path | None:
-    path = REPO.parent / "shared" / "data" / "wake"
-    return path if path.is_dir() else None
+    """../shared/data/wake beside the checkout, or /work/shared's from a worktree (as bench/aec.py)."""
+    return next(
+        (
+            p / "data" / "wake"
+            for p in (REPO.parent / "shared", REPO.parents[1] / "shared")
+            if (p / "data" / "wake").is_dir()
+        ),
+        None,
+    )
+
+
+def acceptance_only(models: list[str], args: argparse.Namespace) -> int:
+    """--acceptance-only: the real recordings' acceptance measured again into an existing results file,
+    whose false accepts (other audio: they do not depend on the recordings) choose the cutoffs again."""
+    if args.recordings is None or not args.write or not Path(args.write).is_file():
+        raise SystemExit("--acceptance-only needs --recordings and an existing --write JSON with the false accepts")
+    out = json.loads(Path(args.write).read_text())
+    t0 = time.time()
+    out["acceptance_recorded"] = acceptance_recorded(models, args.recordings, skip=not args.no_skip)
+    out["acceptance_recorded_run"] = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        "command": command_line(),
+        "wall_s": round(time.time() - t0, 1),
+    }
+    out["cutoffs"] = choose_cutoffs(out["false_accepts"], out["acceptance_recorded"])
+    Path(args.write).write_text(json.dumps(out, indent=1) + "\n")
+    print(f"written to {args.write}")
+    return 0
 
 
 def main() -> int:
@@ -607,6 +684,11 @@ def main() -> int:
     p.add_argument("--synthetic", action="store_true", help="also the synthetic acceptance set (slow)")
     p.add_argument("--no-skip", action="store_true", help="only with the detector hearing every frame")
     p.add_argument("--write", metavar="JSON", help="save the results here")
+    p.add_argument(
+        "--acceptance-only",
+        action="store_true",
+        help="only the real recordings' acceptance, into the --write JSON (false accepts kept, cutoffs chosen again)",
+    )
     p.add_argument(
         "--recordings",
         metavar="DIR",
@@ -622,6 +704,8 @@ def main() -> int:
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
         "command": command_line(),
     }
+    if args.acceptance_only:
+        return acceptance_only(models, args)
     if args.recordings is not None:
         out["acceptance_recorded"] = acceptance_recorded(models, args.recordings, skip=not args.no_skip)
     else:

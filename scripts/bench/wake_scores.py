@@ -80,7 +80,7 @@ def raw_scores(model: str, audio: np.ndarray, flags: np.ndarray | None = None) -
 
 def accept_part(model: str, folder: Path) -> dict:
     music = [a for _, a in sc.music_tracks()]
-    phrases = wb.recorded_phrases(folder, model)
+    phrases = wb.recordings(folder, model)
     files = sorted((folder / model).glob("*.wav"))
     clips = []
     t0 = time.time()
@@ -88,7 +88,7 @@ def accept_part(model: str, folder: Path) -> dict:
         for snr in wb.ACCEPT_SNRS:
             for kind in wb.ACCEPT_NOISES:
                 clip_id = 1000 + 4 * i + wb.ACCEPT_NOISES.index(kind)
-                clip, start, end = wb.noisy_clip(x, len(x), kind, snr, clip_id, music, lead_s=2.0)
+                clip, start, end = wb.recording_in_noise(x, kind, snr, clip_id, music)
                 flags = wb.speech_flags(clip)
                 clips.append(
                     {

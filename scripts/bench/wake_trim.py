@@ -1,0 +1,163 @@
+"""Does the wake bench's cut of each real recording to its words change what is heard? (issue 24)
+
+scripts/bench/wake.py cuts every recording to its words (audio_corpus.label_speech: the frames
+within 35 dB of the file's 99th-percentile frame) before mixing it into the noise. In a room the
+detector hears what came before the word, so this caches the model's raw scores (as
+wake_scores.py) for the same 165 x 4 noises x 4 SNRs, plus each recording with no noise at all,
+with the recording cut five ways (VARIANTS): to its words as the bench does, with 0.1/0.2/0.3 s of
+the recording's own audio kept on each side, and whole. For a fair comparison every variant of a
+trial has the same noise (same seed and length) and the words at the same place in it: the
+noise's length and the words' place are those of the whole file (its head follows the 2-2.8 s of
+noise alone), and the SNR is over the words' frames in every variant (the margin's room noise
+does not lower the noise added). A detection counts from the whole file's start to LATE_S after
+the words' end. `--report` replays the shipped rule (mean of 5 at 0.95) on the caches.
+
+    nice -n 19 .venv/bin/python -m scripts.bench.wake_trim --variant trim --out /tmp/trim_trim.pkl
+    nice -n 19 .venv/bin/python -m scripts.bench.wake_trim --report /tmp/trim_*.pkl
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from scripts.bench import audio_corpus as ac
+from scripts.bench import speech_corpus as sc
+from scripts.bench import wake as wb
+from scripts.bench import wake_rules as wr
+from scripts.bench.wake_scores import raw_scores
+
+# Seconds of the recording's own audio kept each side of its words; None: the whole file.
+VARIANTS: dict[str, float | None] = {"trim": 0.0, "0.1": 0.1, "0.2": 0.2, "0.3": 0.3, "file": None}
+CLEAN = "clean"  # the trial with no noise added
+NOISE_SEED_STEP = 100_003  # --noise-seed k draws every noise with seed clip_id + k * this
+
+
+def dropouts(x: np.ndarray, min_s: float = 0.01, within_db: float = 30.0) -> list[tuple[float, float]]:
+    """Holes in a recording: runs of at least `min_s` of exact digital zeros inside its audio with
+    the 20 ms on either side within `within_db` of its peak sample (audio lost mid-speech; a pause
+    or a noise gate fades out first) -> [(at s, length s)]."""
+    nz = np.flatnonzero(x)
+    if not len(nz):
+        return []
+    z = np.concatenate([[0], (x[nz[0] : nz[-1] + 1] == 0).astype(np.int8), [0]])
+    starts, ends = np.flatnonzero(np.diff(z) == 1) + nz[0], np.flatnonzero(np.diff(z) == -1) + nz[0]
+    peak = float(np.max(np.abs(x)))
+    out = []
+    for a, b in zip(starts, ends, strict=True):
+        sides = [x[max(0, a - 320) : a], x[b : b + 320]]
+        loud = max(20 * np.log10(np.sqrt(np.mean(np.square(s, dtype=np.float64))) / peak + 1e-12) for s in sides)
+        if b - a >= min_s * wb.RATE and loud > -within_db:
+            out.append((round(float(a) / wb.RATE, 3), round(float(b - a) / wb.RATE, 3)))
+    return out
+
+
+def placed(x: np.ndarray, a: int, b: int, margin: float | None, lead: float) -> tuple[np.ndarray, np.ndarray]:
+    """The recording cut to [a - margin, b + margin) (the whole file for None), at the place it has
+    in the whole file after `lead` s of silence, then LATE_S + 0.2 s -> (clean, the words' frames)."""
+    lead_n = int(lead * wb.RATE)
+    clean = np.zeros(lead_n + len(x) + int((wb.LATE_S + 0.2) * wb.RATE), dtype=np.float32)
+    m = len(x) if margin is None else int(margin * wb.RATE)
+    lo, hi = max(0, a - m), min(len(x), b + m)
+    clean[lead_n + lo : lead_n + hi] = x[lo:hi]
+    labels = np.zeros(len(clean) // 320, dtype=bool)
+    labels[(lead_n + a) // 320 : (lead_n + b) // 320] = True
+    return clean, labels
+
+
+def cache(model: str, folder: Path, variant: str, noise_seed: int = 0) -> dict:
+    music = [a for _, a in sc.music_tracks()]
+    recs = wb.recordings(folder, model)
+    clips = []
+    t0 = time.time()
+    for i, rec in enumerate(recs):
+        x, a, b = rec.audio, rec.start, rec.end
+        conds = [(CLEAN, "none", 1000 + 4 * i)] + [
+            (snr, kind, 1000 + 4 * i + wb.ACCEPT_NOISES.index(kind))
+            for snr in wb.ACCEPT_SNRS
+            for kind in wb.ACCEPT_NOISES
+        ]
+        for snr, kind, clip_id in conds:  # clip_id and lead as wake.acceptance_recorded
+            lead = 2.0 + 0.4 * (clip_id % 3)
+            clean, labels = placed(x, a, b, VARIANTS[variant], lead)
+            nz_id = clip_id + NOISE_SEED_STEP * noise_seed  # another draw of the noise; the same lead
+            clip = clean if snr == CLEAN else ac.mix(clean, wb.noise_for(kind, len(clean), nz_id, music), snr, labels)
+            flags = wb.speech_flags(clip)
+            clips.append(
+                {
+                    "rec": i,
+                    "snr": snr,
+                    "kind": kind,
+                    "start": lead,
+                    "end": lead + b / wb.RATE,
+                    "all_frames": raw_scores(model, clip),
+                    "skip_silence": raw_scores(model, clip, flags),
+                }
+            )
+        if (i + 1) % 15 == 0:
+            print(f"{variant}: {i + 1}/{len(recs)} recordings, {time.time() - t0:.0f} s", flush=True)
+    return {
+        "model": model,
+        "variant": variant,
+        "noise_seed": noise_seed,
+        "files": [f.name for f in sorted((folder / model).glob("*.wav"))],
+        "clips": clips,
+    }
+
+
+def report(paths: list[Path], folder: Path, cutoff: float = 0.95) -> None:
+    """Acceptance per variant (resting on silence and every frame heard) with the shipped rule; and
+    resting on silence without the recordings with a dropout (`dropouts`)."""
+    from voxnode.audio.wavfile import read_audio
+
+    holes = {w.name: dropouts(read_audio(w)) for w in sorted((folder / "alexa").glob("*.wav"))}
+    print("recordings with a dropout:", {k: v for k, v in holes.items() if v})
+    for path in paths:
+        data = pickle.loads(path.read_bytes())
+        kept = [c for c in data["clips"] if not holes[data["files"][c["rec"]]]]
+        ok: dict = {}
+        for c in kept:
+            ok.setdefault(str(c["snr"]), []).append(wr.accepted(c, "skip_silence", "mean", 5, 0, cutoff))
+        line = " ".join(f"{snr} {100 * np.mean(o):.1f}" for snr, o in ok.items())
+        print(f"{data['variant']:>5} (noise seed {data.get('noise_seed', 0)}) without them, skip_silence: {line}")
+        for v in ("skip_silence", "all_frames"):
+            by: dict = {}
+            missed: dict = {}
+            for c in data["clips"]:
+                ok = wr.accepted(c, v, "mean", 5, 0, cutoff)
+                for key in (str(c["snr"]), f"{c['kind']} {c['snr']}"):
+                    by.setdefault(key, []).append(ok)
+                if not ok:
+                    missed.setdefault(str(c["snr"]), []).append(data["files"][c["rec"]])
+            line = " ".join(f"{k} {100 * np.mean(o):.1f}" for k, o in by.items() if " " not in k)
+            kinds = "; ".join(f"{k} {100 * np.mean(o):.1f}" for k, o in by.items() if " " in k and "none" not in k)
+            print(f"{data['variant']:>5} (noise seed {data.get('noise_seed', 0)}) {v}: {line} | {kinds}")
+            print(f"      missed without noise: {sorted(missed.get(CLEAN, []), key=lambda f: int(f.split('.')[0]))}")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="alexa")
+    p.add_argument("--variant", choices=list(VARIANTS))
+    p.add_argument("--recordings", type=Path, default=wb.default_recordings())
+    p.add_argument("--noise-seed", type=int, default=0, help="another draw of every noise (0: the bench's seeds)")
+    p.add_argument("--out", type=Path)
+    p.add_argument("--report", nargs="+", type=Path, metavar="PKL")
+    args = p.parse_args()
+    if args.report:
+        report(args.report, args.recordings)
+        return 0
+    if not (args.variant and args.out):
+        p.error("--variant and --out (or --report)")
+    args.out.write_bytes(pickle.dumps(cache(args.model, args.recordings, args.variant, args.noise_seed)))
+    print(f"written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
