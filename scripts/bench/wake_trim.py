@@ -13,12 +13,14 @@ does not lower the noise added). A detection counts from the whole file's start 
 the words' end. `--report` replays the shipped rule (mean of 5 at 0.95) on the caches.
 
     nice -n 19 .venv/bin/python -m scripts.bench.wake_trim --variant trim --out /tmp/trim_trim.pkl
-    nice -n 19 .venv/bin/python -m scripts.bench.wake_trim --report /tmp/trim_*.pkl
+    nice -n 19 .venv/bin/python -m scripts.bench.wake_trim --report /tmp/trim_*.pkl \\
+        --write scripts/bench/results/wake_trim.json
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import pickle
 import sys
 import time
@@ -26,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scripts import command_line
 from scripts.bench import audio_corpus as ac
 from scripts.bench import speech_corpus as sc
 from scripts.bench import wake as wb
@@ -110,34 +113,52 @@ def cache(model: str, folder: Path, variant: str, noise_seed: int = 0) -> dict:
     }
 
 
-def report(paths: list[Path], folder: Path, cutoff: float = 0.95) -> None:
-    """Acceptance per variant (resting on silence and every frame heard) with the shipped rule; and
-    resting on silence without the recordings with a dropout (`dropouts`)."""
+def _hits(data: dict, variant: str, cutoff: float) -> dict[tuple, bool]:
+    """(recording, SNR, noise) -> accepted, with the shipped rule (mean of 5)."""
+    return {(c["rec"], c["snr"], c["kind"]): wr.accepted(c, variant, "mean", 5, 0, cutoff) for c in data["clips"]}
+
+
+def _pct(hits: dict[tuple, bool], keep) -> dict[str, str]:
+    out: dict[str, list[bool]] = {}
+    for (rec, snr, _kind), ok in hits.items():
+        if keep(rec):
+            out.setdefault(str(snr), []).append(ok)
+    return {snr: f"{sum(o)}/{len(o)} = {100 * np.mean(o):.1f} %" for snr, o in out.items()}
+
+
+def report(paths: list[Path], folder: Path, cutoff: float = 0.95) -> dict:
+    """Per cache: acceptance with the shipped rule (resting on silence and every frame heard), the
+    trials that differ from the words-only cache with the same noise, and acceptance without the
+    recordings with a dropout (`dropouts`, a rule applied to all of them)."""
     from voxnode.audio.wavfile import read_audio
 
     holes = {w.name: dropouts(read_audio(w)) for w in sorted((folder / "alexa").glob("*.wav"))}
-    print("recordings with a dropout:", {k: v for k, v in holes.items() if v})
-    for path in paths:
-        data = pickle.loads(path.read_bytes())
-        kept = [c for c in data["clips"] if not holes[data["files"][c["rec"]]]]
-        ok: dict = {}
-        for c in kept:
-            ok.setdefault(str(c["snr"]), []).append(wr.accepted(c, "skip_silence", "mean", 5, 0, cutoff))
-        line = " ".join(f"{snr} {100 * np.mean(o):.1f}" for snr, o in ok.items())
-        print(f"{data['variant']:>5} (noise seed {data.get('noise_seed', 0)}) without them, skip_silence: {line}")
+    out: dict = {"cutoff": cutoff, "dropouts": {k: v for k, v in holes.items() if v}, "caches": []}
+    caches = [pickle.loads(p.read_bytes()) for p in paths]
+    trims = {d.get("noise_seed", 0): d for d in caches if d["variant"] == "trim"}
+    for data in caches:
+        seed = data.get("noise_seed", 0)
+        entry: dict = {"variant": data["variant"], "noise_seed": seed}
         for v in ("skip_silence", "all_frames"):
-            by: dict = {}
-            missed: dict = {}
-            for c in data["clips"]:
-                ok = wr.accepted(c, v, "mean", 5, 0, cutoff)
-                for key in (str(c["snr"]), f"{c['kind']} {c['snr']}"):
-                    by.setdefault(key, []).append(ok)
-                if not ok:
-                    missed.setdefault(str(c["snr"]), []).append(data["files"][c["rec"]])
-            line = " ".join(f"{k} {100 * np.mean(o):.1f}" for k, o in by.items() if " " not in k)
-            kinds = "; ".join(f"{k} {100 * np.mean(o):.1f}" for k, o in by.items() if " " in k and "none" not in k)
-            print(f"{data['variant']:>5} (noise seed {data.get('noise_seed', 0)}) {v}: {line} | {kinds}")
-            print(f"      missed without noise: {sorted(missed.get(CLEAN, []), key=lambda f: int(f.split('.')[0]))}")
+            hits = _hits(data, v, cutoff)
+            entry[v] = _pct(hits, lambda rec: True)
+            entry[v + "_missed_without_noise"] = [
+                data["files"][r] for (r, snr, _), ok in hits.items() if snr == CLEAN and not ok
+            ]
+            if v == "skip_silence":
+                entry["skip_silence_without_dropouts"] = _pct(
+                    hits, lambda rec, files=data["files"]: not holes[files[rec]]
+                )
+            if seed in trims and data["variant"] != "trim":
+                base = _hits(trims[seed], v, cutoff)
+                entry[v + "_differs_from_trim"] = [
+                    f"{data['files'][k[0]]} {k[2]} {k[1]}: {'heard' if ok else 'missed'}"
+                    for k, ok in hits.items()
+                    if ok != base[k]
+                ]
+        out["caches"].append(entry)
+        print(json.dumps(entry), flush=True)
+    return out
 
 
 def main() -> int:
@@ -148,9 +169,13 @@ def main() -> int:
     p.add_argument("--noise-seed", type=int, default=0, help="another draw of every noise (0: the bench's seeds)")
     p.add_argument("--out", type=Path)
     p.add_argument("--report", nargs="+", type=Path, metavar="PKL")
+    p.add_argument("--write", metavar="JSON", help="with --report: save it here")
     args = p.parse_args()
     if args.report:
-        report(args.report, args.recordings)
+        out = report(args.report, args.recordings)
+        if args.write:
+            out["command"] = command_line()
+            Path(args.write).write_text(json.dumps(out, indent=1) + "\n")
         return 0
     if not (args.variant and args.out):
         p.error("--variant and --out (or --report)")
