@@ -24,6 +24,7 @@ speech-to-echo ratio (SER: the command's active level over the echo's).
    as it is (what the daemon does) and on the cancelled audio.
 
     make bench-aec   (python -m scripts.bench.aec --write scripts/bench/results/aec_benchmark.json)
+    python -m scripts.bench.aec --part wake --write scripts/bench/results/aec_benchmark.json   (5. alone)
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scripts import REPO
+from scripts import REPO, command_line
 from scripts.bench import audio_corpus as ac
 from scripts.bench import echo_audio as ea
 from scripts.bench import live_noise_audio as la
@@ -49,6 +50,7 @@ RATE, FRAME = 16000, 320
 SPEECH_DBFS = -26.0
 SERS = (0.0, -10.0)
 PLAYBACK = ("speech", "music")
+PARTS = {"wake": "wake_alexa_over_music_0db"}  # --part: the parts measured again alone, into the JSON
 LEAD_S, GAP_S, CUT_S = 4.0, 2.0, 0.25
 
 
@@ -197,6 +199,21 @@ def idle_finals(engine, minutes: float) -> dict:
     return {"minutes": minutes, **out}
 
 
+def wake_mic(x: np.ndarray, i: int) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """The `i`th alexa recording's words `x` with the node's music at 0 dB (over the words) through the
+    room path -> (microphone, the music played, words start s, end s)."""
+    from scripts.bench.wake import LATE_S
+
+    lead = 3.0 + 0.4 * (i % 3)
+    near = np.concatenate(
+        [np.zeros(int(lead * RATE), np.float32), x, np.zeros(int((LATE_S + 0.3) * RATE), np.float32)]
+    )
+    ref = playback("music", len(near), 100 + i, set())
+    h = ea.room_response(float(np.random.default_rng(i).uniform(20, 200)), seed=i)
+    echo = ea.echo_at(ref, h, ea.active_power(x), 0.0)
+    return near + echo, ref, lead, lead + len(x) / RATE
+
+
 def wake_over_music(folder: Path) -> dict:
     """alexa recordings in the node's music at 0 dB through the room path: accepted at the shipped cutoff."""
     from scripts.bench.wake import LATE_S, detect, events, recorded_phrases
@@ -206,17 +223,9 @@ def wake_over_music(folder: Path) -> dict:
     phrases = recorded_phrases(folder, "alexa")
     hits = {"microphone": 0, "webrtc": 0, "speex": 0}
     for i, x in enumerate(phrases):
-        lead = 3.0 + 0.4 * (i % 3)
-        near = np.concatenate(
-            [np.zeros(int(lead * RATE), np.float32), x, np.zeros(int((LATE_S + 0.3) * RATE), np.float32)]
-        )
-        ref = playback("music", len(near), 100 + i, set())
-        h = ea.room_response(float(np.random.default_rng(i).uniform(20, 200)), seed=i)
-        echo = ea.echo_at(ref, h, ea.active_power(x), 0.0)
-        mic = near + echo
+        mic, ref, start, end = wake_mic(x, i)
         _, heard, _, _ = cancel(mic, ref)
         _, cancelled, _, _ = cancel(mic, ref, "webrtc")
-        start, end = lead, lead + len(x) / RATE
         for label, audio in (("microphone", mic), ("webrtc", cancelled), ("speex", heard)):
             fired = events(detect("alexa", audio).series, cutoff)
             hits[label] += any(start <= t <= end + LATE_S + 0.05 for t in fired)
@@ -224,6 +233,27 @@ def wake_over_music(folder: Path) -> dict:
     result = {"recordings": n, "cutoff": cutoff, **{k: round(100 * v / max(1, n), 1) for k, v in hits.items()}}
     print("wake over music 0 dB", result, flush=True)
     return result
+
+
+def part_only(args: argparse.Namespace) -> int:
+    """--part wake: only the wake word over music, measured again into the existing --write JSON
+    (the other parts kept); its `command` says what ran, when, at what load."""
+    if not args.write or not args.write.is_file():
+        raise SystemExit(f"--part {args.part} needs an existing --write JSON (make bench-aec writes it whole)")
+    if not (args.wake_folder / "alexa").is_dir():
+        raise SystemExit(f"--part wake: no recordings in {args.wake_folder / 'alexa'} (--wake-folder)")
+    out = json.loads(args.write.read_text())
+    load, t0, niced = os.getloadavg()[0], time.time(), os.nice(0)
+    out["wake_alexa_over_music_0db"] = wake_over_music(args.wake_folder)
+    whole = out.get("command", "").split(" || ")[0]  # the whole run's, without an earlier part's note
+    out["command"] = (
+        f"{whole} || {PARTS[args.part]} measured again alone: {command_line()}, "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(t0))}, {f'nice {niced}, ' if niced else ''}"
+        f"load {load:.1f} at start, {time.time() - t0:.0f} s"
+    )
+    args.write.write_text(json.dumps(out, indent=1) + "\n")
+    print(f"written to {args.write}")
+    return 0
 
 
 def main() -> int:
@@ -235,11 +265,14 @@ def main() -> int:
     wake = next((p for p in (REPO.parent / "shared", REPO.parents[1] / "shared") if (p / "data/wake").is_dir()), None)
     ap.add_argument("--wake-folder", type=Path, default=(wake or REPO.parent / "shared") / "data" / "wake")
     ap.add_argument("--skip", nargs="*", default=[], choices=["wer", "idle", "wake"])
+    ap.add_argument("--part", choices=sorted(PARTS), help="only this part, into the existing --write JSON")
     args = ap.parse_args()
     missing = sc.missing_packages()
     if missing:
         print("missing Debian packages: " + ", ".join(missing) + " (make deps-corpus)", file=sys.stderr)
         return 1
+    if args.part:
+        return part_only(args)
     from voxnode.asr import default_model_dir
     from voxnode.asr.whisper.engine import WhisperEngine
 

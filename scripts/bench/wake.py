@@ -371,6 +371,22 @@ def false_accepts(models: list[str], minutes: float, sources: list[str], skip: b
 # ---- 2. acceptance ----------------------------------------------------------------------------
 
 
+def placed(
+    x: np.ndarray, lead: float, tail: float, context: tuple[np.ndarray, np.ndarray] | None = None
+) -> np.ndarray:
+    """The words `x` after `lead` s and before `tail` s of silence, or, given `context`, of the
+    recording's own audio (before, after) its words right against them, as much as those hold
+    (recording_in_noise; bench/aec.py's wake over music)."""
+    clean = np.concatenate([ac.silence(lead), x, ac.silence(tail)])
+    if context is not None:
+        at, after_at = int(lead * RATE), int(lead * RATE) + len(x)
+        before = context[0][-at:] if at else context[0][:0]
+        after = context[1][: len(clean) - after_at]
+        clean[at - len(before) : at] = before
+        clean[after_at : after_at + len(after)] = after
+    return clean
+
+
 def noisy_clip(
     x: np.ndarray,
     phrase_len: int,
@@ -387,13 +403,7 @@ def noisy_clip(
     before and after them (as much as the clip holds: at most the lead, and LATE_S + 0.2 s after);
     the clip's length, noise and SNR (over the words) are the same as without it."""
     lead = lead_s + 0.4 * (clip_id % 3)
-    clean = np.concatenate([ac.silence(lead), x, ac.silence(LATE_S + 0.2)])
-    if context is not None:
-        at, after_at = int(lead * RATE), int(lead * RATE) + len(x)
-        before = context[0][-at:] if at else context[0][:0]
-        after = context[1][: len(clean) - after_at]
-        clean[at - len(before) : at] = before
-        clean[after_at : after_at + len(after)] = after
+    clean = placed(x, lead, LATE_S + 0.2, context)
     labels = np.zeros(len(clean) // 320, dtype=bool)
     a, b = int(lead * RATE) // 320, int((lead * RATE + phrase_len) // 320)
     labels[a:b] = True  # SNR over the phrase: its frames are the speech
