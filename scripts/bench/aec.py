@@ -19,9 +19,10 @@ speech-to-echo ratio (SER: the command's active level over the echo's).
    (default config) and without it (target 0).
 4. CPU: the echo cancellers' process time per 20 ms frame while the node plays (the WER recordings)
    and while it plays nothing (they rest), at normal priority (`uptime` with it).
-5. Wake word over the node's music at 0 dB: the real "alexa" recordings (../shared/data/wake) in the
-   node's music through the room path: accepted at the shipped cutoff, detector on the microphone
-   as it is (what the daemon does) and on the cancelled audio.
+5. Wake word over the node's music at 0 dB: the real "alexa" recordings (../shared/data/wake), whole
+   (their own audio around the words, as bench/wake.py), in the node's music through the room path
+   at 0 dB over the words: accepted at the shipped cutoff, detector on the microphone as it is (what
+   the daemon does) and on the cancelled audio.
 
     make bench-aec   (python -m scripts.bench.aec --write scripts/bench/results/aec_benchmark.json)
     python -m scripts.bench.aec --part wake --write scripts/bench/results/aec_benchmark.json   (5. alone)
@@ -36,6 +37,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -45,6 +47,9 @@ from scripts.bench import echo_audio as ea
 from scripts.bench import live_noise_audio as la
 from scripts.bench import speech_corpus as sc
 from voxnode.frontend.echo_cancel import LATENCY_SAMPLES
+
+if TYPE_CHECKING:
+    from scripts.bench.wake import Recording
 
 RATE, FRAME = 16000, 320
 SPEECH_DBFS = -26.0
@@ -199,31 +204,35 @@ def idle_finals(engine, minutes: float) -> dict:
     return {"minutes": minutes, **out}
 
 
-def wake_mic(x: np.ndarray, i: int) -> tuple[np.ndarray, np.ndarray, float, float]:
-    """The `i`th alexa recording's words `x` with the node's music at 0 dB (over the words) through the
-    room path -> (microphone, the music played, words start s, end s)."""
-    from scripts.bench.wake import LATE_S
+def wake_mic(rec: Recording, i: int) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """The `i`th alexa recording (bench/wake.py's Recording) with the node's music at 0 dB over its
+    words through the room path -> (microphone, the music played, words start s, end s).
+
+    The whole recording, its own audio around its words, as bench/wake.py's recording_in_noise
+    (the words alone before stop 36: their cut drops e.g. 198.wav's breathy onset into the "a");
+    the clip's length, music and echo level are the same as the words alone get."""
+    from scripts.bench.wake import LATE_S, placed
 
     lead = 3.0 + 0.4 * (i % 3)
-    near = np.concatenate(
-        [np.zeros(int(lead * RATE), np.float32), x, np.zeros(int((LATE_S + 0.3) * RATE), np.float32)]
-    )
+    near = placed(rec.words, lead, LATE_S + 0.3, rec.context)
     ref = playback("music", len(near), 100 + i, set())
     h = ea.room_response(float(np.random.default_rng(i).uniform(20, 200)), seed=i)
-    echo = ea.echo_at(ref, h, ea.active_power(x), 0.0)
-    return near + echo, ref, lead, lead + len(x) / RATE
+    # SER over the words' frames, as wake.py's SNR (the same as over the whole file in all 165: the
+    # frames within 30 dB of each recording's loudest are all in its words)
+    echo = ea.echo_at(ref, h, ea.active_power(rec.words), 0.0)
+    return near + echo, ref, lead, lead + len(rec.words) / RATE
 
 
 def wake_over_music(folder: Path) -> dict:
     """alexa recordings in the node's music at 0 dB through the room path: accepted at the shipped cutoff."""
-    from scripts.bench.wake import LATE_S, detect, events, recorded_phrases
+    from scripts.bench.wake import LATE_S, detect, events, recordings
     from voxnode.wake.models import load_wake_model
 
     cutoff = load_wake_model("alexa").cutoff
-    phrases = recorded_phrases(folder, "alexa")
+    phrases = recordings(folder, "alexa")
     hits = {"microphone": 0, "webrtc": 0, "speex": 0}
-    for i, x in enumerate(phrases):
-        mic, ref, start, end = wake_mic(x, i)
+    for i, rec in enumerate(phrases):
+        mic, ref, start, end = wake_mic(rec, i)
         _, heard, _, _ = cancel(mic, ref)
         _, cancelled, _, _ = cancel(mic, ref, "webrtc")
         for label, audio in (("microphone", mic), ("webrtc", cancelled), ("speex", heard)):

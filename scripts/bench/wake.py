@@ -371,9 +371,7 @@ def false_accepts(models: list[str], minutes: float, sources: list[str], skip: b
 # ---- 2. acceptance ----------------------------------------------------------------------------
 
 
-def placed(
-    x: np.ndarray, lead: float, tail: float, context: tuple[np.ndarray, np.ndarray] | None = None
-) -> np.ndarray:
+def placed(x: np.ndarray, lead: float, tail: float, context: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """The words `x` after `lead` s and before `tail` s of silence, or, given `context`, of the
     recording's own audio (before, after) its words right against them, as much as those hold
     (recording_in_noise; bench/aec.py's wake over music)."""
