@@ -49,7 +49,7 @@ from scripts.bench import speech_corpus as sc
 from voxnode.frontend.echo_cancel import LATENCY_SAMPLES
 
 if TYPE_CHECKING:
-    from scripts.bench.wake import Recording
+    from scripts.bench.wake_audio import Recording
 
 RATE, FRAME = 16000, 320
 SPEECH_DBFS = -26.0
@@ -205,13 +205,14 @@ def idle_finals(engine, minutes: float) -> dict:
 
 
 def wake_mic(rec: Recording, i: int) -> tuple[np.ndarray, np.ndarray, float, float]:
-    """The `i`th alexa recording (bench/wake.py's Recording) with the node's music at 0 dB over its
+    """The `i`th alexa recording (bench/wake_audio.py's Recording) with the node's music at 0 dB over its
     words through the room path -> (microphone, the music played, words start s, end s).
 
-    The whole recording, its own audio around its words, as bench/wake.py's recording_in_noise
+    The whole recording, its own audio around its words, as bench/wake_audio.py's recording_in_noise
     (the words alone before stop 36: their cut drops e.g. 198.wav's breathy onset into the "a");
     the clip's length, music and echo level are the same as the words alone get."""
-    from scripts.bench.wake import LATE_S, placed
+    from scripts.bench.wake_audio import placed
+    from scripts.bench.wake_conditions import LATE_S
 
     lead = 3.0 + 0.4 * (i % 3)
     near = placed(rec.words, lead, LATE_S + 0.3, rec.context)
@@ -225,7 +226,9 @@ def wake_mic(rec: Recording, i: int) -> tuple[np.ndarray, np.ndarray, float, flo
 
 def wake_over_music(folder: Path) -> dict:
     """alexa recordings in the node's music at 0 dB through the room path: accepted at the shipped cutoff."""
-    from scripts.bench.wake import LATE_S, detect, events, recordings
+    from scripts.bench.wake_audio import recordings
+    from scripts.bench.wake_conditions import LATE_S
+    from scripts.bench.wake_detect import detect, events
     from voxnode.wake.models import load_wake_model
 
     cutoff = load_wake_model("alexa").cutoff

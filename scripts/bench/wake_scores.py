@@ -7,7 +7,7 @@ probability (one per 30 ms) with the 20 ms frame it completed in, so that any ru
 on the cache (scripts/bench/wake_rules.py) without running the model again:
 
 - acceptance: every real recording (DIR/<model>/*.wav) x ACCEPT_NOISES x ACCEPT_SNRS, mixed as
-  wake.acceptance_recorded does, with every frame heard and resting on the front-end's silence;
+  wake_acceptance.acceptance_recorded does, with every frame heard and resting on the front-end's silence;
 - false accepts: the same hours as wake_benchmark_real.json (speech 60 min, tv 20 + 40 min with
   seeds 1 and 11, music 20 + 40 min with seeds 2 and 12), every frame heard, and the front-end's
   speech verdict per frame (for rules that look at the VAD);
@@ -28,7 +28,10 @@ from pathlib import Path
 import numpy as np
 
 from scripts.bench import speech_corpus as sc
-from scripts.bench import wake as wb
+from scripts.bench import wake_audio as wa
+from scripts.bench import wake_conditions as wc
+from scripts.bench import wake_detect as wd
+from scripts.bench import wake_false_accepts as wf
 from voxnode.wake.detector import WakeDetector
 from voxnode.wake.models import load_wake_model
 from voxnode.wake.silence import SilenceSkip
@@ -52,7 +55,7 @@ FA_MORE = [
 
 def raw_scores(model: str, audio: np.ndarray, flags: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Every model call's raw probability and the 20 ms frame it completed in (with `flags`, the
-    detector rests on silence as wake.detect has it do)."""
+    detector rests on silence as wake_detect.detect has it do)."""
     d = WakeDetector(load_wake_model(model, threshold=0.9999), 0)
     probs: list[float] = []
     at: list[int] = []
@@ -80,16 +83,16 @@ def raw_scores(model: str, audio: np.ndarray, flags: np.ndarray | None = None) -
 
 def accept_part(model: str, folder: Path) -> dict:
     music = [a for _, a in sc.music_tracks()]
-    phrases = wb.recordings(folder, model)
+    phrases = wa.recordings(folder, model)
     files = sorted((folder / model).glob("*.wav"))
     clips = []
     t0 = time.time()
     for i, x in enumerate(phrases):
-        for snr in wb.ACCEPT_SNRS:
-            for kind in wb.ACCEPT_NOISES:
-                clip_id = 1000 + 4 * i + wb.ACCEPT_NOISES.index(kind)
-                clip, start, end = wb.recording_in_noise(x, kind, snr, clip_id, music)
-                flags = wb.speech_flags(clip)
+        for snr in wc.ACCEPT_SNRS:
+            for kind in wc.ACCEPT_NOISES:
+                clip_id = 1000 + 4 * i + wc.ACCEPT_NOISES.index(kind)
+                clip, start, end = wa.recording_in_noise(x, kind, snr, clip_id, music)
+                flags = wd.speech_flags(clip)
                 clips.append(
                     {
                         "rec": i,
@@ -110,10 +113,10 @@ def fa_part(model: str, parts: list[tuple[str, str, float, int]]) -> dict:
     out = {}
     for label, source, minutes, seed in parts:
         t0 = time.time()
-        audio, info = wb.FA_SOURCES[source](minutes, seed)
-        flags = wb.speech_flags(audio)
+        audio, info = wf.FA_SOURCES[source](minutes, seed)
+        flags = wd.speech_flags(audio)
         probs, at = raw_scores(model, audio)
-        out[label] = {"hours": len(audio) / wb.RATE / 3600, "info": info, "flags": flags, "all_frames": (probs, at)}
+        out[label] = {"hours": len(audio) / wc.RATE / 3600, "info": info, "flags": flags, "all_frames": (probs, at)}
         print(f"{label}: {len(probs)} calls, {time.time() - t0:.0f} s", flush=True)
     return {"model": model, "parts": out}
 
@@ -122,7 +125,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="alexa")
     p.add_argument("--part", choices=("accept", "fa", "fa_more"), required=True)
-    p.add_argument("--recordings", type=Path, default=wb.default_recordings())
+    p.add_argument("--recordings", type=Path, default=wa.default_recordings())
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args()
     if args.part == "accept":

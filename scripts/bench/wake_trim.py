@@ -31,7 +31,9 @@ import numpy as np
 from scripts import command_line
 from scripts.bench import audio_corpus as ac
 from scripts.bench import speech_corpus as sc
-from scripts.bench import wake as wb
+from scripts.bench import wake_audio as wa
+from scripts.bench import wake_conditions as wc
+from scripts.bench import wake_detect as wd
 from scripts.bench import wake_rules as wr
 from scripts.bench.wake_scores import raw_scores
 
@@ -55,17 +57,17 @@ def dropouts(x: np.ndarray, min_s: float = 0.01, within_db: float = 30.0) -> lis
     for a, b in zip(starts, ends, strict=True):
         sides = [x[max(0, a - 320) : a], x[b : b + 320]]
         loud = max(20 * np.log10(np.sqrt(np.mean(np.square(s, dtype=np.float64))) / peak + 1e-12) for s in sides)
-        if b - a >= min_s * wb.RATE and loud > -within_db:
-            out.append((round(float(a) / wb.RATE, 3), round(float(b - a) / wb.RATE, 3)))
+        if b - a >= min_s * wc.RATE and loud > -within_db:
+            out.append((round(float(a) / wc.RATE, 3), round(float(b - a) / wc.RATE, 3)))
     return out
 
 
 def placed(x: np.ndarray, a: int, b: int, margin: float | None, lead: float) -> tuple[np.ndarray, np.ndarray]:
     """The recording cut to [a - margin, b + margin) (the whole file for None), at the place it has
     in the whole file after `lead` s of silence, then LATE_S + 0.2 s -> (clean, the words' frames)."""
-    lead_n = int(lead * wb.RATE)
-    clean = np.zeros(lead_n + len(x) + int((wb.LATE_S + 0.2) * wb.RATE), dtype=np.float32)
-    m = len(x) if margin is None else int(margin * wb.RATE)
+    lead_n = int(lead * wc.RATE)
+    clean = np.zeros(lead_n + len(x) + int((wc.LATE_S + 0.2) * wc.RATE), dtype=np.float32)
+    m = len(x) if margin is None else int(margin * wc.RATE)
     lo, hi = max(0, a - m), min(len(x), b + m)
     clean[lead_n + lo : lead_n + hi] = x[lo:hi]
     labels = np.zeros(len(clean) // 320, dtype=bool)
@@ -75,29 +77,29 @@ def placed(x: np.ndarray, a: int, b: int, margin: float | None, lead: float) -> 
 
 def cache(model: str, folder: Path, variant: str, noise_seed: int = 0) -> dict:
     music = [a for _, a in sc.music_tracks()]
-    recs = wb.recordings(folder, model)
+    recs = wa.recordings(folder, model)
     clips = []
     t0 = time.time()
     for i, rec in enumerate(recs):
         x, a, b = rec.audio, rec.start, rec.end
         conds = [(CLEAN, "none", 1000 + 4 * i)] + [
-            (snr, kind, 1000 + 4 * i + wb.ACCEPT_NOISES.index(kind))
-            for snr in wb.ACCEPT_SNRS
-            for kind in wb.ACCEPT_NOISES
+            (snr, kind, 1000 + 4 * i + wc.ACCEPT_NOISES.index(kind))
+            for snr in wc.ACCEPT_SNRS
+            for kind in wc.ACCEPT_NOISES
         ]
-        for snr, kind, clip_id in conds:  # clip_id and lead as wake.acceptance_recorded
+        for snr, kind, clip_id in conds:  # clip_id and lead as wake_acceptance.acceptance_recorded
             lead = 2.0 + 0.4 * (clip_id % 3)
             clean, labels = placed(x, a, b, VARIANTS[variant], lead)
             nz_id = clip_id + NOISE_SEED_STEP * noise_seed  # another draw of the noise; the same lead
-            clip = clean if snr == CLEAN else ac.mix(clean, wb.noise_for(kind, len(clean), nz_id, music), snr, labels)
-            flags = wb.speech_flags(clip)
+            clip = clean if snr == CLEAN else ac.mix(clean, wa.noise_for(kind, len(clean), nz_id, music), snr, labels)
+            flags = wd.speech_flags(clip)
             clips.append(
                 {
                     "rec": i,
                     "snr": snr,
                     "kind": kind,
                     "start": lead,
-                    "end": lead + b / wb.RATE,
+                    "end": lead + b / wc.RATE,
                     "all_frames": raw_scores(model, clip),
                     "skip_silence": raw_scores(model, clip, flags),
                 }
@@ -165,7 +167,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="alexa")
     p.add_argument("--variant", choices=list(VARIANTS))
-    p.add_argument("--recordings", type=Path, default=wb.default_recordings())
+    p.add_argument("--recordings", type=Path, default=wa.default_recordings())
     p.add_argument("--noise-seed", type=int, default=0, help="another draw of every noise (0: the bench's seeds)")
     p.add_argument("--out", type=Path)
     p.add_argument("--report", nargs="+", type=Path, metavar="PKL")

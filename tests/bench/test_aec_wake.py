@@ -9,19 +9,19 @@ import pytest
 
 from scripts.bench import aec
 from scripts.bench import speech_corpus as sc
-from scripts.bench import wake as bw
+from scripts.bench import wake_audio as wa
 
-FOLDER = bw.default_recordings()
+FOLDER = wa.default_recordings()
 pytestmark = pytest.mark.skipif(
     FOLDER is None or not (FOLDER / "alexa" / "198.wav").is_file() or bool(sc.missing_packages()),
     reason="no real recordings (../shared/data/wake/alexa) or no music (make deps-corpus)",
 )
 
 
-def _recording(name: str) -> bw.Recording:
+def _recording(name: str) -> wa.Recording:
     assert FOLDER is not None
     names = sorted(p.name for p in (FOLDER / "alexa").glob("*.wav"))
-    return bw.recordings(FOLDER, "alexa")[names.index(name)]
+    return wa.recordings(FOLDER, "alexa")[names.index(name)]
 
 
 @pytest.mark.parametrize("name", ["198.wav", "18.wav"])
@@ -33,7 +33,7 @@ def test_the_microphone_hears_the_whole_recording_over_the_same_echo(name):
     in the words)."""
     rec = _recording(name)
     mic, ref, start, end = aec.wake_mic(rec, 7)
-    words_only = bw.Recording(rec.words, 0, len(rec.words))
+    words_only = wa.Recording(rec.words, 0, len(rec.words))
     mic0, ref0, start0, end0 = aec.wake_mic(words_only, 7)
     assert (start, end, len(mic)) == (start0, end0, len(mic0))
     np.testing.assert_array_equal(ref, ref0)

@@ -4,6 +4,7 @@ shipped SHIPPED_CUTOFFS come from), on figures made up to exercise each branch."
 from __future__ import annotations
 
 from scripts.bench import wake as bw
+from scripts.bench import wake_detect as wd
 
 
 def _fa(model: str, counts: dict[str, int], hours: float = 3.0) -> dict:
@@ -22,7 +23,7 @@ def _acc(model: str, at10: dict[str, float], at5: dict[str, float]) -> dict:
 
 
 def test_the_best_acceptance_within_the_false_accept_target_wins():
-    labels = [label for label, _ in bw.cutoffs_for("alexa")]  # "model" (0.9) and the sweep
+    labels = [label for label, _ in wd.cutoffs_for("alexa")]  # "model" (0.9) and the sweep
     fa = {label: 0 for label in labels} | {"0.5": 2, "0.4": 5, "0.6": 1}  # 1 in 3 h is 0.33/h: allowed
     at10 = {label: 90.0 for label in labels} | {"0.6": 96.0, "0.5": 97.0, "0.4": 98.0}
     at5 = {label: 80.0 for label in labels}
@@ -31,10 +32,10 @@ def test_the_best_acceptance_within_the_false_accept_target_wins():
 
 
 def test_a_tie_keeps_the_manifest_cutoff_and_no_acceptable_cutoff_takes_the_highest():
-    labels = [label for label, _ in bw.cutoffs_for("hey_jarvis")]
+    labels = [label for label, _ in wd.cutoffs_for("hey_jarvis")]
     tie = {label: 100.0 for label in labels}
     chosen = bw.choose_cutoffs(_fa("hey_jarvis", {label: 0 for label in labels}), _acc("hey_jarvis", tie, tie))
-    assert chosen["hey_jarvis"]["cutoff"] == bw.manifest_cutoff("hey_jarvis")
+    assert chosen["hey_jarvis"]["cutoff"] == wd.manifest_cutoff("hey_jarvis")
     noisy = bw.choose_cutoffs(_fa("hey_jarvis", {label: 9 for label in labels}), _acc("hey_jarvis", tie, tie))
-    assert noisy["hey_jarvis"]["cutoff"] == max(c for _, c in bw.cutoffs_for("hey_jarvis"))
+    assert noisy["hey_jarvis"]["cutoff"] == max(c for _, c in wd.cutoffs_for("hey_jarvis"))
     assert not noisy["hey_jarvis"]["met_fa_target"]

@@ -49,7 +49,7 @@ def test_the_cache_holds_every_call_the_detector_averages():
     import pytest
 
     from scripts.bench import audio_corpus as ac
-    from scripts.bench import wake as wb
+    from scripts.bench import wake_detect as wd
     from scripts.bench import wake_scores as ws
 
     if not ac.have_espeak():
@@ -59,4 +59,4 @@ def test_the_cache_holds_every_call_the_detector_averages():
     means = wr.score(p, "mean", 5, 0)
     assert abs(len(p) - len(audio) / 480) <= 2  # one call per 30 ms (3 feature frames), none missed
     assert means.max() > 0.9  # the word is heard: the comparison below is not of zeros
-    assert np.allclose(wb.detect("alexa", audio).series[at[4:]], means, atol=1e-6)
+    assert np.allclose(wd.detect("alexa", audio).series[at[4:]], means, atol=1e-6)

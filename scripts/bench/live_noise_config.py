@@ -1,0 +1,62 @@
+"""The live-noise benchmark's (scripts/bench/live_noise.py) configuration: the daemon's config file
+(defaults + `--set` + `--config-extra`) and the ALSA config whose `type file` PCMs read a FIFO per lane."""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+
+
+def parse_sets(items: list[str]) -> dict[str, dict]:
+    """["vad.engine=\"spectral\"", "vad.hangover_ms=700"] -> {"vad": {...}}; bare words are strings."""
+    out: dict[str, dict] = {}
+    for item in items:
+        key, sep, val = item.partition("=")
+        section, dot, name = key.strip().partition(".")
+        if not sep or not dot:
+            raise SystemExit(f"--set {item!r}: expected section.key=value")
+        try:
+            value = tomllib.loads(f"v = {val}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = val
+        out.setdefault(section, {})[name] = value
+    return out
+
+
+def toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return json.dumps(v)
+    return repr(v)
+
+
+def write_config(path: Path, device: str, extra_text: str, sets: dict[str, dict]) -> None:
+    base = {"log": {"level": "info"}, "audio": {"device": device}}
+    extra = tomllib.loads(extra_text) if extra_text else {}
+    merged: dict[str, dict] = {}
+    for layer in (base, extra, sets):
+        for section, values in layer.items():
+            merged.setdefault(section, {}).update(values)
+    lines = []
+    for section, values in merged.items():
+        lines.append(f"[{section}]")
+        lines += [f"{k} = {toml_value(v)}" for k, v in values.items()]
+        lines.append("")
+    path.write_text("\n".join(lines))
+
+
+def alsa_conf(work: Path, lanes: int) -> None:
+    (work / "alsa").mkdir(exist_ok=True)
+    conf = ""
+    for i in range(lanes):
+        fifo = work / f"lane{i}.fifo"
+        if not fifo.exists():
+            os.mkfifo(fifo)
+        conf += (
+            f'pcm.livebench{i} {{\n type file\n slave.pcm "null"\n file "/dev/null"\n'
+            f' infile "{fifo}"\n format "raw"\n}}\n'
+        )
+    (work / "alsa" / "asoundrc").write_text(conf)
