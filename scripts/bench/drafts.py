@@ -49,7 +49,7 @@ CONDITIONS = {"clean": None, "babble 10 dB": ("babble", 10.0), "pink 5 dB": ("pi
 
 def measure(threads: int, conditions: list[str], n_asterisk: int, lag_s: float) -> dict:
     from scripts.bench import audio_corpus, scoring, speech_corpus
-    from scripts.bench.asr import clip_noise
+    from scripts.bench.asr_corpus import clip_noise
     from voxnode.asr import default_model_dir
     from voxnode.asr.whisper.engine import WhisperEngine
 
@@ -96,7 +96,7 @@ def measure(threads: int, conditions: list[str], n_asterisk: int, lag_s: float) 
 
 
 def main() -> int:
-    from scripts.bench.asr import machine, update_benchmarks_md
+    from scripts.bench.asr_report import machine, update_benchmarks_md
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--threads", type=int, default=1)

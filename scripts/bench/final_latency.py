@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from scripts import REPO, RESULTS
-from scripts.bench.asr import machine, update_benchmarks_md
+from scripts.bench.asr_report import machine, update_benchmarks_md
 
 TITLE = "ASR decode time per final"
 DEFAULT_FINALS = ("1@6", "2@6", "3@6", "5@6", "1@10", "2@10", "3@10", "5@10")

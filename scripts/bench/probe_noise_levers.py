@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from scripts import REPO
-from scripts.bench import asr as bench_asr
 from scripts.bench import scoring
+from scripts.bench.asr_corpus import build_corpus
 
 # Stricter noise verdicts than Whisper's (no-speech > 0.6 and mean log-prob < -1), scored offline.
 GUARDS = {
@@ -91,7 +91,7 @@ def main() -> int:
     args = p.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
-        clips = bench_asr.build_corpus(Path(tmp), args.asterisk, args.conditions, args.corpus)
+        clips = build_corpus(Path(tmp), args.asterisk, args.conditions, args.corpus)
         for c in clips:
             c["audio"] = np.load(c["path"])
     seen: dict[str, int] = defaultdict(int)
