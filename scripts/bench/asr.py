@@ -45,8 +45,9 @@ from pathlib import Path
 
 from scripts import REPO, RESULTS
 from scripts.bench.asr_corpus import CONDITIONS, DEFAULT_CONDITIONS, ROOM_CONDITIONS, build_corpus
-from scripts.bench.asr_report import TITLES, markdown, shell_quote, summarise, target_notes, update_benchmarks_md
+from scripts.bench.asr_report import TITLES, markdown, shell_quote, summarise, target_notes
 from scripts.bench.asr_worker import cli_peak_rss, run_worker, worker
+from scripts.bench.docs_section import replace_section
 
 DEFAULT_ENGINES = (
     "voxnode beam_size=1 label=voxnode_greedy",
@@ -130,7 +131,7 @@ def main() -> int:
     )
     print(section)
     if not args.no_write:
-        update_benchmarks_md(args.docs / "benchmarks.md", TITLES.get(args.section, args.section), section)
+        replace_section(args.docs / "benchmarks.md", TITLES.get(args.section, args.section), section)
         (args.results / f"asr_bench_{args.section}.json").write_text(
             json.dumps(
                 {

@@ -1,17 +1,14 @@
 """`python -m scripts.bench.asr`'s scoring and report: corpus WER per condition (and group), compute on
-short utterances, the markdown section of docs/benchmarks.md, the issue's targets. machine() and
-update_benchmarks_md() also serve the other benchmarks that write docs/benchmarks.md."""
+short utterances, the markdown section of docs/benchmarks.md, the issue's targets."""
 
 from __future__ import annotations
 
-import os
-import platform
 import shlex
-import subprocess
 from datetime import UTC, datetime
-from pathlib import Path
 
 import numpy as np
+
+from scripts.bench.machine import describe, load
 
 SHORT_S = 8.0  # the targets are about utterances shorter than this
 TITLES = {
@@ -25,20 +22,6 @@ TITLES = {
     "room": "ASR in a room: talkers at their natural levels (issue 22)",
     "moonshine": "ASR: Moonshine base-en against Whisper (issue 22)",
 }
-
-
-def machine() -> str:
-    model = "unknown CPU"
-    try:
-        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-            if line.startswith("Model name:"):
-                model = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return (
-        f"{model}, {os.cpu_count()} logical CPUs, {platform.machine()}, Linux {platform.release()}, "
-        f"Python {platform.python_version()}"
-    )
 
 
 LEVEL_GROUPS = ("loud", "middle", "quiet")
@@ -102,7 +85,7 @@ def markdown(
     lines = [
         f"## {TITLES.get(section, section)}",
         "",
-        f"Measured {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} on {machine()}; "
+        f"Measured {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} on {describe()}; {load()} at the end; "
         f"{threads} inference thread per engine. The machine is shared with other jobs: wall times are "
         "noisy, CPU times less so; ARM boards will be several times slower.",
         "",
@@ -201,15 +184,3 @@ def shell_quote(arg: str) -> str:
     if "'" in arg and not any(c in arg for c in '"$`\\'):
         return f'"{arg}"'
     return shlex.quote(arg)
-
-
-def update_benchmarks_md(path: Path, title: str, section: str) -> None:
-    head = f"## {title}"
-    text = path.read_text() if path.exists() else "# Benchmarks\n\n"
-    start = text.find(head + "\n")
-    if start >= 0:
-        nxt = text.find("\n## ", start + len(head))
-        text = text[:start] + section + (text[nxt:] if nxt >= 0 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text)

@@ -44,6 +44,7 @@ from pathlib import Path
 
 from scripts import REPO
 from scripts.bench import emulate_board
+from scripts.bench.machine import cpu_model, load
 
 NCNN_MODELS = Path(__file__).resolve().parent / "calibration" / "ncnn"
 JFK = [REPO / "build" / "calib" / "jfk.wav", REPO / "build" / "calib" / "jfk.flac"]
@@ -222,10 +223,11 @@ def main() -> int:
             "generated": datetime.now(UTC).isoformat(timespec="seconds"),
             "command": "python -m scripts.bench.calibrate_boards " + " ".join(sys.argv[1:]),
             "host": {
-                "cpu": _cpu_model(),
+                "cpu": cpu_model(),
                 "cores": os.cpu_count(),
                 "kernel": platform.release(),
                 "python": platform.python_version(),
+                "load_at_end": load(),
             },
             "tolerance": TOLERANCE,
             "boards": {
@@ -239,13 +241,6 @@ def main() -> int:
         args.write.write_text(json.dumps(doc, indent=1) + "\n")
         print(f"wrote {args.write}")
     return 0
-
-
-def _cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor()
 
 
 if __name__ == "__main__":

@@ -96,7 +96,8 @@ def measure(threads: int, conditions: list[str], n_asterisk: int, lag_s: float) 
 
 
 def main() -> int:
-    from scripts.bench.asr_report import machine, update_benchmarks_md
+    from scripts.bench.docs_section import replace_section
+    from scripts.bench.machine import describe
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--threads", type=int, default=1)
@@ -116,7 +117,7 @@ def main() -> int:
     res = measure(args.threads, conditions, args.asterisk, args.lag)
     run = {
         "measured": started,
-        "machine": machine(),
+        "machine": describe(),
         "label": args.label,
         "threads": args.threads,
         "lag_s": args.lag,
@@ -153,7 +154,7 @@ def main() -> int:
     lines += ["", f"Machine: {run['machine']}."]
     section = "\n".join(lines) + "\n"
     print(section)
-    update_benchmarks_md(REPO / "docs" / "benchmarks.md", TITLE, section)
+    replace_section(REPO / "docs" / "benchmarks.md", TITLE, section)
     return 0
 
 

@@ -35,7 +35,8 @@ from pathlib import Path
 import numpy as np
 
 from scripts import REPO, RESULTS
-from scripts.bench.asr_report import machine, update_benchmarks_md
+from scripts.bench.docs_section import replace_section
+from scripts.bench.machine import describe
 
 TITLE = "ASR decode time per final"
 DEFAULT_FINALS = ("1@6", "2@6", "3@6", "5@6", "1@10", "2@10", "3@10", "5@10")
@@ -133,7 +134,7 @@ def main() -> int:
     lines = [
         f"## {TITLE}",
         "",
-        f"Measured {started} on {machine()}; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after "
+        f"Measured {started} on {describe()}; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after "
         f"(other jobs share the CPUs: absolute times are inflated and noisy, the settings' ratios less so; ARM "
         f"boards will be several times slower). {len(clips)} clean utterances shorter than 8 s "
         "(scripts/bench/speech_corpus.py); each final decoded right after a partial of the same audio (as in the "
@@ -164,7 +165,7 @@ def main() -> int:
     section = "\n".join(lines) + "\n"
     print(section)
     if not args.no_write:
-        update_benchmarks_md(args.docs / "benchmarks.md", TITLE, section)
+        replace_section(args.docs / "benchmarks.md", TITLE, section)
         (args.results / "asr_bench_final_latency.json").write_text(
             json.dumps(
                 {"measured": started, "load": [load_before, load_after], "clips": len(clips), "results": results},

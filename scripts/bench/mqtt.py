@@ -20,14 +20,14 @@ import argparse
 import dataclasses
 import json
 import os
-import platform
-import re
 import resource
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from scripts.bench.docs_section import replace_section
+from scripts.bench.machine import describe, load
 from voxnode.config import Config
 from voxnode.config.audio import StreamConfig
 from voxnode.events import TranscriptEvent
@@ -170,8 +170,8 @@ def main() -> int:
     lines = [
         f"## {SECTION}",
         "",
-        f"`scripts/bench/mqtt.py` ({time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, allocator {os.environ.get('PYTHONMALLOC', 'pymalloc')}; "
+        f"`scripts/bench/mqtt.py` ({time.strftime('%Y-%m-%d')}, {describe()}, {load()} at the end, "
+        f"allocator {os.environ.get('PYTHONMALLOC', 'pymalloc')}; "
         "production MqttBridge and HealthReporter against a local Mosquitto, a stand-in daemon supplies snapshots; "
         "CPU = user+system time of the whole process, % of one core).",
         "",
@@ -199,7 +199,7 @@ def main() -> int:
     text = "\n".join(lines)
     print(text)
     if args.write:
-        write_section(Path(args.write), text)
+        replace_section(Path(args.write), SECTION, text)
     return 0 if est[1.0] < 1.0 else 1
 
 
@@ -264,14 +264,6 @@ def spool_memory(base: Config, work: Path) -> dict:
     service.stop(time.monotonic())
     delivery.stop(time.monotonic())
     return out
-
-
-def write_section(path: Path, section: str) -> None:
-    """Replace only our section; other sections belong to other benchmarks."""
-    old = path.read_text() if path.exists() else "# Benchmarks\n\n"
-    pattern = re.compile(rf"^## {re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    new = pattern.sub(lambda m: section + "\n", old) if pattern.search(old) else old.rstrip() + "\n\n" + section
-    path.write_text(new.rstrip() + "\n")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import shutil
 import signal
@@ -34,6 +33,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from scripts import REPO as ROOT
 from scripts import RESULTS
+from scripts.bench.machine import describe, load
 from voxnode.audio.format import PERIOD_FRAMES, PERIOD_S, SAMPLE_RATE
 from voxnode.audio.wavfile import float_to_s16, read_audio
 from voxnode.demo import alsa_config, bundled_clip
@@ -187,7 +187,8 @@ def main() -> int:
     text = log_path.read_text(errors="replace")
     summary = {
         "date": time.strftime("%Y-%m-%d"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared with other developers' jobs)",
+        "machine": describe(),
+        "load_at_end": load(),
         "command": f"make soak  (python -m scripts.bench.soak --minutes {args.minutes:g} "
         f"--warmup-minutes {args.warmup_minutes:g})",
         "minutes": round(samples[-1][0] / 60, 1) if samples else 0,

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import time
 from pathlib import Path
@@ -45,6 +44,7 @@ import numpy as np
 
 from scripts import command_line
 from scripts.bench import audio_corpus as ac
+from scripts.bench.machine import describe, load
 from scripts.bench.wake_acceptance import acceptance, acceptance_recorded
 from scripts.bench.wake_audio import default_recordings
 from scripts.bench.wake_conditions import PHRASES, RATE, TARGET_FA_PER_HOUR
@@ -132,7 +132,8 @@ def acceptance_only(models: list[str], args: argparse.Namespace) -> int:
     out["acceptance_recorded"] = acceptance_recorded(models, args.recordings, skip=not args.no_skip)
     out["acceptance_recorded_run"] = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        "machine": describe(),
+        "load": load(),
         "command": command_line(),
         "wall_s": round(time.time() - t0, 1),
     }
@@ -168,7 +169,8 @@ def main() -> int:
     t0 = time.time()
     out: dict = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        "machine": describe(),
+        "load": load(),
         "command": command_line(),
     }
     if args.acceptance_only:
