@@ -21,6 +21,7 @@ from scripts import REPO as ROOT
 from scripts.bench import audio_corpus as ac
 from scripts.bench import emulate_board
 from scripts.bench import live_noise_audio as la
+from voxnode.process_stop import stop_process
 
 VOXNODE = ROOT / ".venv" / "bin" / "voxnode"
 CUT_MARGIN_S = 0.25  # transcribe cuts: the clip (with its own edges) +- this
@@ -105,11 +106,7 @@ def play_live(
         before_pacer = _children_cpu_s()
         pacer.wait(10)
         pacer_cpu_s = _children_cpu_s() - before_pacer
-        try:
-            daemon.wait(30)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            daemon.wait(5)
+        stop_process(daemon, 30)  # SIGTERMed above; a second one only repeats the stop request (daemon.py)
         reader.join(5)
     # The daemon's CPU over its whole run, start-up included: children's usage is counted when they
     # are reaped, and the pacer was reaped before (its usage is taken out by the snapshot below it).

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ from tests.alsa_env import ROOT
 from tests.mqtt.broker import Broker
 from tests.outputs.test_webhook import Endpoint
 from voxnode.mqtt.localbroker import free_port, wait_port
+from voxnode.process_stop import stop_process
 
 PROMTOOL = shutil.which("promtool")
 PROMETHEUS = shutil.which("prometheus")
@@ -110,13 +110,7 @@ def scraped_daemon(tmp_path_factory):
         assert wait_port(port, timeout=60), daemon.log()
         yield daemon
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        stop_process(proc, 30)
         reader.join(5)
         broker.stop()
         endpoint.close()
@@ -177,9 +171,4 @@ def prometheus_server(scraped_daemon, tmp_path_factory):
             raise AssertionError(f"prometheus did not become ready:\n{server.log()[-3000:]}")
         yield server
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        stop_process(proc, 20)

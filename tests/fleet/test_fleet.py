@@ -19,6 +19,7 @@ from tests.helpers import wait_until
 from tests.mqtt.broker import Broker, Monitor
 from tests.systemd.helpers import PacedMic
 from voxnode.events import iso8601
+from voxnode.process_stop import stop_process
 
 SCHEMAS = ROOT / "docs" / "schemas"
 
@@ -72,13 +73,7 @@ class Node:
         return (self.dir / "stderr.log").read_text(errors="replace")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc, 20)
         self.mic.close()
 
 

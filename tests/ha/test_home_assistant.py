@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from datetime import datetime
@@ -28,6 +27,7 @@ from tests.mqtt.broker import Broker, Monitor, retained
 from voxnode import __version__
 from voxnode.asr.wer import wer
 from voxnode.mqtt.localbroker import free_port
+from voxnode.process_stop import stop_process
 
 pytestmark = [
     pytest.mark.ha,
@@ -106,13 +106,7 @@ class Stack:
         return self.daemon_log.read_text(errors="replace")
 
     def close(self) -> None:
-        if self.daemon.poll() is None:
-            self.daemon.send_signal(signal.SIGTERM)
-            try:
-                self.daemon.wait(30)
-            except subprocess.TimeoutExpired:
-                self.daemon.kill()
-                self.daemon.wait(5)
+        stop_process(self.daemon, 30)
         self._log.close()
         for m in self.mics.values():
             m.stop()

@@ -15,6 +15,7 @@ import jsonschema
 import pytest
 
 from tests.mqtt.broker import Broker, Monitor, make_ca
+from voxnode.process_stop import stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "docs" / "schemas"
@@ -123,13 +124,7 @@ class Feeder:
         assert len(self.accepted) >= n, f"feeder accepted {len(self.accepted)}/{n}; log:\n{self.log()}"
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            rc = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait(5)
+        rc = stop_process(self.proc, timeout, sig)
         self._reader.join(2)
         self._err.close()
         return rc

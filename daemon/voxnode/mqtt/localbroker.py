@@ -11,6 +11,7 @@ from pathlib import Path
 
 from voxnode.errors import VoxnodeError
 from voxnode.lifecycle import Component
+from voxnode.process_stop import stop_process
 
 
 def free_port() -> int:
@@ -54,11 +55,6 @@ class LocalBroker(Component):
 
     def stop(self, deadline: float) -> None:
         """SIGTERM, SIGKILL if it has not left by `deadline`; its folder removed."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc is not None:
+            stop_process(self.proc, deadline - time.monotonic())
         shutil.rmtree(self.work, ignore_errors=True)
