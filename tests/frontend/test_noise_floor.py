@@ -26,13 +26,22 @@ def readings(x: np.ndarray, **kw):
         an.bins,
         margin_db=kw.get("margin_db", 2.0),
         spread_factor=kw.get("spread_factor", 1.6),
-        window_s=kw.get("window_s", 10.0),
+        window_frames=kw.get("window_frames", 500),  # 10 s
     )
     out = []
     for i in range(len(x) // FRAME):
         s = an.analyze(x[i * FRAME : (i + 1) * FRAME].astype(np.float32))
         out.append(nf.update(s.real**2 + s.imag**2))
     return nf, out
+
+
+def test_the_floor_window_rounds_up_to_whole_frames_like_every_duration():
+    """vad.floor_window_ms counts in 20 ms frames rounded up, as [vad] says of its durations: 2010 ms
+    looks back 101 frames (2020 ms). Rounded to nearest (half to even) it was 100 (2000 ms)."""
+    for ms, n in ((2010, 101), (2020, 101), (10000, 500)):
+        cfg = dataclasses.replace(Config(), vad=dataclasses.replace(Config().vad, floor_window_ms=ms))
+        floor = FrontEnd(frontend_params(cfg)).noise_floor
+        assert floor is not None and floor.window_frames == n, ms
 
 
 @pytest.mark.parametrize("kind", ["white", "pink"])

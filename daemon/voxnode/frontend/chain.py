@@ -55,7 +55,7 @@ class FrontEndParams:
     noise_gate: bool  # speech must also stand above the room's noise floor (noise_floor.py)
     floor_margin_db: float
     floor_spread_factor: float
-    floor_window_s: float
+    floor_window_frames: int  # vad.floor_window_ms in 20 ms frames
     echo_reference: bool  # the stream has one: the echo cancellers run (frontend/echo_cancel.py)
     echo_cancel: str  # frontend.echo_cancel: what recognition hears, "speex" | "webrtc" | "off"
 
@@ -117,7 +117,7 @@ class FrontEnd:
                 self._analyzer.bins,
                 margin_db=params.floor_margin_db,
                 spread_factor=params.floor_spread_factor,
-                window_s=params.floor_window_s,
+                window_frames=params.floor_window_frames,
             )
             if params.noise_gate and with_vad
             else None

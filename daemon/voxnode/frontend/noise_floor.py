@@ -8,7 +8,7 @@ the segmenter needs in a room: does this frame stand above the room?
 
 * level: each frame's power in the speech band (300-3400 Hz, from the front-end's STFT: rumble
   and the hiss above 4 kHz do not mask a voice there);
-* floor: the 20th percentile of that level over the last `window_s` (10 s): between words and
+* floor: the 20th percentile of that level over the last `window_frames` (10 s): between words and
   sentences every room falls back to it, and a voice close to the microphone rarely covers 80 % of
   ten seconds; for steady noise it equals the noise's mean level within 0.5 dB. It follows a
   quieter room at once but rises at most RISE_DB_PER_S: a talker who starts the moment the stream
@@ -37,22 +37,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from voxnode.audio.format import PERIOD_S, SAMPLE_RATE
+from voxnode.audio.format import PERIOD_S, SAMPLE_RATE, frames
 
 SPEECH_BAND_HZ = (300.0, 3400.0)
 OCTAVES_HZ = (125, 250, 500, 1000, 2000, 4000)  # centre frequencies of the reported spectrum
 FLOOR_PERCENTILE = 20.0
 SPREAD_PERCENTILE = 5.0
-PEAK_S = 0.2
+PEAK_MS = 200
 UPDATE_EVERY = 5  # frames between percentile updates
-SETTLE_S = 1.0  # the first second of sound sets the floor freely (start-up transients); then it is rate-limited
+SETTLE_MS = 1000  # the first second of sound sets the floor freely (start-up transients); then it is rate-limited
 RISE_DB_PER_S = 3.0  # a TV switched on 20 dB above the room is the floor 7 s later
 # The spread learns slowly too (speech in a short window looks like a fluctuating room) and is
 # capped: music, the most fluctuating room measured, spreads 7 dB.
 SPREAD_RISE_DB_PER_S = 1.0
 MAX_SPREAD_DB = 6.0
 DIGITAL_SILENCE_DBFS = -100.0
-WARMUP_S = 0.2  # before this much audio the floor is not trusted: every frame stands above it
+WARMUP_MS = 200  # before this much audio the floor is not trusted: every frame stands above it
 SILENT_DBFS = -120.0
 _FULL_SCALE_POWER = 32768.0**2
 
@@ -68,7 +68,9 @@ class FloorReading:
 class NoiseFloor:
     """Feed each hop's power spectrum |X|^2 (StftAnalyzer, 40 ms sqrt-Hann window, 20 ms hop)."""
 
-    def __init__(self, bins: int, *, margin_db: float, spread_factor: float, window_s: float, rate: int = SAMPLE_RATE):
+    def __init__(
+        self, bins: int, *, margin_db: float, spread_factor: float, window_frames: int, rate: int = SAMPLE_RATE
+    ):
         self.margin_db = margin_db
         self.spread_factor = spread_factor
         hz = np.fft.rfftfreq(2 * (bins - 1), 1 / rate)
@@ -79,12 +81,12 @@ class NoiseFloor:
         # |X|^2 of a sqrt-Hann-windowed frame of n samples -> mean-square signal power: Parseval with
         # the one-sided spectrum (x2) and the window's energy (sum w^2 = n/2).
         self._to_ms = 2.0 / (n * n / 2) / _FULL_SCALE_POWER
-        window = max(UPDATE_EVERY, round(window_s / PERIOD_S))
-        self._levels: deque[float] = deque(maxlen=window)
-        self._octave_levels: deque[np.ndarray] = deque(maxlen=window // UPDATE_EVERY)
-        self._peak: deque[float] = deque(maxlen=max(1, round(PEAK_S / PERIOD_S)))
-        self._warmup = round(WARMUP_S / PERIOD_S)
-        self._settle = round(SETTLE_S / PERIOD_S)
+        self.window_frames = max(UPDATE_EVERY, window_frames)
+        self._levels: deque[float] = deque(maxlen=self.window_frames)
+        self._octave_levels: deque[np.ndarray] = deque(maxlen=self.window_frames // UPDATE_EVERY)
+        self._peak: deque[float] = deque(maxlen=frames(PEAK_MS))
+        self._warmup = frames(WARMUP_MS)
+        self._settle = frames(SETTLE_MS)
         self.frames = 0
         self.floor_dbfs = SILENT_DBFS
         self.spread_db = 0.0

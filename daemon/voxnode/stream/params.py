@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from voxnode.audio.format import PERIOD_MS
+from voxnode.audio.format import frames  # durations -> 20 ms frames, rounded up (the one rule)
 from voxnode.config import Config
 from voxnode.config.wake import FOLLOW_UP_DEFAULT_S, stream_wake_model
 from voxnode.frontend.chain import FrontEndParams
@@ -43,12 +43,6 @@ class PipelineParams:
     keep: KeepParams | None  # [adapt] keep_noise / keep_finals (named streams of `voxnode run` only)
 
 
-def frames(ms: int) -> int:
-    """A duration setting in 20 ms frames, rounded up: a setting is never shortened (250 ms is 13 frames,
-    260 ms). (Rounded to nearest, half to even, it was: the sentence-end hangover's 250 ran as 240 ms.)"""
-    return max(1, -(-ms // PERIOD_MS))
-
-
 def frontend_params(config: Config, echo_reference: bool = False) -> FrontEndParams:
     """echo_reference: for a stream with one (`pipeline_params`): frontend.echo_cancel applies."""
     f, v = config.frontend, config.vad
@@ -61,7 +55,7 @@ def frontend_params(config: Config, echo_reference: bool = False) -> FrontEndPar
         noise_gate=v.noise_gate,
         floor_margin_db=v.floor_margin_db,
         floor_spread_factor=v.floor_spread_factor,
-        floor_window_s=v.floor_window_ms / 1000,
+        floor_window_frames=frames(v.floor_window_ms),
         echo_reference=echo_reference,
         echo_cancel=f.echo_cancel,
     )
