@@ -56,6 +56,14 @@ class WakeConfig:
     refractory_ms: int = setting(
         2000, "After a detection, the wake word is ignored for this long (one word, one event).", min=0, max=60000
     )
+    confirm: str = setting(
+        "",
+        'A second opinion for "alexa": "openwakeword" also accepts the word when microWakeWord scores it '
+        "under its cutoff (above 0.5) and openWakeWord's alexa model is sure of it (issue 24: 95.3 % instead "
+        "of 93.8 % heard at 10 dB SNR, same false accepts). Needs `pip install pyopen-wakeword`, whose models "
+        'are CC BY-NC-SA 4.0: non-commercial use only; voxnode ships none. "" = off.',
+        choices=("", "openwakeword"),
+    )
     skip_silence: bool = setting(
         True,
         "The detector rests on frames the VAD and the noise gate call silence (after 0.5 s of it), and "

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from voxnode.wake.confirm import SecondOpinion
 from voxnode.wake.detector import WakeDetector
 from voxnode.wake.models import WakeModel
 from voxnode.wake.silence import SilenceSkip
@@ -53,12 +54,14 @@ class WakeParams:
     follow_up_frames: int = 0  # the follow-up window, when follow-up is on
     follow_up: bool = False  # on at start (wake.follow_up_s > 0); the switch changes it at run time
     skip_silence: bool = True  # the detector rests on silence while the gate is closed (wake/silence.py)
+    confirm: str = ""  # wake.confirm: "openwakeword" gives alexa a second opinion (wake/confirm.py)
 
 
 class WakeGate:
     def __init__(self, params: WakeParams, detector: WakeDetector | None = None):
         self.params = params
-        self.detector = detector or WakeDetector(params.models, params.refractory_ms)
+        second = SecondOpinion() if params.confirm and detector is None else None
+        self.detector = detector or WakeDetector(params.models, params.refractory_ms, second=second)
         self._skip = SilenceSkip() if params.skip_silence else None
         self.state = GateState.CLOSED
         self._frames_left = 0

@@ -14,6 +14,9 @@ is most of the detector's cost (the front-end is ~27 us per 10 ms). The built-in
 probabilities bit-identical to pymicro-wakeword's own TFLite library; XNNPACK's differ by at most
 0.012 on the same clips. The false-accept and acceptance figures (docs/benchmarks.md#wake-word)
 are measured with both; `xnnpack=False` gives the reference kernels.
+
+Second opinion (`wake.confirm`, confirm.py): a word the model scores above 0.5 but under its cutoff is
+still accepted when openWakeWord's model for it is sure of it (alexa only; off by default).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import numpy as np
 
 from voxnode.models.interpreter import open_interpreter
 
+from .confirm import WORDS, SecondOpinion
 from .models import WakeModel
 
 FEATURE_STEP_MS = 10  # the micro front-end's hop: one feature frame per 160 samples
@@ -48,8 +52,9 @@ def _interpreter(model: WakeModel, xnnpack: bool):
 class _Scorer:
     """One model: its interpreter (which keeps the model's streaming state) and sliding window."""
 
-    def __init__(self, model: WakeModel, refractory_frames: int, xnnpack: bool):
+    def __init__(self, model: WakeModel, refractory_frames: int, xnnpack: bool, second: SecondOpinion | None = None):
         self.model = model
+        self.second = second if model.name in WORDS else None  # wake.confirm
         self._it = _interpreter(model, xnnpack)
         inp, out = self._it.get_input_details()[0], self._it.get_output_details()[0]
         self._in_index, self._out_index = inp["index"], out["index"]
@@ -62,6 +67,7 @@ class _Scorer:
         self.quiet = 0  # feature frames left in the refractory period
         self.last_probability = 0.0
         self.peak_probability = 0.0
+        self.mean: float | None = None  # this hop's mean, if the model made a call with a full window
 
     def score(self, features: list[list[float]]) -> float | None:
         x = np.asarray(features, dtype=np.float32)[np.newaxis]  # (1, stride, 40)
@@ -73,14 +79,20 @@ class _Scorer:
         if len(self._probs) < self._probs.maxlen:  # type: ignore[operator]
             return None
         mean = sum(self._probs) / len(self._probs)
+        self.mean = mean
         self.last_probability = mean
         self.peak_probability = max(self.peak_probability, mean)
         if mean <= self.model.cutoff or self.quiet:
             return None
+        return self.fire(mean)
+
+    def fire(self, mean: float) -> float:
         # One word, one detection: the window starts afresh, and nothing fires for the refractory period.
         self._probs.clear()
         self.quiet = self._refractory
         self.peak_probability = 0.0
+        if self.second is not None:
+            self.second.reset()
         return mean
 
 
@@ -91,14 +103,22 @@ class WakeDetector:
     microWakeWord model): the front-end's cost is paid once, each model adds its own call.
     `heard` names the model that fired in the last `process` call that returned a probability."""
 
-    def __init__(self, models: WakeModel | Sequence[WakeModel], refractory_ms: int = 0, xnnpack: bool = True):
+    def __init__(
+        self,
+        models: WakeModel | Sequence[WakeModel],
+        refractory_ms: int = 0,
+        xnnpack: bool = True,
+        second: SecondOpinion | None = None,
+    ):
+        """`second`: openWakeWord's second chance for the models in confirm.WORDS (wake.confirm)."""
         from pymicro_features import MicroFrontend
 
         models = (models,) if isinstance(models, WakeModel) else tuple(models)
         if not models:
             raise ValueError("a wake detector needs at least one model")
         self._frontend = MicroFrontend()
-        self._scorers = [_Scorer(m, refractory_ms // FEATURE_STEP_MS, xnnpack) for m in models]
+        self._scorers = [_Scorer(m, refractory_ms // FEATURE_STEP_MS, xnnpack, second) for m in models]
+        self._second = second if any(s.second is not None for s in self._scorers) else None
         self.models = models
         self.model = models[0]
         self.heard: WakeModel = models[0]
@@ -123,19 +143,40 @@ class WakeDetector:
         used = 0
         while len(self._buf) - used >= _HOP_BYTES:
             out = self._frontend.process_samples(self._buf[used : used + _HOP_BYTES])
+            if self._second is not None:
+                self._second.feed(np.frombuffer(self._buf[used : used + out.samples_read * 2], dtype="<i2"))
             used += out.samples_read * 2
             if not out.features:
+                if self._second is not None:
+                    for s in self._scorers:
+                        s.mean = None
+                    hit = self._second_chance(hit)
                 continue
             self._features.append(out.features)
             self._fed += 1
             for s in self._scorers:
+                s.mean = None
                 if s.quiet:
                     s.quiet -= 1
                 if self._fed % s.stride == 0:
                     p = s.score(self._features[-s.stride :])
                     if p is not None and (hit is None or p > hit):
                         hit, self.heard = p, s.model
+            if self._second is not None:
+                hit = self._second_chance(hit)
             if len(self._features) > self._keep:
                 del self._features[: -self._keep]
         self._buf = self._buf[used:]
+        return hit
+
+    def _second_chance(self, hit: float | None) -> float | None:
+        """wake.confirm, after each 10 ms hop: openWakeWord's word on what microWakeWord scored under its
+        cutoff (the detection's probability is microWakeWord's mean then)."""
+        for s in self._scorers:
+            if s.second is None:
+                continue
+            if not s.second.step(s.mean) or hit is not None or s.quiet:
+                continue
+            self.heard = s.model
+            return s.fire(s.last_probability)
         return hit

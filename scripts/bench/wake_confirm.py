@@ -1,0 +1,148 @@
+"""The daemon's alexa detector with and without `wake.confirm = "openwakeword"`, end to end (issue 24).
+
+wake_fusion.py chose the second opinion on cached scores; this runs the daemon's own WakeDetector
+(voxnode/wake/detector.py with confirm.SecondOpinion, at the shipped cutoff, the 2 s refractory
+period, resting on the front-end's silence as wake.skip_silence has it) on the same audio:
+
+- acceptance: the 165 real recordings x pink/babble/HVAC/music x 20/10/5/0 dB (wake_scores.py's
+  clips and noise draws);
+- false accepts: the bench's 3 hours (speech, TV, music) and, with --more, the 4 hours more of
+  wake_scores.FA_MORE, every frame heard;
+- CPU: the detector's process CPU time over the false-accept audio, and how often openWakeWord ran.
+
+    nice -n 19 .venv-bench/bin/python -m scripts.bench.wake_confirm --more \
+        --write scripts/bench/results/wake_confirm.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from scripts import command_line
+from scripts.bench import speech_corpus as sc
+from scripts.bench import wake_audio as wa
+from scripts.bench import wake_conditions as wc
+from scripts.bench import wake_detect as wd
+from scripts.bench import wake_false_accepts as wf
+from scripts.bench.wake_scores import FA_MORE, FA_PARTS
+from voxnode.wake.confirm import SecondOpinion
+from voxnode.wake.detector import WakeDetector
+from voxnode.wake.models import load_wake_model
+from voxnode.wake.silence import SilenceSkip
+
+VARIANTS = ("shipped", "confirm")
+
+
+def run(audio: np.ndarray, variant: str, flags: np.ndarray | None = None) -> tuple[list[float], float, int]:
+    """Detection times (s), process CPU time and openWakeWord requests of one detector over `audio`."""
+    second = SecondOpinion() if variant == "confirm" else None
+    d = WakeDetector(load_wake_model("alexa"), wc.REFRACTORY_MS, second=second)
+    pcm = np.clip(np.round(audio), -32768, 32767).astype(np.int16)
+    n = (len(pcm) - 320) // 320 + 1
+    skip = SilenceSkip() if flags is not None else None
+    times = []
+    t0 = time.process_time()
+    for k in range(n):
+        frame = pcm[k * 320 : (k + 1) * 320]
+        for f in [frame] if skip is None else skip.frames(frame, bool(flags[k])):  # type: ignore[index]
+            if d.process(f) is not None:
+                times.append((k + 1) * 0.02)
+    return times, time.process_time() - t0, second.requests if second else 0
+
+
+def acceptance(folder: Path) -> dict:
+    music = [a for _, a in sc.music_tracks()]
+    phrases = wa.recordings(folder, "alexa")
+    hits = {v: {} for v in VARIANTS}  # variant -> "kind snr" -> count
+    t0 = time.time()
+    for i, x in enumerate(phrases):
+        for snr in wc.ACCEPT_SNRS:
+            for kind in wc.ACCEPT_NOISES:
+                clip_id = 1000 + 4 * i + wc.ACCEPT_NOISES.index(kind)
+                clip, start, end = wa.recording_in_noise(x, kind, snr, clip_id, music)
+                flags = wd.speech_flags(clip)
+                for v in VARIANTS:
+                    times, _, _ = run(clip, v, flags)
+                    hit = any(start <= t <= end + wc.LATE_S for t in times)
+                    key = f"{kind} {snr}"
+                    hits[v][key] = hits[v].get(key, 0) + hit
+        if (i + 1) % 15 == 0:
+            print(f"{i + 1}/{len(phrases)} recordings, {time.time() - t0:.0f} s", flush=True)
+    n = len(phrases)
+    out = {}
+    for v in VARIANTS:
+        by = hits[v]
+        out[v] = {
+            "percent_by_snr": {
+                str(s): round(100 * sum(by[f"{k} {s}"] for k in wc.ACCEPT_NOISES) / (4 * n), 1) for s in wc.ACCEPT_SNRS
+            },
+            "percent_by_condition": {key: round(100 * c / n, 1) for key, c in by.items()},
+        }
+        print(v, json.dumps(out[v]["percent_by_snr"]), flush=True)
+    return {"recordings": n, **out}
+
+
+def false_accepts(parts: list[tuple[str, str, float, int]]) -> dict:
+    out: dict = {}
+    for label, source, minutes, seed in parts:
+        audio, _ = wf.FA_SOURCES[source](minutes, seed)
+        hours = len(audio) / wc.RATE / 3600
+        out[label] = {"hours": round(hours, 3)}
+        for v in VARIANTS:
+            times, cpu, requests = run(audio, v)
+            out[label][v] = {
+                "false_accepts": len(times),
+                "at_s": [round(t, 1) for t in times],
+                "cpu_percent": round(100 * cpu / (hours * 3600), 3),
+                "oww_requests_per_hour": round(requests / hours, 1),
+            }
+        print(label, json.dumps(out[label]), flush=True)
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--recordings", type=Path, default=wa.default_recordings())
+    p.add_argument("--more", action="store_true", help="also the 4 hours more (wake_scores.FA_MORE)")
+    p.add_argument("--no-accept", action="store_true")
+    p.add_argument("--write", type=Path)
+    args = p.parse_args()
+    t0 = time.time()
+    out: dict = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "command": command_line(),
+        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+    }
+    if not args.no_accept:
+        out["acceptance"] = acceptance(args.recordings)
+    fa = false_accepts(FA_PARTS + (FA_MORE if args.more else []))
+    hours = sum(part["hours"] for part in fa.values())
+    out["false_accepts"] = fa
+    out["summary"] = {
+        v: {
+            "false_accepts": sum(part[v]["false_accepts"] for part in fa.values()),
+            "hours": round(hours, 2),
+            "cpu_percent": round(sum(part[v]["cpu_percent"] * part["hours"] for part in fa.values()) / hours, 3),
+            "oww_requests_per_hour": round(
+                sum(part[v]["oww_requests_per_hour"] * part["hours"] for part in fa.values()) / hours, 1
+            ),
+        }
+        for v in VARIANTS
+    }
+    out["wall_s"] = round(time.time() - t0)
+    print("summary", json.dumps(out["summary"]))
+    if args.write:
+        args.write.write_text(json.dumps(out, indent=1) + "\n")
+        print(f"written to {args.write}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
