@@ -16,8 +16,13 @@ APT_RUN  := python3-venv python3-dev gcc pkg-config libasound2-dev alsa-utils li
 # install here) checks the metrics and alert rules and scrapes a running daemon (tests/fleet).
 # A real French recording (asterisk-core-sounds-fr) for the other-language tests (tests/languages.py);
 # the English prompts (asterisk-core-sounds-en, 18 MB) for the enhancement test (tests/stream/test_enhance_alsa.py).
+# PulseAudio, its clients and ALSA's pulse plugin for the system-level echo-cancel route
+# (tests/stream/test_system_echo_cancel.py, about 30 s; 16 s to install here). Installed, the plugin's
+# hook makes ALSA's `default` PulseAudio only while a server answers on the default socket, and the
+# test's server has its own: `default` stays as it was for the other tests.
 APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl systemd qemu-user prometheus \
-            asterisk-core-sounds-fr asterisk-core-sounds-fr-wav asterisk-core-sounds-en asterisk-core-sounds-en-wav
+            asterisk-core-sounds-fr asterisk-core-sounds-fr-wav asterisk-core-sounds-en asterisk-core-sounds-en-wav \
+            pulseaudio pulseaudio-utils libasound2-plugins
 # Benchmarks also use real recorded speech and music (scripts/bench/speech_corpus.py says what each is),
 # and flite voices for the synthetic wake-word set (scripts/bench/wake.py).
 APT_CORPUS := flite pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 \
