@@ -20,9 +20,11 @@ APT_RUN  := python3-venv python3-dev gcc pkg-config libasound2-dev alsa-utils li
 # (tests/stream/test_system_echo_cancel.py, about 30 s; 16 s to install here). Installed, the plugin's
 # hook makes ALSA's `default` PulseAudio only while a server answers on the default socket, and the
 # test's server has its own: `default` stays as it was for the other tests.
+# Real recorded music (asterisk-moh-opsound-wav, 14 MB) for the echo tests over music
+# (tests/stream/test_echo_alsa.py, tests/wake/test_playing.py, tests/frontend/test_echo_cancel.py).
 APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl systemd qemu-user prometheus \
             asterisk-core-sounds-fr asterisk-core-sounds-fr-wav asterisk-core-sounds-en asterisk-core-sounds-en-wav \
-            pulseaudio pulseaudio-utils libasound2-plugins
+            pulseaudio pulseaudio-utils libasound2-plugins asterisk-moh-opsound-wav
 # Benchmarks also use real recorded speech and music (scripts/bench/speech_corpus.py says what each is),
 # and flite voices for the synthetic wake-word set (scripts/bench/wake.py).
 APT_CORPUS := flite pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 \
