@@ -11,7 +11,7 @@ harmonic notes) and moh (real recorded music: the Asterisk music-on-hold tracks,
 False triggers: noise-only audio (after 2 s of digital silence) through front-end + segmenter
 with the default endpointing; every utterance that survives onset + minimum speech counts.
 CPU: ms per 20 ms frame for the whole front-end (high-pass + VAD), hot loop; and % of one core
-when fed in real time the way the daemon does in silence (5 frames per wake-up every 100 ms).
+when fed in real time the way the daemon does in silence (stream/worker.py IDLE_BATCH frames per wake-up).
 Memory (`--rss`): RSS added by 1 and by 4 streams' front-ends, each in a fresh process that has
 loaded the Whisper engine first (as the daemon has: LiteRT and XNNPACK are already there).
 
@@ -47,6 +47,7 @@ from scripts.bench.eval_vad_measure import (
 )
 from voxnode.config import Config
 from voxnode.stream.params import segmenter_params
+from voxnode.stream.worker import IDLE_BATCH
 
 
 def main() -> None:
@@ -154,7 +155,8 @@ def main() -> None:
         room = ac.at_dbfs(ac.noise("pink", 10 * ac.RATE, seed=5), -62)
         say(
             f"\nCost per stream: CPU fed in real time ({args.paced_s:g} s of -62 dBFS pink room noise, "
-            "5 frames per 100 ms as the daemon does in silence), % of one core; RSS added by the front-ends "
+            f"{IDLE_BATCH} frames per {IDLE_BATCH * 20} ms as the daemon does in silence), % of one core; RSS added by "
+            "the front-ends "
             "of 1 and 4 streams (a fresh process each, with the Whisper engine loaded as in the daemon):\n"
         )
         say("| VAD | ms / frame (hot) | CPU % of a core, real time | RSS 1 stream | RSS 4 streams |")

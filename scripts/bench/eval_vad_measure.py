@@ -14,6 +14,7 @@ import numpy as np
 from scripts.bench import audio_corpus as ac
 from scripts.bench.eval_vad_candidates import CANDIDATES, Candidate
 from voxnode.stream.segmenter import Chunk, Ended, Segmenter, SegmenterParams
+from voxnode.stream.worker import IDLE_BATCH
 
 
 def boundary_lags(
@@ -49,15 +50,16 @@ def run_frames(cand: Candidate, x: np.ndarray) -> tuple[np.ndarray, float]:
 
 
 def paced_cpu(cand: Candidate, x: np.ndarray, seconds: float) -> float:
-    """% of one core, frames fed in real time 5 per 100 ms (the daemon's idle batching)."""
+    """% of one core, frames fed in real time IDLE_BATCH at a time (the daemon's idle batching)."""
     fe = cand.frontend()
-    n = int(seconds / 0.02) // 5 * 5
+    b = IDLE_BATCH
+    n = int(seconds / 0.02) // b * b
     frames = [x[(i % (len(x) // ac.FRAME)) * ac.FRAME :][: ac.FRAME] for i in range(n)]
     c0, w0 = time.process_time(), time.monotonic()
-    for k in range(0, n, 5):
-        for f in frames[k : k + 5]:
+    for k in range(0, n, b):
+        for f in frames[k : k + b]:
             fe.process(f)
-        delay = w0 + (k + 5) * 0.02 - time.monotonic()
+        delay = w0 + (k + b) * 0.02 - time.monotonic()
         if delay > 0:
             time.sleep(delay)
     return 100 * (time.process_time() - c0) / (time.monotonic() - w0)

@@ -202,3 +202,24 @@ def test_plug_layer_name_opens_a_real_device_byte_exact(alsa_dir):
         writer.close()
     assert cap.stats.granted["device"] == "plug:'vx_fifo'"
     assert b"".join(f.samples.tobytes() for f in frames) == pcm.tobytes()
+
+
+def test_read_prepares_a_pcm_left_unprepared(alsa_dir):
+    """`CapturePcm.read` asks the PCM's state only when a read fails (issue 23: not once per period);
+    a PCM left in SETUP (here by snd_pcm_drop, as after a failed recovery) is prepared and read, and
+    no period is lost or repeated."""
+    from voxnode.audio.alsa_pcm import SND_PCM_STATE_SETUP, CapturePcm
+
+    pcm_data = random_pcm(3, seed=5)
+    writer = FifoWriter(alsa_dir / "mic.fifo", pcm_data.tobytes())
+    pcm = CapturePcm("vx_fifo", 1, 16000, 320, 4)
+    try:
+        first = pcm.read()
+        assert pcm._lib.snd_pcm_drop(pcm._handle) == 0
+        assert pcm._lib.snd_pcm_state(pcm._handle) == SND_PCM_STATE_SETUP
+        second, third = pcm.read(), pcm.read()
+    finally:
+        pcm.close()
+        writer.close()
+    assert [first[0], second[0], third[0]] == [320, 320, 320]
+    assert first[1] + second[1] + third[1] == pcm_data.tobytes()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests.stream.scripted import PARAMS, frame
-from voxnode.stream.segmenter import Discarded, Ended, Paused, Segmenter, Started
+from voxnode.stream.segmenter import Discarded, Ended, Paused, Segmenter, Started, Utterance
 
 pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
 
@@ -158,3 +158,50 @@ def test_a_cut_in_a_pause_with_a_longer_hangover_leaves_no_silent_continuation_o
     second = ended[1].utterance.chunks
     assert second[0].seq == 64 - (P.pre_roll_frames + P.onset_window_frames) + 1  # onset at 64, pre-roll
     assert frames_of(ended[1].audio)[-1] == 91 + P.tail_frames
+
+
+class CountingSegmenter(Segmenter):
+    """The onset test as it was before issue 23: the window counted on every idle frame."""
+
+    def _idle(self, chunk):
+        self._history.append(chunk)
+        window = list(self._history)[-self.p.onset_window_frames :]
+        if sum(c.speech for c in window) < self.p.onset_frames:
+            return []
+        utt = Utterance(uid=self._next_uid, chunks=list(self._history))
+        self._next_uid += 1
+        self._history.clear()
+        for i, c in enumerate(utt.chunks):
+            if c.speech:
+                utt.voiced += 1
+                utt.last_speech = i
+        self._utt = utt
+        self._silence = len(utt.chunks) - 1 - utt.last_speech
+        self._pause_id = -1
+        return [Started(utt)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_idle_frames_skip_the_onset_count_with_the_same_events(seed):
+    """Segmenter._idle returns at once on a non-speech frame: the same events, frame for frame, as
+    counting the window every time, on random speech (bursts, clicks, long talk cut at the maximum
+    length, pauses whose hangover the rules shorten or lengthen)."""
+    rng = np.random.default_rng(seed)
+    flags = []
+    while len(flags) < 3000:
+        flags += [rng.random() < 0.5] * int(rng.integers(1, 80 if rng.random() < 0.2 else 8))
+    params = [
+        P,
+        dataclasses.replace(P, onset_frames=1, onset_window_frames=1, pre_roll_frames=0),
+        dataclasses.replace(P, onset_frames=0),  # every frame opens an utterance: no shortcut
+    ]
+    for p in params:
+        got, want = Segmenter(p), CountingSegmenter(p)
+        for i, f in enumerate(flags):
+            a, b = got.push(frame(i, f)), want.push(frame(i, f))
+            for seg, evs in ((got, a), (want, b)):
+                for e in evs:
+                    if isinstance(e, Paused) and e.pause_id % 3:
+                        evs += seg.set_hangover(e.pause_id, 2 if e.pause_id % 3 == 1 else 30)
+            describe = lambda evs: [(type(e).__name__, e.utterance.uid, len(e.utterance.chunks)) for e in evs]  # noqa: E731
+            assert describe(a) == describe(b), f"frame {i}"

@@ -20,7 +20,10 @@ class FrameRing:
             raise ValueError("capacity must be at least 1")
         self.capacity = capacity
         self._frames: deque[Frame] = deque()
-        self._cond = threading.Condition()
+        # `put` (the capture thread, every 20 ms period) takes the condition's lock directly: the
+        # same lock, without Condition.__enter__/__exit__'s two Python calls (issue 23, idle CPU).
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._closed = False
         # How many frames the waiting consumer needs before it is worth waking it
         # (get_batch); producers skip the notify below that, so an idle consumer
@@ -31,7 +34,7 @@ class FrameRing:
 
     def put(self, frame: Frame) -> bool:
         """Add a frame; return True if an old frame had to be dropped for it."""
-        with self._cond:
+        with self._lock:
             dropped = False
             if len(self._frames) >= self.capacity:
                 self._frames.popleft()

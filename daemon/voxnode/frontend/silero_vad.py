@@ -48,7 +48,8 @@ WINDOW = 512  # samples per model call (32 ms): the only size the 16 kHz model t
 CONTEXT = 64  # samples of left context the model sees before the new ones
 STATE_SHAPE = (2, 128)  # LSTM h and c
 MODEL_FILE = SILERO_MODEL_FILE
-OWNER = "vad.engine = 'silero'"  # the setting that loads it, for error messages
+OWNER = "vad.engine = 'silero'"
+_SCALE = np.float32(1 / 32768)  # int16 scale -> [-1, 1]  # the setting that loads it, for error messages
 
 
 class SileroVad:
@@ -113,12 +114,16 @@ class SileroVad:
     def _take(self, frame: np.ndarray, score: bool) -> None:
         """Buffer a frame's samples; each window it completes is scored, or with `score` False
         skipped."""
-        x = np.asarray(frame, dtype=np.float32) * np.float32(1 / 32768)
-        while len(x):
-            take = min(WINDOW - self._fill, len(x))
-            self._buf[0, CONTEXT + self._fill : CONTEXT + self._fill + take] = x[:take]
+        x = np.asarray(frame, dtype=np.float32)
+        buf, pos, n = self._buf[0], 0, len(x)
+        while pos < n:
+            take = min(WINDOW - self._fill, n - pos)
+            start = CONTEXT + self._fill
+            # Scaled straight into the window (the same float32 products as scaling a copy first):
+            # no temporary per frame.
+            np.multiply(x[pos : pos + take], _SCALE, out=buf[start : start + take])
             self._fill += take
-            x = x[take:]
+            pos += take
             if self._fill < WINDOW:
                 continue
             if score:
