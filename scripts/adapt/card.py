@@ -33,7 +33,8 @@ def write(out: Path, report: dict) -> None:
         "  Bundled speech: Asterisk's English prompts (CC-BY-SA-3.0, one speaker) and pocketsphinx-testdata",
         "  (BSD-2); the user's own utterances when given.",
         f"- Trained: `{t['layers']}` layers ({t['parameters'] / 1e6:.1f} M weights), {t['epochs']} epochs, Adam lr"
-        f" {t['learning_rate']:g}, gradients of {t['accumulate']} utterances per update;",
+        f" {t['learning_rate']:g}, gradients of {t['accumulate']} utterances per update; distillation to tiny.en"
+        f" {t.get('distill', 0):g}, L2 towards its weights {t.get('keep_weights', 0):g};",
         f"  {t['seconds'] / 60:.1f} min, peak RSS {t['peak_rss_mb']:.0f} MB; loss per epoch "
         + ", ".join(f"{e['loss']:.3f}" for e in t["epochs_stats"])
         + ".",
