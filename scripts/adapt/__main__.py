@@ -38,6 +38,7 @@ LOSS_PROBE = 8  # training utterances whose loss is reported before and after tr
 # ("Keeping what tiny.en knows"):
 DEFAULT_DISTILL = 0.0
 DEFAULT_KEEP_WEIGHTS = 0.0
+DEFAULT_REPLAY_NOISE = 0.0
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -61,6 +62,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         default=DEFAULT_DISTILL,
         metavar="ALPHA",
         help="weight of the KL to tiny.en's output on the clean utterance (default %(default)g; 0: off)",
+    )
+    p.add_argument(
+        "--replay-noise",
+        type=float,
+        default=DEFAULT_REPLAY_NOISE,
+        metavar="SHARE",
+        help="share of the noisy training mixes made with generated white/pink noise (default %(default)g)",
     )
     p.add_argument(
         "--keep-weights",
@@ -88,6 +96,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     for opt, value in (("--distill", args.distill), ("--keep-weights", args.keep_weights)):
         if not value >= 0:
             p.error(f"{opt}: 0 or more, got {value:g}")
+    if not 0 <= args.replay_noise <= 1:
+        p.error(f"--replay-noise: a share from 0 to 1, got {args.replay_noise:g}")
     for path in (args.noise, args.utterances):
         if path is not None and not path.is_file():
             p.error(f"{path}: no such file")
@@ -165,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         order = rng.permutation(len(train))
         return [
             dataclasses.replace(
-                feat.example(data.mixed(train[i].audio, room_train, data.training_snr(rng), rng), train[i].text),
+                feat.example(data.training_mix(train[i].audio, room_train, rng, args.replay_noise), train[i].text),
                 teacher=teachers[i],
             )
             for i in order
@@ -209,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             "accumulate": args.accumulate,
             "distill": args.distill,
             "keep_weights": args.keep_weights,
+            "replay_noise": args.replay_noise,
             "teacher_cpu_s": round(teacher_cpu_s, 1),
             # sum((w - w0)^2) over the trained weights after training: how far they moved from tiny.en's
             "drift": round(trainer.drift(), 4),

@@ -29,6 +29,9 @@ USER_HELD_OUT = 5  # one in five of the user's utterances is held out
 # so that the model keeps what it knows about clean speech.
 TRAIN_SNR_DB = (-5.0, 20.0)
 CLEAN_SHARE = 0.15
+# `--replay-noise`: generated noises (as the benchmarks make them, other seeds than the check's)
+# that a share of the noisy training mixes uses instead of the room's, so that they are not forgotten
+REPLAY_KINDS = ("white", "pink")
 
 
 @dataclass(frozen=True)
@@ -120,3 +123,13 @@ def mixed(audio: np.ndarray, noise: np.ndarray, snr_db: float | None, rng: np.ra
 
 def training_snr(rng: np.random.Generator) -> float | None:
     return None if rng.random() < CLEAN_SHARE else float(rng.uniform(*TRAIN_SNR_DB))
+
+
+def training_mix(audio: np.ndarray, room: np.ndarray, rng: np.random.Generator, replay: float = 0.0) -> np.ndarray:
+    """One training mix: clean (CLEAN_SHARE), else at a random SNR with the room's noise or, for a share
+    `replay` of the noisy mixes, a generated REPLAY_KINDS noise. replay 0 draws exactly what it drew before."""
+    snr = training_snr(rng)
+    if snr is not None and replay and rng.random() < replay:
+        kind = REPLAY_KINDS[int(rng.integers(len(REPLAY_KINDS)))]
+        return audio_corpus.mix(audio, audio_corpus.noise(kind, len(audio), seed=int(rng.integers(2**31))), snr)
+    return mixed(audio, room, snr, rng)
