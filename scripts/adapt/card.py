@@ -33,8 +33,9 @@ def write(out: Path, report: dict) -> None:
         "  Bundled speech: Asterisk's English prompts (CC-BY-SA-3.0, one speaker) and pocketsphinx-testdata",
         "  (BSD-2); the user's own utterances when given.",
         f"- Trained: `{t['layers']}` layers ({t['parameters'] / 1e6:.1f} M weights), {t['epochs']} epochs, Adam lr"
-        f" {t['learning_rate']:g}, gradients of {t['accumulate']} utterances per update; distillation to tiny.en"
-        f" {t.get('distill', 0):g}, L2 towards its weights {t.get('keep_weights', 0):g};",
+        f" {t['learning_rate']:g}, gradients of {t['accumulate']} utterances per update; L2 towards tiny.en's weights"
+        f" {t.get('keep_weights', 0):g} (drift sum((w - w0)^2) {t.get('drift', float('nan')):.3g}), generated-noise"
+        f" replay {t.get('replay_noise', 0):g}, distillation to tiny.en {t.get('distill', 0):g};",
         f"  {t['seconds'] / 60:.1f} min, peak RSS {t['peak_rss_mb']:.0f} MB; loss per epoch "
         + ", ".join(f"{e['loss']:.3f}" for e in t["epochs_stats"])
         + ".",
