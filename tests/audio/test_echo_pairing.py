@@ -89,3 +89,52 @@ def test_pairing_follows_capture_not_read_times(alsa_dir, held):
     else:  # the microphone went on without the held reference (WAIT_S once), never held back by it
         assert tap.missing_frames <= HOLD_S / 0.02 + 8, pairs  # and a few at the start, or catching up
         assert sum(r is not None for _, r in pairs[HOLD_AT + 20 :]) == PERIODS - HOLD_AT - 20, pairs
+
+
+BURST = 7  # periods: a PulseAudio monitor through ALSA's pulse plugin delivered 20 ms periods in
+# bursts every ~128 ms (gaps p90 120 ms, max 143 ms; tests/stream/test_system_echo_cancel.py's room)
+
+
+class BurstPcm:
+    """A capture PCM that hands its periods over BURST at a time: it reads BURST periods (blocking on
+    the paced FIFO for them) before returning the first, as a sound server's monitor delivers."""
+
+    def __init__(self, pcm):
+        self.pcm, self.queue = pcm, []
+
+    def read(self):
+        if not self.queue:
+            self.queue = [self.pcm.read() for _ in range(BURST)]
+        return self.queue.pop(0)
+
+    def close(self) -> None:
+        self.pcm.close()
+
+
+def test_a_reference_that_comes_in_bursts_is_paired_with_every_frame(alsa_dir):
+    stream = StreamConfig(name="mic", device="vx_fifo", echo_reference="vx_ref")
+    mic = AlsaCapture(stream, AudioConfig(), FrameRing(1000))
+    ref = ReferenceCapture(stream, AudioConfig())
+    open_device = ref._open_device
+    ref._open_device = lambda: dataclasses.replace(opened := open_device(), pcm=BurstPcm(opened.pcm))
+    tap = ReferenceTap("mic", ref)
+    periods = PERIODS - PERIODS % BURST  # whole bursts: a last, short one would never be handed over
+    writer = PairedFifoWriter(alsa_dir, numbered(periods), numbered(periods))
+    pairs = []
+    ref.start()
+    mic.start()
+    try:
+        for _ in range(periods):
+            frame = mic.ring.get(timeout=5)
+            assert frame is not None, f"{len(pairs)} of {periods} microphone frames"
+            got = tap.take(frame.t_capture)
+            pairs.append((int(frame.samples[0]), None if got is None else int(got[0])))
+    finally:
+        ref.stop(time.monotonic() + 1)
+        mic.stop(time.monotonic() + 1)
+        writer.close()
+    print(f"missing {tap.missing_frames}, late {tap.late_frames}, state {tap.state}")
+    # After the first burst, every microphone frame waits for the burst that holds its reference
+    # frame (at most BURST - 1 periods: under WAIT_S) and gets the one captured with it.
+    late = [(m, r) for m, r in pairs if m > STARTUP and r != m]
+    assert not late, late[:10]
