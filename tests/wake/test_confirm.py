@@ -18,7 +18,7 @@ from voxnode.config.wake import WakeConfig
 from voxnode.errors import ConfigError
 from voxnode.stream.params import wake_params
 from voxnode.wake import confirm, openwakeword
-from voxnode.wake.confirm import SecondOpinion
+from voxnode.wake.confirm import SecondOpinion, with_second_opinion
 from voxnode.wake.detector import WakeDetector
 from voxnode.wake.models import load_wake_model
 from voxnode.wake.openwakeword import OwwScorer
@@ -47,15 +47,16 @@ def _clip(name: str, kind: str, snr: float) -> tuple[np.ndarray, float, float]:
 
 
 def _detections(clip: np.ndarray, second: SecondOpinion | None) -> list[float]:
-    d = WakeDetector(load_wake_model("alexa"), 2000, second=second)
+    models = (load_wake_model("alexa"),)
+    d = WakeDetector(with_second_opinion(models, 0.0) if second else models, 2000, second=second)
     return [(k + 1) * 0.02 for k in range(len(clip) // 320) if d.process(clip[k * 320 : (k + 1) * 320]) is not None]
 
 
 @needs_recordings
 @pytest.mark.parametrize(("name", "kind", "snr"), [("320.wav", "pink", 20.0), ("154.wav", "pink", 5.0)])
 def test_a_word_microwakeword_scores_under_its_cutoff_is_heard_with_the_second_opinion(scorer, name, kind, snr):
-    """320.wav (three clear syllables with a strong /ks/) scores at most 0.70-0.79 with microWakeWord, never
-    its 0.95; 154.wav under pink noise at 5 dB just under it. openWakeWord is sure of both."""
+    """320.wav (three clear syllables with a strong /ks/) never reaches microWakeWord's cutoff, 154.wav under
+    pink noise at 5 dB just misses it; openWakeWord hears both."""
     clip, start, end = _clip(name, kind, snr)
     assert _detections(clip, None) == []
     heard = _detections(clip, SecondOpinion(scorer))
@@ -64,8 +65,8 @@ def test_a_word_microwakeword_scores_under_its_cutoff_is_heard_with_the_second_o
 
 @needs_recordings
 def test_the_second_opinion_decides(scorer, monkeypatch):
-    """microWakeWord's rise above 0.5 alone accepts nothing: with openWakeWord's cutoff out of reach, 320.wav
-    is not heard."""
+    """microWakeWord's rise above ARM_CUTOFF alone accepts nothing: with openWakeWord's cutoff out of reach,
+    320.wav is not heard."""
     monkeypatch.setattr(confirm, "CONFIRM_CUTOFF", 1.0)
     clip, _, _ = _clip("320.wav", "pink", 20.0)
     second = SecondOpinion(scorer)
@@ -121,3 +122,8 @@ def test_the_gate_gets_the_second_opinion():
     assert on is not None and off is not None
     assert WakeGate(on).detector._second is not None
     assert WakeGate(off).detector._second is None
+    # microWakeWord alone runs stricter with a second opinion, unless the user chose its cutoff
+    assert [m.cutoff for m in on.models] == [confirm.ALONE_CUTOFF] and [m.cutoff for m in off.models] == [0.95]
+    mine = WakeConfig(enabled=True, model="alexa", threshold=0.9, confirm="openwakeword")
+    own = wake_params(Config(wake=mine), "default")
+    assert own is not None and [m.cutoff for m in own.models] == [0.9]

@@ -16,6 +16,7 @@ from voxnode.config import Config
 from voxnode.config.wake import FOLLOW_UP_DEFAULT_S, stream_wake_model
 from voxnode.errors import ConfigError
 from voxnode.frontend.chain import FrontEndParams
+from voxnode.wake.confirm import with_second_opinion
 from voxnode.wake.models import WakeModel, load_wake_models
 
 from .end_rules import ClosingMark, EndOfTurn, EndRules, Hangover, OpenEnding, PauseRule
@@ -153,6 +154,7 @@ def wake_params(config: Config, stream: str) -> WakeParams | None:
     models = load_wake_models(spec, w.threshold, key)
     if w.confirm:
         check_confirm(w.confirm, models)
+        models = with_second_opinion(models, w.threshold)
     return WakeParams(
         models=models,
         listen_timeout_frames=frames(w.listen_timeout_ms),

@@ -15,8 +15,8 @@ probabilities bit-identical to pymicro-wakeword's own TFLite library; XNNPACK's 
 0.012 on the same clips. The false-accept and acceptance figures (docs/benchmarks.md#wake-word)
 are measured with both; `xnnpack=False` gives the reference kernels.
 
-Second opinion (`wake.confirm`, confirm.py): a word the model scores above 0.5 but under its cutoff is
-still accepted when openWakeWord's model for it is sure of it (alexa only; off by default).
+Second opinion (`wake.confirm`, confirm.py): a word the model scores above confirm.ARM_CUTOFF is also
+accepted when openWakeWord's model for it agrees (alexa only; off by default).
 """
 
 from __future__ import annotations
