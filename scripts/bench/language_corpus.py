@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scripts.bench.speech_corpus import RATE, Utterance, _read_wav, _to_16k
+from scripts.bench.speech_corpus import RATE, Utterance, _read_wav, _to_16k, g722_module
 
 SOUNDS = Path("/usr/share/asterisk/sounds")
 DOCS = Path("/usr/share/doc")
@@ -71,13 +71,9 @@ def audio(language: str, name: str) -> np.ndarray | None:
     """A prompt's audio, 16 kHz float32 in int16 scale (G.722 where it can be decoded)."""
     base = sounds_dir(language) / name
     g722_path = base.with_name(base.name + ".g722")
-    if g722_path.exists():
-        try:
-            import G722  # the `g722` package (benchmark venv only)
-        except ImportError:
-            pass
-        else:
-            return np.asarray(G722.G722(RATE, 64000).decode(g722_path.read_bytes()), dtype=np.float32)
+    G722 = g722_module() if g722_path.exists() else None
+    if G722 is not None:
+        return np.asarray(G722.G722(RATE, 64000).decode(g722_path.read_bytes()), dtype=np.float32)
     wav_path = base.with_name(base.name + ".wav")
     if wav_path.exists():
         x, rate = _read_wav(wav_path)

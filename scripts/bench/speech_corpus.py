@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import sys
 import wave
 from dataclasses import dataclass
 from functools import lru_cache
@@ -116,16 +117,39 @@ def _asterisk_texts() -> dict[str, str]:
     return texts
 
 
+@lru_cache(maxsize=1)
+def g722_module():
+    """The `g722` package's module (decodes the prompts' G.722), or None where it is not installed
+    (`.venv`, the tests' venv: there the 8 kHz WAVs are upsampled); the fallback is said once, on stderr."""
+    try:
+        import G722  # the `g722` package (.venv-bench, scripts/bench/requirements.txt)
+    except ImportError:
+        print(
+            "speech_corpus: the g722 package is not installed: the Asterisk prompts are their 8 kHz WAVs "
+            "upsampled (narrowband), not G.722 (16 kHz); .venv-bench has it",
+            file=sys.stderr,
+            flush=True,
+        )
+        return None
+    return G722
+
+
+def asterisk_band() -> str:
+    """Which Asterisk prompts this venv gives, for a benchmark's results: "wideband" (G.722 decoded at
+    16 kHz), "narrowband" (the 8 kHz WAVs upsampled) or "none" (asterisk-core-sounds-en not installed).
+    The wake benchmark's false accepts depend on it (docs/benchmarks.md#wake-word)."""
+    probe = ASTERISK_SOUNDS / "auth-thankyou"
+    if probe.with_suffix(".g722").exists() and g722_module() is not None:
+        return "wideband"
+    return "narrowband" if probe.with_suffix(".wav").exists() else "none"
+
+
 def _asterisk_audio(name: str) -> np.ndarray | None:
     g722_path = ASTERISK_SOUNDS / f"{name}.g722"
-    if g722_path.exists():
-        try:
-            import G722  # the `g722` package (benchmark venv only)
-        except ImportError:
-            pass
-        else:
-            pcm = G722.G722(RATE, 64000).decode(g722_path.read_bytes())
-            return np.asarray(pcm, dtype=np.float32)
+    G722 = g722_module() if g722_path.exists() else None
+    if G722 is not None:
+        pcm = G722.G722(RATE, 64000).decode(g722_path.read_bytes())
+        return np.asarray(pcm, dtype=np.float32)
     wav_path = ASTERISK_SOUNDS / f"{name}.wav"
     if wav_path.exists():
         audio, rate = _read_wav(wav_path)

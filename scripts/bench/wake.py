@@ -24,8 +24,13 @@
 One run per model and audio gives the averaged probability for every frame; every cutoff is tried
 on it (with the 2 s refractory period, as WakeDetector does), so the sweep is exact.
 
-    .venv/bin/python -m scripts.bench.wake --write scripts/bench/results/wake_benchmark_real.json   # make bench-wake
-    .venv/bin/python -m scripts.bench.wake --fa-minutes 5 --models alexa             # quick
+    # make bench-wake:
+    .venv-bench/bin/python -m scripts.bench.wake --write scripts/bench/results/wake_benchmark_real.json
+    .venv-bench/bin/python -m scripts.bench.wake --fa-minutes 5 --models alexa   # quick
+
+.venv-bench, where the g722 package decodes the Asterisk prompts of the false-accept hours at 16 kHz
+(wideband); elsewhere their 8 kHz WAVs are upsampled (said once on stderr) and alexa's false accepts
+are several times fewer than a room gives. The results record which (`asterisk_prompts`).
 
 Its parts: wake_conditions.py (what it measures under), wake_audio.py (the acceptance audio),
 wake_detect.py (the detector's run and the cutoffs), wake_false_accepts.py (1.), wake_acceptance.py
@@ -44,6 +49,7 @@ import numpy as np
 
 from scripts import command_line
 from scripts.bench import audio_corpus as ac
+from scripts.bench import speech_corpus as sc
 from scripts.bench.machine import describe, load
 from scripts.bench.wake_acceptance import acceptance, acceptance_recorded
 from scripts.bench.wake_audio import default_recordings
@@ -158,6 +164,13 @@ def main() -> int:
         help="only the real recordings' acceptance, into the --write JSON (false accepts kept, cutoffs chosen again)",
     )
     p.add_argument(
+        "--acceptance-from",
+        metavar="JSON",
+        type=Path,
+        help="take the real recordings' acceptance from this results file instead of measuring it again "
+        "(it does not depend on the false-accept audio); the cutoffs are chosen on it",
+    )
+    p.add_argument(
         "--recordings",
         metavar="DIR",
         type=Path,
@@ -172,10 +185,17 @@ def main() -> int:
         "machine": describe(),
         "load": load(),
         "command": command_line(),
+        # The false-accept hours' Asterisk prompts: "wideband" (G.722, 16 kHz; .venv-bench, make bench-wake)
+        # or "narrowband" (8 kHz WAVs upsampled; before stop 37 every run): alexa's false accepts per
+        # hour differ several-fold between them (docs/benchmarks.md#wake-word, wideband).
+        "asterisk_prompts": sc.asterisk_band(),
     }
     if args.acceptance_only:
         return acceptance_only(models, args)
-    if args.recordings is not None:
+    if args.acceptance_from is not None:
+        out["acceptance_recorded"] = json.loads(args.acceptance_from.read_text())["acceptance_recorded"]
+        out["acceptance_recorded_from"] = str(args.acceptance_from)
+    elif args.recordings is not None:
         out["acceptance_recorded"] = acceptance_recorded(models, args.recordings, skip=not args.no_skip)
     else:
         print("no recordings of people (../shared/data/wake, --recordings): acceptance on real voices skipped")

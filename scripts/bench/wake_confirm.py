@@ -18,8 +18,9 @@ or in two processes side by side (the acceptance, then the false accepts with it
     nice -n 19 .venv/bin/python -m scripts.bench.wake_confirm --no-accept --more --merge /tmp/confirm_accept.json \
         --write scripts/bench/results/wake_confirm.json
 
-`.venv`, as `make bench-wake`: in `.venv-bench` the g722 package gives the false-accept hours' Asterisk
-prompts at 16 kHz instead of their 8 kHz WAVs (docs/benchmarks.md#wake-word, fifth pass).
+In `.venv-bench` (as `make bench-wake` since stop 37) the g722 package gives the false-accept hours' Asterisk
+prompts at 16 kHz (wideband: wake_confirm_wideband.json); `.venv` upsamples their 8 kHz WAVs (narrowband:
+wake_confirm.json). The results record which (`asterisk_prompts`; docs/benchmarks.md#wake-word).
 """
 
 from __future__ import annotations
@@ -130,6 +131,7 @@ def main() -> int:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "command": command_line(),
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        "asterisk_prompts": sc.asterisk_band(),  # "wideband" in .venv-bench (G.722), "narrowband" in .venv
     }
     if not args.no_accept:
         out["acceptance"] = acceptance(args.recordings)
