@@ -9,7 +9,14 @@ import numpy as np
 
 from scripts.bench import audio_corpus as ac
 from scripts.bench import speech_corpus as sc
-from scripts.bench.wake_audio import impulse_response, noisy_clip, recording_in_noise, recordings, speak
+from scripts.bench.wake_audio import (
+    impulse_response,
+    noisy_clip,
+    recording_in_noise,
+    recordings,
+    speak,
+    trial_clip_id,
+)
 from scripts.bench.wake_conditions import (
     ACCEPT_NOISES,
     ACCEPT_SNR,
@@ -50,7 +57,7 @@ def acceptance_recorded(models: list[str], folder: Path, skip: bool = True) -> d
         for i, x in enumerate(phrases):
             for snr in ACCEPT_SNRS:
                 for kind in ACCEPT_NOISES:
-                    clip_id = 1000 + 4 * i + ACCEPT_NOISES.index(kind)
+                    clip_id = trial_clip_id(i, kind)
                     clip, start, end = recording_in_noise(x, kind, snr, clip_id, music)
                     flags = speech_flags(clip) if skip else None
                     for v in variants:

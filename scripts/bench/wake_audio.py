@@ -11,7 +11,15 @@ import numpy as np
 
 from scripts import REPO
 from scripts.bench import audio_corpus as ac
-from scripts.bench.wake_conditions import ESPEAK_PITCH, ESPEAK_RATE, FLITE_CENTS, FLITE_STRETCH, LATE_S, RATE
+from scripts.bench.wake_conditions import (
+    ACCEPT_NOISES,
+    ESPEAK_PITCH,
+    ESPEAK_RATE,
+    FLITE_CENTS,
+    FLITE_STRETCH,
+    LATE_S,
+    RATE,
+)
 
 
 def speak(text: str, engine: str, voice: str, rate: str, pitch: str) -> np.ndarray:
@@ -120,6 +128,14 @@ def recordings(folder: Path, model: str) -> list[Recording]:
         if len(speech):
             out.append(Recording(x, int(speech[0]) * 320, (int(speech[-1]) + 1) * 320))
     return out
+
+
+def trial_clip_id(recording: int, kind: str | None = None) -> int:
+    """The noise draw (`recording_in_noise`'s clip_id) of the `recording`-th recording (sorted by file
+    name) in `kind` noise, or its clean trial: the one rule every wake tool and test uses, so that their
+    trials hear the same noise and one tool's cached scores replay another's (4 draws per recording,
+    one per ACCEPT_NOISES kind: the numbers of every record since stop 34)."""
+    return 1000 + 4 * recording + (ACCEPT_NOISES.index(kind) if kind is not None else 0)
 
 
 def recording_in_noise(rec: Recording, kind: str, snr: float, clip_id: int, music) -> tuple[np.ndarray, float, float]:

@@ -45,7 +45,7 @@ def accept_part(scorer: OwwScorer, folder: Path, shard: tuple[int, int] = (0, 1)
             continue
         for snr in wc.ACCEPT_SNRS:
             for kind in wc.ACCEPT_NOISES:
-                clip_id = 1000 + 4 * i + wc.ACCEPT_NOISES.index(kind)
+                clip_id = wa.trial_clip_id(i, kind)
                 clip, start, end = wa.recording_in_noise(x, kind, snr, clip_id, music)
                 c0 = time.process_time()
                 probs, at = scorer.probabilities(clip)

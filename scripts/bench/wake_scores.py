@@ -90,7 +90,7 @@ def accept_part(model: str, folder: Path) -> dict:
     for i, x in enumerate(phrases):
         for snr in wc.ACCEPT_SNRS:
             for kind in wc.ACCEPT_NOISES:
-                clip_id = 1000 + 4 * i + wc.ACCEPT_NOISES.index(kind)
+                clip_id = wa.trial_clip_id(i, kind)
                 clip, start, end = wa.recording_in_noise(x, kind, snr, clip_id, music)
                 flags = wd.speech_flags(clip)
                 clips.append(

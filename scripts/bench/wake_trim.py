@@ -82,10 +82,8 @@ def cache(model: str, folder: Path, variant: str, noise_seed: int = 0) -> dict:
     t0 = time.time()
     for i, rec in enumerate(recs):
         x, a, b = rec.audio, rec.start, rec.end
-        conds = [(CLEAN, "none", 1000 + 4 * i)] + [
-            (snr, kind, 1000 + 4 * i + wc.ACCEPT_NOISES.index(kind))
-            for snr in wc.ACCEPT_SNRS
-            for kind in wc.ACCEPT_NOISES
+        conds = [(CLEAN, "none", wa.trial_clip_id(i))] + [
+            (snr, kind, wa.trial_clip_id(i, kind)) for snr in wc.ACCEPT_SNRS for kind in wc.ACCEPT_NOISES
         ]
         for snr, kind, clip_id in conds:  # clip_id and lead as wake_acceptance.acceptance_recorded
             lead = 2.0 + 0.4 * (clip_id % 3)

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from scripts.bench import wake_audio as wa
-from scripts.bench.wake_conditions import ACCEPT_NOISES
 from voxnode.config import Config
 from voxnode.config.wake import WakeConfig
 from voxnode.errors import ConfigError
@@ -41,8 +40,7 @@ def _clip(name: str, kind: str, snr: float) -> tuple[np.ndarray, float, float]:
     names = sorted(p.name for p in (FOLDER / "alexa").glob("*.wav"))
     i = names.index(name)
     rec = wa.recordings(FOLDER, "alexa")[i]
-    clip_id = 1000 + 4 * i + ACCEPT_NOISES.index(kind)
-    clip, start, end = wa.recording_in_noise(rec, kind, snr, clip_id, [])
+    clip, start, end = wa.recording_in_noise(rec, kind, snr, wa.trial_clip_id(i, kind), [])
     return np.clip(np.round(clip), -32768, 32767).astype(np.int16), start, end
 
 
