@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests.stream.scripted import PARAMS, frame
-from voxnode.stream.segmenter import Discarded, Ended, Paused, Segmenter, Started, Utterance
+from voxnode.stream.segmenter import Discarded, Ended, Paused, Segmenter, Started
 
 pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
 
@@ -168,17 +168,7 @@ class CountingSegmenter(Segmenter):
         window = list(self._history)[-self.p.onset_window_frames :]
         if sum(c.speech for c in window) < self.p.onset_frames:
             return []
-        utt = Utterance(uid=self._next_uid, chunks=list(self._history))
-        self._next_uid += 1
-        self._history.clear()
-        for i, c in enumerate(utt.chunks):
-            if c.speech:
-                utt.voiced += 1
-                utt.last_speech = i
-        self._utt = utt
-        self._silence = len(utt.chunks) - 1 - utt.last_speech
-        self._pause_id = -1
-        return [Started(utt)]
+        return self._open()
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -192,6 +192,10 @@ class Segmenter:
         window = list(self._history)[-self.p.onset_window_frames :]
         if sum(c.speech for c in window) < self.p.onset_frames:
             return []
+        return self._open()
+
+    def _open(self) -> list[SegmentEvent]:
+        """An onset: the pre-roll history becomes the new utterance's first chunks."""
         utt = Utterance(uid=self._next_uid, chunks=list(self._history))
         self._next_uid += 1
         self._history.clear()
