@@ -12,10 +12,9 @@ from scripts.bench import speech_corpus as sc
 from scripts.bench.wake_audio import (
     impulse_response,
     noisy_clip,
-    recording_in_noise,
+    recording_trials,
     recordings,
     speak,
-    trial_clip_id,
 )
 from scripts.bench.wake_conditions import (
     ACCEPT_NOISES,
@@ -55,16 +54,13 @@ def acceptance_recorded(models: list[str], folder: Path, skip: bool = True) -> d
         cuts = cutoffs_for(model)
         ok = {v: {label: {} for label, _ in cuts} for v in variants}  # variant -> label -> condition -> count
         for i, x in enumerate(phrases):
-            for snr in ACCEPT_SNRS:
-                for kind in ACCEPT_NOISES:
-                    clip_id = trial_clip_id(i, kind)
-                    clip, start, end = recording_in_noise(x, kind, snr, clip_id, music)
-                    flags = speech_flags(clip) if skip else None
-                    for v in variants:
-                        series = detect(model, clip, True, flags if v == "skip_silence" else None).series
-                        for label, hit in accepted(series, start, end, cuts).items():
-                            cond = f"{kind} {snr} dB"
-                            ok[v][label][cond] = ok[v][label].get(cond, 0) + hit
+            for snr, kind, clip, start, end in recording_trials(i, x, music):
+                flags = speech_flags(clip) if skip else None
+                for v in variants:
+                    series = detect(model, clip, True, flags if v == "skip_silence" else None).series
+                    for label, hit in accepted(series, start, end, cuts).items():
+                        cond = f"{kind} {snr} dB"
+                        ok[v][label][cond] = ok[v][label].get(cond, 0) + hit
         n = len(phrases)
         out: dict = {"recordings": n, "clips": n * len(ACCEPT_SNRS) * len(ACCEPT_NOISES), "cutoffs": {}}
         for label, c in cuts:

@@ -4,6 +4,7 @@ real recordings with where their words are, and a phrase laid in noise at an SNR
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from scripts import REPO
 from scripts.bench import audio_corpus as ac
 from scripts.bench.wake_conditions import (
     ACCEPT_NOISES,
+    ACCEPT_SNRS,
     ESPEAK_PITCH,
     ESPEAK_RATE,
     FLITE_CENTS,
@@ -150,6 +152,16 @@ def recording_in_noise(rec: Recording, kind: str, snr: float, clip_id: int, musi
     at 10 dB over 4 draws of the noise, -2..+1 at 5 dB; another draw moves 10 dB by up to 9
     trials (docs/benchmarks.md, fourth pass). Kept because it is what the room hears."""
     return noisy_clip(rec.words, len(rec.words), kind, snr, clip_id, music, lead_s=2.0, context=rec.context)
+
+
+def recording_trials(i: int, rec: Recording, music) -> Iterator[tuple[float, str, np.ndarray, float, float]]:
+    """The `i`-th recording's acceptance trials, as every wake tool runs them: each SNR of ACCEPT_SNRS
+    by each noise of ACCEPT_NOISES, with the trial's own noise draw (trial_clip_id); yields
+    (snr, kind, clip, start, end) as recording_in_noise gives them."""
+    for snr in ACCEPT_SNRS:
+        for kind in ACCEPT_NOISES:
+            clip, start, end = recording_in_noise(rec, kind, snr, trial_clip_id(i, kind), music)
+            yield snr, kind, clip, start, end
 
 
 def default_recordings() -> Path | None:

@@ -73,16 +73,13 @@ def acceptance(folder: Path) -> dict:
     hits = {v: {} for v in VARIANTS}  # variant -> "kind snr" -> count
     t0 = time.time()
     for i, x in enumerate(phrases):
-        for snr in wc.ACCEPT_SNRS:
-            for kind in wc.ACCEPT_NOISES:
-                clip_id = wa.trial_clip_id(i, kind)
-                clip, start, end = wa.recording_in_noise(x, kind, snr, clip_id, music)
-                flags = wd.speech_flags(clip)
-                for v in VARIANTS:
-                    times, _, _ = run(clip, v, flags)
-                    hit = any(start <= t <= end + wc.LATE_S for t in times)
-                    key = f"{kind} {snr}"
-                    hits[v][key] = hits[v].get(key, 0) + hit
+        for snr, kind, clip, start, end in wa.recording_trials(i, x, music):
+            flags = wd.speech_flags(clip)
+            for v in VARIANTS:
+                times, _, _ = run(clip, v, flags)
+                hit = any(start <= t <= end + wc.LATE_S for t in times)
+                key = f"{kind} {snr}"
+                hits[v][key] = hits[v].get(key, 0) + hit
         if (i + 1) % 15 == 0:
             print(f"{i + 1}/{len(phrases)} recordings, {time.time() - t0:.0f} s", flush=True)
     n = len(phrases)

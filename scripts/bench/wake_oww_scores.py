@@ -43,15 +43,12 @@ def accept_part(scorer: OwwScorer, folder: Path, shard: tuple[int, int] = (0, 1)
     for i, x in enumerate(phrases):
         if i % shard[1] != shard[0]:
             continue
-        for snr in wc.ACCEPT_SNRS:
-            for kind in wc.ACCEPT_NOISES:
-                clip_id = wa.trial_clip_id(i, kind)
-                clip, start, end = wa.recording_in_noise(x, kind, snr, clip_id, music)
-                c0 = time.process_time()
-                probs, at = scorer.probabilities(clip)
-                cpu += time.process_time() - c0
-                audio_s += len(clip) / wc.RATE
-                clips.append({"rec": i, "snr": snr, "kind": kind, "start": start, "end": end, "oww": (probs, at)})
+        for snr, kind, clip, start, end in wa.recording_trials(i, x, music):
+            c0 = time.process_time()
+            probs, at = scorer.probabilities(clip)
+            cpu += time.process_time() - c0
+            audio_s += len(clip) / wc.RATE
+            clips.append({"rec": i, "snr": snr, "kind": kind, "start": start, "end": end, "oww": (probs, at)})
         print(f"{i + 1}/{len(phrases)} recordings, {time.time() - t0:.0f} s", flush=True)
     return {"files": [f.name for f in files], "clips": clips, "cpu_s": cpu, "audio_s": audio_s}
 

@@ -88,23 +88,20 @@ def accept_part(model: str, folder: Path) -> dict:
     clips = []
     t0 = time.time()
     for i, x in enumerate(phrases):
-        for snr in wc.ACCEPT_SNRS:
-            for kind in wc.ACCEPT_NOISES:
-                clip_id = wa.trial_clip_id(i, kind)
-                clip, start, end = wa.recording_in_noise(x, kind, snr, clip_id, music)
-                flags = wd.speech_flags(clip)
-                clips.append(
-                    {
-                        "rec": i,
-                        "snr": snr,
-                        "kind": kind,
-                        "start": start,
-                        "end": end,
-                        "flags": flags,
-                        "all_frames": raw_scores(model, clip),
-                        "skip_silence": raw_scores(model, clip, flags),
-                    }
-                )
+        for snr, kind, clip, start, end in wa.recording_trials(i, x, music):
+            flags = wd.speech_flags(clip)
+            clips.append(
+                {
+                    "rec": i,
+                    "snr": snr,
+                    "kind": kind,
+                    "start": start,
+                    "end": end,
+                    "flags": flags,
+                    "all_frames": raw_scores(model, clip),
+                    "skip_silence": raw_scores(model, clip, flags),
+                }
+            )
         print(f"{i + 1}/{len(phrases)} recordings, {time.time() - t0:.0f} s", flush=True)
     return {"model": model, "files": [f.name for f in files], "clips": clips}
 

@@ -9,3 +9,14 @@ def engine():
     from voxnode.asr.whisper.engine import WhisperEngine
 
     return WhisperEngine.load(default_model_dir(), 2)
+
+
+@pytest.fixture(scope="module")
+def prompts():
+    """Asterisk's English prompts (real speech with transcripts) for the echo tests' near-end commands."""
+    from scripts.bench import speech_corpus as sc
+
+    ps = list(sc.asterisk())
+    if len(ps) < 12:
+        pytest.skip("needs asterisk-core-sounds-en (make deps-test)")
+    return ps

@@ -35,14 +35,6 @@ def alsa_dir():
     return ALSA_DIR
 
 
-@pytest.fixture(scope="module")
-def prompts():
-    ps = list(sc.asterisk())
-    if len(ps) < 12:
-        pytest.skip("needs asterisk-core-sounds-en (make deps-test)")
-    return ps
-
-
 def run_with_reference(alsa_dir, engine, mic, ref, ref_stop_s=None, snapshot_at_s=None):
     config = dataclasses.replace(Config(), audio=AudioConfig(device="vx_fifo", echo_reference="vx_ref"))
     sink = ListSink()

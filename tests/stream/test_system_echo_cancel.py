@@ -22,7 +22,6 @@ import numpy as np
 import pytest
 
 from scripts.bench import echo_audio as ea
-from scripts.bench import speech_corpus as sc
 from tests import pulse_room as pr
 from voxnode.asr.wer import word_errors
 from voxnode.process_stop import stop_process
@@ -60,14 +59,6 @@ device = "raw_mic"
 echo_reference = "spk_mon"
 """
 STREAMS = ("system", "raw", "own")
-
-
-@pytest.fixture(scope="module")
-def prompts():
-    ps = list(sc.asterisk())
-    if len(ps) < 12:
-        pytest.skip("needs asterisk-core-sounds-en (make deps-test)")
-    return ps
 
 
 def level(x: np.ndarray, dbfs: float) -> np.ndarray:
