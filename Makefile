@@ -248,7 +248,8 @@ calibrate-boards: .venv-bench/.installed
 
 # Issue 23: the emulated Pi 4's end of speech -> final with the pause's decode at tail_ms (the default)
 # and started 40 ms into the silence (vad.speculate_ms), back to back so that both see the same host
-# load (record `uptime`: the emulation needs a quiet host). Root and cgroup v1 cpu; ~8 min.
+# load (record `uptime`: the emulation needs a quiet host). Root and cgroup v1 cpu; ~8 min. On a host other
+# than the calibration host, export its EMULATE_BOARD_FRACTIONS first (docs/benchmarks.md "Another host").
 bench-pi4-speculate: deps-corpus venv .venv-bench/.installed
 	uptime
 	.venv-bench/bin/python -m scripts.bench.live_noise --board pi4 --label pi4-tail --conditions clean,pink-10 --jobs 2 --set asr.num_threads=2

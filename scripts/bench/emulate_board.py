@@ -21,7 +21,8 @@ cgroup v1 cpu hierarchy (/sys/fs/cgroup/cpu). What it does:
 (`from scripts.bench import emulate_board`); it imports nothing of the checkout, so it also runs as a file.
 
 The fractions come from scripts/bench/calibrate_boards.py (scripts/bench/results/board_calibration.json)
-on a 2-core AMD EPYC (Zen 5, KVM) with AVX-512 VNNI; on another host, calibrate again (`make calibrate-boards`).
+on a 2-core AMD EPYC (Zen 5, KVM) with AVX-512 VNNI; on another host, calibrate again (`make calibrate-boards`)
+and give every tool that host's fractions through EMULATE_BOARD_FRACTIONS (e.g. "pi4=0.09,pi5=0.26").
 It cannot model memory bandwidth, caches, NEON vs AVX-512 kernels or thermal throttling.
 """
 
@@ -71,10 +72,54 @@ BOARDS: dict[str, Board] = {
     "zero2w": Board(4, 0.023, "Raspberry Pi Zero 2 W, 4x Cortex-A53 1.0 GHz"),
     "x86": Board(os.cpu_count() or 1, None, "this host, no limit"),
 }
+CALIBRATED_FRACTIONS = {name: b.fraction for name, b in BOARDS.items()}
+
+# Another host needs other fractions: stop 38's 2-vCPU Intel Xeon (Firecracker, AVX-512 VNNI + AMX) ran the
+# unthrottled JFK workload in 0.42 s (calibration host 0.57) but the throttled Pi 4 one in 5.5 s at 0.072 (3.7 there),
+# and ncnn fp32 1-thread 1.7x slower than the calibration host. `make calibrate-boards` prints the fractions
+# that fit this host; put them here for every tool at once, e.g. EMULATE_BOARD_FRACTIONS="pi4=0.1,pi5=0.3".
+FRACTIONS_ENV = "EMULATE_BOARD_FRACTIONS"
 
 
 class EmulationError(Exception):
     """One line for the user: why the board cannot be emulated here."""
+
+
+def host_fractions(spec: str) -> dict[str, float]:
+    """`pi4=0.1,pi5=0.3` -> {"pi4": 0.1, "pi5": 0.3}; a one-line EmulationError naming the variable if bad."""
+    out: dict[str, float] = {}
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        name, _, value = item.partition("=")
+        name = name.strip()
+        if name not in BOARDS or BOARDS[name].fraction is None:
+            emulated = ", ".join(n for n, b in BOARDS.items() if b.fraction is not None)
+            raise EmulationError(f"{FRACTIONS_ENV}: unknown board {name!r} in {item!r} (known: {emulated})")
+        try:
+            fraction = float(value)
+        except ValueError:
+            fraction = math.nan
+        if not 0 < fraction <= 1:
+            raise EmulationError(f"{FRACTIONS_ENV}: {item!r}: the fraction must be a number in (0, 1]")
+        out[name] = fraction
+    return out
+
+
+def apply_host_fractions(spec: str | None) -> None:
+    """Replace the calibrated fractions with this host's (the environment variable), in BOARDS for every user."""
+    for name, fraction in host_fractions(spec or "").items():
+        BOARDS[name] = Board(BOARDS[name].cores, fraction, BOARDS[name].what)
+
+
+def host_fraction_error() -> str | None:
+    """Applies the environment's fractions (once, at import); the one-line reason if they are bad."""
+    try:
+        apply_host_fractions(os.environ.get(FRACTIONS_ENV))
+    except EmulationError as exc:
+        return str(exc)
+    return None
+
+
+HOST_FRACTION_ERROR = host_fraction_error()  # raised by argv_prefix() and run(), where errors are handled
 
 
 def board_period_us(fraction: float, period_us: int = DEFAULT_PERIOD_US) -> int:
@@ -118,6 +163,8 @@ def argv_prefix(board: str, period_us: int | None = None) -> list[str]:
     """The argv to put before a command to run it as `board` (raises EmulationError if it can't)."""
     if board not in BOARDS:
         raise EmulationError(f"unknown board {board!r} (known: {', '.join(BOARDS)})")
+    if HOST_FRACTION_ERROR:
+        raise EmulationError(HOST_FRACTION_ERROR)
     prefix = [sys.executable, str(Path(__file__).resolve()), board]
     if period_us is not None:
         prefix += ["--period-us", str(period_us)]
@@ -239,6 +286,8 @@ class Emulation:
 
 
 def run(board_name: str, command: list[str], period_us: int, poll_ms: float, verbose: bool) -> int:
+    if HOST_FRACTION_ERROR:
+        raise EmulationError(HOST_FRACTION_ERROR)
     board = BOARDS[board_name]
     if board.fraction is None:
         os.execvp(command[0], command)
@@ -324,8 +373,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name:7} {b.what}")
             else:
                 period = board_period_us(b.fraction, args.period_us)
+                own = "" if b.fraction == CALIBRATED_FRACTIONS[name] else f" (from {FRACTIONS_ENV})"
                 print(
-                    f"{name:7} {b.cores} cores x {b.fraction:.3f} of a host core "
+                    f"{name:7} {b.cores} cores x {b.fraction:.3f} of a host core{own} "
                     f"(period {period} us, quota {quota_us(b.fraction, period)} us)  {b.what}"
                 )
         return 0

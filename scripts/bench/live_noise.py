@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -58,6 +57,7 @@ from scripts.bench import live_noise_report as report
 from scripts.bench.live_noise_config import alsa_conf, parse_sets, write_config
 from scripts.bench.live_noise_run import VOXNODE, play_live, transcribe_cuts
 from scripts.bench.live_noise_score import score_condition, score_noise_alone
+from scripts.bench.machine import describe
 
 DEFAULT_JSON = RESULTS / "live_noise_benchmark.json"
 
@@ -215,7 +215,10 @@ def main() -> None:
         "seed": args.seed,
         "speech_dbfs": args.speech_dbfs,
         "jobs": args.jobs,
-        "machine": f"{os.cpu_count()} CPUs, {os.uname().machine}, shared",
+        "machine": describe(),
+        "board": args.board,
+        # of a host core per board core: the stock table's, or this host's from EMULATE_BOARD_FRACTIONS
+        "board_fraction": emulate_board.BOARDS[args.board].fraction,
         "conditions": {c.name: results[c.name] for c in conds if c.name in results},
     }
     if not args.no_save:

@@ -349,6 +349,7 @@ def main() -> None:
         res = run(n, args.speak_s, args.idle_s, engines, overrides)
         res["settings"] = args.set
         res["board"] = args.board
+        res["board_fraction"] = board.fraction  # the stock table's, or this host's (EMULATE_BOARD_FRACTIONS)
         res["threads"] = args.threads
         # What produced the row and under what load, for docs/benchmarks.md.
         res["command"] = " ".join([".venv/bin/python", "-m", "scripts.bench.stream", *sys.argv[1:]])

@@ -49,18 +49,18 @@ print(json.dumps(out))
 """
 
 
-def run_child(threads: int, board: str = BOARD) -> list[tuple[float, float]]:
+def run_child(threads: int, board: str = BOARD, env: dict[str, str] | None = None) -> list[tuple[float, float]]:
     cmd = [sys.executable, str(SCRIPT), board, "--", sys.executable, "-c", CHILD, str(CPU_S), str(threads)]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=30, env=env)
     assert r.returncode == 0, r.stderr
     return [tuple(x) for x in json.loads(r.stdout)]
 
 
-def assert_share(cpu: float, wall: float) -> None:
+def assert_share(cpu: float, wall: float, fraction: float = FRACTION) -> None:
     # wall / cpu = 1 / fraction: -25 % (never faster than the quota) to +60 % (a loaded 2-core host)
-    stretch = (wall / cpu) * FRACTION
+    stretch = (wall / cpu) * fraction
     assert 0.75 <= stretch <= 1.6, (
-        f"wall {wall:.3f} s for {cpu:.3f} s CPU: stretch x{wall / cpu:.2f}, want x{1 / FRACTION:.2f}"
+        f"wall {wall:.3f} s for {cpu:.3f} s CPU: stretch x{wall / cpu:.2f}, want x{1 / fraction:.2f}"
     )
 
 
@@ -99,3 +99,25 @@ def test_unknown_board_is_one_line():
     r = subprocess.run([sys.executable, str(SCRIPT), "pi9", "--", "true"], capture_output=True, text=True)
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0 and "unknown board 'pi9'" in r.stderr, r.stderr
+
+
+@needs_cgroup
+def test_this_hosts_fraction_replaces_the_calibrated_one():
+    # Another host calibrates to another fraction (EMULATE_BOARD_FRACTIONS); 0.45 is ~2.4x the stock
+    # pi5 0.19, outside assert_share's band for either one at the other's stretch.
+    own = 0.45
+    env = {**os.environ, emulate_board.FRACTIONS_ENV: f"{BOARD}={own}"}
+    [(cpu, wall)] = run_child(1, env=env)
+    assert_share(cpu, wall, own)
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [("pi9=0.1", "unknown board 'pi9'"), (f"{BOARD}=2", "must be a number in (0, 1]"), (f"{BOARD}=", "(0, 1]")],
+)
+def test_bad_host_fraction_is_one_line(spec, says):
+    env = {**os.environ, emulate_board.FRACTIONS_ENV: spec}
+    r = subprocess.run([sys.executable, str(SCRIPT), BOARD, "--", "true"], capture_output=True, text=True, env=env)
+    assert r.returncode == 2
+    line = r.stderr.strip()
+    assert "\n" not in line and emulate_board.FRACTIONS_ENV in line and says in line, r.stderr
