@@ -45,7 +45,8 @@ def _end_of_turn(config: Config) -> None:
 def _wake(config: Config) -> None:
     """Every stream's wake word models (all of them, where it listens for several): each manifest and
     the model file it names, as a stream reads them when it starts (errors name wake.model or
-    streams[i].wake)."""
+    streams[i].wake); with wake.confirm, the second opinion's word and files (not loaded)."""
+    from voxnode.wake.confirm import check_confirm
     from voxnode.wake.models import load_wake_models
 
     w = config.wake
@@ -54,8 +55,11 @@ def _wake(config: Config) -> None:
         if spec is None:
             continue
         key = f"streams[{i}].wake" if stream.wake and spec != w.model else "wake.model"
-        for model in load_wake_models(spec, w.threshold, key):  # every word of the stream, not the first
+        models = load_wake_models(spec, w.threshold, key)
+        for model in models:  # every word of the stream, not the first
             model.content()
+        if w.confirm:
+            check_confirm(w.confirm, models)
 
 
 def _wyoming(config: Config) -> None:

@@ -89,6 +89,7 @@ def fuzz_set(work: Path) -> dict[str, Prepare]:
             "wake: no manifest": _text(BASE + f'[wake]\nenabled = true\nmodel = "{work}/nope.json"\n'),
             "wake: stream's manifest missing": _text(BASE + f'wake = "{work}/nope/kitchen.json"\n'),
             "wake: model file missing": _text(BASE + f'[wake]\nenabled = true\nmodel = "{missing_model}"\n'),
+            "wake: confirm without alexa": _text(BASE + '[wake]\nenabled = true\nconfirm = "openwakeword"\n'),
             "NUL in audio.device": _text('[audio]\ndevice = "vx_live\\u0000x"\n'),
             "NUL in a stream's device": _text(BASE.replace('"vx_live"', '"vx_\\u0000live"')),
             "config is a FIFO": _fifo,
@@ -125,7 +126,7 @@ def test_check_config_refuses_every_one_with_one_line(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert "\n" not in err and err.startswith("voxnode: error: "), (name, err)
         if name.startswith(("wake:", "NUL")):
-            assert re.search(r"wake\.model|streams\[0\]\.(wake|device)|audio\.device", err), (name, err)
+            assert re.search(r"wake\.(model|confirm)|streams\[0\]\.(wake|device)|audio\.device", err), (name, err)
 
 
 def test_check_config_on_a_fifo_does_not_wait_for_a_writer(tmp_path):

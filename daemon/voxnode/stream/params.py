@@ -14,10 +14,9 @@ from pathlib import Path
 from voxnode.audio.format import frames  # durations -> 20 ms frames, rounded up (the one rule)
 from voxnode.config import Config
 from voxnode.config.wake import FOLLOW_UP_DEFAULT_S, stream_wake_model
-from voxnode.errors import ConfigError
 from voxnode.frontend.chain import FrontEndParams
-from voxnode.wake.confirm import with_second_opinion
-from voxnode.wake.models import WakeModel, load_wake_models
+from voxnode.wake.confirm import check_confirm, with_second_opinion
+from voxnode.wake.models import load_wake_models
 
 from .end_rules import ClosingMark, EndOfTurn, EndRules, Hangover, OpenEnding, PauseRule
 from .jobs import SchedulerParams
@@ -164,16 +163,3 @@ def wake_params(config: Config, stream: str) -> WakeParams | None:
         skip_silence=w.skip_silence,
         confirm=w.confirm,
     )
-
-
-def check_confirm(confirm: str, models: tuple[WakeModel, ...]) -> None:
-    """wake.confirm needs a model it was measured with and the pyopen-wakeword package (ConfigError)."""
-    from voxnode.wake.confirm import WORDS
-    from voxnode.wake.openwakeword import models_dir
-
-    if not any(m.name in WORDS for m in models):
-        raise ConfigError(
-            f"wake.confirm = {confirm!r}: gives a second opinion on {', '.join(WORDS)} only; the stream listens for "
-            f"{', '.join(m.name for m in models)}"
-        )
-    models_dir()

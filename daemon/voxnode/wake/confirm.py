@@ -25,8 +25,10 @@ from dataclasses import replace
 
 import numpy as np
 
+from voxnode.errors import ConfigError
+
 from .models import WakeModel
-from .openwakeword import CHUNK, OwwScorer
+from .openwakeword import CHUNK, OwwScorer, model_files
 
 WORDS = ("alexa",)  # the microWakeWord models with a second opinion (measured for this one only)
 # The setting chosen on half the recordings among those with at most 3 false accepts in 7 hours and
@@ -39,6 +41,20 @@ HOLD_SAMPLES = 3200  # 200 ms: the two within this of each other (10 frames of 2
 # Audio scored per request: 28 chunks (2.24 s) hold the context (mel window, 76 mel frames, 16
 # embeddings: 26 chunks + 480 samples) of the last 3 probabilities, more than HOLD_SAMPLES back.
 RING_CHUNKS = 28
+
+
+def check_confirm(confirm: str, models: tuple[WakeModel, ...]) -> None:
+    """wake.confirm for a stream that listens for `models`: one of them has a second opinion (WORDS) and
+    pyopen-wakeword's files for it are there, or ConfigError naming the key. The same words from
+    check-config and a reload (voxnode.preflight) as from a stream's start (stream/params.py)."""
+    words = [m.name for m in models if m.name in WORDS]
+    if not words:
+        raise ConfigError(
+            f"wake.confirm = {confirm!r}: gives a second opinion on {', '.join(WORDS)} only; the stream listens for "
+            f"{', '.join(m.name for m in models)}"
+        )
+    for word in words:
+        model_files(word)
 
 
 def with_second_opinion(models: tuple[WakeModel, ...], threshold: float) -> tuple[WakeModel, ...]:

@@ -58,18 +58,35 @@ def models_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "models"
 
 
+def model_files(word: str = "alexa", folder: Path | None = None) -> tuple[Path, Path, Path]:
+    """The mel, embedding and `word` head files (in the installed package unless `folder`), each there
+    and readable, or ConfigError naming wake.confirm. Nothing is loaded: check-config and reloads
+    (voxnode.preflight) ask this, as OwwScorer does before it loads them."""
+    folder = folder or models_dir()
+    paths = (folder / "melspectrogram.tflite", folder / "embedding_model.tflite", folder / f"{word}.tflite")
+    for path in paths:
+        if not path.is_file():
+            raise ConfigError(f"{KEY} = {NAME!r}: {path} does not exist (reinstall: {INSTALL})")
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as e:
+            raise ConfigError(f"{KEY} = {NAME!r}: cannot read {path} ({e.strerror or e})") from None
+    return paths
+
+
 class OwwScorer:
     """The three models on LiteRT with XNNPACK (one thread); `probabilities` scores a whole signal."""
 
     def __init__(self, folder: Path | None = None, word: str = "alexa", xnnpack: bool = True):
         """Raises ConfigError (naming wake.confirm) when the package or a model file is missing."""
-        folder = folder or models_dir()
+        mel, emb, head = model_files(word, folder)
         self.delegation: dict[str, Delegation] = {}
         # One window per call: the mel model clamps to 80 dB under the loudest value of its whole input
         # (REDUCE_MAX, torchaudio's top_db), so a batch of windows would not give the streaming values.
-        self._mel = self._open(folder / "melspectrogram.tflite", "mel", [1, MEL_SAMPLES], xnnpack)
-        self._emb = self._open(folder / "embedding_model.tflite", "embedding", [BATCH, EMB_WINDOW, 32, 1], xnnpack)
-        self._head = self._open(folder / f"{word}.tflite", word, None, xnnpack)
+        self._mel = self._open(mel, "mel", [1, MEL_SAMPLES], xnnpack)
+        self._emb = self._open(emb, "embedding", [BATCH, EMB_WINDOW, 32, 1], xnnpack)
+        self._head = self._open(head, word, None, xnnpack)
 
     def _open(self, path: Path, name: str, shape: list[int] | None, xnnpack: bool):
         """open_interpreter's way, but sized before the tensors are allocated: the mel model's input is
@@ -79,8 +96,6 @@ class OwwScorer:
         if not xnnpack:
             module = importlib.import_module(runtime.interpreter_class.__module__)
             kwargs["experimental_op_resolver_type"] = module.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
-        if not path.is_file():
-            raise ConfigError(f"{KEY} = {NAME!r}: {path} does not exist (reinstall: {INSTALL})")
         try:
             it = runtime.interpreter_class(model_path=str(path), num_threads=1, **kwargs)
         except (ValueError, RuntimeError) as e:

@@ -1,0 +1,114 @@
+"""`voxnode check-config` refuses a wake.confirm the daemon would refuse, with the daemon's words: before,
+it passed a config whose second opinion had no alexa to confirm, no pyopen-wakeword package or a missing
+model file, and `voxnode run` stopped on it only when its streams started (after loading Whisper)."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.alsa_env import ROOT
+from voxnode.cli import main
+from voxnode.wake import openwakeword
+
+ALEXA = '[wake]\nenabled = true\nmodel = "alexa"\nconfirm = "openwakeword"\n'
+CLIP = ROOT / "daemon" / "voxnode" / "demo_audio" / "demo.wav"
+
+
+def missing_file(path: Path) -> str:
+    """The daemon's line for a pyopen-wakeword model file that is not there."""
+    return f"voxnode: error: wake.confirm = 'openwakeword': {path} does not exist (reinstall: {openwakeword.INSTALL})"
+
+
+def check_config(capsys, cfg: Path) -> str:
+    """check-config in this process: its one error line."""
+    assert main(["check-config", "--config", str(cfg)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("voxnode: error: "), err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("toml", "expected"),
+    [
+        (
+            '[wake]\nenabled = true\nconfirm = "openwakeword"\n',  # okay_nabu, the default word
+            "wake.confirm = 'openwakeword': gives a second opinion on alexa only; the stream listens for okay_nabu",
+        ),
+        (
+            '[wake]\nenabled = true\nmodel = "alexa"\nconfirm = "oww"\n',
+            'wake.confirm = "oww": allowed values are "", "openwakeword"',
+        ),
+    ],
+)
+def test_check_config_names_wake_confirm(toml, expected, tmp_path, capsys):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(toml)
+    assert expected in check_config(capsys, cfg)
+
+
+def test_check_config_says_what_to_install_without_the_package(tmp_path, capsys, monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(openwakeword.importlib.util, "find_spec", lambda n: None if n == "pyopen_wakeword" else real(n))
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(ALEXA)
+    err = check_config(capsys, cfg)
+    assert err.startswith("voxnode: error: wake.confirm = 'openwakeword': the pyopen-wakeword package is not installed")
+
+
+def test_check_config_without_a_model_file_in_a_stream(tmp_path, capsys, monkeypatch):
+    """A stream of its own listening for alexa ([wake] off), the package there but its alexa head gone."""
+    folder = tmp_path / "pkg"
+    (folder / "models").mkdir(parents=True)
+    spec = importlib.machinery.ModuleSpec("pyopen_wakeword", None, is_package=True)
+    assert spec.submodule_search_locations is not None
+    spec.submodule_search_locations.append(str(folder))
+    real = importlib.util.find_spec
+    monkeypatch.setattr(openwakeword.importlib.util, "find_spec", lambda n: spec if n == "pyopen_wakeword" else real(n))
+    for name in ("melspectrogram.tflite", "embedding_model.tflite"):
+        (folder / "models" / name).write_bytes(b"")  # there is all check-config asks (nothing is loaded)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[wake]\nconfirm = "openwakeword"\n[[streams]]\nname = "k"\ndevice = "x"\nwake = "alexa"\n')
+    err = check_config(capsys, cfg)
+    assert err == missing_file(folder / "models" / "alexa.tflite")
+
+
+def _shadow_package(root: Path) -> Path:
+    """A copy of the installed pyopen_wakeword package without its alexa model, found first on PYTHONPATH."""
+    real = importlib.util.find_spec("pyopen_wakeword")
+    assert real is not None and real.submodule_search_locations, "the test extras install pyopen-wakeword"
+    copy = root / "pyopen_wakeword"
+    shutil.copytree(next(iter(real.submodule_search_locations)), copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "models" / "alexa.tflite").unlink()
+    return copy / "models" / "alexa.tflite"
+
+
+def test_check_config_and_run_stop_with_the_same_line(tmp_path):
+    """The real package, its alexa model removed: check-config fails with the line `voxnode run` ends with."""
+    missing = _shadow_package(tmp_path / "site")
+    path = os.pathsep.join(filter(None, [str(tmp_path / "site"), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(ALEXA)
+    voxnode = [sys.executable, "-m", "voxnode"]
+    check = subprocess.run(
+        [*voxnode, "check-config", "--config", str(cfg)], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert check.returncode == 1 and check.stdout == "", check.stderr
+    assert check.stderr.strip() == missing_file(missing)
+    run = subprocess.run(
+        [*voxnode, "run", "--config", str(cfg), "--file", str(CLIP), "--duration", "5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    assert run.stderr.strip().splitlines()[-1] == check.stderr.strip(), run.stderr
