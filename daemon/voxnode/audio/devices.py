@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import select
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ import alsaaudio
 from voxnode.audio.alsa_open import supported_rates
 from voxnode.audio.format import SAMPLE_RATE
 from voxnode.errors import AudioDeviceError
+from voxnode.process_stop import stop_process
 
 
 @dataclass(frozen=True)
@@ -55,25 +57,33 @@ def _probe_in_child(names: list[str]) -> list[DeviceInfo]:
             stderr=subprocess.DEVNULL,
             bufsize=0,
         )
-        assert child.stdout is not None
-        # Start-up (imports) is not part of any device's time limit.
-        ready, _, _ = select.select([child.stdout], [], [], 30)
-        if not ready or child.stdout.readline().strip() != b"ready":
-            child.kill()
-            raise AudioDeviceError("could not start the device probe (python -m voxnode.audio.devices)")
-        while pending:
-            ready, _, _ = select.select([child.stdout], [], [], PROBE_TIMEOUT_S)
-            line = child.stdout.readline() if ready else ""
-            name = pending.pop(0)
-            if not line:
-                child.kill()
-                child.wait()
-                results.append(DeviceInfo(name, "", "", "", None, error=f"no answer within {PROBE_TIMEOUT_S:.0f} s"))
-                break
-            results.append(DeviceInfo(**json.loads(line)))
-        else:
-            child.wait()
+        try:
+            _read_answers(child, pending, results)
+        finally:
+            # Done, hung in an open or never ready: killed if still there and always reaped (a child
+            # killed and not waited for stayed a zombie until the next Popen), its pipe closed.
+            assert child.stdout is not None
+            child.stdout.close()
+            stop_process(child, 0.0, signal.SIGKILL)
     return results
+
+
+def _read_answers(child: subprocess.Popen, pending: list[str], results: list[DeviceInfo]) -> None:
+    """The child's answers into `results`, its devices taken off `pending`; returns when it has answered
+    for all of them, or after the device it gave no answer for within PROBE_TIMEOUT_S (abandoned)."""
+    assert child.stdout is not None
+    # Start-up (imports) is not part of any device's time limit.
+    ready, _, _ = select.select([child.stdout], [], [], 30)
+    if not ready or child.stdout.readline().strip() != b"ready":
+        raise AudioDeviceError("could not start the device probe (python -m voxnode.audio.devices)")
+    while pending:
+        ready, _, _ = select.select([child.stdout], [], [], PROBE_TIMEOUT_S)
+        line = child.stdout.readline() if ready else b""
+        name = pending.pop(0)
+        if not line:
+            results.append(DeviceInfo(name, "", "", "", None, error=f"no answer within {PROBE_TIMEOUT_S:.0f} s"))
+            return
+        results.append(DeviceInfo(**json.loads(line)))
 
 
 def _probe(name: str) -> DeviceInfo:

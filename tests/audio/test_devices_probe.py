@@ -1,0 +1,52 @@
+"""`voxnode devices` probes the PCMs in a child process (audio/devices.py): every child it starts is reaped
+and its pipe closed, whether it answered, hung in an ALSA open or never started. Before: a child that did
+not say "ready" was killed and left a zombie, and the pipe of every child stayed open."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.daemon.test_process_stop import reaped
+from voxnode.audio import devices
+from voxnode.errors import AudioDeviceError
+
+
+@pytest.fixture
+def children(monkeypatch) -> list[subprocess.Popen]:
+    """Every process the probe starts."""
+    started: list[subprocess.Popen] = []
+
+    class Recorded(subprocess.Popen):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+    monkeypatch.setattr(devices.subprocess, "Popen", Recorded)
+    return started
+
+
+def test_a_probe_hung_in_an_open_is_reaped_and_the_next_device_answers(alsa_dir, children, monkeypatch):
+    """vx_fifo (a FIFO with no writer) blocks inside snd_pcm_open: its child is abandoned, a new one
+    probes vx_file."""
+    monkeypatch.setattr(devices, "PROBE_TIMEOUT_S", 1.0)
+    (alsa_dir / "in.raw").write_bytes(b"\0" * 6400)
+    found = devices._probe_in_child(["vx_fifo", "vx_file"])
+    assert [d.name for d in found] == ["vx_fifo", "vx_file"]
+    assert found[0].error == "no answer within 1 s" and found[1].supports_16k, found
+    assert len(children) == 2
+    assert all(reaped(p) and p.stdout is not None and p.stdout.closed for p in children)
+
+
+def test_a_probe_that_never_starts_is_an_error_and_is_reaped(tmp_path, children, monkeypatch):
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'not the probe'\nexec sleep 60\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(fake))
+    with pytest.raises(AudioDeviceError, match="could not start the device probe"):
+        devices._probe_in_child(["vx_file"])
+    assert len(children) == 1
+    assert reaped(children[0]) and children[0].returncode is not None  # killed, not left to sleep
+    assert children[0].stdout is not None and children[0].stdout.closed
