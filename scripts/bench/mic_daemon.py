@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -26,6 +25,7 @@ import numpy as np
 from scripts.bench.live_fifo import LiveFifo, asoundrc
 from scripts.bench.wyoming_client import Exchange, transcribe
 from voxnode.asr.wer import corpus_wer, wer
+from voxnode.process_stop import stop_process
 
 
 def load() -> list[float]:
@@ -129,10 +129,9 @@ class MicDaemon:
             time.sleep(0.1)
 
     def stop(self, timeout: float = 60) -> int:
+        """SIGTERM, `timeout` seconds to finish, then SIGKILL: its exit code (-SIGKILL if killed), reaped."""
         try:
-            if self.proc.poll() is None:
-                self.proc.send_signal(signal.SIGTERM)
-            return self.proc.wait(timeout)
+            return stop_process(self.proc, timeout)
         finally:
             self.mic.stop()
             self._log.close()
@@ -141,8 +140,7 @@ class MicDaemon:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.proc.poll() is None:
-            self.stop()
+        self.stop()  # an ended daemon is only reaped; its microphone and log are closed either way
 
 
 class RssSampler:

@@ -19,7 +19,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -38,6 +37,7 @@ from voxnode.audio.format import PERIOD_FRAMES, PERIOD_S, SAMPLE_RATE
 from voxnode.audio.wavfile import float_to_s16, read_audio
 from voxnode.demo import alsa_config, bundled_clip
 from voxnode.mqtt.localbroker import LocalBroker
+from voxnode.process_stop import stop_process
 
 POCKETSPHINX = Path("/usr/share/pocketsphinx/test/data")
 PCM = "voxnode_soak"
@@ -171,8 +171,7 @@ def main() -> int:
             time.sleep(SAMPLE_S)
     finally:
         crashed = daemon.poll() is not None
-        daemon.send_signal(signal.SIGTERM)
-        rc = daemon.wait(30)
+        rc = stop_process(daemon, 30)  # -SIGKILL if it did not stop within 30 s
         player.stop_event.set()
         time.sleep(2.0)  # the last finals and the broker round trip
         listener.close()

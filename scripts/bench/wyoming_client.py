@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from wyoming.event import Event
 
 from scripts.bench import speech_corpus as sc
 from voxnode.mqtt.localbroker import free_port
+from voxnode.process_stop import stop_process
 
 
 class WyomingDaemon:
@@ -48,10 +48,9 @@ class WyomingDaemon:
         return self.log_path.read_text()
 
     def stop(self, timeout: float = 30) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+        """SIGTERM, `timeout` seconds to finish, then SIGKILL: its exit code (-SIGKILL if killed), reaped."""
         try:
-            return self.proc.wait(timeout)
+            return stop_process(self.proc, timeout)
         finally:
             self._log.close()
 

@@ -8,6 +8,7 @@ commands, and write every entry received as JSON.
 Each command runs until it exits, at most SECONDS, then gets SIGTERM. With --until, a command also
 gets SIGTERM as soon as an entry whose MESSAGE contains TEXT has arrived since it started: the run
 lasts as long as the machine needs to get there, not a fixed time that a loaded machine overruns.
+One still running STOP_S after its SIGTERM is killed (its exit code -9 in OUT) and reaped.
 Entries follow journald's native protocol: "KEY=VALUE\\n", or for values with newlines "KEY\\n" +
 64-bit LE length + data + "\\n". Once the commands have exited, whatever they sent is in the socket's
 queue (a datagram send returns once queued at the receiver): it is all read before OUT is written.
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import struct
 import subprocess
@@ -25,7 +25,10 @@ import sys
 import threading
 import time
 
+from voxnode.process_stop import stop_process
+
 SOCKET = "/run/systemd/journal/socket"
+STOP_S = 10.0  # after SIGTERM, a command gets this long to exit before SIGKILL
 
 
 def parse(data: bytes) -> dict[str, str]:
@@ -54,9 +57,7 @@ def run(cmd: list[str], seconds: float, until: str | None, entries: list[dict]) 
         if until is not None and any(until in e.get("MESSAGE", "") for e in entries[seen:]):
             break
         time.sleep(0.05)
-    if p.poll() is None:
-        p.send_signal(signal.SIGTERM)
-    return p.wait(10)
+    return stop_process(p, STOP_S)  # its exit code; -SIGKILL if it ignored SIGTERM for STOP_S
 
 
 def main(argv: list[str]) -> int:
