@@ -69,6 +69,37 @@ def test_models_by_name_by_path_and_bad_ones(tmp_path):
         load_wake_model(str(tmp_path / "bad.json"))
 
 
+MANIFEST = (  # a manifest's keys, without its braces
+    '"wake_word": "Hey Box", "model": "box.tflite", "micro": {"probability_cutoff": 0.9, "sliding_window_size": 5}'
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[1, 2]", "is not a microWakeWord manifest (not a JSON object)"),
+        ('"box"', "is not a microWakeWord manifest (not a JSON object)"),
+        ("{" + MANIFEST + ', "trained_languages": 5}', "trained_languages must be a list of language codes"),
+        ("{" + MANIFEST + ', "trained_languages": ["en", 5]}', "trained_languages must be a list of language codes"),
+    ],
+)
+def test_a_malformed_manifest_is_one_line_naming_the_key(tmp_path, capsys, text, expected):
+    """Before: `trained_languages` that is not a list was a TypeError traceback from check-config and run."""
+    from voxnode.cli import main
+
+    manifest = tmp_path / "box.json"
+    manifest.write_text(text)
+    (tmp_path / "box.tflite").write_bytes(b"")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[wake]\nenabled = true\nmodel = "{manifest}"\n')
+    assert main(["check-config", "--config", str(cfg)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"voxnode: error: wake.model = '{manifest}': {manifest}") and "\n" not in err, err
+    assert expected in err, err
+    (tmp_path / "box.json").write_text("{" + MANIFEST + ', "trained_languages": ["en", "de"]}')
+    assert load_wake_model(str(manifest)).languages == ("en", "de")
+
+
 def test_stream_override_and_config_keys():
     c = parse_config(
         '[wake]\nenabled = true\n[[streams]]\nname = "a"\ndevice = "x"\n'

@@ -62,6 +62,11 @@ def load_wake_model(spec: str, threshold: float = 0.0, key: str = "wake.model") 
         raise ConfigError(f"{key} = {spec!r}: manifest {manifest} does not exist") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ConfigError(f"{key} = {spec!r}: cannot read the manifest {manifest}: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{key} = {spec!r}: {manifest} is not a microWakeWord manifest (not a JSON object)")
+    languages = data.get("trained_languages", [])
+    if not (isinstance(languages, list) and all(isinstance(x, str) for x in languages)):
+        raise ConfigError(f"{key} = {spec!r}: {manifest}: trained_languages must be a list of language codes")
     try:
         micro = data["micro"]
         tflite = manifest.parent / data["model"]
@@ -85,7 +90,7 @@ def load_wake_model(spec: str, threshold: float = 0.0, key: str = "wake.model") 
         tflite=tflite,
         cutoff=threshold or (SHIPPED_CUTOFFS.get(spec, cutoff) if spec in SHIPPED_MODELS else cutoff),
         window=window,
-        languages=tuple(str(x) for x in data.get("trained_languages", ())),
+        languages=tuple(languages),
         manifest_cutoff=cutoff,
     )
 
