@@ -134,6 +134,21 @@ def test_missing_model_names_asr_model(tmp_path, monkeypatch):
         default_model_dir(None, "base")
 
 
+@pytest.mark.parametrize("where", ["missing", "a file"])
+@pytest.mark.parametrize("command", ["check-config", "transcribe"])
+def test_a_model_dir_that_is_not_a_folder_names_asr_model_dir(tmp_path, voxnode_cmd, where, command):
+    """Before: "model directory X does not exist", without the key, and said of a file that exists."""
+    folder = tmp_path / "model"
+    if where == "a file":
+        folder.write_text("")
+    f = tmp_path / "c.toml"
+    f.write_text(f'[asr]\nmodel_dir = "{folder}"\n')
+    args = ["--config", str(f)] + ([str(tmp_path / "x.wav")] if command == "transcribe" else [])
+    p = subprocess.run(voxnode_cmd + [command, *args], capture_output=True, text=True, timeout=60)
+    why = "is not a folder" if where == "a file" else "does not exist"
+    assert p.returncode == 1 and p.stderr == f"voxnode: error: asr.model_dir = '{folder}': {folder} {why}\n", p.stderr
+
+
 # --- the engine ------------------------------------------------------------------------------------
 
 

@@ -61,7 +61,7 @@ def checked_model_bytes(path: Path, owner: str) -> bytes:
 
 def read_manifest(root: Path) -> dict:
     if not root.is_dir():
-        raise ModelError(f"model directory {root} does not exist")
+        raise ModelError(f"model directory {root} {'is not a directory' if root.exists() else 'does not exist'}")
     path = root / MANIFEST
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))

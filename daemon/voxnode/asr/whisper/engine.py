@@ -35,7 +35,7 @@ from voxnode.asr.recognizer import Capabilities, DecodeAbandoned, Recognizer, Tr
 from voxnode.asr.whisper import guards, redecode, search
 from voxnode.asr.whisper.decoder import DecoderRunner, Prefix
 from voxnode.asr.whisper.encoder import EncoderRunner
-from voxnode.asr.whisper.files import ModelFiles, default_model_dir, open_model_dir
+from voxnode.asr.whisper.files import ModelFiles, checked_model_dir, default_model_dir, open_model_dir
 from voxnode.asr.whisper.hotwords import HotwordBias
 from voxnode.asr.whisper.load import LiteRtEngineInfo, load_parts
 from voxnode.asr.whisper.options import ROLES, DecodeOptions
@@ -132,7 +132,7 @@ class WhisperEngine(Recognizer):
     @classmethod
     def from_config(cls, config: AsrConfig) -> WhisperEngine:
         return cls.load(
-            default_model_dir(config.model_dir, config.model),
+            checked_model_dir(config.model_dir, config.model),
             config.num_threads or None,
             options=DecodeOptions.from_config(config),
         )
@@ -140,7 +140,7 @@ class WhisperEngine(Recognizer):
     @classmethod
     def check_model(cls, config: AsrConfig) -> None:
         # The files and their checksums, as load() checks them (0.1 s for tiny.en).
-        open_model_dir(default_model_dir(config.model_dir, config.model))
+        open_model_dir(checked_model_dir(config.model_dir, config.model))
 
     @classmethod
     def model_id_file(cls, config: AsrConfig) -> Path | None:

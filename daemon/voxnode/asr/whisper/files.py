@@ -46,6 +46,15 @@ def default_model_dir(configured: str | Path | None = None, model: str = DEFAULT
     return find_model(model_dir_name(model), f"asr.model = {model!r}")
 
 
+def checked_model_dir(configured: str, model: str = DEFAULT_MODEL) -> Path:
+    """default_model_dir for loading: a set `asr.model_dir` that is not a folder is a ModelError naming the key."""
+    root = default_model_dir(configured, model)
+    if configured and not root.is_dir():
+        why = "is not a folder" if root.exists() else "does not exist"
+        raise ModelError(f"asr.model_dir = {configured!r}: {root} {why}")
+    return root
+
+
 def open_model_dir(root: Path, variant: str | None = None) -> ModelFiles:
     """Check the files of `variant` (default: int8 if present) and return their paths."""
     root = Path(root)
