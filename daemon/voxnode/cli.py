@@ -30,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = with_config(sub.add_parser("run", help="capture, transcribe and publish (the daemon)"))
     run.add_argument("--device", metavar="PCM", help="ALSA capture PCM of the single stream (overrides audio.device)")
     run.add_argument("--stdout", action="store_true", help="write every event as one JSON line on stdout")
-    run.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    # nan ran for ever (no deadline compares true), a negative value stopped at once: positive only
+    run.add_argument("--duration", type=_positive, metavar="S", help="stop after S seconds")
     run.add_argument("--file", metavar="WAV", help="play this file instead of capturing (real time)")
     run.add_argument("--levels", action="store_true", help="also report sound levels every second (mic check)")
 

@@ -4,6 +4,10 @@ import json
 import re
 import subprocess
 
+import pytest
+
+from voxnode.cli import build_parser
+
 
 def test_run_on_a_file_prints_level_json(tmp_path, voxnode_cmd):
     wav = tmp_path / "tone.wav"
@@ -76,3 +80,13 @@ def test_version(voxnode_cmd):
 
     p = subprocess.run(voxnode_cmd + ["--version"], capture_output=True, text=True)
     assert p.returncode == 0 and p.stdout.strip() == f"voxnode {__version__}"
+
+
+@pytest.mark.parametrize("bad", ["nan", "-1", "0", "inf"])
+def test_run_duration_must_be_a_positive_number_of_seconds(bad, capsys):
+    """Before: nan ran for ever (no deadline compared true), -1 stopped at once."""
+    with pytest.raises(SystemExit) as e:
+        build_parser().parse_args(["run", "--duration", bad])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and f"argument --duration: '{bad}' must be a positive number of seconds" in err, err
+    assert build_parser().parse_args(["run", "--duration", "1.5"]).duration == 1.5
