@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import os
 import shutil
 import sys
 import time
@@ -122,12 +123,19 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return COMMANDS[args.command](args)
+        code = COMMANDS[args.command](args)
+        sys.stdout.flush()  # here, not at exit, so that a reader that has gone is handled below
+        return code
     except VoxnodeError as e:
         print(f"voxnode: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # `voxnode devices | head -1`: the reader left; no traceback. What is still buffered goes to
+        # /dev/null, or the flush at exit fails again (the recipe of Python's signal module docs).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 def _load(args: argparse.Namespace) -> Config:

@@ -90,3 +90,15 @@ def test_run_duration_must_be_a_positive_number_of_seconds(bad, capsys):
     err = capsys.readouterr().err
     assert e.value.code == 2 and f"argument --duration: '{bad}' must be a positive number of seconds" in err, err
     assert build_parser().parse_args(["run", "--duration", "1.5"]).duration == 1.5
+
+
+def test_a_reader_that_has_gone_is_no_traceback(voxnode_cmd):
+    """`voxnode check-config --reference | head -1`: the pipe's reader closes before the output is written
+    (here before the child has even started). Before: a BrokenPipeError traceback."""
+    p = subprocess.Popen(
+        [*voxnode_cmd, "check-config", "--reference"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert p.stdout is not None
+    p.stdout.close()
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 1 and err == "", err
