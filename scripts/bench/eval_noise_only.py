@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from scripts.bench import audio_corpus as ac
+from scripts.bench.settings import apply_sets, parse_sets
 from voxnode.config import Config
 from voxnode.stream.recognition import Recognition
 
@@ -23,20 +24,15 @@ from voxnode.stream.recognition import Recognition
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--minutes", type=float, default=3.0)
-    ap.add_argument("--set", action="append", default=[], help="section.key=value")
+    ap.add_argument("--set", action="append", default=[], help="section.key=value (scripts/bench/settings.py)")
     args = ap.parse_args()
+    sets = parse_sets(args.set)  # checked by the config loader before the model loads
     from voxnode.asr import default_model_dir
     from voxnode.asr.whisper.engine import WhisperEngine
 
     engine = WhisperEngine.load(default_model_dir(), 2)
     cfg = Config()
-    cfg = dataclasses.replace(cfg, stream=dataclasses.replace(cfg.stream, partials=False))
-    for item in args.set:
-        key, val = item.split("=", 1)
-        sec, name = key.split(".")
-        cur = getattr(getattr(cfg, sec), name)
-        v = type(cur)(val) if not isinstance(cur, bool) else val.lower() == "true"
-        cfg = dataclasses.replace(cfg, **{sec: dataclasses.replace(getattr(cfg, sec), **{name: v})})
+    cfg = apply_sets(dataclasses.replace(cfg, stream=dataclasses.replace(cfg.stream, partials=False)), sets)
     n = int(args.minutes * 60 * ac.RATE)
     print(f"settings: {args.set or 'defaults'}; {args.minutes:g} min per noise and level")
     print("| noise | level dBFS | utterances decoded /h | transcripts /h | example |\n|---|---|---|---|---|")

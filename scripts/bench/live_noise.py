@@ -54,10 +54,11 @@ from scripts.bench import audio_corpus as ac
 from scripts.bench import emulate_board
 from scripts.bench import live_noise_audio as la
 from scripts.bench import live_noise_report as report
-from scripts.bench.live_noise_config import alsa_conf, parse_sets, write_config
+from scripts.bench.live_noise_config import alsa_conf, write_config
 from scripts.bench.live_noise_run import VOXNODE, play_live, transcribe_cuts
 from scripts.bench.live_noise_score import score_condition, score_noise_alone
 from scripts.bench.machine import describe
+from scripts.bench.settings import parse_sets
 
 DEFAULT_JSON = RESULTS / "live_noise_benchmark.json"
 

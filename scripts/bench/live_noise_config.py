@@ -9,22 +9,6 @@ import tomllib
 from pathlib import Path
 
 
-def parse_sets(items: list[str]) -> dict[str, dict]:
-    """["vad.engine=\"spectral\"", "vad.hangover_ms=700"] -> {"vad": {...}}; bare words are strings."""
-    out: dict[str, dict] = {}
-    for item in items:
-        key, sep, val = item.partition("=")
-        section, dot, name = key.strip().partition(".")
-        if not sep or not dot:
-            raise SystemExit(f"--set {item!r}: expected section.key=value")
-        try:
-            value = tomllib.loads(f"v = {val}")["v"]
-        except tomllib.TOMLDecodeError:
-            value = val
-        out.setdefault(section, {})[name] = value
-    return out
-
-
 def toml_value(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"

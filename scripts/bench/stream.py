@@ -20,7 +20,6 @@ finals, skipped partials, WER (finals matched to reference utterances by time).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import subprocess
@@ -113,6 +112,7 @@ def rss_mb() -> float:
 
 
 def run(n: int, speak_s: float, idle_s: float, engines: list, config_overrides: dict) -> dict:
+    from scripts.bench.settings import apply_sets
     from voxnode.config import Config
     from voxnode.config.audio import StreamConfig
     from voxnode.daemon import Daemon, RunOptions
@@ -121,8 +121,7 @@ def run(n: int, speak_s: float, idle_s: float, engines: list, config_overrides: 
     fifos = [str(work / f"s{i}.fifo") for i in range(n)]
     refs = json.loads((work / "refs.json").read_text())[:n]
     cfg = Config(streams=tuple(StreamConfig(name=f"s{i}", device=f"bench{i}") for i in range(n)))
-    for section, values in config_overrides.items():
-        cfg = dataclasses.replace(cfg, **{section: dataclasses.replace(getattr(cfg, section), **values)})
+    cfg = apply_sets(cfg, config_overrides)
     sink = ListSink()
     daemon = Daemon(cfg, [sink], RunOptions(), recognizers=engines)
     th = threading.Thread(target=daemon.run)
@@ -287,6 +286,9 @@ def main() -> None:
         "per 20 ms fit any board); CPU is also given in that board's cores",
     )
     args = ap.parse_args()
+    from scripts.bench.settings import apply_sets, parse_sets
+
+    overrides = parse_sets(args.set)  # checked by the config loader before anything starts
     board = emulate_board.BOARDS[args.board]
     if board.fraction is not None and os.environ.get(EMULATED_ENV) != args.board:
         # Re-run this command under the emulation (the daemon runs in this process).
@@ -320,27 +322,13 @@ def main() -> None:
         ],
         check=True,
     )
-    overrides: dict = {}
-    for item in args.set:
-        key, val = item.split("=", 1)
-        section, name = key.split(".")
-        v: object = {"true": True, "false": False}.get(val.lower(), val)
-        if isinstance(v, str):
-            try:
-                v = int(v)
-            except ValueError:
-                try:
-                    v = float(v)
-                except ValueError:
-                    pass
-        overrides.setdefault(section, {})[name] = v
     from voxnode.asr import default_model_dir
     from voxnode.asr.whisper.engine import WhisperEngine
     from voxnode.asr.whisper.options import DecodeOptions
-    from voxnode.config.asr import AsrConfig
+    from voxnode.config import Config
 
     # [asr] overrides (beam_size, min_window_s, ...) reach the engines, the others the daemon.
-    options = DecodeOptions.from_config(dataclasses.replace(AsrConfig(), **overrides.pop("asr", {})))
+    options = DecodeOptions.from_config(apply_sets(Config(), {"asr": overrides.pop("asr", {})}).asr)
     engines = [WhisperEngine.load(default_model_dir(), args.threads, options=options) for _ in range(args.engines)]
     if args.batching:
         batching(engines[0])
