@@ -174,6 +174,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = _load(args)
     if args.device:
         config = config.with_device(args.device)
+    if args.file:
+        from voxnode.audio.sources import check_file
+
+        check_file(args.file)  # before the models load (seconds on a Pi)
     options = RunOptions(duration_s=args.duration, file=args.file, levels=args.levels)
     # SIGHUP re-reads the same file with the same overrides.
     reloader = config_loader(args.config, args.device)

@@ -102,3 +102,14 @@ def test_a_reader_that_has_gone_is_no_traceback(voxnode_cmd):
     p.stdout.close()
     _, err = p.communicate(timeout=60)
     assert p.returncode == 1 and err == "", err
+
+
+@pytest.mark.parametrize(("name", "why"), [("missing.wav", "no such file"), ("bad.wav", "not a WAV file")])
+def test_run_with_a_bad_file_says_so_before_loading_the_models(tmp_path, voxnode_cmd, name, why):
+    """Before: the one line came after Whisper and the end-of-turn model had loaded (seconds on a Pi)."""
+    f = tmp_path / name
+    if name == "bad.wav":
+        f.write_bytes(b"hello")
+    p = subprocess.run(voxnode_cmd + ["run", "--file", str(f)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert p.stderr.startswith(f"voxnode: error: {f}: {why}") and p.stderr.count("\n") == 1, p.stderr

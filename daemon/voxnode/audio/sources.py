@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from voxnode.audio.alsa_capture import AlsaCapture
 from voxnode.audio.audio_stream import AudioStream
 from voxnode.audio.file_source import FileSource
@@ -16,6 +18,19 @@ def make_source(stream: StreamConfig, audio: AudioConfig, file: str | None, real
     if file:
         # Streamed: the header is checked now (a bad file stops the start with one line), the samples
         # are read block by block as they are played, so a long file never sits whole in memory.
-        blocks = AudioStream(file, raw=file.endswith(".raw")).blocks()
+        blocks = AudioStream(file, raw=_raw(file)).blocks()
         return FileSource(stream.name, blocks, ring, realtime=realtime)
     return AlsaCapture(stream, audio, ring)
+
+
+def check_file(file: str) -> None:
+    """`voxnode run --file`: a missing, empty or malformed file is its one line at once, not after the
+    models have loaded (make_source opens it again). A pipe or device is left alone: it can be read once."""
+    path = Path(file)
+    if path.exists() and not (path.is_file() or path.is_dir()):
+        return
+    AudioStream(file, raw=_raw(file)).close()
+
+
+def _raw(file: str) -> bool:
+    return file.endswith(".raw")  # headerless S16_LE 16 kHz mono; anything else is a WAV
