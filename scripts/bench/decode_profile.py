@@ -20,9 +20,11 @@ the number of tail steps, and a Pi 4 estimate (host CPU / `--pi4-fraction`: 0.09
 calibration of this host on 2026-12-05; an estimate, since it models neither memory bandwidth nor
 NEON against this host's AVX-512 VNNI/AMX kernels). Each final's tokens are saved, and a run can be
 compared token for token with an earlier label (`--same-as LABEL`): a change that should not
-change the text must say "0 differ".
+change the text must say "0 differ". `--rows` times one decoder call alone as its rows grow
+(1, 3, 5, 16 hypotheses; logits for one row or all): what a call costs whatever its rows.
 
     nice -n 19 .venv-bench/bin/python -m scripts.bench.decode_profile --threads 1 2 --label before
+    nice -n 19 .venv-bench/bin/python -m scripts.bench.decode_profile --rows    # one call by its rows
 
 Process CPU is fair under `nice` on a shared host; wall time is not (printed for reference only).
 """
@@ -204,6 +206,35 @@ def measure(threads: int, prof: Profiler, n_asterisk: int, lag_s: float, repeat:
     return {"threads": threads, "finals": finals}
 
 
+def invoke_by_rows(threads: int, reps: int = 200) -> list[str]:
+    """A step's invoke alone, as the rows (hypotheses) and the logit rows grow: what the call costs
+    whatever its rows. A real recording encoded in the 6 s window, a 5-token prefix, 16 rows each."""
+    from scripts.bench import speech_corpus
+    from voxnode.asr import default_model_dir
+    from voxnode.asr.whisper.engine import WhisperEngine
+
+    engine = WhisperEngine.load(default_model_dir(None, "tiny.en"), threads)
+    engine._encode((speech_corpus.pocketsphinx()[0].audio[:80000] / 32768.0).astype(np.float32), 6.0)
+    dec = engine._decoder
+    start = engine.start_sequence()
+    prefix = dec.prefill([*start.tokens, 383, 318, 257], start.sot_index)
+    lines = [
+        f"{threads} thread(s), one decoder call, {reps} times (ms per call, process / calling thread CPU):",
+        "| rows | logit rows | process CPU | thread CPU |",
+        "|---|---|---|---|",
+    ]
+    for n, k in ((1, 1), (3, 1), (3, 3), (5, 1), (5, 5), (16, 1), (16, 16)):
+        hyps = dec.hypotheses(prefix, n, 16)
+        x = dec._x([262] * n, [prefix.length] * n)
+        dec._invoke({"x": x, "mask": hyps.mask(), "pick": np.eye(n, dtype=np.float32)[:k]}, hyps)
+        c0, t0 = time.process_time(), time.thread_time()
+        for _ in range(reps):
+            dec.it.invoke()
+        proc, thread = (time.process_time() - c0) / reps * 1000, (time.thread_time() - t0) / reps * 1000
+        lines.append(f"| {n} | {k} | {proc:.2f} | {thread:.2f} |")
+    return lines
+
+
 def summary(run: dict, fraction: float) -> list[str]:
     finals = run["finals"]
     keys = sorted({k for f in finals for k in f["spans"]})
@@ -253,7 +284,13 @@ def main() -> int:
     p.add_argument("--same-as", default=None, help="compare each final's tokens with this earlier label's")
     p.add_argument("--json", type=Path, default=RESULTS / "decode_profile.json")
     p.add_argument("--no-write", action="store_true")
+    p.add_argument("--rows", action="store_true", help="only time one decoder call by its rows (nothing saved)")
     args = p.parse_args()
+    if args.rows:
+        for threads in args.threads:
+            print("\n".join(invoke_by_rows(threads)) + "\n", flush=True)
+        print(load())
+        return 0
     saved = json.loads(args.json.read_text()) if args.json.exists() else {}
     if args.same_as is not None and args.same_as not in saved:
         p.error(f"--same-as {args.same_as!r}: no such label in {args.json} (known: {sorted(saved)})")
