@@ -218,7 +218,7 @@ class Daemon:
         hooks = self._hooks()
         for hook in hooks:
             hook.on_starting(self.view)
-        start_all(self.components)
+        start_all(self.components, self.config.service.stop_timeout_s)
         names = self.streams.names()
         log.info("voxnode running: %d stream(s): %s", len(names), ", ".join(names))
         for hook in hooks:

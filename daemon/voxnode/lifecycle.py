@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 # The main loop's tick for a hook that does not say how often it needs one.
 TICK_S = 0.1
+# How long a shutdown may take: service.stop_timeout_s's default, and the bound of a failed start's
+# rollback where the config is not at hand (start_all, Streams.start). One bound for every stop.
+STOP_TIMEOUT_S = 5.0
 
 
 class Component(ABC):
@@ -45,15 +48,20 @@ class Component(ABC):
         every thread and server. Called once, and only after start() returned."""
 
 
-def start_all(components: Sequence[Component]) -> None:
-    """Start in order; if one fails, stop those already started (in reverse) and re-raise."""
+def start_all(components: Sequence[Component], stop_timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """Start in order; if one fails, stop those already started (in reverse) and re-raise.
+
+    The rollback is a shutdown like any other: its deadline is `stop_timeout_s` from now
+    (service.stop_timeout_s where the caller has the config). Nothing is in flight yet, so the
+    threads end at once; with a deadline of now, a thread that had not yet seen its stop was
+    reported as not stopping in time (the end-of-turn model's, before every failed start's error)."""
     started: list[Component] = []
     try:
         for c in components:
             c.start()
             started.append(c)
     except BaseException:
-        stop_all(started, time.monotonic())
+        stop_all(started, time.monotonic() + stop_timeout_s)
         raise
 
 

@@ -1,8 +1,10 @@
 """The `voxnode` command line: run, devices, demo, --version, and its one-line errors."""
 
 import json
+import os
 import re
 import subprocess
+import threading
 
 import pytest
 
@@ -113,3 +115,19 @@ def test_run_with_a_bad_file_says_so_before_loading_the_models(tmp_path, voxnode
     p = subprocess.run(voxnode_cmd + ["run", "--file", str(f)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
     assert p.stderr.startswith(f"voxnode: error: {f}: {why}") and p.stderr.count("\n") == 1, p.stderr
+
+
+def test_a_failed_start_says_only_its_error(tmp_path, voxnode_cmd):
+    """A start that fails after the end-of-turn model's thread started (a pipe given to --file is read
+    at the stream's start, after the models): the error's one line and no warning. Before: every failed
+    start printed "end-of-turn model: its thread did not stop in time" first, as the rollback stopped
+    what had started with a deadline of now."""
+    fifo = tmp_path / "talk.wav"
+    os.mkfifo(fifo)
+    threading.Thread(target=lambda: fifo.write_bytes(b"hello, this is not audio"), daemon=True).start()
+    env = {**os.environ, "PYTHONMALLOC": "malloc"}  # as the unit and `make test` run it (else a warning)
+    run = voxnode_cmd + ["run", "--file", str(fifo)]
+    p = subprocess.run(run, capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert "did not stop in time" not in p.stderr and "WARNING" not in p.stderr, p.stderr
+    assert p.stderr.splitlines()[-1].startswith(f"voxnode: error: {fifo}: not a WAV file"), p.stderr

@@ -3,12 +3,13 @@
 from dataclasses import dataclass
 
 from voxnode.config.fields import setting
+from voxnode.lifecycle import STOP_TIMEOUT_S
 
 
 @dataclass(frozen=True)
 class ServiceConfig:
     stop_timeout_s: float = setting(
-        5.0,
+        STOP_TIMEOUT_S,
         "On SIGTERM, time to finish the utterance in flight and flush the sinks before exiting anyway. "
         "Keep it below the unit's TimeoutStopSec.",
         min=0.0,

@@ -70,7 +70,7 @@ class Recognition(Component):
         )
         turn = TurnDetector() if self._config.vad.end_of_turn != "off" else None
         children: list[Component] = [scheduler] if turn is None else [scheduler, turn]
-        start_all(children)
+        start_all(children, self._config.service.stop_timeout_s)
         self._scheduler, self._turn, self._children = scheduler, turn, children
 
     def _start_turn(self, config: Config) -> None:

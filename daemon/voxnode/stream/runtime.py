@@ -15,7 +15,7 @@ from voxnode.audio.source import AudioSource
 from voxnode.config.audio import StreamConfig
 from voxnode.heartbeat import Heartbeat
 from voxnode.host_view import CaptureVitals
-from voxnode.lifecycle import Component, start_all, stop_all
+from voxnode.lifecycle import STOP_TIMEOUT_S, Component, start_all, stop_all
 
 from .pipeline import StreamPipeline
 from .worker import StreamWorker
@@ -126,8 +126,8 @@ class Streams(Component):
         try:
             for config in self._initial:
                 self.add(config)
-        except BaseException:  # the streams already started stop again (start_all's rollback)
-            self.stop(time.monotonic())
+        except BaseException:  # the streams already started stop again, as start_all's rollback does
+            self.stop(time.monotonic() + STOP_TIMEOUT_S)
             raise
 
     def add(self, config: StreamConfig, pipeline: StreamPipeline | None = None) -> StreamRuntime:

@@ -68,7 +68,7 @@ class StreamWorker(Component):
         (its source has closed it already, unless the source never started)."""
         self.ring.close()
         self._thread.join(max(0.0, deadline - time.monotonic()))
-        # Still running with nothing heard (a start rolled back with no time given): it ends at once.
+        # Still running with nothing heard (a deadline already past): it ends at once, nothing is lost.
         if self._thread.is_alive() and (not self.pipeline.idle or self.ring.depth):
             log.warning(
                 "stream %s: worker did not finish in time; an utterance it held is lost",
