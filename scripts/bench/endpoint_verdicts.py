@@ -11,7 +11,8 @@ silence and decoded as the pipeline's speculative final is. Prints each verdict
 
 `--turn-model litert` also asks the daemon's end-of-turn model (`vad.end_of_turn`, Pipecat's Smart
 Turn v3.2 rebuilt for LiteRT: stream/turn.py) and prints how the closing-mark rule and the model
-combine; `--dump` writes every cut's figures. `--turn-model auto` (benchmark venv: needs
+combine; `--dump` writes every cut's figures. The last table counts the cuts on which both say
+finished (`vad.agreed_end_*`): whole / fragment, per bar of each. `--turn-model auto` (benchmark venv: needs
 onnxruntime) asks the ONNX original instead (BSD-2-Clause, taken from the `pipecat-ai` wheel on
 PyPI with `pip download --no-deps`; only its ONNX file is read), to compare the rebuild with it:
 
@@ -42,6 +43,8 @@ TURN_ONNX = "pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx"
 TURN_SECONDS = 8
 TURN_SURE = 0.9  # the model's probability that overrides a missing or hesitant closing mark
 TURN_ALONE = 0.95  # ... and the bar when it decides alone (a closing mark, if any, only needs p >= 0.5)
+AGREED_MARK = (0.0, 0.5, 0.8)  # the text's and the model's bars where both must say finished
+AGREED_TURN = (0.5, 0.8, 0.9, 0.95, 0.98)
 
 
 class OnnxTurnModel:
@@ -175,6 +178,21 @@ def main() -> None:
                 1 for q, p, is_open, _ in rows if (p is not None and p >= 0.8) or (q >= TURN_SURE and not is_open)
             )
             print(f"| {kind} | {len(rows)} | {mark} | {half} | {alone} | {both} |")
+        print_agreed(turns)
+
+
+def print_agreed(turns: dict[str, list[tuple[float, float | None, bool, float | None]]]) -> None:
+    """Whole / fragment cuts on which the text and the model agree (vad.agreed_end_*): a closing mark
+    of p >= m (the text not clearly open) and the model's P(finished) >= q."""
+    print()
+    print("| closing mark p >= | " + " | ".join(f"and turn >= {q}" for q in AGREED_TURN) + " |")
+    print("|---|" + "---|" * len(AGREED_TURN))
+    for m in AGREED_MARK:
+        cells = []
+        for q in AGREED_TURN:
+            n = {k: sum(1 for t, p, _, _ in rows if p is not None and p >= m and t >= q) for k, rows in turns.items()}
+            cells.append(f"{n['whole']} / {n['fragment']}")
+        print(f"| {m} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

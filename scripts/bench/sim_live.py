@@ -9,6 +9,10 @@ or waiting for real time (about 10x faster than real time here). `scripts/bench/
 (real ALSA, real daemon, real time) stays the measure of record; this is for iterating.
 
     PYTHONPATH=daemon python -m scripts.bench.sim_live --noise pink --snr 5 [--set vad.hangover_ms=700]
+
+With `vad.end_of_turn` (the default) the end-of-turn model answers each pause on its own thread in
+simulated time too (scripts/bench/sim_turn.py). `--track clean,pink-10,babble-10,pauses` replays
+the live-noise benchmark's recordings instead of its own; `--save F` appends each row (JSON lines).
 """
 
 from __future__ import annotations
@@ -16,13 +20,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from scripts.bench import audio_corpus as ac
 from scripts.bench import speech_corpus as sc
+from scripts.bench.machine import describe, load
 from voxnode.config import Config
 from voxnode.stream.jobs import DecodeJob, JobKind, JobOutcome
 from voxnode.stream.params import pipeline_params
@@ -105,8 +112,9 @@ def recording(
 class SimScheduler:
     """What StreamPipeline uses of DecodeScheduler, with one worker in simulated time."""
 
-    def __init__(self, engine, clock: SimClock, partial_max_wait_s: float = 1.0):
+    def __init__(self, engine, clock: SimClock, partial_max_wait_s: float = 1.0, scale: float = 1.0):
         self.engine = engine
+        self.scale = scale  # a decode lasts its CPU time here times this (a slower board)
         self.clock = clock
         self.queue: list[DecodeJob] = []
         self.running: tuple[DecodeJob, float, object] | None = None
@@ -190,7 +198,7 @@ class SimScheduler:
             hotwords=job.hotwords,
             **({"draft": job.draft} if job.draft else {}),
         )
-        run = time.thread_time() - t0
+        run = (time.thread_time() - t0) * self.scale
         self.decodes += 1
         self.busy_s += run
         job.started, self.free_at = start, start + run
@@ -223,9 +231,15 @@ class SimClock:
 # ---- one run ---------------------------------------------------------------------------------
 
 
-def simulate(config: Config, audio: np.ndarray, engine) -> tuple[list[dict], dict]:
+def simulate(config: Config, audio: np.ndarray, engine, turn_model=None, scale=(1.0, 1.0)) -> tuple[list[dict], dict]:
+    """`turn_model`: the end-of-turn model (stream/turn.py TurnModel) when [vad] end_of_turn asks it,
+    on its own thread in simulated time (scripts/bench/sim_turn.py); None: the text decides alone.
+    `scale`: the decodes' and the model's CPU times are multiplied by these (a slower board)."""
+    from scripts.bench.sim_turn import SimTurn
+
     clock = SimClock()
-    sched = SimScheduler(engine, clock, config.stream.partial_max_wait_ms / 1000)
+    sched = SimScheduler(engine, clock, config.stream.partial_max_wait_ms / 1000, scale[0])
+    turn = SimTurn(turn_model, clock, scale[1]) if turn_model is not None and config.vad.end_of_turn != "off" else None
     events: list[dict] = []
     pipe = StreamPipeline(
         "sim",
@@ -233,19 +247,30 @@ def simulate(config: Config, audio: np.ndarray, engine) -> tuple[list[dict], dic
         sched,
         lambda e: events.append({**e.as_dict(), "t": clock.now, "start_s": e.start, "end_s": e.end}),
         clock,
+        turn=turn,  # type: ignore[arg-type]
     )
+
+    def advance(t: float) -> None:  # decode results and the model's answers, in the order they come
+        while turn is not None and (at := turn.next_at()) is not None and at <= t:
+            sched.advance(at)
+            turn.deliver(at)
+        sched.advance(t)
+        clock.now = t
+
     n = len(audio) // FRAME
     t_cpu = time.process_time()
     for i in range(n):
         t = (i + 1) * FRAME / RATE  # the frame is complete (captured) at its end
         clock.now = t
-        sched.advance(t)
+        advance(t)
         pipe.feed(audio[i * FRAME : (i + 1) * FRAME], i, t - FRAME / RATE, t - FRAME / RATE)
     pipe.flush()
-    sched.advance(float("inf"))
+    advance(float("inf"))
     stats = {
         "decodes": sched.decodes,
         "engine_s": round(sched.busy_s, 2),
+        "turn_calls": turn.count if turn is not None else 0,
+        "turn_s": round(turn.busy_s, 2) if turn is not None else 0.0,
         "cpu_s": round(time.process_time() - t_cpu, 2),
         **pipe.stats.as_dict(),
     }
@@ -268,7 +293,7 @@ def score(events: list[dict], placed: list[Placed], noisy: np.ndarray, engine, o
         last = placed[hit[-1]]
         lat = (f["t"] - last.end) * 1e3
         latencies.append(lat)
-        if last.text.rstrip()[-1:] in ".?!" or True:
+        if f["text"].rstrip()[-1:] in ".?!":  # live_noise's "sentences": finals that end on a closing mark
             sentence_latencies.append(lat)
     live = scoring.corpus_score([" ".join(p.text for p in placed)], [" ".join(f["text"] for f in finals)])
     out = {
@@ -281,6 +306,8 @@ def score(events: list[dict], placed: list[Placed], noisy: np.ndarray, engine, o
         "live_wer": round(live.wer, 1),
         "lat_p50": round(float(np.percentile(latencies, 50)), 0) if latencies else None,
         "lat_p95": round(float(np.percentile(latencies, 95)), 0) if latencies else None,
+        "sent_p50": round(float(np.percentile(sentence_latencies, 50)), 0) if sentence_latencies else None,
+        "sent_p95": round(float(np.percentile(sentence_latencies, 95)), 0) if sentence_latencies else None,
     }
     if offline:
         hyps = []
@@ -303,48 +330,68 @@ def apply_overrides(config: Config, sets: list[str]) -> Config:
     return config
 
 
+def recordings(args) -> list[tuple[str, np.ndarray, list[Placed]]]:
+    """(name, audio, utterances): sim_live's own recordings (--noise, --snr), or with --track the
+    live-noise benchmark's (scripts/bench/live_noise_audio.py: the same 25 utterances, seed 9, its
+    `pauses` condition with 300-700 ms pauses inside sentences)."""
+    from scripts.bench import live_noise_audio as la
+
+    out = []
+    for name in args.track.split(",") if args.track else []:
+        t = la.cached_track(la.Condition.parse(name), 25, 9, 600.0)
+        out.append((name, t.audio, [Placed(u.text, u.speech_start / RATE, u.speech_end / RATE) for u in t.utts]))
+    for noise in [] if args.track else args.noise.split(","):
+        for snr in [None] if noise == "clean" else [float(s) for s in args.snr.split(",")]:
+            pause = args.inner_pause_ms / 1000
+            audio, placed = recording(noise, snr or 0, args.asterisk, speech_dbfs=args.speech_dbfs, inner_pause_s=pause)
+            out.append((noise if snr is None else f"{noise}-{snr:g}", audio, placed))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--noise", default="clean,white,pink,babble,hvac,music")
     ap.add_argument("--snr", default="10")
+    ap.add_argument("--track", help="live_noise conditions (clean,pink-10,pauses,...) instead of --noise/--snr")
     ap.add_argument("--set", action="append", default=[], help="config override section.key=value")
     ap.add_argument("--asterisk", type=int, default=15)
     ap.add_argument("--speech-dbfs", type=float, default=-26.0, help="mean speech level (the noise follows the SNR)")
     ap.add_argument("--inner-pause-ms", type=float, default=0, help="a pause this long inside each utterance over 2 s")
     ap.add_argument("--no-offline", action="store_true", help="skip the per-utterance transcribe WER")
     ap.add_argument("--show", action="store_true", help="print every final")
+    ap.add_argument("--save", type=Path, help="append each row, with the command, machine and load (JSON lines)")
+    ap.add_argument("--scale", default="1,1", help="decode,model CPU time factors: a slower board (Pi 5 ~1.4,2.5)")
     args = ap.parse_args()
     from voxnode.asr import default_model_dir
     from voxnode.asr.whisper.engine import WhisperEngine
 
     engine = WhisperEngine.load(default_model_dir(), 1)
     config = apply_overrides(Config(), args.set)
+    from voxnode.stream.turn import TurnModel
+
+    turn_model = TurnModel() if config.vad.end_of_turn != "off" else None  # as the daemon: asked at every pause
     print(
-        "| noise | SNR | finals/utt | split | missed | false | live WER | transcribe WER | lat p50 | lat p95 "
-        "| decodes |"
+        "| recording | finals/utt | split | missed | false | live WER | transcribe WER | lat p50 / p95 "
+        "| sentences p50 / p95 | ended by mark+model / sentence end | decodes |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for noise in args.noise.split(","):
-        for snr in [None] if noise == "clean" else [float(s) for s in args.snr.split(",")]:
-            audio, placed = recording(
-                noise,
-                snr or 0,
-                n_asterisk=args.asterisk,
-                speech_dbfs=args.speech_dbfs,
-                inner_pause_s=args.inner_pause_ms / 1000,
-            )
-            events, stats = simulate(config, audio, engine)
-            r = score(events, placed, audio, engine, offline=not args.no_offline)
-            print(
-                f"| {noise} | {'-' if snr is None else f'{snr:g}'} | {r['finals_per_utt']} | {r['utts_split']} | "
-                f"{r['utts_missed']} | {r['false_finals']} | {r['live_wer']} | {r.get('transcribe_wer', '')} | "
-                f"{r['lat_p50']} | {r['lat_p95']} | {stats['decodes']} |",
-                flush=True,
-            )
-            if args.show:
-                for e in events:
-                    if e["type"] == "final":
-                        print(f"    {e['start_s']:7.2f}-{e['end_s']:7.2f} @{e['t']:7.2f}  {e['text']}")
+    for name, audio, placed in recordings(args):
+        events, stats = simulate(config, audio, engine, turn_model, tuple(float(x) for x in args.scale.split(",")))
+        r = score(events, placed, audio, engine, offline=not args.no_offline)
+        print(
+            f"| {name} | {r['finals_per_utt']} | {r['utts_split']} | {r['utts_missed']} | {r['false_finals']} | "
+            f"{r['live_wer']} | {r.get('transcribe_wer', '')} | {r['lat_p50']} / {r['lat_p95']} | "
+            f"{r['sent_p50']} / {r['sent_p95']} | {stats['endpoints_agreed']} / {stats['endpoints_sentence_end']} | "
+            f"{stats['decodes']} |",
+            flush=True,
+        )
+        finals = [(e["start_s"], e["end_s"], e["t"], e["text"]) for e in events if e["type"] == "final"]
+        if args.save:
+            row = {"recording": name, "settings": args.set, **r, **stats, "command": " ".join(sys.argv[1:])}
+            with args.save.open("a") as f:
+                f.write(json.dumps({**row, "machine": describe(), "load": load(), "finals": finals}) + "\n")
+        for start, end, t, text in finals if args.show else []:
+            print(f"    {start:7.2f}-{end:7.2f} @{t:7.2f}  {text}")
 
 
 if __name__ == "__main__":
