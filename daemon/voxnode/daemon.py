@@ -20,6 +20,7 @@ from voxnode.audio.sources import make_source
 from voxnode.config import Config
 from voxnode.config.audio import StreamConfig
 from voxnode.config.mqtt import node_id_for
+from voxnode.delivery.schema import check_spool_path
 from voxnode.delivery.wiring import Delivery
 from voxnode.events import TranscriptEvent
 from voxnode.health.reporter import HealthReporter
@@ -115,7 +116,9 @@ class Daemon:
 
     def _wire_delivery(self) -> None:
         """With a durable output (stdout, MQTT, webhook), the spool: each final is stored, and given its
-        seq, before any output sees it; each durable output delivers from its cursor."""
+        seq, before any output sees it; each durable output delivers from its cursor. A set
+        delivery.spool_path it could never use is refused with or without one, as check-config does."""
+        check_spool_path(self.config.delivery.spool_path)
         durable = [o for o in self._outputs if o.durable]
         if self.delivery is not None or not durable:
             return

@@ -62,6 +62,12 @@ def _wake(config: Config) -> None:
             check_confirm(w.confirm, models)
 
 
+def _delivery(config: Config) -> None:
+    from voxnode.delivery.schema import check_spool_path
+
+    check_spool_path(config.delivery.spool_path)  # as the daemon checks it before opening the spool
+
+
 def _wyoming(config: Config) -> None:
     if config.wyoming.enabled and config.wyoming.zeroconf and importlib.util.find_spec("zeroconf") is None:
         raise ConfigError("wyoming.zeroconf = true needs the zeroconf package: pip install 'voxnode[zeroconf]'")
@@ -70,6 +76,7 @@ def _wyoming(config: Config) -> None:
 # (the config sections a check reads, the check)
 CHECKS: tuple[tuple[tuple[str, ...], Callable[[Config], None]], ...] = (
     (("mqtt",), _mqtt),
+    (("delivery",), _delivery),
     (("asr",), _asr),
     (("vad",), _end_of_turn),
     (("wake", "streams", "audio"), _wake),

@@ -192,3 +192,25 @@ def test_check_config_checks_referenced_files_as_run_does(case, tmp_path, voxnod
     run = _run_start(voxnode_cmd, cfg)
     assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
     assert run.stderr.strip().splitlines()[-1] == check, (run.stderr, check)  # the same words from both
+
+
+@pytest.mark.parametrize("where", ["under a file", "a folder"])
+def test_a_spool_path_that_cannot_be_a_file_is_refused(where, tmp_path, voxnode_cmd):
+    """Before: check-config passed, and run logged an ERROR and carried on (exit 0) with every final
+    delivered without a durable copy or seq. Now both refuse with the same line naming the key."""
+    from voxnode.demo import bundled_clip
+
+    state = tmp_path / "state"
+    if where == "under a file":
+        state.write_text("a file where the spool's folder should be\n")
+        spool, why = state / "spool.sqlite", f"{state} is not a folder"
+    else:
+        state.mkdir()
+        spool, why = state, f"{state} is a folder; name the spool's file in it (e.g. {state / 'spool.sqlite'})"
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[delivery]\nspool_path = "{spool}"\n')
+    line = f"voxnode: error: delivery.spool_path = '{spool}': {why}"
+    assert one_line_error(run_check(voxnode_cmd, cfg)) == line
+    run = [*voxnode_cmd, "run", "--config", str(cfg), "--stdout", "--file", str(bundled_clip()), "--duration", "1"]
+    p = subprocess.run(run, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and p.stderr.strip() == line, p.stderr  # before the models load: nothing else

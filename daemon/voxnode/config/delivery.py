@@ -12,7 +12,8 @@ class DeliveryConfig:
         "",
         'SQLite file holding finals until every durable output has delivered them; "" = $STATE_DIRECTORY, '
         "else /var/lib/voxnode, else ~/.local/state/voxnode (with a warning), + /spool.sqlite "
-        "(an existing mqtt-spool.sqlite there is kept: its unsent finals and seq carry on).",
+        "(an existing mqtt-spool.sqlite there is kept: its unsent finals and seq carry on). "
+        "A folder, or a path under a file, is refused at start (check-config too).",
         formerly="mqtt.spool_path",
     )
     spool_max_messages: int = setting(

@@ -8,6 +8,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from voxnode.errors import ConfigError
+
 log = logging.getLogger("voxnode.delivery.spool")
 
 SPOOL_FILE = "spool.sqlite"
@@ -43,6 +45,27 @@ def default_spool_path() -> Path:
         user,
     )
     return user / SPOOL_FILE
+
+
+def check_spool_path(configured: str) -> None:
+    """A set `delivery.spool_path` the spool could never open: a folder, or a path under something that
+    is not a folder (a file). A ConfigError naming the key, from check-config, a reload and run's start:
+    a node configured to keep its finals durably must not run without (before: an ERROR in the log and
+    every final without a durable copy or seq). What can change while the node runs (permissions, a full
+    disk, a read-only mount, a folder made later) is the spool's to report in health and retry (spool.py)."""
+    if not configured:
+        return
+    path = Path(configured)
+    if os.path.isdir(path):
+        raise ConfigError(
+            f"delivery.spool_path = {configured!r}: {path} is a folder; name the spool's file in it "
+            f"(e.g. {path / SPOOL_FILE})"
+        )
+    for folder in path.parents:  # the nearest one that exists must be a folder (the spool makes the rest)
+        if os.path.lexists(folder):
+            if not os.path.isdir(folder):
+                raise ConfigError(f"delivery.spool_path = {configured!r}: {folder} is not a folder")
+            return
 
 
 def _writable_dir(folder: Path) -> bool:
