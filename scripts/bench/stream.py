@@ -111,6 +111,19 @@ def rss_mb() -> float:
     return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def thread_times() -> dict[str, tuple[float, int]]:
+    """Per named thread: CPU seconds (schedstat) and voluntary context switches (its waits: wake-ups)."""
+    out = {}
+    for t in threading.enumerate():
+        try:
+            cpu_ns = int(Path(f"/proc/self/task/{t.native_id}/schedstat").read_text().split()[0])
+            status = Path(f"/proc/self/task/{t.native_id}/status").read_text()
+            out[t.name] = (cpu_ns / 1e9, int(status.split("\nvoluntary_ctxt_switches:")[1].split()[0]))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
 def run(n: int, speak_s: float, idle_s: float, engines: list, config_overrides: dict) -> dict:
     from scripts.bench.settings import apply_sets
     from voxnode.config import Config
@@ -133,9 +146,15 @@ def run(n: int, speak_s: float, idle_s: float, engines: list, config_overrides: 
     t_start = time.monotonic()
     # Idle phase: skip the first 2 s (start-up), measure until the first utterance.
     time.sleep(2.0)
-    c0, w0 = cpu_s(), time.monotonic()
+    c0, w0, th0 = cpu_s(), time.monotonic(), thread_times()
     time.sleep(max(0.5, idle_s - 2.5))
-    idle_cpu = (cpu_s() - c0) / (time.monotonic() - w0)
+    idle_s_measured = time.monotonic() - w0
+    idle_cpu = (cpu_s() - c0) / idle_s_measured
+    idle_threads = {
+        name: {"cpu_pct": round(100 * (cpu - th0[name][0]) / idle_s_measured, 3),
+               "wakeups_per_s": round((waits - th0[name][1]) / idle_s_measured, 1)}
+        for name, (cpu, waits) in thread_times().items() if name in th0 and cpu > th0[name][0]
+    }  # fmt: skip
     c1, w1 = cpu_s(), time.monotonic()
     rss_samples = [rss_mb()]
     sampling = threading.Event()
@@ -209,6 +228,7 @@ def run(n: int, speak_s: float, idle_s: float, engines: list, config_overrides: 
         },
         "wer": errs / max(1, words),
         "cpu_idle_pct_per_stream": 100 * idle_cpu / n,
+        "idle_threads": idle_threads,  # % of one host core and wake-ups a second, per thread
         "cpu_speaking_pct_per_stream": 100 * speak_cpu / n,
         "cpu_total_speaking_pct": 100 * speak_cpu,
         "rss_max_mb": max(rss_samples),  # sampled every 250 ms while the streams run
