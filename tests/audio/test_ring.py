@@ -69,3 +69,20 @@ def test_single_get_still_woken_after_a_batch_wait():
     ring.put(_frame(7))
     t.join(2)
     assert got and got[0].seq == 7
+
+
+def test_put_many_wakes_a_consumer_waiting_for_more_and_drops_oldest():
+    """An idle capture's drain (audio/capture_pace.py) comes in one put_many: its frames have waited
+    as long as the worker allows already, so the worker waiting for a batch of 10 takes these 3 now."""
+    ring = FrameRing(5)
+    got = []
+    t = threading.Thread(target=lambda: got.append(ring.get_batch(50, min_frames=10, timeout=30)))
+    t.start()
+    time.sleep(0.05)
+    assert ring.put_many([_frame(i) for i in range(3)]) == 0
+    t.join(10)
+    assert not t.is_alive() and [f.seq for f in got[0]] == [0, 1, 2]
+    # Full: the oldest go first, counted, as with put.
+    assert ring.put_many([_frame(i) for i in range(3, 10)]) == 2
+    assert ring.dropped == 2 and ring.high_water == 5
+    assert [f.seq for f in ring.get_batch(50)] == [5, 6, 7, 8, 9]

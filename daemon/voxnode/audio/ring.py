@@ -29,6 +29,7 @@ class FrameRing:
         # (get_batch); producers skip the notify below that, so an idle consumer
         # batching its frames is not woken once per frame.
         self._want = 1
+        self._bursts = 0  # put_many calls: each ends a consumer's wait for its batch
         self.dropped = 0
         self.high_water = 0
 
@@ -45,6 +46,26 @@ class FrameRing:
             if depth > self.high_water:
                 self.high_water = depth
             if depth >= self._want:
+                self._cond.notify()
+            return dropped
+
+    def put_many(self, frames: list[Frame]) -> int:
+        """Add frames a producer held back (an idle capture's drain: audio/capture_pace.py) under one
+        lock; return how many old frames were dropped for them. The consumer is woken whatever batch
+        it waits for: these frames have already waited as long as it allows."""
+        with self._lock:
+            dropped = 0
+            for frame in frames:
+                if len(self._frames) >= self.capacity:
+                    self._frames.popleft()
+                    dropped += 1
+                self._frames.append(frame)
+            self.dropped += dropped
+            depth = len(self._frames)
+            if depth > self.high_water:
+                self.high_water = depth
+            if frames:
+                self._bursts += 1
                 self._cond.notify()
             return dropped
 
@@ -88,8 +109,8 @@ class FrameRing:
     def get_batch(self, max_frames: int, min_frames: int = 1, timeout: float | None = None) -> list[Frame]:
         """The oldest frames, up to `max_frames`, once at least `min_frames` are there.
 
-        Returns early with what there is (possibly nothing) when the ring is closed or
-        `timeout` passes. One wake-up for several frames: an idle consumer that waits
+        Returns early with what there is (possibly nothing) when the ring is closed,
+        `timeout` passes or a producer's `put_many` comes. One wake-up for several frames: an idle consumer that waits
         for a few frames costs far less CPU than one woken for every frame.
         """
         want = max(1, min(min_frames, max_frames, self.capacity))
@@ -97,8 +118,9 @@ class FrameRing:
         with self._cond:
             if len(self._frames) < want and not self._closed:
                 self._want = want
+                bursts = self._bursts
                 try:
-                    while len(self._frames) < want and not self._closed:
+                    while len(self._frames) < want and not self._closed and self._bursts == bursts:
                         remaining = None if deadline is None else deadline - time.monotonic()
                         if remaining is not None and remaining <= 0:
                             break
