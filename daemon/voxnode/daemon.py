@@ -209,7 +209,7 @@ class Daemon:
             pipeline = self.recognition.pipeline(stream.name, self.config)
         reference = None if self.options.file else reference_tap(stream, self.config.audio)  # echo_reference
         worker = StreamWorker(
-            stream.name, source.ring, pipeline, self.emit, self.options.levels, self.is_muted, reference
+            stream.name, source.ring, pipeline, self.emit, self.options.levels, self.is_muted, reference, source.pace
         )
         return StreamRuntime(stream, source, pipeline, worker, reference)
 

@@ -1,6 +1,7 @@
 """StreamWorker in silence: one wake-up per 10 frames, 200 ms (issue 23: the wake-up, not the frames'
 signal work, is most of an idle stream's CPU); with a wake word one per 5 (its event no later than
-before); in speech one per frame."""
+before); in speech one per frame. While it batches, its capture may hold the audio that long less the period
+the capture's last read waits for (audio/capture_pace.py); once speech starts, it reads every period."""
 
 import time
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests.helpers import wait_until
+from voxnode.audio.capture_pace import CapturePace
 from voxnode.audio.frames import Frame
 from voxnode.audio.ring import FrameRing
 from voxnode.stream.worker import StreamWorker
@@ -48,3 +50,30 @@ def test_worker_takes_its_frames_a_batch_at_a_time(idle, wake, batch):
         ring.close()
         worker.stop(time.monotonic() + 2)
     assert pipeline.seqs == list(range(batch))
+
+
+def _frame(i: int) -> Frame:
+    return Frame(i, np.zeros(320, dtype=np.int16), 0.0, 0.0, 0.0)
+
+
+def test_worker_relaxes_its_capture_while_idle_and_hurries_it_at_speech():
+    ring = FrameRing(100)
+    pipeline = Pipeline(True, None)
+    pace = CapturePace()
+    worker = StreamWorker("s", ring, pipeline, emit=lambda report: None, pace=pace)  # type: ignore[arg-type]
+    worker.start()
+    try:
+        assert wait_until(lambda: pace.hold_s() == pytest.approx(0.16), timeout=5)  # 10 frames less 2
+        pipeline.wake = object()  # a wake word: batches of 5, so holds of 60 ms
+        ring.put_many([_frame(i) for i in range(10)])
+        assert wait_until(lambda: pace.hold_s() == pytest.approx(0.06), timeout=5)
+        pipeline.idle = False  # the batch's onset opened an utterance
+        ring.put_many([_frame(i) for i in range(10, 15)])
+        assert wait_until(lambda: pace.hold_s() == 0.0, timeout=5), "speech, and the capture still holds"
+        pipeline.idle = True  # the utterance ended
+        ring.put(_frame(15))
+        assert wait_until(lambda: pace.hold_s() == pytest.approx(0.06), timeout=5)
+    finally:
+        ring.close()
+        worker.stop(time.monotonic() + 2)
+    assert pipeline.seqs == list(range(16))

@@ -111,7 +111,7 @@ def test_reload_plan():
 
     # Shared capture settings restart every stream; log and service apply live.
     tweaked = dataclasses.replace(
-        new, audio=dataclasses.replace(new.audio, buffer_periods=16), log=dataclasses.replace(new.log, level="debug")
+        new, audio=dataclasses.replace(new.audio, buffer_periods=24), log=dataclasses.replace(new.log, level="debug")
     )
     assert plan_reload(new, tweaked).restart == ("a", "b", "d")
     assert plan_reload(new, dataclasses.replace(new, log=tweaked.log)).restart == ()

@@ -9,9 +9,10 @@ import numpy as np
 class Frame:
     """One period (audio/format.py) of mono audio as captured.
 
-    Times are of the first sample, estimated when the period was read: the
-    monotonic one for latency arithmetic, the wall-clock one for timestamps
-    that leave the process. `t_capture` (monotonic too) is estimated from how
+    Times are of the first sample, estimated when the period was read (a
+    period an idle capture read late on purpose, audio/capture_pace.py: from
+    `t_capture`): the monotonic one for latency arithmetic, the wall-clock one
+    for timestamps that leave the process. `t_capture` (monotonic too) is estimated from how
     many frames the device has delivered (audio/stream_clock.py): it does not
     move with when the period was read, so two devices' frames pair by it
     (the echo reference's); it may step back a little as the estimate tightens.

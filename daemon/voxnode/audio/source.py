@@ -6,6 +6,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 
+from voxnode.audio.capture_pace import CapturePace
 from voxnode.audio.ring import FrameRing
 from voxnode.lifecycle import Component
 
@@ -39,6 +40,9 @@ class AudioSource(Component):
         self.name = name
         self.ring = ring
         self.stats = SourceStats()
+        # How promptly to read: the stream's worker relaxes it in silence (a live capture follows it;
+        # a file source, paced by its own clock or none, does not need to).
+        self.pace = CapturePace()
         self.started_mono = 0.0  # when start() ran: a capture that has not opened yet is judged from here
         self._stop = threading.Event()
         self._stop_requested = 0.0  # monotonic time of the first request_stop()

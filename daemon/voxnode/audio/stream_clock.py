@@ -57,6 +57,12 @@ class StreamClock:
             self._window_min = float("inf")
             self._window_end = t_read + self.window_s
 
+    def backlog(self, t: float) -> float:
+        """Frames the device had captured by `t` (monotonic) beyond those delivered: never more than
+        there were (the origin is a bound from above), less by the origin's error."""
+        assert self._origin is not None, "backlog() before read()"
+        return (t - self._origin) * self.rate - self.frames
+
     def time_of(self, frame: int) -> float:
         """The capture time of frame number `frame` (counted from the stream's start)."""
         assert self._origin is not None, "time_of() before read()"

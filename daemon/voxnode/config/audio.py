@@ -34,7 +34,12 @@ class AudioConfig:
         choices=("alsa", "off"),
     )
     buffer_periods: int = setting(
-        8, "ALSA buffer size in 20 ms periods; more survives scheduling hiccups, costs latency.", min=2, max=64
+        16,
+        "ALSA buffer size in 20 ms periods; more survives scheduling hiccups. In silence the capture lets up "
+        "to 8 periods fill before it reads them in one go, keeping 8 free for a late read (with 8 or fewer "
+        "it reads every period as it comes).",
+        min=2,
+        max=64,
     )
     ring_seconds: float = setting(
         10.0,
