@@ -7,6 +7,8 @@ around them too. The detector and the recogniser are the real ones.
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -98,6 +100,25 @@ def test_a_malformed_manifest_is_one_line_naming_the_key(tmp_path, capsys, text,
     assert expected in err, err
     (tmp_path / "box.json").write_text("{" + MANIFEST + ', "trained_languages": ["en", "de"]}')
     assert load_wake_model(str(manifest)).languages == ("en", "de")
+
+
+@pytest.mark.parametrize("command", ["check-config", "run"])
+def test_a_manifest_that_is_a_fifo_is_one_line_not_a_hang(tmp_path, voxnode_cmd, command):
+    """Before: check-config and run waited in read_text for a writer that never came (SIGTERM included).
+    The config file's own guard (issue 27, voxnode.regular_file) reads the manifest now."""
+    from voxnode.demo import bundled_clip
+
+    args = ["check-config"] if command == "check-config" else ["run", "--file", str(bundled_clip()), "--duration", "1"]
+    manifest = tmp_path / "box.json"
+    os.mkfifo(manifest)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[wake]\nenabled = true\nmodel = "{manifest}"\n')
+    p = subprocess.run(
+        [*voxnode_cmd, *args, "--config", str(cfg)], capture_output=True, text=True, timeout=30
+    )  # a hang fails here, as TimeoutExpired
+    line = f"voxnode: error: wake.model = '{manifest}': manifest {manifest} is a FIFO (named pipe), not a regular file"
+    assert p.returncode == 1 and p.stderr.strip().splitlines()[-1] == line, p.stderr
+    assert "Traceback" not in p.stderr
 
 
 def test_stream_override_and_config_keys():

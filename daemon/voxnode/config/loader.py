@@ -5,9 +5,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
-import os
 import re
-import stat
 import tomllib
 import types
 import typing
@@ -17,6 +15,7 @@ from typing import Any
 from voxnode.config.fields import InvalidValue
 from voxnode.config.root import Config
 from voxnode.errors import ConfigError
+from voxnode.regular_file import read_regular_file
 
 DEFAULT_PATH = Path("/etc/voxnode/config.toml")
 # The reference file with every key is about 12 KB; a megabyte is a mistake (a log or a device given as
@@ -40,41 +39,9 @@ def load_config(path: str | Path | None = None) -> Config:
             return Config()
         path = DEFAULT_PATH
     path = Path(path)
-    try:
-        # Opening a FIFO waits for a writer: `voxnode run` (and every reload) hung there, SIGTERM
-        # included (issue 27). So the kind is looked at before the open (opening a device can have
-        # effects), the open does not wait (O_NONBLOCK), and the opened file is looked at again.
-        _check_kind(path, os.stat(path).st_mode)
-        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as f:
-            _check_kind(path, os.fstat(f.fileno()).st_mode)
-            # Bounded read: a huge file (a log given as --config) does not fill memory.
-            raw = f.read(MAX_CONFIG_BYTES + 1)
-    except FileNotFoundError:
-        raise ConfigError(f"config file {path} does not exist") from None
-    except PermissionError:
-        raise ConfigError(f"config file {path} is not readable (permission denied)") from None
-    except OSError as e:
-        raise ConfigError(f"config file {path} cannot be read: {e.strerror or e}") from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"config file {path} is larger than {MAX_CONFIG_BYTES >> 20} MiB; is it the right file?")
+    # Never waits on a FIFO (issue 27) and reads at most MAX_CONFIG_BYTES: voxnode.regular_file.
+    raw = read_regular_file(path, f"config file {path}", MAX_CONFIG_BYTES)
     return parse_config(raw, str(path))
-
-
-def _check_kind(path: Path, mode: int) -> None:
-    if stat.S_ISREG(mode):
-        return
-    if stat.S_ISDIR(mode):
-        raise ConfigError(f"config file {path} is a directory")
-    kind = (
-        "a FIFO (named pipe)"
-        if stat.S_ISFIFO(mode)
-        else "a device"
-        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-        else "a socket"
-        if stat.S_ISSOCK(mode)
-        else "a special file"
-    )
-    raise ConfigError(f"config file {path} is {kind}, not a regular file")
 
 
 def parse_config(raw: bytes | str, source: str = "<config>") -> Config:

@@ -16,6 +16,10 @@ from pathlib import Path
 from voxnode.config.wake import SHIPPED_CUTOFFS, SHIPPED_MODELS, wake_specs
 from voxnode.errors import ConfigError
 from voxnode.models.find import WAKE_MODELS, find_model
+from voxnode.regular_file import read_regular_file
+
+# The shipped manifests are 377-416 bytes (pymicro-wakeword 2.x); a manifest 150 times that is not one.
+MAX_MANIFEST_BYTES = 64 << 10
 
 _lock = threading.Lock()
 _cache: dict[Path, bytes] = {}
@@ -56,11 +60,11 @@ def load_wake_model(spec: str, threshold: float = 0.0, key: str = "wake.model") 
                 "model's JSON manifest"
             )
         manifest = path.with_suffix(".json")
+    # Never waits on a FIFO (check-config and run hung there) nor reads a log given in its place.
+    raw = read_regular_file(manifest, f"{key} = {spec!r}: manifest {manifest}", MAX_MANIFEST_BYTES)
     try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{key} = {spec!r}: manifest {manifest} does not exist") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ConfigError(f"{key} = {spec!r}: cannot read the manifest {manifest}: {e}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{key} = {spec!r}: {manifest} is not a microWakeWord manifest (not a JSON object)")
