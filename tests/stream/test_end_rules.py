@@ -11,6 +11,7 @@ from voxnode.asr.recognizer import TranscriptResult
 from voxnode.config import Config
 from voxnode.stream.end_rules import (
     WAIT,
+    AgreedEnd,
     ClosingMark,
     EndOfTurn,
     EndRules,
@@ -24,8 +25,14 @@ from voxnode.stream.params import end_rules, frames
 
 pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
 
-CHAIN = end_rules(Config())  # the default: the text's two rules, the end-of-turn model, the hangover
+CHAIN = end_rules(Config())  # the default: open text, text and model agreed, a sure mark, the model, the hangover
 SHORT, LONG, ORDINARY = 12, 50, 35  # vad.*hangover_ms defaults (240, 1000, 700 ms) in 20 ms frames
+AGREED = frames(Config().vad.agreed_end_hangover_ms)  # vad.agreed_end_hangover_ms
+
+
+def vad(**kw) -> Config:
+    c = Config()
+    return dataclasses.replace(c, vad=dataclasses.replace(c.vad, **kw))
 
 
 def test_durations_round_up_to_whole_frames():
@@ -40,18 +47,31 @@ def pause(text: str, mark_p: float | None = None, turn: float | None = None, ask
 
 
 def test_the_default_chain_in_its_declared_order_with_its_settings():
-    assert CHAIN.names == ("open_ending", "closing_mark", "end_of_turn", "hangover")
+    assert CHAIN.names == ("open_ending", "agreed_end", "closing_mark", "end_of_turn", "hangover")
     v = Config().vad
+    assert 0 < AGREED < SHORT  # on by default, and shorter than a sure mark's alone
     assert CHAIN.rules == (
         OpenEnding(LONG),
+        AgreedEnd(v.sentence_end_min_prob, v.agreed_end_min_prob, AGREED),
         ClosingMark(v.sentence_end_min_prob, SHORT),
         EndOfTurn(v.end_of_turn_min_prob, SHORT),
     )
     assert CHAIN.last == Hangover(ORDINARY)
-    off = Config()
-    off = dataclasses.replace(off, vad=dataclasses.replace(off.vad, end_of_turn="off", open_hangover_ms=1500))
-    assert end_rules(off).names == ("open_ending", "closing_mark", "hangover")
-    assert end_rules(off).rules[0] == OpenEnding(frames(1500))
+    off = end_rules(vad(end_of_turn="off", open_hangover_ms=1500))
+    assert off.names == ("open_ending", "closing_mark", "hangover")  # no model: neither of its rules
+    assert off.rules[0] == OpenEnding(frames(1500))
+    assert end_rules(vad(agreed_end_hangover_ms=0)).names == ("open_ending", "closing_mark", "end_of_turn", "hangover")
+    own = end_rules(vad(agreed_end_hangover_ms=170, agreed_end_min_prob=0.7, sentence_end_min_prob=0.6)).rules[1]
+    assert own == AgreedEnd(0.6, 0.7, frames(170))
+
+
+def test_an_agreed_hangover_longer_than_a_sure_marks_is_refused_naming_the_key():
+    from voxnode.config.fields import InvalidValue
+
+    with pytest.raises(InvalidValue, match="must not exceed sentence_end_hangover_ms") as e:
+        vad(agreed_end_hangover_ms=260).vad.check()
+    assert e.value.key == "agreed_end_hangover_ms"
+    vad(agreed_end_hangover_ms=240).vad.check()
 
 
 @pytest.mark.parametrize(
@@ -60,18 +80,26 @@ def test_the_default_chain_in_its_declared_order_with_its_settings():
         # Each rule fires on its own evidence, and names itself.
         (pause("Set a timer for", turn=0.99), Verdict("open_ending", Completion.OPEN, LONG)),
         (pause("Turn on the lights.", 0.95, turn=0.01), Verdict("closing_mark", Completion.SENTENCE_END, SHORT)),
+        (pause("Turn on the lights.", 0.95, turn=0.97), Verdict("agreed_end", Completion.SENTENCE_END, AGREED)),
+        # The model's answer not in yet: the sure mark decides alone (no waiting).
+        (pause("Turn on the lights.", 0.95, turn=None), Verdict("closing_mark", Completion.SENTENCE_END, SHORT)),
         (pause("ten of clubs", turn=0.95), Verdict("end_of_turn", Completion.SENTENCE_END, SHORT)),
         (pause("ten of clubs", turn=0.5), Verdict("hangover", Completion.UNKNOWN, ORDINARY)),
         # The order: an open ending stays open however sure its full stop and the sound.
         (pause("Set a timer for.", 0.99, turn=0.99), Verdict("open_ending", Completion.OPEN, LONG)),
-        # A hesitant full stop is no closing mark: the model decides.
-        (pause("Turn on the kitchen.", 0.35, turn=0.95), Verdict("end_of_turn", Completion.SENTENCE_END, SHORT)),
+        # A hesitant full stop is no closing mark: the model decides, with a sure mark's hangover, not the agreed one.
+        (pause("Turn on the kitchen.", 0.35, turn=0.99), Verdict("end_of_turn", Completion.SENTENCE_END, SHORT)),
+        (pause("ten of clubs", turn=0.99), Verdict("end_of_turn", Completion.SENTENCE_END, SHORT)),
         # The model was not asked (no model running): it has no opinion.
         (pause("ten of clubs", asked=False), Verdict("hangover", Completion.UNKNOWN, ORDINARY)),
         # A decode cut short says nothing about the sentence: the text rules pass.
         (
             pause("Turn on the lights.", 0.95, turn=0.2, ended_cleanly=False),
             Verdict("hangover", Completion.UNKNOWN, ORDINARY),
+        ),
+        (
+            pause("Turn on the lights.", 0.95, turn=0.99, ended_cleanly=False),
+            Verdict("end_of_turn", Completion.SENTENCE_END, SHORT),
         ),
         # Another language's open words.
         (pause("Allume la lumière de", turn=0.99, language="fr"), Verdict("open_ending", Completion.OPEN, LONG)),
@@ -83,7 +111,8 @@ def test_the_first_rule_that_decides_names_the_verdict(evidence, verdict):
 
 def test_the_chain_waits_for_the_end_of_turn_model_only_where_the_text_cannot_tell():
     assert CHAIN.verdict(pause("ten of clubs", turn=None)) is None  # asked, not back yet
-    assert CHAIN.rules[2].judge(pause("ten of clubs", turn=None)) is WAIT
+    (eot,) = [r for r in CHAIN.rules if r.name == "end_of_turn"]
+    assert eot.judge(pause("ten of clubs", turn=None)) is WAIT
     # The text decided: the model's answer is not waited for.
     assert CHAIN.verdict(pause("Turn on the lights.", 0.95, turn=None)).rule == "closing_mark"
     assert CHAIN.verdict(pause("and", turn=None)).rule == "open_ending"
@@ -95,6 +124,17 @@ def test_rules_pass_on_what_they_do_not_know():
     assert ClosingMark(0.6, SHORT).judge(pause("Turn on the lights.", 0.7)).rule == "closing_mark"  # its own bar
     assert EndOfTurn(0.9, SHORT).judge(pause("x", turn=0.89)) is None
     assert EndOfTurn(0.9, SHORT).judge(pause("x", turn=0.9)).rule == "end_of_turn"
+    agreed = AgreedEnd(0.8, 0.9, AGREED)
+    assert agreed.judge(pause("Turn on the lights.", 0.95, turn=None)) is None  # not back: passes, never waits
+    assert agreed.judge(pause("Turn on the lights.", 0.95, turn=0.89)) is None  # the model unsure
+    assert agreed.judge(pause("Turn on the lights.", 0.79, turn=0.99)) is None  # the text unsure
+    assert agreed.judge(pause("ten of clubs", turn=0.99)) is None  # no mark
+    assert agreed.judge(pause("Turn on the lights.", 0.8, turn=0.9)) == Verdict(
+        "agreed_end", Completion.SENTENCE_END, AGREED
+    )
+    assert (
+        AgreedEnd(0.5, 0.6, 4).judge(pause("Turn on the lights.", 0.55, turn=0.65)).hangover_frames == 4
+    )  # its own bars
 
 
 def test_a_chain_declared_in_another_order_decides_by_it():

@@ -92,8 +92,9 @@ def test_speech_silence_speech_gives_two_finals_with_partials_as_prefixes(alsa_d
     assert finals[0]["id"] != finals[1]["id"]
     assert finals[0]["end"] < finals[1]["start"]  # ISO 8601 UTC strings sort by time
     vad = Config().vad
-    # A finished sentence is confirmed after the short hangover, anything else after the ordinary one.
-    shortest = min(vad.sentence_end_hangover_ms, vad.hangover_ms)
+    # A finished sentence is confirmed after a short hangover (shortest where the end-of-turn model
+    # agrees with a sure closing mark), anything else after the ordinary one.
+    shortest = min(vad.agreed_end_hangover_ms or vad.hangover_ms, vad.sentence_end_hangover_ms, vad.hangover_ms)
     for f in finals:
         assert set(f) == {"type", "stream", "id", "text", "start", "end", "latency_ms", "confidence", "language"}
         assert f["language"] == "en"  # tiny.en

@@ -27,6 +27,7 @@ from voxnode.stream.pipeline import StreamPipeline
 _V = Config().vad
 TAIL, HANGOVER = frames(_V.tail_ms), frames(_V.hangover_ms)
 SENTENCE_END, OPEN = frames(_V.sentence_end_hangover_ms), frames(_V.open_hangover_ms)
+AGREED = frames(_V.agreed_end_hangover_ms)  # a sure mark and a sure end-of-turn model
 
 
 class ScriptedVad:
@@ -270,6 +271,46 @@ def test_an_unsure_end_of_turn_keeps_the_ordinary_hangover_and_open_text_stays_o
     assert r2.finals() == [] and r2.pipeline.stats.endpoints_open == 1
 
 
+def test_a_sure_mark_the_model_agrees_with_ends_the_pause_sooner():
+    assert TAIL < AGREED < SENTENCE_END
+    r = Rig(turn=True)
+    r.feed("0" * 20 + "1" * 30 + "0" * TAIL)
+    (spec,) = r.jobs(JobKind.SPECULATIVE)
+    r.turn.answer(0.97)  # back first, as usual
+    r.sched.finish(spec, result("Open the garage door.", punctuation_prob=0.95))
+    r.feed("0" * (AGREED - TAIL - 1))
+    assert r.finals() == []
+    r.feed("0")
+    (final,) = r.finals()
+    assert final.latency_ms == pytest.approx(AGREED * PERIOD_S * 1e3)
+    st = r.pipeline.stats
+    assert (st.endpoints_sentence_end, st.endpoints_agreed, st.endpoints_by_turn) == (1, 1, 0)
+
+
+def test_the_models_answer_after_a_sure_mark_shortens_the_pause_or_ends_it_at_once():
+    r = Rig(turn=True)
+    r.feed("0" * 20 + "1" * 30 + "0" * TAIL)
+    (spec,) = r.jobs(JobKind.SPECULATIVE)
+    r.sched.finish(spec, result("Open the garage door.", punctuation_prob=0.95))  # the mark decides meanwhile
+    r.feed("0" * (AGREED - TAIL + 2))
+    assert r.finals() == [] and r.pipeline.stats.endpoints_sentence_end == 1
+    r.turn.answer(0.97)  # the pause already lasted the agreed hangover: final now
+    (final,) = r.finals()
+    assert final.latency_ms == pytest.approx((AGREED + 2) * PERIOD_S * 1e3)
+    st = r.pipeline.stats
+    assert (st.endpoints_sentence_end, st.endpoints_agreed) == (1, 1)  # counted once, by the rule that ended it
+    # An unsure answer changes nothing: the sure mark's hangover stands.
+    r2 = Rig(turn=True)
+    r2.feed("0" * 20 + "1" * 30 + "0" * TAIL)
+    r2.sched.finish(r2.jobs(JobKind.SPECULATIVE)[0], result("Open the garage door.", punctuation_prob=0.95))
+    r2.feed("0" * (AGREED - TAIL + 2))
+    r2.turn.answer(0.5)
+    r2.feed("0" * (SENTENCE_END - AGREED - 3))
+    assert r2.finals() == []
+    r2.feed("0")
+    assert len(r2.finals()) == 1 and r2.pipeline.stats.endpoints_agreed == 0
+
+
 def test_speech_resuming_withdraws_the_question_and_a_late_answer_is_ignored():
     r = Rig(turn=True)
     r.feed("0" * 20 + "1" * 30 + "0" * TAIL)
@@ -357,6 +398,7 @@ def test_flush_ends_the_open_utterance_with_a_final():
     "text, turn, ended_by, completion",
     [
         ("Open the garage door.", None, "closing_mark", "sentence_end"),  # the text decides: no waiting for the model
+        ("Open the garage door.", 0.97, "agreed_end", "sentence_end"),
         ("open the garage door and", 0.99, "open_ending", "open"),
         ("ten of clubs", 0.97, "end_of_turn", "sentence_end"),
         ("ten of clubs", 0.2, "hangover", "unknown"),

@@ -133,8 +133,9 @@ class VadConfig:
         "smart-turn",
         'Sentence-aware endpoint: "smart-turn" also asks an end-of-turn model (Pipecat\'s Smart Turn v3.2, '
         "BSD-2-Clause, 8.7 MB, on LiteRT: ~30 ms per pause on its own thread) whether the speaker sounds "
-        "finished, where the speculative decode's text cannot tell (no sure closing mark); "
-        '"off": the text decides alone.',
+        "finished: it decides where the speculative decode's text cannot tell (no sure closing mark), and "
+        'where the text ends a sentence its agreement shortens the pause (agreed_end_hangover_ms); "off": the '
+        "text decides alone.",
         choices=("smart-turn", "off"),
     )
     # 0.9. Whole utterances / the same cut at a mid-sentence pause (25 / 17, 100 ms tail) called
@@ -147,6 +148,35 @@ class VadConfig:
         "Sentence-aware endpoint: the end-of-turn model's probability that the speaker has finished which "
         "calls the sentence finished when the text has no sure closing mark (and does not end on 'and', a "
         "comma ...). Lower: faster finals, more sentences split at a pause.",
+        min=0.0,
+        max=1.0,
+    )
+    # 160 (issue 23, stop 38). On x86 and a Pi 5 the speculative final is back ~140 ms after the speech,
+    # so the 240 ms above set p50. Both agreeing marks few fragments (whole / cut at a mid-sentence
+    # pause, scripts/bench/endpoint_verdicts.py: mark p >= 0.8 and model >= 0.9 clean 12 / 3, pink 10 dB
+    # 9 / 2, babble 10 dB 0 / 1), and every pause it ends sooner is one the mark (240 ms) would end too:
+    # only pauses shorter than 240 ms split more. scripts/bench/sim_live.py --track (live_noise's
+    # recordings, simulated time, x86 CPU times), sentences p50 / p95 ms, finals per utterance:
+    #             clean             pink 10 dB        babble 10 dB     pauses (300-700 ms inside)
+    #   off       281 / 605, 1.04   210 / 635, 1.12   200 / 819, 1.08  268 / 705, 1.16
+    #   120       174 / 604, 1.08   127 / 635, 1.12   195 / 815, 1.08  186 / 705, 1.16
+    #   160       208 / 604, 1.08   151 / 635, 1.12   195 / 791, 1.08  196 / 705, 1.16
+    #   200       248 / 604, 1.08   171 / 635, 1.12   195 / 845, 1.08  231 / 705, 1.16
+    # The one split more (clean, at any of these): "Please enter a new extension, [~200 ms] followed by
+    # pound." (same words). Pi 5-like decode and model times (x2.3 / x3.8): clean 285 -> 238 ms.
+    agreed_end_hangover_ms: int = setting(
+        160,
+        "Sentence-aware endpoint: where the speculative decode ends a sentence with a sure closing mark "
+        "(sentence_end_min_prob) and the end-of-turn model also hears the speaker finished "
+        "(agreed_end_min_prob), the pause ends after this much silence instead of sentence_end_hangover_ms "
+        "(0 = off; needs end_of_turn). Lower: faster finals, more sentences split at a short pause.",
+        min=0,
+        max=5000,
+    )
+    agreed_end_min_prob: float = setting(
+        0.9,
+        "Sentence-aware endpoint: the end-of-turn model's probability that the speaker has finished which, "
+        "with a sure closing mark, ends the pause after agreed_end_hangover_ms.",
         min=0.0,
         max=1.0,
     )
@@ -195,5 +225,9 @@ class VadConfig:
             raise InvalidValue("speculate_ms", f"must not exceed tail_ms ({self.tail_ms})")
         if self.tail_ms > self.hangover_ms:
             raise InvalidValue("tail_ms", f"must not exceed hangover_ms ({self.hangover_ms})")
+        if self.agreed_end_hangover_ms > self.sentence_end_hangover_ms:
+            raise InvalidValue(
+                "agreed_end_hangover_ms", f"must not exceed sentence_end_hangover_ms ({self.sentence_end_hangover_ms})"
+            )
         if self.open_hangover_ms < self.hangover_ms:
             raise InvalidValue("open_hangover_ms", f"must not be shorter than hangover_ms ({self.hangover_ms})")

@@ -6,12 +6,17 @@ evidence (`PauseEvidence`). Each rule reads it and either decides how much silen
 (a `Verdict`: its hangover), or has no opinion (None: the next rule is asked), or says that the
 evidence it needs is still to come (WAIT: the chain stops and is asked again when it comes). The
 first rule that decides names why the utterance ended: the debug log lines carry the name, and the
-stream's counters (endpoints_sentence_end / endpoints_open / endpoints_by_turn) count by it.
+stream's counters (endpoints_sentence_end / endpoints_open / endpoints_by_turn / endpoints_agreed)
+count by it.
 
 Declared order (built from [vad] by stream/params.py `end_rules`; config/vad.py holds the defaults
 and the measurements behind them):
 
   open_ending   the text clearly goes on ("and", "for", a comma, "...")   vad.open_hangover_ms
+  agreed_end    (vad.end_of_turn, vad.agreed_end_hangover_ms > 0) the text
+                and the sound agree: a closing mark of at least
+                vad.sentence_end_min_prob and the model's P(finished) of at
+                least vad.agreed_end_min_prob                             vad.agreed_end_hangover_ms
   closing_mark  a closing '.', '?' or '!' the decoder gave at least
                 vad.sentence_end_min_prob                                 vad.sentence_end_hangover_ms
   end_of_turn   (vad.end_of_turn) where the text cannot tell: the model's
@@ -20,8 +25,14 @@ and the measurements behind them):
 
 The order is the policy: the text first (a clearly open ending stays open however sure its full
 stop, "Set a timer for."; a sure closing mark ends the sentence whatever the sound says), the sound
-where the text cannot tell, and the ordinary hangover last. The text rules say nothing about a
-decode that did not end on its own end-of-text token (a token cap, a repetition guard).
+where the text cannot tell, and the ordinary hangover last. Where both say finished the pause is
+shortest: a fragment cut at a speaker's pause in mid-sentence rarely has both. The text rules say
+nothing about a decode that did not end on its own end-of-text token (a token cap, a repetition guard).
+
+Only `end_of_turn` waits for the model. `agreed_end` passes while the model's answer is out, so a
+sure closing mark decides meanwhile; the chain is asked again when the answer comes
+(stream/utterances.py), and its verdict, if another, replaces the one applied (a shorter hangover
+for the pause still going on, or the end now if the pause already lasted it).
 
 Two ends are the segmenter's own, outside the chain, and named by its reasons (stream/segmenter.py):
 `max_length` (stream.max_utterance_ms: cut in the longest recent pause, the rest goes on as a new
@@ -95,6 +106,24 @@ class OpenEnding:
     def judge(self, pause: PauseEvidence) -> Verdict | _Wait | None:
         if pause.ended_cleanly and ends_open(pause.text, pause.language):
             return Verdict(self.name, Completion.OPEN, self.hangover_frames)
+        return None
+
+
+@dataclass(frozen=True)
+class AgreedEnd:
+    """The text and the sound both say finished. Passes until the model's answer is in: a sure closing
+    mark alone decides meanwhile, and this rule may shorten its hangover when the answer comes."""
+
+    mark_min_prob: float  # vad.sentence_end_min_prob
+    turn_min_prob: float  # vad.agreed_end_min_prob
+    hangover_frames: int  # vad.agreed_end_hangover_ms
+    name: ClassVar[str] = "agreed_end"
+
+    def judge(self, pause: PauseEvidence) -> Verdict | _Wait | None:
+        if pause.turn_prob is None or pause.turn_prob < self.turn_min_prob:
+            return None
+        if pause.ended_cleanly and ends_sentence(pause.text, pause.punctuation_prob, self.mark_min_prob):
+            return Verdict(self.name, Completion.SENTENCE_END, self.hangover_frames)
         return None
 
 

@@ -18,7 +18,7 @@ from voxnode.frontend.chain import FrontEndParams
 from voxnode.wake.confirm import check_confirm, with_second_opinion
 from voxnode.wake.models import load_wake_models
 
-from .end_rules import ClosingMark, EndOfTurn, EndRules, Hangover, OpenEnding, PauseRule
+from .end_rules import AgreedEnd, ClosingMark, EndOfTurn, EndRules, Hangover, OpenEnding, PauseRule
 from .jobs import SchedulerParams
 from .keeper import KeepParams
 from .partials import PartialParams
@@ -112,11 +112,12 @@ def end_rules(config: Config) -> EndRules:
     """The pause's rules in their order (stream/end_rules.py), each with its [vad] settings."""
     v = config.vad
     sentence_end = frames(v.sentence_end_hangover_ms)
-    rules: list[PauseRule] = [
-        OpenEnding(frames(v.open_hangover_ms)),
-        ClosingMark(v.sentence_end_min_prob, sentence_end),
-    ]
-    if v.end_of_turn != "off":
+    turn = v.end_of_turn != "off"
+    rules: list[PauseRule] = [OpenEnding(frames(v.open_hangover_ms))]
+    if turn and v.agreed_end_hangover_ms:
+        rules.append(AgreedEnd(v.sentence_end_min_prob, v.agreed_end_min_prob, frames(v.agreed_end_hangover_ms)))
+    rules.append(ClosingMark(v.sentence_end_min_prob, sentence_end))
+    if turn:
         rules.append(EndOfTurn(v.end_of_turn_min_prob, sentence_end))
     return EndRules(tuple(rules), Hangover(frames(v.hangover_ms)))
 

@@ -18,6 +18,7 @@ class PipelineStats:
     endpoints_sentence_end: int = 0  # pauses the speculative decode judged a finished sentence
     endpoints_open: int = 0  # ... an unfinished one (waited the long hangover)
     endpoints_by_turn: int = 0  # of endpoints_sentence_end: the end-of-turn model's call (no sure mark)
+    endpoints_agreed: int = 0  # of endpoints_sentence_end: a sure mark and the model agreed (the shortest hangover)
     wakes: int = 0  # wake words that opened the gate ([wake])
     wake_timeouts: int = 0  # ... after which nobody spoke within wake.listen_timeout_ms
     wake_frames_skipped: int = 0  # frames of silence the detector rested on (wake.skip_silence)

@@ -21,7 +21,7 @@ import numpy as np
 from voxnode.asr.recognizer import TranscriptResult
 from voxnode.audio.format import PERIOD_MS, PERIOD_S, SAMPLE_RATE
 
-from .end_rules import EndOfTurn, PauseEvidence, Verdict
+from .end_rules import AgreedEnd, EndOfTurn, PauseEvidence, Verdict
 from .endpoint import Completion
 from .jobs import DecodeJob, JobKind, JobOutcome, JobResult
 from .keeper import AudioKeeper
@@ -243,21 +243,28 @@ class Utterances:
 
     def _judge_pause(self, st: UtteranceState) -> None:
         """The pause's rules, asked when the speculative decode is back and again when the end-of-turn
-        model is; the first that decides sets the pause's hangover (which may end the utterance now)."""
+        model is; the first that decides sets the pause's hangover (which may end the utterance now).
+        A verdict the model's answer changes (agreed_end after closing_mark) replaces the one applied."""
         result, job = st.spec_result, st.spec_job
-        if result is None or job is None or st.verdict is not None:
+        if result is None or job is None:
             return
         verdict = self.params.end_rules.verdict(PauseEvidence.of(result, st.turn_asked, st.turn_prob))
-        if verdict is None:
-            return  # a rule waits for its evidence (the end-of-turn model's verdict)
+        if verdict is None or verdict == st.verdict:
+            return  # a rule waits for its evidence (the end-of-turn model's verdict), or nothing new
+        if st.verdict is not None:
+            self._count(st.verdict, -1)
         st.verdict = verdict
         self._log_verdict(job, result, st.turn_prob, verdict)
-        if verdict.completion == Completion.SENTENCE_END:
-            self.stats.endpoints_sentence_end += 1
-            self.stats.endpoints_by_turn += verdict.rule == EndOfTurn.name
-        elif verdict.completion == Completion.OPEN:
-            self.stats.endpoints_open += 1
+        self._count(verdict, 1)
         self._set_hangover(job.tag[1], verdict.hangover_frames)
+
+    def _count(self, verdict: Verdict, n: int) -> None:
+        if verdict.completion == Completion.SENTENCE_END:
+            self.stats.endpoints_sentence_end += n
+            self.stats.endpoints_by_turn += n * (verdict.rule == EndOfTurn.name)
+            self.stats.endpoints_agreed += n * (verdict.rule == AgreedEnd.name)
+        elif verdict.completion == Completion.OPEN:
+            self.stats.endpoints_open += n
 
     def _log_verdict(self, job: DecodeJob, result: TranscriptResult, turn_prob: float | None, v: Verdict) -> None:
         log.debug(
