@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -137,7 +138,9 @@ def run(n: int, speak_s: float, idle_s: float, engines: list, config_overrides: 
     cfg = apply_sets(cfg, config_overrides)
     sink = ListSink()
     daemon = Daemon(cfg, [sink], RunOptions(), recognizers=engines)
-    th = threading.Thread(target=daemon.run)
+    # A daemon thread: Ctrl-C or SIGTERM mid-run ends the process (and removes its folder) without waiting
+    # for a daemon no one will stop; the pacer ends with the process (EOF on its stdin).
+    th = threading.Thread(target=daemon.run, daemon=True)
     th.start()
     pacer = subprocess.Popen(
         [sys.executable, "-c", PACER, *fifos], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
@@ -306,7 +309,7 @@ def main() -> None:
         "per 20 ms fit any board); CPU is also given in that board's cores",
     )
     args = ap.parse_args()
-    from scripts.bench.settings import apply_sets, parse_sets
+    from scripts.bench.settings import parse_sets
 
     overrides = parse_sets(args.set)  # checked by the config loader before anything starts
     board = emulate_board.BOARDS[args.board]
@@ -315,8 +318,19 @@ def main() -> None:
         os.environ[EMULATED_ENV] = args.board
         cmd = [*emulate_board.argv_prefix(args.board), sys.executable, "-m", "scripts.bench.stream", *sys.argv[1:]]
         os.execv(cmd[0], cmd)
+    # The FIFOs and the test audio go on every way out: a result, an error, Ctrl-C or SIGTERM (66 of these
+    # folders, each with its streams' audio, had piled up in /tmp on stop 38's host).
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    with tempfile.TemporaryDirectory(prefix="voxnode-bench-") as work:
+        bench(args, overrides, Path(work))
+
+
+def bench(args: argparse.Namespace, overrides: dict, work: Path) -> None:
+    """The benchmark in `work`: its PCMs and FIFOs, the streams' audio, the engines, then a run per count."""
+    from scripts.bench.settings import apply_sets
+
     counts = [int(x) for x in args.streams.split(",")]
-    work = Path(tempfile.mkdtemp(prefix="voxnode-bench-"))
+    board = emulate_board.BOARDS[args.board]
     os.environ["VOXNODE_BENCH_DIR"] = str(work)
     (work / "alsa").mkdir()
     conf = "".join(
