@@ -14,6 +14,12 @@ set it), or `off` (the high-pass alone). Decode settings: `default` (the [asr] d
 beam 3, fallback), `beamN`, `norm` (gain before the model: the clip's peak to -3 dBFS), joined by
 `+`. Then the noise verdicts, re-scored from each decode's no-speech probability and mean
 log-probability (what a stricter guard would have dropped). Scoring: scripts/bench/scoring.py.
+
+`--json F` writes every decode (with its clip's index in its condition and its CPU time); `--cache F`
+reuses the decodes of an earlier `--json` (same condition, clip, enhancement and decode: only the
+missing ones are enhanced and decoded; `--json` may name the same file). `--pick off,df12 ...`: per
+clip, the decode of one of these enhancements the model is surest of (scripts/bench/noise_pick.py:
+rules chosen on the even clips, reported on the odd ones, the oracle beside them).
 """
 
 from __future__ import annotations
@@ -24,13 +30,14 @@ import dataclasses
 import json
 import sys
 import tempfile
+import time
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
 from scripts import REPO
-from scripts.bench import scoring
+from scripts.bench import noise_pick, scoring
 from scripts.bench.asr_corpus import build_corpus
 
 # Stricter noise verdicts than Whisper's (no-speech > 0.6 and mean log-prob < -1), scored offline.
@@ -88,7 +95,13 @@ def main() -> int:
     p.add_argument("--enhance", nargs="+", default=["df12"])
     p.add_argument("--decode", nargs="+", default=["default"])
     p.add_argument("--json", type=Path, help="write every decode here")
+    p.add_argument("--cache", type=Path, help="reuse the decodes of an earlier --json")
+    p.add_argument("--pick", nargs="+", default=[], help="enhancements to pick from per clip, joined by ,")
     args = p.parse_args()
+    for spec in args.pick:
+        if missing := set(spec.split(",")) - set(args.enhance):
+            raise SystemExit(f"--pick {spec}: not in --enhance: {', '.join(sorted(missing))}")
+    cached = {_key(r): r for r in noise_pick.load_decodes(args.cache)} if args.cache and args.cache.exists() else {}
 
     with tempfile.TemporaryDirectory() as tmp:
         clips = build_corpus(Path(tmp), args.asterisk, args.conditions, args.corpus)
@@ -97,21 +110,32 @@ def main() -> int:
     seen: dict[str, int] = defaultdict(int)
     kept = []
     for c in clips:
+        c["index"] = seen[c["condition"]]  # the clip's place in its condition (noise_pick splits by it)
         seen[c["condition"]] += 1
-        if (seen[c["condition"]] - 1) % args.every == 0 and (not args.group or c["group"] == args.group):
+        if c["index"] % args.every == 0 and (not args.group or c["group"] == args.group):
             kept.append(c)
-    engines = {d: engine_for(d) for d in args.decode}
+    engines: dict = {}
     rows = []
     for setting in args.enhance:
-        audio = [enhanced(setting, c["audio"]) for c in kept]
-        for d, engine in engines.items():
-            for c, a in zip(kept, audio, strict=True):
+        todo = [c for c in kept if any(_key({**c, "enhance": setting, "decode": d}) not in cached for d in args.decode)]
+        audio = {id(c): enhanced(setting, c["audio"]) for c in todo}  # enhanced only where a decode is missing
+        for d in args.decode:
+            for c in kept:
+                key = _key({**c, "enhance": setting, "decode": d})
+                if key in cached:
+                    rows.append(cached[key])
+                    continue
+                engine = engines.get(d) or engines.setdefault(d, engine_for(d))
+                a = audio[id(c)]
                 gain = 0.7 / max(1e-4, float(np.max(np.abs(a)))) if "norm" in d.split("+") else 1.0
+                t0 = time.process_time()
                 r = engine.transcribe(a * np.float32(gain))
+                cpu_ms = (time.process_time() - t0) * 1000
                 rows.append(
                     {
                         "condition": c["condition"],
                         "name": c["name"],
+                        "index": c["index"],
                         "speaker": c["speaker"],
                         "reference": c["reference"],
                         "enhance": setting,
@@ -120,6 +144,7 @@ def main() -> int:
                         "no_speech": r.no_speech_prob,
                         "logprob": r.confidence,
                         "stop": r.stop_reason,
+                        "cpu_ms": round(cpu_ms, 1),
                     }
                 )
             for cond in args.conditions:
@@ -136,9 +161,16 @@ def main() -> int:
                     f"(S {s.substitutions} D {s.deletions} I {s.insertions}; {s.words} words)  guards: {guards}",
                     flush=True,
                 )
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+        if args.json:  # after each enhancement, with the cache's other decodes: a run cut short loses little
+            every = {**cached, **{_key(r): r for r in rows}}
+            args.json.write_text(json.dumps(list(every.values()), indent=1) + "\n")
+    for spec in args.pick:
+        print(noise_pick.report(rows, spec.split(","), args.decode[0], args.conditions), flush=True)
     return 0
+
+
+def _key(row: dict) -> tuple:
+    return (row["condition"], row["name"], row["enhance"], row["decode"])
 
 
 if __name__ == "__main__":
