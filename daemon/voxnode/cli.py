@@ -246,8 +246,7 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
         overrides["hotwords"] = tuple(w.strip() for w in args.hotwords.split(",") if w.strip())
     if args.beam_size is not None:
         if not 1 <= args.beam_size <= 8:
-            print(f"voxnode: --beam-size {args.beam_size}: must be between 1 and 8", file=sys.stderr)
-            return 2
+            raise VoxnodeError(f"--beam-size {args.beam_size}: must be between 1 and 8")
         overrides["beam_size"] = args.beam_size
     asr = dataclasses.replace(config.asr, **overrides)
     return transcribe_files(

@@ -106,7 +106,11 @@ def test_a_reader_that_has_gone_is_no_traceback(voxnode_cmd):
     assert p.returncode == 1 and err == "", err
 
 
-@pytest.mark.parametrize(("name", "why"), [("missing.wav", "no such file"), ("bad.wav", "not a WAV file")])
+RUN_NOT_WAV = "not a WAV file (no RIFF/WAVE header); for headerless S16_LE 16 kHz audio, give the file a .raw name"
+
+
+# Before, bad.wav's line ended "use --raw for headerless S16_LE 16 kHz audio": a transcribe flag run lacks.
+@pytest.mark.parametrize(("name", "why"), [("missing.wav", "no such file"), ("bad.wav", RUN_NOT_WAV)])
 def test_run_with_a_bad_file_says_so_before_loading_the_models(tmp_path, voxnode_cmd, name, why):
     """Before: the one line came after Whisper and the end-of-turn model had loaded (seconds on a Pi)."""
     f = tmp_path / name

@@ -56,7 +56,7 @@ def test_dev_zero_is_refused_at_once(voxnode_cmd):
     p = transcribe(voxnode_cmd, "/dev/zero", "--raw")
     assert p.returncode == 1 and p.stdout == ""
     assert p.errors == [
-        "voxnode: /dev/zero: is a device, not an audio file (record from a microphone with "
+        "voxnode: error: /dev/zero: is a device, not an audio file (record from a microphone with "
         "`voxnode run`; pipe audio in through a FIFO or /dev/stdin)"
     ], p.stderr
     assert "Traceback" not in p.stderr and p.peak_kb < 400_000
@@ -81,7 +81,7 @@ def test_length_limit_is_checked_before_decoding(tmp_path, voxnode_cmd):
     t0 = time.monotonic()
     p = transcribe(voxnode_cmd, "--max-duration", "60", str(long_wav))
     assert p.returncode == 1
-    assert p.errors == [f"voxnode: {long_wav}: 2.0 h of audio; the limit is 60 s (--max-duration)"], p.stderr
+    assert p.errors == [f"voxnode: error: {long_wav}: 2.0 h of audio; the limit is 60 s (--max-duration)"], p.stderr
     assert time.monotonic() - t0 < 60  # refused from the header, not after transcribing two hours
 
 
@@ -94,7 +94,7 @@ def test_a_pipe_is_read_with_a_limit(tmp_path, voxnode_cmd):
         feeder.kill()
         feeder.wait()
     assert p.returncode == 1
-    assert p.errors == ["voxnode: /dev/stdin: more than 120 s of audio, the limit (--max-duration)"], p.stderr
+    assert p.errors == ["voxnode: error: /dev/stdin: more than 120 s of audio, the limit (--max-duration)"], p.stderr
     clip = ROOT / "daemon" / "voxnode" / "demo_audio" / "demo.wav"
     with open(clip, "rb") as f:
         p = transcribe(voxnode_cmd, "/dev/stdin", stdin=f)

@@ -30,6 +30,8 @@ from voxnode.frontend.recognition import recognition_blocks
 # The cut search looks at smoothed energy up to the window limit; this much audio beyond it keeps the
 # smoothing at the limit the same as over the whole file.
 _LOOKAHEAD = SMOOTH_FRAMES * FRAME
+# What a file that is not a WAV may be instead, in `voxnode transcribe`'s words (run --file has its own).
+RAW_HINT = "use --raw for headerless S16_LE 16 kHz audio"
 
 
 def windows(blocks: Iterable[np.ndarray], max_s: float = MAX_WINDOW_S) -> Iterator[np.ndarray]:
@@ -105,14 +107,14 @@ def transcribe_files(
         try:
             # The header and the known length are checked here, the rest while the windows are transcribed;
             # a file that turns out bad midway (a pipe that stops, past the limit) prints only its error.
-            with AudioStream(path, raw=raw, max_seconds=max_seconds) as stream:
+            with AudioStream(path, raw=raw, max_seconds=max_seconds, raw_hint=RAW_HINT) as stream:
                 result = transcribe_audio(engine, stream.blocks(), frontend)
         except AudioFileError as e:
-            print(f"voxnode: {e}", file=err, flush=True)
+            print(f"voxnode: error: {e}", file=err, flush=True)  # the CLI's words for an error
             failed += 1
             continue
         except (OSError, ValueError) as e:  # anything the reader did not anticipate still names the file
-            print(f"voxnode: {path}: cannot read audio: {e}", file=err, flush=True)
+            print(f"voxnode: error: {path}: cannot read audio: {e}", file=err, flush=True)
             failed += 1
             continue
         if as_json:

@@ -157,8 +157,12 @@ class AudioStream:
         *,
         max_seconds: float = MAX_SECONDS,
         timeout_s: float = PIPE_TIMEOUT_S,
+        raw_hint: str = "",
     ):
+        """`raw_hint`: how the caller's user gives headerless audio instead, added to "not a WAV file"
+        (`voxnode transcribe` has --raw, `voxnode run --file` a .raw name, the demo neither)."""
         self.path = Path(path)
+        self.raw_hint = raw_hint
         self.name = str(path)
         self.max_seconds = max_seconds
         self.raw = raw
@@ -177,9 +181,8 @@ class AudioStream:
         if not head:
             raise AudioFileError(f"{self.name}: file is empty")
         if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
-            raise AudioFileError(
-                f"{self.name}: not a WAV file (no RIFF/WAVE header); use --raw for headerless S16_LE 16 kHz audio"
-            )
+            hint = f"; {self.raw_hint}" if self.raw_hint else ""
+            raise AudioFileError(f"{self.name}: not a WAV file (no RIFF/WAVE header){hint}")
         fmt = None
         while True:
             header = self._in.read_exact(8)

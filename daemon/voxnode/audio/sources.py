@@ -18,7 +18,7 @@ def make_source(stream: StreamConfig, audio: AudioConfig, file: str | None, real
     if file:
         # Streamed: the header is checked now (a bad file stops the start with one line), the samples
         # are read block by block as they are played, so a long file never sits whole in memory.
-        blocks = AudioStream(file, raw=_raw(file)).blocks()
+        blocks = AudioStream(file, raw=_raw(file), raw_hint=RAW_HINT).blocks()
         return FileSource(stream.name, blocks, ring, realtime=realtime)
     return AlsaCapture(stream, audio, ring)
 
@@ -29,8 +29,12 @@ def check_file(file: str) -> None:
     path = Path(file)
     if path.exists() and not (path.is_file() or path.is_dir()):
         return
-    AudioStream(file, raw=_raw(file)).close()
+    AudioStream(file, raw=_raw(file), raw_hint=RAW_HINT).close()
 
 
 def _raw(file: str) -> bool:
     return file.endswith(".raw")  # headerless S16_LE 16 kHz mono; anything else is a WAV
+
+
+# What a file that is not a WAV may be instead, in `voxnode run --file`'s words (it has no --raw flag).
+RAW_HINT = "for headerless S16_LE 16 kHz audio, give the file a .raw name"
