@@ -7,7 +7,8 @@ period, resting on the front-end's silence as wake.skip_silence has it) on the s
 - acceptance: the 165 real recordings x pink/babble/HVAC/music x 20/10/5/0 dB (wake_scores.py's
   clips and noise draws);
 - false accepts: the bench's 3 hours (speech, TV, music) and, with --more, the 4 hours more of
-  wake_scores.FA_MORE, every frame heard;
+  wake_scores.FA_MORE, every frame heard; with --fresh, FA_FRESH's 4 hours, summed apart (no setting
+  was chosen on them);
 - CPU: the detector's process CPU time over the false-accept audio, and how often openWakeWord ran.
 
     nice -n 19 .venv/bin/python -m scripts.bench.wake_confirm --more --write scripts/bench/results/wake_confirm.json
@@ -40,7 +41,7 @@ from scripts.bench import wake_audio as wa
 from scripts.bench import wake_conditions as wc
 from scripts.bench import wake_detect as wd
 from scripts.bench import wake_false_accepts as wf
-from scripts.bench.wake_scores import FA_MORE, FA_PARTS
+from scripts.bench.wake_scores import FA_FRESH, FA_MORE, FA_PARTS
 from voxnode.wake.confirm import SecondOpinion, with_second_opinion
 from voxnode.wake.detector import WakeDetector
 from voxnode.wake.models import load_wake_model
@@ -114,10 +115,26 @@ def false_accepts(parts: list[tuple[str, str, float, int]]) -> dict:
     return out
 
 
+def summary(fa: dict) -> dict:
+    hours = sum(part["hours"] for part in fa.values())
+    return {
+        v: {
+            "false_accepts": sum(part[v]["false_accepts"] for part in fa.values()),
+            "hours": round(hours, 2),
+            "cpu_percent": round(sum(part[v]["cpu_percent"] * part["hours"] for part in fa.values()) / hours, 3),
+            "oww_requests_per_hour": round(
+                sum(part[v]["oww_requests_per_hour"] * part["hours"] for part in fa.values()) / hours, 1
+            ),
+        }
+        for v in VARIANTS
+    }
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--recordings", type=Path, default=wa.default_recordings())
     p.add_argument("--more", action="store_true", help="also the 4 hours more (wake_scores.FA_MORE)")
+    p.add_argument("--fresh", action="store_true", help="also the 4 fresh hours (wake_scores.FA_FRESH), summed apart")
     p.add_argument("--no-accept", action="store_true")
     p.add_argument("--no-fa", action="store_true")
     p.add_argument("--merge", type=Path, help="a --no-fa run's JSON: its acceptance goes into this one's")
@@ -138,22 +155,14 @@ def main() -> int:
         if args.write:
             args.write.write_text(json.dumps(out, indent=1) + "\n")
         return 0
-    fa = false_accepts(FA_PARTS + (FA_MORE if args.more else []))
-    hours = sum(part["hours"] for part in fa.values())
-    out["false_accepts"] = fa
-    out["summary"] = {
-        v: {
-            "false_accepts": sum(part[v]["false_accepts"] for part in fa.values()),
-            "hours": round(hours, 2),
-            "cpu_percent": round(sum(part[v]["cpu_percent"] * part["hours"] for part in fa.values()) / hours, 3),
-            "oww_requests_per_hour": round(
-                sum(part[v]["oww_requests_per_hour"] * part["hours"] for part in fa.values()) / hours, 1
-            ),
-        }
-        for v in VARIANTS
-    }
+    fresh = FA_FRESH if args.fresh else []
+    out["false_accepts"] = false_accepts(FA_PARTS + (FA_MORE if args.more else []) + fresh)
+    for key, which in (("summary", False), ("summary_fresh", True)):
+        fa = {k: part for k, part in out["false_accepts"].items() if (k in {f[0] for f in fresh}) == which}
+        if fa:
+            out[key] = summary(fa)
+            print(key, json.dumps(out[key]))
     out["wall_s"] = round(time.time() - t0)
-    print("summary", json.dumps(out["summary"]))
     if args.write:
         args.write.write_text(json.dumps(out, indent=1) + "\n")
         print(f"written to {args.write}")

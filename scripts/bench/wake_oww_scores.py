@@ -2,10 +2,11 @@
 
 The same clips (every real recording x ACCEPT_NOISES x ACCEPT_SNRS, mixed by
 wake_audio.recording_in_noise with the same clip ids, so the same noise draws) and the same
-false-accept hours (wake_scores.FA_PARTS, and FA_MORE with --part fa_more), scored by
-scripts/bench/wake_oww.py's pipeline on every 80 ms; each probability with the 20 ms frame it is
-known after, so that wake_fusion.py can line it up with microWakeWord's. The process CPU time of
-the scoring alone is saved per part (the cost of running openWakeWord on every frame).
+false-accept hours (wake_scores.FA_HOURS: FA_PARTS; FA_MORE with --part fa_more; FA_FRESH, kept
+apart to check a chosen setting, with --part fa_fresh), scored by scripts/bench/wake_oww.py's pipeline
+on every 80 ms; each probability with the 20 ms frame it is known after, so that wake_fusion.py can
+line it up with microWakeWord's. The process CPU time of the scoring alone is saved per part (the
+cost of running openWakeWord on every frame).
 
     nice -n 19 .venv-bench/bin/python -m scripts.bench.wake_oww_scores --part accept --out /tmp/oww_accept.pkl
     nice -n 19 .venv-bench/bin/python -m scripts.bench.wake_oww_scores --part fa --out /tmp/oww_fa.pkl
@@ -27,7 +28,7 @@ from scripts.bench import wake_audio as wa
 from scripts.bench import wake_conditions as wc
 from scripts.bench import wake_false_accepts as wf
 from scripts.bench.wake_oww import OwwScorer
-from scripts.bench.wake_scores import FA_MORE, FA_PARTS
+from scripts.bench.wake_scores import FA_HOURS
 
 HOUR_BLOCK_S = 600  # the false-accept hours are scored in 10-minute blocks (memory), with the context carried
 
@@ -80,12 +81,12 @@ def fa_part(scorer: OwwScorer, parts: list[tuple[str, str, float, int]]) -> dict
         cpu = time.process_time() - c0
         out[label] = {"hours": len(audio) / wc.RATE / 3600, "oww": (probs, at), "cpu_s": cpu}
         print(f"{label}: {len(probs)} probabilities, {cpu:.0f} s CPU, {time.time() - t0:.0f} s", flush=True)
-    return {"parts": out}
+    return {"parts": out, "asterisk_prompts": sc.asterisk_band()}  # wake_fusion.py checks it
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--part", choices=("accept", "fa", "fa_more"), required=True)
+    p.add_argument("--part", choices=("accept", *FA_HOURS), required=True)
     p.add_argument("--recordings", type=Path, default=wa.default_recordings())
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--shard", default="0/1", help="i/n: only the recordings i, i + n, ... (processes side by side)")
@@ -95,7 +96,7 @@ def main() -> int:
     if args.part == "accept":
         data = accept_part(scorer, args.recordings, (i, n))
     else:
-        data = fa_part(scorer, FA_PARTS if args.part == "fa" else FA_MORE)
+        data = fa_part(scorer, FA_HOURS[args.part])
     data["delegation"] = {k: [d.applied, d.ops_total, list(d.not_delegated)] for k, d in scorer.delegation.items()}
     args.out.write_bytes(pickle.dumps(data))
     print(f"written to {args.out}")
