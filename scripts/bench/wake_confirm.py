@@ -68,15 +68,15 @@ def run(audio: np.ndarray, variant: str, flags: np.ndarray | None = None) -> tup
     return times, time.process_time() - t0, second.requests if second else 0
 
 
-def acceptance(folder: Path) -> dict:
+def acceptance(folder: Path, variants: tuple[str, ...] = VARIANTS) -> dict:
     music = [a for _, a in sc.music_tracks()]
     phrases = wa.recordings(folder, "alexa")
-    hits = {v: {} for v in VARIANTS}  # variant -> "kind snr" -> count
+    hits = {v: {} for v in variants}  # variant -> "kind snr" -> count
     t0 = time.time()
     for i, x in enumerate(phrases):
         for snr, kind, clip, start, end in wa.recording_trials(i, x, music):
             flags = wd.speech_flags(clip)
-            for v in VARIANTS:
+            for v in variants:
                 times, _, _ = run(clip, v, flags)
                 hit = any(start <= t <= end + wc.LATE_S for t in times)
                 key = f"{kind} {snr}"
@@ -85,7 +85,7 @@ def acceptance(folder: Path) -> dict:
             print(f"{i + 1}/{len(phrases)} recordings, {time.time() - t0:.0f} s", flush=True)
     n = len(phrases)
     out = {}
-    for v in VARIANTS:
+    for v in variants:
         by = hits[v]
         out[v] = {
             "percent_by_snr": {
@@ -97,13 +97,13 @@ def acceptance(folder: Path) -> dict:
     return {"recordings": n, **out}
 
 
-def false_accepts(parts: list[tuple[str, str, float, int]]) -> dict:
+def false_accepts(parts: list[tuple[str, str, float, int]], variants: tuple[str, ...] = VARIANTS) -> dict:
     out: dict = {}
     for label, source, minutes, seed in parts:
         audio, _ = wf.FA_SOURCES[source](minutes, seed)
         hours = len(audio) / wc.RATE / 3600
         out[label] = {"hours": round(hours, 3)}
-        for v in VARIANTS:
+        for v in variants:
             times, cpu, requests = run(audio, v)
             out[label][v] = {
                 "false_accepts": len(times),
@@ -115,7 +115,7 @@ def false_accepts(parts: list[tuple[str, str, float, int]]) -> dict:
     return out
 
 
-def summary(fa: dict) -> dict:
+def summary(fa: dict, variants: tuple[str, ...]) -> dict:
     hours = sum(part["hours"] for part in fa.values())
     return {
         v: {
@@ -126,7 +126,7 @@ def summary(fa: dict) -> dict:
                 sum(part[v]["oww_requests_per_hour"] * part["hours"] for part in fa.values()) / hours, 1
             ),
         }
-        for v in VARIANTS
+        for v in variants
     }
 
 
@@ -136,6 +136,7 @@ def main() -> int:
     p.add_argument("--more", action="store_true", help="also the 4 hours more (wake_scores.FA_MORE)")
     p.add_argument("--fresh", action="store_true", help="also the 4 fresh hours (wake_scores.FA_FRESH), summed apart")
     p.add_argument("--no-accept", action="store_true")
+    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS, help="default: both")
     p.add_argument("--no-fa", action="store_true")
     p.add_argument("--merge", type=Path, help="a --no-fa run's JSON: its acceptance goes into this one's")
     p.add_argument("--write", type=Path)
@@ -148,7 +149,7 @@ def main() -> int:
         "asterisk_prompts": sc.asterisk_band(),  # "wideband" in .venv-bench (G.722), "narrowband" in .venv
     }
     if not args.no_accept:
-        out["acceptance"] = acceptance(args.recordings)
+        out["acceptance"] = acceptance(args.recordings, tuple(args.variants))
     if args.merge:
         out["acceptance"] = json.loads(args.merge.read_text())["acceptance"]
     if args.no_fa:
@@ -156,11 +157,11 @@ def main() -> int:
             args.write.write_text(json.dumps(out, indent=1) + "\n")
         return 0
     fresh = FA_FRESH if args.fresh else []
-    out["false_accepts"] = false_accepts(FA_PARTS + (FA_MORE if args.more else []) + fresh)
+    out["false_accepts"] = false_accepts(FA_PARTS + (FA_MORE if args.more else []) + fresh, tuple(args.variants))
     for key, which in (("summary", False), ("summary_fresh", True)):
         fa = {k: part for k, part in out["false_accepts"].items() if (k in {f[0] for f in fresh}) == which}
         if fa:
-            out[key] = summary(fa)
+            out[key] = summary(fa, tuple(args.variants))
             print(key, json.dumps(out[key]))
     out["wall_s"] = round(time.time() - t0)
     if args.write:
