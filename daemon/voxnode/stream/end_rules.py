@@ -109,6 +109,12 @@ class OpenEnding:
         return None
 
 
+def sure_closing_mark(pause: PauseEvidence, min_prob: float) -> bool:
+    """The decoder ended on its own and wrote a closing mark it gave at least `min_prob`: what closing_mark
+    decides on alone and agreed_end with the model."""
+    return pause.ended_cleanly and ends_sentence(pause.text, pause.punctuation_prob, min_prob)
+
+
 @dataclass(frozen=True)
 class AgreedEnd:
     """The text and the sound both say finished. Passes until the model's answer is in: a sure closing
@@ -122,7 +128,7 @@ class AgreedEnd:
     def judge(self, pause: PauseEvidence) -> Verdict | _Wait | None:
         if pause.turn_prob is None or pause.turn_prob < self.turn_min_prob:
             return None
-        if pause.ended_cleanly and ends_sentence(pause.text, pause.punctuation_prob, self.mark_min_prob):
+        if sure_closing_mark(pause, self.mark_min_prob):
             return Verdict(self.name, Completion.SENTENCE_END, self.hangover_frames)
         return None
 
@@ -134,7 +140,7 @@ class ClosingMark:
     name: ClassVar[str] = "closing_mark"
 
     def judge(self, pause: PauseEvidence) -> Verdict | _Wait | None:
-        if pause.ended_cleanly and ends_sentence(pause.text, pause.punctuation_prob, self.min_prob):
+        if sure_closing_mark(pause, self.min_prob):
             return Verdict(self.name, Completion.SENTENCE_END, self.hangover_frames)
         return None
 
