@@ -137,7 +137,24 @@ def test_fifo_lock_serves_in_arrival_order():
     assert order == [0, 1, 2, 3, 4]
 
 
-def test_default_threads_is_half_the_physical_cores_up_to_four():
-    # a Pi Zero 2 W / Pi 4 / Pi 5 (4 cores) gets 2; a 2-core box 1; a 16-core PC no more than 4
-    assert [default_num_threads(n) for n in (1, 2, 4, 6, 8, 16)] == [1, 1, 2, 3, 4, 4]
+def test_default_threads_are_the_cores_shared_by_the_engines_up_to_four():
+    # a 4-core Pi Zero 2 W / Pi 4 / Pi 5 gives its one engine all 4 (stop 39: the emulated Pi 4's final
+    # p50 ~610 -> ~430 ms); a 2- or 3-core box keeps a core free; a 16-core PC no more than 4 per engine
+    assert [default_num_threads(n) for n in (1, 2, 3, 4, 6, 8, 16)] == [1, 1, 2, 4, 4, 4, 4]
+    # [stream] decode_workers engines share the cores instead of each taking all of them
+    assert [default_num_threads(4, engines) for engines in (1, 2, 3, 4, 8)] == [4, 2, 1, 1, 1]
+    assert default_num_threads(16, 2) == 4 and default_num_threads(2, 2) == 1
     assert default_num_threads() == default_num_threads(physical_cores())
+
+
+def test_decode_workers_load_engines_with_their_share_of_the_cores(monkeypatch):
+    from voxnode.asr.backends import load_recognizers
+    from voxnode.config.asr import AsrConfig
+    from voxnode.models import runtime
+
+    monkeypatch.setattr(runtime, "physical_cores", lambda: 4)  # as on a Pi: 3 engines share its 4 cores
+    engines = load_recognizers(AsrConfig(), 3)
+    assert [e.info.num_threads for e in engines] == [1, 1, 1]
+    assert load_recognizers(AsrConfig(), 1)[0].info.num_threads == 4
+    engines = load_recognizers(AsrConfig(num_threads=3), 2)  # set by the user: kept as it is
+    assert [e.info.num_threads for e in engines] == [3, 3]

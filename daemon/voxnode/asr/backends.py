@@ -7,6 +7,7 @@ subclass and add a line to ENGINES in config/asr.py (name -> module, class).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 from typing import TYPE_CHECKING
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 from voxnode.asr.recognizer import Recognizer
 from voxnode.config.asr import ENGINES
 from voxnode.errors import ConfigError
+from voxnode.models.runtime import default_num_threads
 
 if TYPE_CHECKING:
     from voxnode.config.asr import AsrConfig
@@ -39,5 +41,8 @@ def load_recognizer(config: AsrConfig) -> Recognizer:
 
 def load_recognizers(config: AsrConfig, count: int) -> list[Recognizer]:
     """`count` instances of the model: an instance decodes one utterance at a time, so each decode
-    worker has its own (~50 MB each; see docs/benchmarks.md)."""
+    worker has its own (~50 MB each; see docs/benchmarks.md). `asr.num_threads = 0` shares the cores
+    between them (models/runtime.default_num_threads)."""
+    if config.num_threads == 0:
+        config = dataclasses.replace(config, num_threads=default_num_threads(engines=count))
     return [load_recognizer(config) for _ in range(count)]

@@ -47,7 +47,13 @@ class AsrConfig:
         'than "en" needs a multilingual model (model = "base").',
         pattern=r"auto|[a-z]{2,3}",
     )
-    num_threads: int = setting(0, "Inference threads; 0 = half the physical cores, 1 to 4.", min=0, max=64)
+    num_threads: int = setting(
+        0,
+        "Inference threads per engine; 0 = the physical cores (one left free below 4 cores) shared by the decode "
+        "workers, 1 to 4.",
+        min=0,
+        max=64,
+    )
     # Finals' defaults, chosen for live latency (end of speech -> final p95 <= 800 ms with the hangover,
     # so a final of an utterance < 8 s should decode in a median ~150-200 ms on a 2-core x86) and for WER
     # (docs/benchmarks.md, "ASR beam size" and "ASR decode time per final"; 50 real utterances, clean /

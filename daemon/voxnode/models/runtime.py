@@ -71,17 +71,27 @@ def physical_cores() -> int:
 MAX_DEFAULT_THREADS = 4
 
 
-def default_num_threads(cores: int | None = None) -> int:
-    """Half the physical cores (`cores`, default this machine's), 1 to MAX_DEFAULT_THREADS.
+def default_num_threads(cores: int | None = None, engines: int = 1) -> int:
+    """Inference threads per engine: the physical cores (`cores`, default this machine's) shared by
+    `engines` engine instances ([stream] decode_workers), 1 to MAX_DEFAULT_THREADS; a machine with
+    fewer than 4 cores keeps one core free for capture, VAD, the end-of-turn model and MQTT.
 
-    The other half stays free for capture, VAD, the end-of-turn model and MQTT. Measured on an
-    emulated Pi 4 (scripts/bench/emulate_board.py pi4, scripts/bench/drafts.py, 15 real utterances, a
-    final right after a partial, beam 3 with its draft): median final 944 ms on 1 thread, 530 on 2,
-    543 on 4 (greedy with the draft 571 / 321 / 377): the 4 cores' default stays 2 threads, and
-    live a second thread took end of speech -> final from p50 549 / p95 1272 ms to 508 / 938.
+    Measured live (scripts/bench/live_noise.py, 25 real utterances, clean and pink 10 dB, sentences
+    p50 / p95 ms, stop 39's quiet Xeon with its own fractions, two runs each, back to back;
+    docs/benchmarks.md "Four inference threads"): an emulated Pi 4 on 2 threads 602-619 / 1090-1141
+    clean, 501-577 / 797-820 pink; on 3 threads 500-544 / 1068-1192 and 437-528 / 761-792; on 4
+    426-436 / 798-938 and 393-401 / 712-760: the encoder 137 -> 112 ms and the final's decoder 305 ->
+    176 (cheaper partials come more often, so the draft is fresher), at 60 % of a Pi 4 core while
+    speaking instead of 54. A Pi 5: 244 -> 231 clean, 4 streams without drops. Capture and VAD
+    need a few % of a core, so a 4-core board gives the engine all 4. The 2-core x86 keeps one
+    thread (its final waits for the hangover, not the decode). An earlier offline pass
+    (scripts/bench/drafts.py, emulated Pi 4 on the calibration host, a final right after a partial)
+    had found 4 threads no faster than 2 (543 vs 530 ms); live, where the partials' pacing follows
+    their cost, they are.
     """
     n = physical_cores() if cores is None else cores
-    return max(1, min(MAX_DEFAULT_THREADS, n // 2))
+    usable = n if n >= MAX_DEFAULT_THREADS else n - 1
+    return max(1, min(MAX_DEFAULT_THREADS, usable // max(1, engines)))
 
 
 @dataclass(frozen=True)
