@@ -252,8 +252,8 @@ calibrate-boards: .venv-bench/.installed
 # than the calibration host, export its EMULATE_BOARD_FRACTIONS first (docs/benchmarks.md "Another host").
 bench-pi4-speculate: deps-corpus venv .venv-bench/.installed
 	uptime
-	.venv-bench/bin/python -m scripts.bench.live_noise --board pi4 --label pi4-tail --conditions clean,pink-10 --jobs 2 --set asr.num_threads=2
-	.venv-bench/bin/python -m scripts.bench.live_noise --board pi4 --label pi4-speculate-40 --conditions clean,pink-10 --jobs 2 --set asr.num_threads=2 --set vad.speculate_ms=40
+	.venv-bench/bin/python -m scripts.bench.live_noise --board pi4 --label pi4-tail --conditions clean,pink-10 --jobs 2 --set asr.num_threads=4
+	.venv-bench/bin/python -m scripts.bench.live_noise --board pi4 --label pi4-speculate-40 --conditions clean,pink-10 --jobs 2 --set asr.num_threads=4 --set vad.speculate_ms=40
 	uptime
 
 # `sudo make install`: /opt/voxnode (venv + model), /etc/voxnode/config.toml (kept if edited),

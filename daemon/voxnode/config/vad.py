@@ -204,7 +204,10 @@ class VadConfig:
     # tail_ms after it, and in noise the VAD's end lies ~100 ms *before* the true end at the median
     # (pink 10 dB): the word's last sounds are cut. Measured live (scripts/bench/live_noise.py, 25
     # utterances, x86, back to back; docs/benchmarks.md "Per-board figures"): 40 ms, clean WER 5.4 ->
-    # 5.4 %, pink 10 dB 6.9 -> 9.8 % (tail_ms 60 earlier: 6.4 -> 8.3 %). So off by default: for quiet rooms.
+    # 5.4 %, pink 10 dB 6.9 -> 9.8 % (tail_ms 60 earlier: 6.4 -> 8.3 %). So off by default. On an emulated
+    # Pi 4 (4 threads, stop 39) it made the final later, not sooner: clean sentences p50 426-436 -> 506 ms
+    # (every 40 ms gap between words starts an early decode that holds partials off and is cancelled by
+    # the next word, so the final's draft is staler: its decoder 176 -> 223 ms at the median).
     speculate_ms: int = setting(
         0,
         "Silence after the last speech at which the pause's speculative decode starts, if sooner than "
