@@ -135,9 +135,16 @@ def test_a_window_that_loops_is_retried_longer(engine, monkeypatch, first_stop, 
     wav, ref = pocketsphinx_utterances()[4]  # 3.3 s
     r = engine.transcribe(read_audio(wav))
     window = engine.options.min_window_s
-    assert frames == [int(100 * window), int(200 * window)]  # then twice that
-    assert r.stop_reason == "eot" and wer(ref, r.text) < 0.2 and r.window_s == 2 * window
+    assert window == 6.0
+    assert frames == [600, 1000]  # then 10 s: at least 10, and 4 s more than the window that looped
+    assert r.stop_reason == "eot" and wer(ref, r.text) < 0.2 and r.window_s == 10.0
     assert r.encode_ms > 0
+
+
+def test_retry_window_is_at_least_10_s_and_4_s_longer():
+    from voxnode.asr.whisper.engine import retry_window
+
+    assert [retry_window(w) for w in (6.0, 7.0, 9.0, 20.0, 28.0)] == [10.0, 11.0, 13.0, 24.0, 30.0]
 
 
 def test_a_partial_that_loops_is_not_retried(engine, monkeypatch):
