@@ -54,15 +54,16 @@ def test_no_record_mutes_nothing(tmp_path):
 
 
 def test_an_unreadable_record_mutes_every_stream_with_one_line(tmp_path, caplog):
-    bad = {
-        "garbage": lambda p: p.write_bytes(b"\xff{not json"),
-        "wrong": lambda p: p.write_text('{"muted": "mic"}'),
-        "deep": lambda p: p.write_text("[" * 5000 + "]" * 5000),
-        "dir": lambda p: p.mkdir(),
-        "fifo": lambda p: os.mkfifo(p),  # opened blocking, this would hang the start for good
-        "huge": lambda p: p.write_bytes(b" " * 70000),
+    bad = {  # how to make it, and why it is refused
+        "garbage": (lambda p: p.write_bytes(b"\xff{not json"), ": not a mute record (UnicodeDecodeError)"),
+        "wrong": (lambda p: p.write_text('{"muted": "mic"}'), ': not a mute record (no "muted" list'),
+        "deep": (lambda p: p.write_text("[" * 5000 + "]" * 5000), ": not a mute record (RecursionError)"),
+        # The config file's guard (voxnode.regular_file) reads it, in its words.
+        "dir": (lambda p: p.mkdir(), " is a directory"),
+        "fifo": (os.mkfifo, " is a FIFO (named pipe), not a regular file"),  # opened blocking: a hang for good
+        "huge": (lambda p: p.write_bytes(b" " * 70000), " is larger than 64 KiB; is it the right file?"),
     }
-    for name, make in bad.items():
+    for name, (make, why) in bad.items():
         path = tmp_path / f"{name}.mute.json"
         make(path)
         daemon = StandInDaemon(Config())
@@ -75,6 +76,7 @@ def test_an_unreadable_record_mutes_every_stream_with_one_line(tmp_path, caplog)
         assert daemon.is_muted("mic"), name
         errors = [r for r in caplog.records if r.levelno == logging.ERROR]
         assert len(errors) == 1 and str(path) in errors[0].getMessage(), (name, caplog.text)
+        assert f"cannot read the mute record ({path}{why}" in caplog.text, caplog.text
         assert not any(r.exc_info for r in caplog.records)
 
 

@@ -4,6 +4,7 @@ traceback; check-config refuses what `voxnode run` would refuse at start."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import typing
 
@@ -160,16 +161,28 @@ def _run_start(voxnode_cmd, cfg) -> subprocess.CompletedProcess:
 FILE_CASES = {
     "missing password_file": (
         lambda d: {"username": "u", "password_file": str(d / "nope")},
-        "mqtt.password_file = '{d}/nope': No such file or directory",
+        "mqtt.password_file = '{d}/nope': does not exist",
+    ),
+    # The config file's guard (voxnode.regular_file) reads the password and looks at the TLS files.
+    "password_file is a FIFO": (
+        lambda d: {"username": "u", "password_file": _fifo(d / "pw")},
+        "mqtt.password_file = '{d}/pw': is a FIFO (named pipe), not a regular file",
     ),
     "non-UTF-8 password_file": (
         lambda d: {"username": "u", "password_file": _write(d / "pw", b"\xff\xfepw\n")},
         "the password is not UTF-8 text",
     ),
-    "password_file is a directory": (lambda d: {"username": "u", "password_file": str(d)}, "not a regular file"),
+    "password_file is a directory": (
+        lambda d: {"username": "u", "password_file": str(d)},
+        "mqtt.password_file = '{d}': is a directory",
+    ),
     "missing tls_ca": (
         lambda d: {"tls": True, "tls_ca": str(d / "ca.pem")},
         "mqtt.tls_ca = '{d}/ca.pem': does not exist",
+    ),
+    "tls_ca is a FIFO": (
+        lambda d: {"tls": True, "tls_ca": _fifo(d / "ca.pem")},
+        "mqtt.tls_ca = '{d}/ca.pem': is a FIFO (named pipe), not a regular file",
     ),
     "tls_ca not PEM": (lambda d: {"tls": True, "tls_ca": _write(d / "ca.pem", b"hello\n")}, "not a PEM CA certificate"),
 }
@@ -177,6 +190,11 @@ FILE_CASES = {
 
 def _write(path, data: bytes) -> str:
     path.write_bytes(data)
+    return str(path)
+
+
+def _fifo(path) -> str:
+    os.mkfifo(path)
     return str(path)
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from voxnode.config.mqtt import MqttConfig
 from voxnode.errors import MqttConfigError
+from voxnode.regular_file import check_regular_file, read_head
 
 CREDENTIAL_NAME = "mqtt-password"
 # A password is one line; reading more would let a wrong path (a device, a log) fill memory.
@@ -32,13 +33,8 @@ def read_password(c: MqttConfig, environ: Mapping[str, str] = os.environ) -> str
             path, key = candidate, f"systemd credential {CREDENTIAL_NAME}"
     if not path:
         return c.password or None
-    try:
-        if not os.path.isfile(path) and os.path.exists(path):
-            raise MqttConfigError(f"{key} = {path!r}: not a regular file")
-        with open(path, "rb") as f:
-            raw = f.read(MAX_PASSWORD_BYTES + 1)
-    except OSError as e:
-        raise MqttConfigError(f"{key} = {path!r}: {e.strerror or e}") from None
+    # Never waits on a FIFO given as the file: voxnode.regular_file, as for the config file.
+    raw = read_head(path, f"{key} = {path!r}:", MAX_PASSWORD_BYTES + 1, MqttConfigError)
     line = raw.split(b"\n", 1)[0].rstrip(b"\r")
     if b"\n" not in raw and len(raw) > MAX_PASSWORD_BYTES:
         raise MqttConfigError(
@@ -59,11 +55,8 @@ def tls_context(c: MqttConfig) -> ssl.SSLContext | None:
         return None
     for key in ("tls_ca", "tls_cert", "tls_key"):
         path = getattr(c, key)
-        if path and not os.path.isfile(path):
-            why = "does not exist" if not os.path.exists(path) else "is not a regular file"
-            raise MqttConfigError(f"mqtt.{key} = {path!r}: {why}")
-        if path and not os.access(path, os.R_OK):
-            raise MqttConfigError(f"mqtt.{key} = {path!r}: not readable by this user")
+        if path:  # the TLS library opens them blocking: a FIFO there would hang the start
+            check_regular_file(path, f"mqtt.{key} = {path!r}:", MqttConfigError)
     try:
         context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=c.tls_ca or None)
     except (ssl.SSLError, OSError, ValueError) as e:

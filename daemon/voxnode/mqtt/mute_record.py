@@ -21,11 +21,11 @@ import errno
 import json
 import logging
 import os
-import stat
 import time
 from pathlib import Path
 
 from voxnode.events import iso8601
+from voxnode.regular_file import read_regular_file_if_any
 
 log = logging.getLogger("voxnode.mqtt")
 
@@ -49,23 +49,10 @@ class MuteRecord:
 
     def load(self) -> set[str]:
         """The muted streams as recorded; raises UnreadableRecord for a record that is there but bad.
-        Opened non-blocking and checked to be a regular file: a FIFO there must not hang the start."""
-        try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        except FileNotFoundError:
+        Read through voxnode.regular_file: a FIFO there must not hang the start."""
+        data = read_regular_file_if_any(self.path, str(self.path), MAX_RECORD_BYTES, UnreadableRecord)
+        if data is None:
             return set()
-        except OSError as e:
-            raise UnreadableRecord(f"{self.path}: {e.strerror or e}") from None
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise UnreadableRecord(f"{self.path}: not a regular file")
-            data = os.read(fd, MAX_RECORD_BYTES + 1)
-        except OSError as e:
-            raise UnreadableRecord(f"{self.path}: {e.strerror or e}") from None
-        finally:
-            os.close(fd)
-        if len(data) > MAX_RECORD_BYTES:
-            raise UnreadableRecord(f"{self.path}: more than {MAX_RECORD_BYTES} bytes")
         try:
             doc = json.loads(data.decode("utf-8"))
         except (ValueError, RecursionError) as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors

@@ -16,10 +16,13 @@ from pathlib import Path
 from voxnode.config.wake import SHIPPED_CUTOFFS, SHIPPED_MODELS, wake_specs
 from voxnode.errors import ConfigError
 from voxnode.models.find import WAKE_MODELS, find_model
-from voxnode.regular_file import read_regular_file
+from voxnode.regular_file import check_regular_file, read_regular_file
 
 # The shipped manifests are 377-416 bytes (pymicro-wakeword 2.x); a manifest 150 times that is not one.
 MAX_MANIFEST_BYTES = 64 << 10
+# The shipped models are 52-81 KB (pymicro-wakeword 2.5.0: hey_jarvis 52272 bytes, okay_nabu 80824);
+# a microWakeWord model 50 times that is not one (a log, an image, a Whisper graph given by mistake).
+MAX_MODEL_BYTES = 4 << 20
 
 _lock = threading.Lock()
 _cache: dict[Path, bytes] = {}
@@ -39,10 +42,7 @@ class WakeModel:
         """The model file's bytes, read once per process and shared by every stream's interpreter."""
         with _lock:
             if self.tflite not in _cache:
-                try:
-                    _cache[self.tflite] = self.tflite.read_bytes()
-                except OSError as e:
-                    raise ConfigError(f"wake model file {self.tflite}: {e.strerror or e}") from None
+                _cache[self.tflite] = read_regular_file(self.tflite, f"wake model file {self.tflite}", MAX_MODEL_BYTES)
             return _cache[self.tflite]
 
 
@@ -84,8 +84,7 @@ def load_wake_model(spec: str, threshold: float = 0.0, key: str = "wake.model") 
         ) from None
     if data.get("type", "micro") != "micro":
         raise ConfigError(f"{key} = {spec!r}: {manifest} is a {data.get('type')!r} model; only microWakeWord works")
-    if not tflite.is_file():
-        raise ConfigError(f"{key} = {spec!r}: the model file {tflite} named by {manifest} does not exist")
+    check_regular_file(tflite, f"{key} = {spec!r}: the model file {tflite} named by {manifest}")
     if not 0.0 < cutoff < 1.0 or not 1 <= window <= 100:
         raise ConfigError(f"{key} = {spec!r}: {manifest}: probability_cutoff or sliding_window_size out of range")
     return WakeModel(

@@ -1,0 +1,77 @@
+"""A user's wake model file (the .tflite a manifest names) is read through the config file's guard
+(voxnode.regular_file): a FIFO there is named as one, never waited on, and a file far larger than a
+microWakeWord model is refused instead of read into memory."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+
+import pytest
+
+from voxnode.cli import main
+from voxnode.errors import ConfigError
+from voxnode.wake.models import MAX_MODEL_BYTES, load_wake_model
+
+MANIFEST = (
+    '{"wake_word": "Hey Box", "model": "box.tflite", "micro": {"probability_cutoff": 0.9, "sliding_window_size": 5}}'
+)
+
+
+def user_model(folder, tflite=lambda p: p.write_bytes(b"")):
+    manifest = folder / "box.json"
+    manifest.write_text(MANIFEST)
+    tflite(folder / "box.tflite")
+    return manifest, folder / "box.tflite"
+
+
+def test_a_model_file_that_is_a_fifo_is_named_as_one(tmp_path, capsys):
+    """Before: "the model file ... does not exist", of a file that is there."""
+    manifest, tflite = user_model(tmp_path, os.mkfifo)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[wake]\nenabled = true\nmodel = "{manifest}"\n')
+    assert main(["check-config", "--config", str(cfg)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"voxnode: error: wake.model = '{manifest}': the model file {tflite} named by {manifest} "
+        "is a FIFO (named pipe), not a regular file"
+    ), err
+    tflite.unlink()
+    with pytest.raises(ConfigError, match=re.escape(f"the model file {tflite} named by {manifest} does not exist")):
+        load_wake_model(str(manifest))
+
+
+def test_content_is_capped(tmp_path):
+    """Before: read whole, whatever its size."""
+    manifest, tflite = user_model(tmp_path, lambda p: (p.write_bytes(b""), os.truncate(p, MAX_MODEL_BYTES + 1)))
+    model = load_wake_model(str(manifest))
+    with pytest.raises(ConfigError, match=re.escape(f"wake model file {tflite} is larger than 4 MiB; is it")):
+        model.content()
+    os.truncate(tflite, MAX_MODEL_BYTES)  # at the cap: read
+    assert len(model.content()) == MAX_MODEL_BYTES
+
+
+def test_content_never_waits_on_a_fifo(tmp_path):
+    """A model file swapped for a FIFO after the config was checked (a reload reads it again). Before:
+    content() waited in read_bytes for a writer, holding the lock every stream's detector takes."""
+    manifest, tflite = user_model(tmp_path)
+    model = load_wake_model(str(manifest))
+    tflite.unlink()
+    os.mkfifo(tflite)
+    outcome: list[BaseException | bytes] = []
+
+    def read() -> None:
+        try:
+            outcome.append(model.content())
+        except BaseException as e:  # noqa: BLE001 (the test looks at it)
+            outcome.append(e)
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    t.join(10)
+    if t.is_alive():  # a writer that opens and closes at once ends the read it waits in
+        os.close(os.open(tflite, os.O_WRONLY | os.O_NONBLOCK))
+        t.join(5)
+    assert len(outcome) == 1 and isinstance(outcome[0], ConfigError) and not t.is_alive(), outcome
+    assert str(outcome[0]) == f"wake model file {tflite} is a FIFO (named pipe), not a regular file"
