@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
+import sys
+
+from voxnode.config import Config
+from voxnode.demo import mqtt_setup
+from voxnode.mqtt import localbroker
 
 
 def test_demo_prints_mqtt_messages_from_a_local_broker(tmp_path, voxnode_cmd):
@@ -31,3 +37,51 @@ def test_demo_prints_mqtt_messages_from_a_local_broker(tmp_path, voxnode_cmd):
 
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+# A Mosquitto that never listens and leaves on SIGTERM only, writing its arguments down as it goes.
+NEVER_LISTENS = """#!{python}
+import os, signal, sys, time
+def leave(*_):
+    with open(os.environ["FAKE_MOSQUITTO_LEFT"], "w") as f:
+        f.write(" ".join(sys.argv[1:]))
+    sys.exit(0)
+signal.signal(signal.SIGTERM, leave)
+open(os.environ["FAKE_MOSQUITTO_LEFT"] + ".ready", "w").close()
+while True:
+    time.sleep(1)
+"""
+
+
+def test_a_local_broker_that_does_not_start_is_stopped_and_reaped(tmp_path, monkeypatch, caplog):
+    """The demo's own Mosquitto that never opens its port: one warning line, and the process was asked
+    to stop and given the time to (service.stop_timeout_s's default), then reaped. Before, the rollback
+    had a deadline of now: SIGTERM and, at once, SIGKILL."""
+    (tmp_path / "bin").mkdir()
+    fake = tmp_path / "bin" / "mosquitto"
+    fake.write_text(NEVER_LISTENS.format(python=sys.executable))
+    fake.chmod(0o755)
+    left = tmp_path / "left"
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_MOSQUITTO_LEFT", str(left))
+    made: list[localbroker.LocalBroker] = []
+    real = localbroker.LocalBroker
+
+    def make() -> localbroker.LocalBroker:
+        made.append(real())
+        return made[-1]
+
+    monkeypatch.setattr(localbroker, "LocalBroker", make)
+    config = Config()
+    with caplog.at_level(logging.INFO):
+        broker, same = mqtt_setup(config, tmp_path)
+    assert broker is None and same is config
+    (b,) = made
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", f"demo: mosquitto did not start on 127.0.0.1:{b.port}; see {b.work / 'broker.log'}")
+    ]
+    assert left.with_suffix(".ready").exists()  # it had started: the stop found it running
+    assert b.proc is not None and b.proc.returncode == 0, b.proc  # it left on SIGTERM (killed: -9)
+    assert left.read_text() == f"-c {b.work / 'mosquitto.conf'}"
+    assert not os.path.exists(f"/proc/{b.proc.pid}")  # reaped: not even a zombie
+    assert not b.work.exists()

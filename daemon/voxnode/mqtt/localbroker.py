@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from voxnode.errors import VoxnodeError
-from voxnode.lifecycle import Component
+from voxnode.lifecycle import STOP_TIMEOUT_S, Component
 from voxnode.process_stop import stop_process
 
 
@@ -50,7 +50,9 @@ class LocalBroker(Component):
         )
         self.proc = subprocess.Popen([exe, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if not wait_port(self.port):
-            self.stop(time.monotonic())
+            # A rollback is a stop like any other (lifecycle.start_all's): with a deadline of now, a
+            # Mosquitto still starting was killed before it could see its SIGTERM.
+            self.stop(time.monotonic() + STOP_TIMEOUT_S)
             raise VoxnodeError(f"mosquitto did not start on 127.0.0.1:{self.port}; see {self.work / 'broker.log'}")
 
     def stop(self, deadline: float) -> None:
