@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
 import time
 import urllib.request
@@ -17,6 +18,7 @@ import pytest
 from tests.alsa_env import alsa_file_pcm
 from tests.helpers import wait_until
 from tests.systemd.helpers import NotifySocket, PacedMic, has, start_daemon, stop
+from voxnode.process_stop import stop_process
 
 pytest.importorskip("prometheus_client")
 
@@ -71,8 +73,9 @@ def test_a_device_that_blocks_on_open_leaves_the_node_running_and_stoppable(tmp_
         rc = stop(p, timeout=STOP_TIMEOUT_S + 10)
         took = time.monotonic() - sent
     finally:
-        if p.poll() is None:
-            p.kill()
+        # A test that failed before its stop: the daemon is killed and reaped, never left a zombie or
+        # still running while the FIFOs and folder it uses go.
+        stop_process(p, 0.0, signal.SIGKILL)
         mic.close()
         notify.close()
     assert rc == 0
