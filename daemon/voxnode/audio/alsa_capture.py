@@ -12,6 +12,7 @@ import numpy as np
 
 from voxnode.audio.alsa_open import OpenedPcm, open_capture
 from voxnode.audio.alsa_pcm import PcmError
+from voxnode.audio.capture_pace import Drain
 from voxnode.audio.format import PERIOD_FRAMES, PERIOD_S, SAMPLE_RATE
 from voxnode.audio.frames import Frame
 from voxnode.audio.ring import FrameRing
@@ -30,14 +31,6 @@ log = logging.getLogger(__name__)
 OPEN_TIMEOUT_S = 2.0
 # How often a capture waiting for its open looks at its stop flag: the bound on stopping then.
 OPEN_POLL_S = 0.05
-# Relaxed (audio/capture_pace.py: the stream is idle), a capture leaves at most its device's buffer
-# less this much audio unread: the margin a late drain has before the device overruns. It is what a
-# late read had before issue 23's fourth pass (the whole buffer then: 8 periods, 160 ms; the default
-# is 16 now, so that the idle hold gets 160 ms and the margin stays).
-HOLD_MARGIN_S = 0.16
-# A read that took this long waited for its period to come in. Measured here, a read with a period
-# waiting returns in 4 us (hot) to 90 us (live, cold caches); one that waits, within 20 ms.
-WAITED_S = 0.001
 
 
 class PendingOpen:
@@ -171,68 +164,32 @@ class AlsaCapture(AudioSource):
                 opened.pcm.close()
 
     def _read_loop(self, opened: OpenedPcm) -> None:
-        channels, channel, period = opened.channels, self.stream.channel, opened.period_frames
+        channels, channel = opened.channels, self.stream.channel
         pending = np.zeros(0, dtype=np.int16)
-        clock, pace = self._clock, self.pace
+        clock = self._clock
         clock.restart()
-        # The most audio a relaxed capture leaves in the device (0 or less: it never holds).
-        max_hold = opened.buffer_frames / SAMPLE_RATE - HOLD_MARGIN_S
-        held: list[Frame] | None = None  # relaxed: this drain's frames, put in the ring together
-        caught_up = False  # relaxed: the last read waited for its period (the device held no more)
-        t_read = time.monotonic()
+        drain = Drain(self.pace, self.ring, clock, opened.period_frames, opened.buffer_frames / SAMPLE_RATE)
         try:
             while not self.stopping:
-                hold = min(pace.hold_s(), max_hold)
-                if hold > 0:
-                    if held is None:
-                        held = []
-                    elif caught_up:
-                        # Nothing more in the device: one wake-up per hold (and one for the read that
-                        # waits at the end of each drain) instead of one per period. The period that
-                        # read brought rides with the next drain.
-                        pace.hold(hold)
-                        caught_up = False
-                        t_read = time.monotonic()
-                        continue
-                    elif held and (clock.backlog(time.monotonic()) < period or len(held) * PERIOD_S >= hold):
-                        # The next read waits for its period (the device's clock says none is due), or
-                        # the drain has more than a hold behind it (a device that fell behind, or one
-                        # faster than real time): what it has read goes to the worker now, in one go.
-                        self.ring.put_many(held)
-                        held.clear()
-                elif held is not None:  # hurried: the held frames first, then every period as it comes
-                    self.ring.put_many(held)
-                    held, caught_up = None, False
+                if not drain.ready_to_read():
+                    continue
                 try:
                     n, data = opened.pcm.read()
                 except PcmError as e:
                     raise AudioDeviceError(f"ALSA device {opened.device!r} failed while capturing: {e}") from None
                 now_mono, now_wall = time.monotonic(), time.time()
-                waited = now_mono - t_read >= WAITED_S
-                t_read = now_mono
+                drain.read_returned(now_mono)
                 if n == -errno.EPIPE:
                     # read() has already re-prepared the PCM; the lost audio is gone.
                     clock.restart()  # and the frames counted no longer say how long the stream has run
-                    if held:  # what a drain read before the overrun goes on now
-                        self.ring.put_many(held)
-                        held.clear()
-                    self.stats.xruns += 1
-                    log.warning(
-                        "stream %s: capture overrun (xrun %d); audio was lost",
-                        self.name,
-                        self.stats.xruns,
-                        extra=self._fields(opened.device),
-                    )
+                    drain.pass_on()  # what a drain read before the overrun goes on now
+                    self._overrun(opened.device)
                     continue
                 if n <= 0:
                     continue
                 clock.read(now_mono, n)
-                if held is not None and waited and clock.backlog(now_mono) < period:
-                    # Caught up: the read waited, and the device's clock says nothing more is due
-                    # (a read held up with periods behind it also takes long). A read that waited
-                    # keeps the clock's origin tight (audio/stream_clock.py): stopping a drain on the
-                    # clock alone, its error would only grow.
-                    caught_up = True
+                drain.delivered(now_mono)
+                held = drain.held
                 samples = np.frombuffer(data, dtype=np.int16)
                 if channels > 1:
                     samples = samples.reshape(-1, channels)[:, channel]
@@ -256,8 +213,16 @@ class AlsaCapture(AudioSource):
                     backlog_s -= PERIOD_S
                     self._emit(chunk, now_mono - start_offset, now_wall - start_offset, t_capture, held)
         finally:
-            if held:
-                self.ring.put_many(held)
+            drain.pass_on()
+
+    def _overrun(self, device: str) -> None:
+        self.stats.xruns += 1
+        log.warning(
+            "stream %s: capture overrun (xrun %d); audio was lost",
+            self.name,
+            self.stats.xruns,
+            extra=self._fields(device),
+        )
 
     def _emit(
         self, samples: np.ndarray, t_mono: float, t_wall: float, t_capture: float, held: list[Frame] | None
