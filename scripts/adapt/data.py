@@ -3,9 +3,10 @@
 The noise recording is cut once: its first part (1 - HELD_OUT_NOISE) is mixed into training speech,
 its last part only into held-out speech, so the before/after figure hears noise never trained on.
 Speech: the bundled real recordings (scripts/bench/speech_corpus.py: Asterisk prompts, one professional
-talker; pocketsphinx-testdata: a LibriVox reader and a card-name speaker) and the user's own
-utterances (a TSV of file + corrected text). Held out, never trained on: both pocketsphinx talkers
-(whole talkers the model never hears), the Asterisk prompts of the benchmarks' sets
+talker; pocketsphinx-testdata: a LibriVox reader and a card-name speaker; with the "wide" check also
+speech_corpus.more_talkers(): pocketsphinx's raw clips and alsa-utils' speaker-test voice) and the
+user's own utterances (a TSV of file + corrected text). Held out, never trained on: every talker but
+Asterisk's (whole talkers the model never hears), the Asterisk prompts of the benchmarks' sets
 (speech_corpus.real_speech with 15 and 40 prompts) and one in five of the user's utterances.
 Everything is int16-scale float32 at 16 kHz, as in scripts/bench/audio_corpus.py.
 """
@@ -80,13 +81,20 @@ def bundled_held_out_names() -> set[str]:
     return {u.name for n in (15, 40) for u in speech_corpus.real_speech(n_asterisk=n)}
 
 
-def bundled() -> tuple[list[Utt], list[Utt]]:
+# `--check-set`: "classic" is the held-out set of docs/adapt.md's first tables (61 utterances, 3 talkers);
+# "wide" adds speech_corpus.more_talkers() (10 utterances, 25 words, 2 more unheard talkers) after them,
+# so the classic clips are mixed exactly as before (evaluate.clips draws per condition, in order)
+CHECK_SETS = ("wide", "classic")
+
+
+def bundled(check_set: str = "wide") -> tuple[list[Utt], list[Utt]]:
     """(training, held-out) bundled speech."""
     held = bundled_held_out_names()
     train, test = [], []
     for u in speech_corpus.asterisk(0.5, 12.0):
         (test if u.name in held else train).append(Utt(u.name, u.text, u.audio, u.speaker))
-    test += [Utt(u.name, u.text, u.audio, u.speaker) for u in speech_corpus.pocketsphinx()]
+    unheard = speech_corpus.pocketsphinx() + (speech_corpus.more_talkers() if check_set == "wide" else [])
+    test += [Utt(u.name, u.text, u.audio, u.speaker) for u in unheard]
     return train, test
 
 

@@ -2,6 +2,7 @@
 
 - L2-SP ("starting point" weight decay): lambda * sum((w - w0)^2) over the trained weights, w0 the
   unadapted values; its gradient 2 * lambda * (w - w0) pulls every weight back towards tiny.en's.
+  With a low-rank adapter w - w0 is A @ B, what merging adds to the weight.
 - Distillation to the unadapted model (learning without forgetting): KL(teacher || student) per
   teacher-forced decoder position, the teacher being tiny.en on the CLEAN utterance and the student
   the model being trained on the noisy mix of the same utterance: "hear through the noise what you
@@ -46,6 +47,6 @@ def distill_kl(student_logits: tf.Tensor, teacher_idx: tf.Tensor, teacher_logp: 
     return tf.reduce_mean(kl - tf.math.xlogy(p_rest, q_rest))
 
 
-def l2_sp(variables: list[tf.Variable], anchors: list[tf.Tensor], lam: float) -> tf.Tensor:
-    """lam * sum((w - w0)^2) over all trained weights."""
-    return lam * tf.add_n([tf.reduce_sum(tf.square(v - a)) for v, a in zip(variables, anchors, strict=True)])
+def l2_sp(deltas: list[tf.Tensor], lam: float) -> tf.Tensor:
+    """lam * sum((w - w0)^2) over all trained weights, from their deltas w - w0 (TrainableWeights.deltas())."""
+    return lam * tf.add_n([tf.reduce_sum(tf.square(d)) for d in deltas])

@@ -56,8 +56,6 @@ class Trainer:
         cross = self.encoder.python_function(tf.constant(mel), self.enc_positions[:2])
         self._loss_eager(cross, np.array([1, 2], np.int32))
         self.variables = weights.variables
-        # w0: tiny.en's values of the trained weights, the anchor of L2-SP and of drift() (`encoder`: 28 MB)
-        self.anchors = [tf.constant(v.numpy()) for v in self.variables]
         self._updates = 0
         self.optimizer = tf.keras.optimizers.Adam(learning_rate)
         self._sums = [tf.Variable(tf.zeros_like(v), trainable=False) for v in self.variables]
@@ -187,13 +185,13 @@ class Trainer:
     def keep_weights_grads(self) -> list[tf.Tensor]:
         """The gradient of the L2-SP term at the current weights."""
         with tf.GradientTape() as tape:
-            penalty = regularise.l2_sp(self.variables, self.anchors, self.keep_weights)
+            penalty = regularise.l2_sp(self.w.deltas(), self.keep_weights)
         return tape.gradient(penalty, self.variables)
 
     def drift(self) -> float:
-        """sum((w - w0)^2) over the trained weights: how far training moved them (0 before)."""
-        pairs = zip(self.variables, self.anchors, strict=True)
-        return float(sum(np.sum(np.square(v.numpy() - a.numpy())) for v, a in pairs))
+        """sum((w - w0)^2) over the trained weights (with a LoRA: over what merging adds): how far
+        training moved them from tiny.en's (0 before)."""
+        return float(sum(np.sum(np.square(d.numpy())) for d in self.w.deltas()))
 
     def loss(self, examples: Iterable[Example]) -> float:
         """Mean loss over `examples` (no update)."""

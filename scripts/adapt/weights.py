@@ -4,6 +4,12 @@ Training runs through encoder_fn/decoder_fn themselves (the functions the conver
 LiteRT), so what is trained is exactly what is exported: `TrainableWeights` hands those graphs
 variables instead of constants for the layers a `LayerSet` names, and `adapted()` writes the
 trained values back into a CTranslate2-shaped weight set for scripts.convert.whisper.convert.convert().
+
+With a low-rank adapter (`lora_rank`, `--adapter lora:R`) the chosen layers' weights stay constant and
+each of their linear projections (per fused row block: q, k, v apart) gets W^T + A @ B, A [in, R]
+drawn at random, B [R, out] zeros: the graph starts as tiny.en exactly, only A and B are trained
+(biases and layer norms stay), and `adapted()` merges A @ B into the weights, so the exported model
+has tiny.en's shapes and ops (the runtime is unchanged).
 """
 
 from __future__ import annotations
@@ -33,19 +39,37 @@ LAYER_SETS = {
     "all": (r"^encoder/layer_", r"^decoder/layer_", r"^encoder/layer_norm/", r"^decoder/layer_norm/"),
 }
 DEFAULT_LAYERS = "encoder"
+# `--adapter`: "full" trains the chosen weights themselves; "lora:R" a rank-R adapter on their linears
+DEFAULT_ADAPTER = "full"
+LORA_RANKS = range(1, 65)
+
+
+def lora_rank(adapter: str) -> int | None:
+    """None for "full", R for "lora:R"; ValueError with a one-line reason otherwise."""
+    if adapter == "full":
+        return None
+    kind, _, rank = adapter.partition(":")
+    if kind != "lora" or not rank.isdigit() or int(rank) not in LORA_RANKS:
+        raise ValueError(f"{adapter!r}: full or lora:R with R from {LORA_RANKS[0]} to {LORA_RANKS[-1]}, e.g. lora:8")
+    return int(rank)
 
 
 class TrainableWeights(whisper_tf.Weights):
     """whisper_tf.Weights whose matching variables are tf.Variables (one per fused row block)."""
 
-    def __init__(self, ct2: Ct2Model, layers: str):
+    def __init__(self, ct2: Ct2Model, layers: str, lora: int | None = None, seed: int = 0):
         super().__init__(ct2)
         if layers not in LAYER_SETS:
             raise ValueError(f"layers {layers!r}: one of {', '.join(LAYER_SETS)}")
         self.layers = layers
+        self.lora = lora
+        self._rng = np.random.default_rng([seed, 7])  # LoRA's A
         self._patterns = [re.compile(p) for p in LAYER_SETS[layers]]
-        # (ct2 name, row slice or None, transposed) -> variable
+        # (ct2 name, row slice or None, transposed) -> variable, and its starting value (tiny.en's)
         self._vars: dict[tuple[str, tuple[int, int] | None, bool], tf.Variable] = {}
+        self._w0: dict[tuple[str, tuple[int, int] | None, bool], tf.Tensor] = {}
+        # LoRA: (ct2 weight name, row slice or None) -> (A [in, R], B [R, out])
+        self._lora: dict[tuple[str, tuple[int, int] | None], tuple[tf.Variable, tf.Variable]] = {}
 
     def trains(self, name: str) -> bool:
         return any(p.search(name) for p in self._patterns)
@@ -54,16 +78,35 @@ class TrainableWeights(whisper_tf.Weights):
         key = (name, None if rows is None else (rows.start, rows.stop), transposed)
         if key not in self._vars:
             self._vars[key] = tf.Variable(value, trainable=True, name=name.replace("/", "_"))
+            self._w0[key] = tf.constant(value)
         return self._vars[key]
 
+    def _adapter(self, name: str, rows: slice | None, n_in: int, n_out: int) -> tf.Tensor:
+        """A @ B of the LoRA on `name` (its row block `rows`), made on first use."""
+        key = (name, None if rows is None else (rows.start, rows.stop))
+        if key not in self._lora:
+            assert self.lora is not None
+            bound = 1 / np.sqrt(n_in)  # PEFT's kaiming-uniform A; B = 0, so A @ B = 0 at the start
+            a = self._rng.uniform(-bound, bound, (n_in, self.lora)).astype(np.float32)
+            stem = name.replace("/", "_") + ("" if rows is None else f"_{rows.start}")
+            self._lora[key] = (
+                tf.Variable(a, name=stem + "_lora_a"),
+                tf.Variable(np.zeros((self.lora, n_out), np.float32), name=stem + "_lora_b"),
+            )
+        a_var, b_var = self._lora[key]
+        return tf.matmul(a_var, b_var)
+
     def const(self, name: str) -> tf.Tensor:
-        if not self.trains(name):
+        if not self.trains(name) or self.lora:
             return super().const(name)
         return self._variable(name, np.asarray(self.ct2.get(name), np.float32), None, False)
 
     def linear(self, prefix: str, rows: slice | None = None):
         if not self.trains(prefix + "/weight"):
             return super().linear(prefix, rows)
+        if self.lora:
+            w_t, b = super().linear(prefix, rows)
+            return w_t + self._adapter(prefix + "/weight", rows, *w_t.shape), b
         w = self.ct2.get(prefix + "/weight").astype(np.float32)
         b = self.ct2.get(prefix + "/bias").astype(np.float32)
         if rows is not None:
@@ -75,10 +118,17 @@ class TrainableWeights(whisper_tf.Weights):
 
     @property
     def variables(self) -> list[tf.Variable]:
-        return list(self._vars.values())
+        return list(self._vars.values()) + [v for pair in self._lora.values() for v in pair]
 
     def parameter_count(self) -> int:
-        return int(sum(np.prod(v.shape) for v in self._vars.values()))
+        return int(sum(np.prod(v.shape) for v in self.variables))
+
+    def deltas(self) -> list[tf.Tensor]:
+        """w - w0 for every trained weight (w0 = tiny.en's): each variable's change, or each LoRA's A @ B
+        (what merging adds): what L2-SP pulls towards 0 and drift sums up."""
+        if self.lora:
+            return [tf.matmul(a, b) for a, b in self._lora.values()]
+        return [v - self._w0[k] for k, v in self._vars.items()]
 
     def adapted(self) -> Ct2Model:
         """A copy of the source weights with the trained values written back (float32)."""
@@ -92,4 +142,13 @@ class TrainableWeights(whisper_tf.Weights):
             full = out[name].astype(np.float32, copy=True)
             full[rows[0] : rows[1]] = value
             out[name] = full
+        for (name, rows), (a, b) in self._lora.items():
+            name = self.ct2.aliases.get(name, name)
+            merged = out[name].astype(np.float32, copy=True)  # [out, in]: A @ B is [in, out]
+            delta = (a.numpy() @ b.numpy()).T
+            if rows is None:
+                merged += delta
+            else:
+                merged[rows[0] : rows[1]] += delta
+            out[name] = merged
         return replace(self.ct2, variables=out)

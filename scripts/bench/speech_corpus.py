@@ -6,6 +6,8 @@ Debian 12 / Raspberry Pi OS:
 | package | what | speakers | licence |
 |---|---|---|---|
 | pocketsphinx-testdata | 5 LibriVox sentences (Sense and Sensibility), 5 card names, 16 kHz | 2 | BSD-2 |
+| pocketsphinx-testdata (raw) | "go forward ten meters", a TIDIGITS-style digit string (16 kHz raw) | 1-2 | BSD-2 |
+| alsa-utils | speaker-test's 8 channel names ("Front Left", ...), 48 kHz | 1 | GPL-2 |
 | asterisk-core-sounds-en (+ -g722, -wav) | ~570 prompts (core-sounds-en.txt) | Allison Smith | CC-BY-SA-3.0 |
 | asterisk-moh-opsound-wav | 5 music tracks, ~4 min each, 8 kHz | - | CC-BY-SA-3.0 |
 
@@ -36,6 +38,11 @@ PS_DATA = Path("/usr/share/pocketsphinx/test/data")
 ASTERISK_SOUNDS = Path("/usr/share/asterisk/sounds/en_US_f_Allison")
 ASTERISK_TEXT = Path("/usr/share/doc/asterisk-core-sounds-en/core-sounds-en.txt.gz")
 ASTERISK_MOH = Path("/usr/share/asterisk/moh")
+ALSA_SOUNDS = Path("/usr/share/sounds/alsa")
+# The headerless 16 kHz recordings of pocketsphinx-testdata whose words its own tests state (the
+# decoder tests expect "go forward ten meters"; TIDIGITS file names spell the digits, z = zero).
+# numbers.raw and something.raw have no transcript in the package: left out.
+PS_RAW = (("goforward.raw", "go forward ten meters"), ("tidigits/dhd.2934z.raw", "two nine three four zero"))
 # What `make` installs (scripts/apt-ensure) for the benchmarks that use this module.
 APT_PACKAGES = (
     "pocketsphinx-testdata",
@@ -102,6 +109,23 @@ def pocketsphinx() -> list[Utterance]:
                         "pocketsphinx-testdata",
                     )
                 )
+    return out
+
+
+def more_talkers() -> list[Utterance]:
+    """Real English speech with known words beyond pocketsphinx(), from other talkers than Asterisk's:
+    the pocketsphinx-testdata raw clips (PS_RAW; both probably one developer's voice, "dhd") and
+    alsa-utils' speaker-test voice saying the channel names (Noise.wav is not speech)."""
+    out = []
+    for rel, text in PS_RAW:
+        path = PS_DATA / rel
+        if path.exists():
+            audio = np.frombuffer(path.read_bytes(), dtype="<i2").astype(np.float32)
+            out.append(Utterance(f"pocketsphinx/{path.stem}", text, audio, "sphinx-raw", "pocketsphinx-testdata"))
+    for path in sorted(ALSA_SOUNDS.glob("*_*.wav")):
+        audio, rate = _read_wav(path)
+        text = path.stem.replace("_", " ").lower()
+        out.append(Utterance(f"alsa/{path.stem}", text, _to_16k(audio, rate), "alsa-voice", "alsa-utils"))
     return out
 
 
