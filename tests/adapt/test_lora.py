@@ -53,5 +53,6 @@ def test_an_update_moves_the_adapter_and_lowers_the_loss(probe) -> None:
 @needs_venv
 def test_merged_weights_give_the_unmerged_graphs_outputs(probe) -> None:
     assert probe["moved_gap"] > 0.01, probe  # the adapter is in the graph
+    assert probe["merged_moved_gap"] > 0.01, probe  # the merged weights carry it
     assert probe["merge_gap"] < 1e-4, probe
     assert probe["merged_same_shapes"], probe
