@@ -56,3 +56,21 @@ def test_merged_weights_give_the_unmerged_graphs_outputs(probe) -> None:
     assert probe["merged_moved_gap"] > 0.01, probe  # the merged weights carry it
     assert probe["merge_gap"] < 1e-4, probe
     assert probe["merged_same_shapes"], probe
+
+
+@needs_venv
+@pytest.mark.parametrize("adapter", ["lora:0", "lora:65", "lora", "lora:x", "rank:8"])
+def test_a_bad_adapter_is_one_line_naming_the_option(adapter, tmp_path) -> None:
+    noise = ROOT / "scripts" / "bench" / "results" / "adapt_benchmark.json"  # any existing file: parsing fails first
+    proc = subprocess.run(
+        [str(ROOT / ".venv-adapt" / "bin" / "python"), "-m", "scripts.adapt", "--noise", str(noise), "--name", "t"]
+        + ["--out", str(tmp_path / "m"), "--adapter", adapter],
+        cwd=ROOT,
+        env=tool_env(ROOT),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "--adapter" in last and "lora:R" in last and "Traceback" not in proc.stderr, proc.stderr
