@@ -48,7 +48,7 @@ DEFAULT_DISTILL = 0.0
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     from scripts.adapt.data import CHECK_SETS
-    from scripts.adapt.weights import DEFAULT_ADAPTER, DEFAULT_LAYERS, LAYER_SETS, lora_rank
+    from scripts.adapt.weights import DEFAULT_ADAPTER, DEFAULT_LAYERS, DEFAULT_LR, LAYER_SETS, lora_rank
     from voxnode.config.asr import VARIANT_LABEL  # what [asr] model = "tiny.en+NAME" accepts
 
     p = argparse.ArgumentParser(
@@ -65,7 +65,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         default=DEFAULT_ADAPTER,
         help="full (train the layers' weights) or lora:R (a rank-R adapter on their linears, merged at export)",
     )
-    p.add_argument("--lr", type=float, default=1e-4, help="Adam learning rate (default 1e-4)")
+    p.add_argument("--lr", type=float, help="Adam learning rate (default 1e-4 with --adapter full, 1e-3 with lora:R)")
     p.add_argument("--accumulate", type=int, default=8, help="utterances per update (default 8)")
     p.add_argument(
         "--distill",
@@ -120,6 +120,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         args.lora = lora_rank(args.adapter)
     except ValueError as e:
         p.error(f"--adapter {e}")
+    if args.lr is None:
+        args.lr = DEFAULT_LR["full" if args.lora is None else "lora"]
+    elif not args.lr >= 0:
+        p.error(f"--lr: 0 or more, got {args.lr:g}")
     for opt, value in (("--distill", args.distill), ("--keep-weights", args.keep_weights)):
         if not value >= 0:
             p.error(f"{opt}: 0 or more, got {value:g}")
