@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voxnode.adapt_tool import ADAPT_VENV, checkout_root
+from voxnode.adapt_tool import ADAPT_VENV, checkout_root, tool_env
 from voxnode.asr.wer import wer
 from voxnode.audio.wavfile import read_audio
 
@@ -39,6 +39,21 @@ def _skip_reason() -> str | None:
 
 
 needs_venv = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+
+
+def probe_in_adapt_venv(*argv: str, timeout: float = 600) -> dict:
+    """Run `python ARGV...` in the build-time venv (TensorFlow lives there only) from the checkout; what
+    it printed last, as JSON. Its stderr's tail is the message where it fails."""
+    proc = subprocess.run(
+        [str(ROOT / ADAPT_VENV / "bin" / "python"), *argv],
+        cwd=ROOT,
+        env=tool_env(ROOT),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def _write_wav(path: Path, x: np.ndarray) -> None:

@@ -7,28 +7,18 @@ tests assert on what it measured; skipped, with the reason, where that venv cann
 
 from __future__ import annotations
 
-import json
 import subprocess
 
 import pytest
 
 from voxnode.adapt_tool import tool_env
 
-from .test_adapt_run import ROOT, needs_venv
+from .test_adapt_run import ROOT, needs_venv, probe_in_adapt_venv
 
 
 @pytest.fixture(scope="module")
 def probe() -> dict:
-    proc = subprocess.run(
-        [str(ROOT / ".venv-adapt" / "bin" / "python"), "-m", "tests.adapt.lora_probe"],
-        cwd=ROOT,
-        env=tool_env(ROOT),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return probe_in_adapt_venv("-m", "tests.adapt.lora_probe")
 
 
 @needs_venv

@@ -6,29 +6,14 @@ be built (as test_adapt_run.py)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-
 import pytest
 
-from voxnode.adapt_tool import tool_env
-
-from .test_adapt_run import ROOT, needs_venv
+from .test_adapt_run import needs_venv, probe_in_adapt_venv
 
 
 @pytest.fixture(scope="module")
 def probe() -> dict:
-    python = ROOT / ".venv-adapt" / "bin" / "python"
-    proc = subprocess.run(
-        [str(python), "-m", "tests.adapt.regularise_probe"],
-        cwd=ROOT,
-        env=tool_env(ROOT),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return probe_in_adapt_venv("-m", "tests.adapt.regularise_probe")
 
 
 @needs_venv

@@ -6,15 +6,13 @@ check's talkers beyond the first three (speech_corpus.more_talkers) and the "unh
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
 from scripts.adapt import data, evaluate, seeds
 from scripts.bench import speech_corpus
-from voxnode.adapt_tool import tool_env
 
-from .test_adapt_run import ROOT, needs_venv
+from .test_adapt_run import ROOT, needs_venv, probe_in_adapt_venv
 
 RESULTS = ROOT / "scripts" / "bench" / "results" / "adapt_benchmark.json"
 RUNS = (
@@ -84,16 +82,7 @@ print(json.dumps({"table": table, "names": evaluate.group_names({"before": table
 
 @needs_venv
 def test_the_unheard_group_holds_every_talker_not_trained_on() -> None:
-    proc = subprocess.run(
-        [str(ROOT / ".venv-adapt" / "bin" / "python"), "-c", UNHEARD_PROBE],
-        cwd=ROOT,
-        env=tool_env(ROOT),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    out = json.loads(proc.stdout)
+    out = probe_in_adapt_venv("-c", UNHEARD_PROBE, timeout=120)
     assert out["table"]["clean"][evaluate.UNHEARD] == {"wer": 20.0, "words": 5, "errors": 1}
     assert out["table"]["clean"]["allison"]["errors"] == 0
     assert out["names"][:2] == ["all", evaluate.UNHEARD]
