@@ -82,7 +82,8 @@ def default_num_threads(cores: int | None = None, engines: int = 1) -> int:
     clean, 501-577 / 797-820 pink; on 3 threads 500-544 / 1068-1192 and 437-528 / 761-792; on 4
     426-436 / 798-938 and 393-401 / 712-760: the encoder 137 -> 112 ms and the final's decoder 305 ->
     176 (cheaper partials come more often, so the draft is fresher), at 60 % of a Pi 4 core while
-    speaking instead of 54. A Pi 5: 244 -> 231 clean, 4 streams without drops. Capture and VAD
+    speaking instead of 54; later that evening, the host slower, 724 / 616 against 547-592 / 408-485
+    (back to back again). A Pi 5: 244 -> 231 clean, 4 streams without drops. Capture and VAD
     need a few % of a core, so a 4-core board gives the engine all 4. The 2-core x86 keeps one
     thread (its final waits for the hangover, not the decode). An earlier offline pass
     (scripts/bench/drafts.py, emulated Pi 4 on the calibration host, a final right after a partial)
