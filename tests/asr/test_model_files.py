@@ -68,7 +68,7 @@ def test_truncated_model_is_named(model_copy):
 
 def test_missing_file_is_named(model_copy):
     (model_copy / "encoder.int8.tflite").unlink()
-    with pytest.raises(ModelError, match=r"encoder\.int8\.tflite: missing model file"):
+    with pytest.raises(ModelError, match=r"encoder\.int8\.tflite: the model file does not exist"):
         WhisperEngine.load(model_copy)
 
 

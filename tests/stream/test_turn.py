@@ -97,7 +97,7 @@ def test_a_corrupt_model_is_refused_naming_the_setting(tmp_path):
     with pytest.raises(ModelError, match=r"vad.end_of_turn: .*corrupt.*reinstall"):
         TurnModel(tmp_path)
     (tmp_path / MODEL_FILE).unlink()
-    with pytest.raises(ModelError, match=r"vad.end_of_turn: cannot read the model"):
+    with pytest.raises(ModelError, match=r"vad.end_of_turn: the model .* does not exist; reinstall voxnode"):
         TurnModel(tmp_path)
 
 

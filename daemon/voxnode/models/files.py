@@ -14,8 +14,14 @@ import threading
 from pathlib import Path
 
 from voxnode.errors import ModelError
+from voxnode.regular_file import check_regular_file, read_regular_file, read_regular_file_if_any
 
 MANIFEST = "manifest.json"
+# The small models read whole into memory: Silero VAD v6 1264488 bytes, Smart Turn v3.2 8725952 bytes.
+# A file 4 times the larger is not one of them (a log, a Whisper graph, /dev/zero behind a link).
+MAX_SMALL_MODEL_BYTES = 32 << 20
+# The SHA256SUMS beside them are 158 bytes, Whisper's 828; the manifests 1434-1436 bytes.
+MAX_LIST_BYTES = 64 << 10
 
 
 def sha256_of(path: Path) -> str:
@@ -33,15 +39,14 @@ _checked: dict[Path, bytes] = {}
 def check_model_file(path: Path, owner: str) -> bytes:
     """A small model file, read and checked against the SHA256SUMS beside it; returns its bytes.
     `owner` (the config setting that loads it) opens every error message."""
+    # Never waits on a FIFO nor reads an endless file given in its place (voxnode.regular_file).
     try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise ModelError(f"{owner}: cannot read the model {path} ({e.strerror or e}); reinstall voxnode") from None
-    sums = path.parent / "SHA256SUMS"
-    try:
-        lines = sums.read_text().splitlines()
-    except OSError:
-        lines = []
+        data = read_regular_file(path, f"{owner}: the model {path}", MAX_SMALL_MODEL_BYTES, ModelError)
+        sums = path.parent / "SHA256SUMS"
+        raw = read_regular_file_if_any(sums, f"{owner}: {sums}", MAX_LIST_BYTES, ModelError)
+    except ModelError as e:
+        raise ModelError(f"{e}; reinstall voxnode") from None
+    lines = raw.decode("utf-8", errors="replace").splitlines() if raw is not None else []
     want = next((p[0] for p in (line.split() for line in lines) if len(p) == 2 and p[1] == path.name), None)
     if want is None:
         raise ModelError(f"{owner}: {sums} is missing or has no line for {path.name}; reinstall voxnode")
@@ -63,11 +68,12 @@ def read_manifest(root: Path) -> dict:
     if not root.is_dir():
         raise ModelError(f"model directory {root} {'is not a directory' if root.exists() else 'does not exist'}")
     path = root / MANIFEST
+    raw = read_regular_file_if_any(path, f"{path}:", MAX_LIST_BYTES, ModelError)
+    if raw is None:
+        raise ModelError(f"{path}: missing; {root} is not a converted model directory")
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ModelError(f"{path}: missing; {root} is not a converted model directory") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        manifest = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ModelError(f"{path}: unreadable manifest ({e})") from None
     if (
         not isinstance(manifest, dict)
@@ -81,8 +87,7 @@ def read_manifest(root: Path) -> dict:
 def check_file(root: Path, name: str, entry: dict) -> Path:
     """`root`/`name` against its manifest entry (bytes, sha256)."""
     path = root / name
-    if not path.is_file():
-        raise ModelError(f"{path}: missing model file")
+    check_regular_file(path, f"{path}: the model file", ModelError)  # a FIFO: named as one, not waited on
     size = path.stat().st_size
     if size != entry.get("bytes", size):
         raise ModelError(f"{path}: corrupt model file: {size} bytes, manifest says {entry['bytes']}")
