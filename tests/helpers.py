@@ -6,6 +6,7 @@ import errno
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -108,6 +109,28 @@ def fifo_unread(path: Path) -> bool:
         return e.errno == errno.ENXIO
     os.close(fd)
     return False
+
+
+def outcome_within(call: Callable[[], object], fifo: Path | None = None, timeout: float = 10.0) -> object:
+    """What `call` returned or raised, within `timeout`; else "hang". A call still waiting on `fifo` (an
+    open or a read waiting for a writer) is let go first: a writer that opens and closes at once ends it."""
+    got: list[object] = []
+
+    def run() -> None:
+        try:
+            got.append(call())
+        except BaseException as e:  # noqa: BLE001 (the test looks at it)
+            got.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        if fifo is not None:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            t.join(5)
+        return "hang"
+    return got[0]
 
 
 def random_pcm(periods: int, channels: int = 1, seed: int = 0) -> np.ndarray:

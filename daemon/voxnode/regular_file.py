@@ -50,11 +50,20 @@ def read_regular_file_if_any(
 def read_head(path: StrPath, what: str, n: int, error: type[Exception] = ConfigError) -> bytes:
     """At most the first `n` bytes of `path`, a regular file, whatever its size (for a caller that
     reads its first line)."""
+    raw = read_head_if_any(path, what, n, error)
+    if raw is None:
+        raise _missing(what, error)
+    return raw
+
+
+def read_head_if_any(path: StrPath, what: str, n: int, error: type[Exception] = ConfigError) -> bytes | None:
+    """As read_head, but None where nothing is at `path`. Also for /proc and /sys files, regular but
+    of no size (st_size 0 or 4096 whatever they hold): the read is capped, not the size checked."""
     try:
         with _opened(path, what, error) as f:
             return f.read(n)
     except FileNotFoundError:
-        raise _missing(what, error) from None
+        return None
 
 
 def check_regular_file(path: StrPath, what: str, error: type[Exception] = ConfigError) -> None:

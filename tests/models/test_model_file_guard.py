@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import outcome_within
 from voxnode.errors import ModelError
 from voxnode.models.files import MAX_SMALL_MODEL_BYTES, check_file, check_model_file, read_manifest
 from voxnode.models.find import SILERO_MODEL, SILERO_MODEL_FILE, find_model
@@ -19,27 +18,6 @@ from voxnode.models.find import SILERO_MODEL, SILERO_MODEL_FILE, find_model
 pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
 
 OWNER = "vad.engine = 'silero'"
-
-
-def outcome(call: Callable[[], object], fifo: Path | None = None) -> object:
-    """What `call` returned or raised, within 10 s; a call still waiting on `fifo` then is let go (a
-    writer that opens and closes at once ends the open or read it waits in) and reported as a hang."""
-    got: list[object] = []
-
-    def run() -> None:
-        try:
-            got.append(call())
-        except BaseException as e:  # noqa: BLE001 (the test looks at it)
-            got.append(e)
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(10)
-    if t.is_alive() and fifo is not None:
-        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        t.join(5)
-        return "hang"
-    return got[0] if got else "hang"
 
 
 @pytest.fixture
@@ -65,7 +43,7 @@ def test_a_model_that_is_a_fifo_is_named_not_waited_on(silero):
     model = silero / SILERO_MODEL_FILE
     model.unlink()
     os.mkfifo(model)
-    assert message(outcome(lambda: check_model_file(model, OWNER), model)) == (
+    assert message(outcome_within(lambda: check_model_file(model, OWNER), model)) == (
         f"{OWNER}: the model {model} is a FIFO (named pipe), not a regular file; reinstall voxnode"
     )
 
@@ -75,7 +53,7 @@ def test_a_model_linked_to_dev_zero_is_named_not_read(silero):
     model = silero / SILERO_MODEL_FILE
     model.unlink()
     model.symlink_to("/dev/zero")
-    assert message(outcome(lambda: check_model_file(model, OWNER))) == (
+    assert message(outcome_within(lambda: check_model_file(model, OWNER))) == (
         f"{OWNER}: the model {model} is a device, not a regular file; reinstall voxnode"
     )
 
@@ -83,7 +61,7 @@ def test_a_model_linked_to_dev_zero_is_named_not_read(silero):
 def test_a_model_far_larger_than_the_shipped_ones_is_refused(silero):
     model = silero / SILERO_MODEL_FILE
     os.truncate(model, MAX_SMALL_MODEL_BYTES + 1)  # sparse: no disk, no time
-    assert message(outcome(lambda: check_model_file(model, OWNER))) == (
+    assert message(outcome_within(lambda: check_model_file(model, OWNER))) == (
         f"{OWNER}: the model {model} is larger than 32 MiB; is it the right file?; reinstall voxnode"
     )
 
@@ -92,7 +70,7 @@ def test_a_checksum_list_that_is_a_fifo_is_named(silero):
     sums = silero / "SHA256SUMS"
     sums.unlink()
     os.mkfifo(sums)
-    assert message(outcome(lambda: check_model_file(silero / SILERO_MODEL_FILE, OWNER), sums)) == (
+    assert message(outcome_within(lambda: check_model_file(silero / SILERO_MODEL_FILE, OWNER), sums)) == (
         f"{OWNER}: {sums} is a FIFO (named pipe), not a regular file; reinstall voxnode"
     )
 
@@ -101,11 +79,11 @@ def test_a_whisper_manifest_or_file_that_is_a_fifo_is_named(tmp_path):
     """Before: the manifest's read_text waited for a writer; a model file that is a FIFO was 'missing'."""
     manifest = tmp_path / "manifest.json"
     os.mkfifo(manifest)
-    assert message(outcome(lambda: read_manifest(tmp_path), manifest)) == (
+    assert message(outcome_within(lambda: read_manifest(tmp_path), manifest)) == (
         f"{manifest}: is a FIFO (named pipe), not a regular file"
     )
     encoder = tmp_path / "encoder.int8.tflite"
     os.mkfifo(encoder)
-    assert message(outcome(lambda: check_file(tmp_path, encoder.name, {"bytes": 0, "sha256": ""}), encoder)) == (
+    assert message(outcome_within(lambda: check_file(tmp_path, encoder.name, {"bytes": 0, "sha256": ""}), encoder)) == (
         f"{encoder}: the model file is a FIFO (named pipe), not a regular file"
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import os
 import platform
 from dataclasses import asdict, dataclass
@@ -19,6 +20,8 @@ from voxnode import __version__
 from voxnode.asr.backends import recognizer_class
 from voxnode.config.render import render_effective
 from voxnode.errors import VoxnodeError
+from voxnode.models.files import MAX_LIST_BYTES
+from voxnode.regular_file import read_head_if_any, read_regular_file
 
 if TYPE_CHECKING:
     from voxnode.config import Config
@@ -30,6 +33,13 @@ DEVICE_TREE_MODEL = "proc/device-tree/model"
 DMI_PRODUCT = "sys/class/dmi/id/product_name"
 OS_RELEASE = ("etc/os-release", "usr/lib/os-release")
 MAX_TEXT = 100
+# What is read of each (the read is capped: /proc and /sys files have no size to check): a board name
+# is one short line ("Raspberry Pi 4 Model B Rev 1.5" and its NUL, 31 bytes; a sysfs file gives at
+# most one page), Debian 12's os-release 267 bytes with PRETTY_NAME on its first line.
+HEAD_BYTES = 4096
+OS_RELEASE_BYTES = 16 << 10
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -47,10 +57,19 @@ class NodeInfo:
         return asdict(self)
 
 
-def _first_line(path: Path) -> str | None:
+def _head(path: Path, what: str, n: int) -> bytes | None:
+    """The first `n` bytes of `path`; None where it is missing or is no file to read (a FIFO, a device:
+    never waited on, nor read without end), which is logged in one line naming it."""
     try:
-        raw = path.read_bytes()
-    except OSError:
+        return read_head_if_any(path, f"{what} {path}", n, VoxnodeError)
+    except VoxnodeError as e:
+        log.warning("node info: %s", e)
+        return None
+
+
+def _first_line(path: Path) -> str | None:
+    raw = _head(path, "board name file", HEAD_BYTES)
+    if raw is None:
         return None
     text = raw.split(b"\x00", 1)[0].decode("utf-8", errors="replace").strip()
     return text.splitlines()[0][:MAX_TEXT] if text else None
@@ -63,11 +82,10 @@ def board_model(root: str | Path = "/") -> str | None:
 
 def os_name(root: str | Path = "/") -> str | None:
     for name in OS_RELEASE:
-        try:
-            lines = (Path(root) / name).read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
+        raw = _head(Path(root) / name, "OS release file", OS_RELEASE_BYTES)
+        if raw is None:
             continue
-        for line in lines:
+        for line in raw.decode("utf-8", errors="replace").splitlines():
             if line.startswith("PRETTY_NAME="):
                 return line.split("=", 1)[1].strip().strip("\"'")[:MAX_TEXT] or None
     return None
@@ -75,7 +93,9 @@ def os_name(root: str | Path = "/") -> str | None:
 
 @functools.lru_cache(maxsize=8)
 def _file_sha256(path: Path, mtime_ns: int, size: int) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    # The engine refuses a manifest that is a FIFO or too large before any status is sent; this only
+    # must not wait on one nor read it whole.
+    return hashlib.sha256(read_regular_file(path, f"model file {path}", MAX_LIST_BYTES, VoxnodeError)).hexdigest()
 
 
 def model_sha256(asr: AsrConfig) -> str | None:
