@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.alsa_env import ROOT
+from tests.helpers import outcome_within
 from voxnode.cli import main
+from voxnode.errors import ConfigError
 from voxnode.wake import openwakeword
 
 ALEXA = '[wake]\nenabled = true\nmodel = "alexa"\nconfirm = "openwakeword"\n'
@@ -78,6 +80,19 @@ def test_check_config_without_a_model_file_in_a_stream(tmp_path, capsys, monkeyp
     cfg.write_text('[wake]\nconfirm = "openwakeword"\n[[streams]]\nname = "k"\ndevice = "x"\nwake = "alexa"\n')
     err = check_config(capsys, cfg)
     assert err == missing_file(folder / "models" / "alexa.tflite")
+
+
+def test_a_model_file_that_is_a_fifo_is_named_as_one(tmp_path):
+    """Before: "... does not exist", of a file that is there (its own is_file check)."""
+    for name in ("melspectrogram.tflite", "embedding_model.tflite"):
+        (tmp_path / name).write_bytes(b"")
+    os.mkfifo(tmp_path / "alexa.tflite")
+    got = outcome_within(lambda: openwakeword.model_files("alexa", tmp_path), tmp_path / "alexa.tflite")
+    assert isinstance(got, ConfigError), got
+    assert str(got) == (
+        f"wake.confirm = 'openwakeword': {tmp_path / 'alexa.tflite'} is a FIFO (named pipe), not a regular file "
+        f"(reinstall: {openwakeword.INSTALL})"
+    )
 
 
 def _shadow_package(root: Path) -> Path:

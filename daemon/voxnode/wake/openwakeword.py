@@ -30,6 +30,7 @@ import numpy as np
 from voxnode.errors import ConfigError, ModelError
 from voxnode.models.interpreter import check_xnnpack
 from voxnode.models.runtime import Delegation, delegation, load_runtime
+from voxnode.regular_file import check_regular_file
 
 KEY, NAME = "wake.confirm", "openwakeword"
 INSTALL = "pip install pyopen-wakeword; its models are CC BY-NC-SA 4.0, non-commercial use only"
@@ -65,13 +66,12 @@ def model_files(word: str = "alexa", folder: Path | None = None) -> tuple[Path, 
     folder = folder or models_dir()
     paths = (folder / "melspectrogram.tflite", folder / "embedding_model.tflite", folder / f"{word}.tflite")
     for path in paths:
-        if not path.is_file():
-            raise ConfigError(f"{KEY} = {NAME!r}: {path} does not exist (reinstall: {INSTALL})")
+        # The guard of every file a user names, for these package files too: the interpreter opens each by
+        # its path, which waits on a FIFO (the open checked here does not, and names it as one).
         try:
-            with open(path, "rb"):
-                pass
-        except OSError as e:
-            raise ConfigError(f"{KEY} = {NAME!r}: cannot read {path} ({e.strerror or e})") from None
+            check_regular_file(path, f"{KEY} = {NAME!r}: {path}")
+        except ConfigError as e:
+            raise ConfigError(f"{e} (reinstall: {INSTALL})") from None
     return paths
 
 
