@@ -144,13 +144,15 @@ def start_daemon(
     if watchdog_s is not None:
         env["WATCHDOG_USEC"] = str(int(watchdog_s * 1e6))
     env.update(extra_env or {})
-    return subprocess.Popen(
-        [sys.executable, "-m", "voxnode", "run", *args],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=open(tmp / "stderr.log", "wb"),
-        cwd=tmp,
-    )
+    # The child writes to its own copy of the descriptor; this process's is closed once it is started.
+    with open(tmp / "stderr.log", "wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "voxnode", "run", *args],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            cwd=tmp,
+        )
 
 
 def stop(p: subprocess.Popen, timeout: float = 10.0) -> int:
