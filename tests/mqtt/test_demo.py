@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import socket
 import subprocess
 import sys
+import time
+
+import pytest
 
 from voxnode.config import Config
 from voxnode.demo import mqtt_setup
+from voxnode.errors import VoxnodeError
 from voxnode.mqtt import localbroker
 
 
@@ -33,8 +39,6 @@ def test_demo_prints_mqtt_messages_from_a_local_broker(tmp_path, voxnode_cmd):
     assert "local Mosquitto on 127.0.0.1:" in p.stderr
     # the broker is gone afterwards: its port no longer accepts connections
     port = int(p.stderr.split("local Mosquitto on 127.0.0.1:")[1].split()[0])
-    import socket
-
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0
 
@@ -78,10 +82,40 @@ def test_a_local_broker_that_does_not_start_is_stopped_and_reaped(tmp_path, monk
     assert broker is None and same is config
     (b,) = made
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
-        ("WARNING", f"demo: mosquitto did not start on 127.0.0.1:{b.port}; see {b.work / 'broker.log'}")
+        (
+            "WARNING",
+            f"demo: mosquitto did not start on 127.0.0.1:{b.port} in 5 s (config {b.work / 'mosquitto.conf'}): "
+            "it wrote nothing",
+        )
     ]
     assert left.with_suffix(".ready").exists()  # it had started: the stop found it running
     assert b.proc is not None and b.proc.returncode == 0, b.proc  # it left on SIGTERM (killed: -9)
     assert left.read_text() == f"-c {b.work / 'mosquitto.conf'}"
     assert not os.path.exists(f"/proc/{b.proc.pid}")  # reaped: not even a zombie
     assert not b.work.exists()
+
+
+def test_a_local_broker_that_cannot_bind_fails_at_once_with_its_reason(monkeypatch):
+    """A real Mosquitto whose port is taken (by a socket held here) exits at once: start() says so in
+    one line with Mosquitto's own reason, the port and the config, without waiting its timeout. Before:
+    the port answered (the socket held here), so start() took the broker for up and returned."""
+    monkeypatch.setattr(localbroker, "START_TIMEOUT_S", 60.0)  # far longer than a failed start may take
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        b = localbroker.LocalBroker()
+        b.port = held.getsockname()[1]
+        t0 = time.monotonic()
+        with pytest.raises(VoxnodeError) as e:
+            b.start()
+        took = time.monotonic() - t0
+    assert re.fullmatch(
+        re.escape("mosquitto exited (status ")
+        + r"\d+"
+        + re.escape(f") without listening on 127.0.0.1:{b.port} (config {b.work / 'mosquitto.conf'}): ")
+        + re.escape("Error: Address already in use"),
+        str(e.value),
+    ), str(e.value)
+    assert took < 30, took  # it exits in milliseconds; the timeout was 60 s
+    assert b.proc is not None and b.proc.returncode not in (None, 0)
+    assert not os.path.exists(f"/proc/{b.proc.pid}") and not b.work.exists()  # reaped, folder gone
