@@ -17,7 +17,7 @@ import pytest
 from tests.alsa_env import ROOT
 from tests.helpers import outcome_within
 from voxnode.cli import main
-from voxnode.errors import ConfigError
+from voxnode.errors import ConfigError, ModelError
 from voxnode.wake import openwakeword
 
 ALEXA = '[wake]\nenabled = true\nmodel = "alexa"\nconfirm = "openwakeword"\n'
@@ -93,6 +93,20 @@ def test_a_model_file_that_is_a_fifo_is_named_as_one(tmp_path):
         f"wake.confirm = 'openwakeword': {tmp_path / 'alexa.tflite'} is a FIFO (named pipe), not a regular file "
         f"(reinstall: {openwakeword.INSTALL})"
     )
+
+
+def test_a_model_file_holding_another_graph_is_one_line(tmp_path):
+    """The alexa head where the mel model should be: its input cannot take a mel window. Before: the
+    resize and allocation ran outside the load's error handling, a RuntimeError's traceback."""
+    real = openwakeword.models_dir()
+    for name in ("embedding_model.tflite", "alexa.tflite"):
+        shutil.copy(real / name, tmp_path / name)
+    shutil.copy(real / "alexa.tflite", tmp_path / "melspectrogram.tflite")
+    with pytest.raises(ModelError) as e:
+        openwakeword.OwwScorer(tmp_path)
+    msg, mel = str(e.value), tmp_path / "melspectrogram.tflite"
+    assert "\n" not in msg and msg.startswith(f"wake.confirm: {mel} cannot be loaded by "), msg
+    assert msg.endswith(f"; reinstall: {openwakeword.INSTALL}"), msg
 
 
 def _shadow_package(root: Path) -> Path:

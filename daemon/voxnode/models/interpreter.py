@@ -36,12 +36,17 @@ def open_interpreter(
     num_threads: int = 1,
     xnnpack: bool = True,
     builtin_ops: frozenset[str] = frozenset(),
+    input_shape: list[int] | None = None,
+    advice: str = "reinstall voxnode",
 ) -> Opened:
     """An interpreter of the model file `path` (mapped; its pages are released once XNNPACK has packed
     the weights) or of the bytes `content` (shared by every interpreter of the model; `label` names
     them in messages), tensors allocated. `xnnpack` False: LiteRT's reference kernels, on purpose
     (no warning). `builtin_ops`: ops the model is known to leave to the builtin kernels (no
-    warning for those). `owner` (the config setting that loads the model) opens every message."""
+    warning for those). `input_shape`: the first input resized to it before the tensors are
+    allocated (a dynamic input XNNPACK cannot prepare at its stored shape). `owner` (the config
+    setting that loads the model) opens every message, `advice` ends the one of a model that
+    does not load."""
     runtime = load_runtime()
     source = str(path) if path is not None else label or "(from memory)"
     kwargs: dict[str, Any] = {"model_path": str(path)} if path is not None else {"model_content": content}
@@ -50,10 +55,12 @@ def open_interpreter(
         kwargs["experimental_op_resolver_type"] = module.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
     try:
         it = runtime.interpreter_class(num_threads=num_threads, **kwargs)
+        if input_shape is not None:
+            it.resize_tensor_input(it.get_input_details()[0]["index"], input_shape)
         it.allocate_tensors()  # the delegate is applied here
     except (ValueError, RuntimeError) as e:
         raise ModelError(
-            f"{owner}: {source} cannot be loaded by {runtime.name} {runtime.version} ({e}); reinstall voxnode"
+            f"{owner}: {source} cannot be loaded by {runtime.name} {runtime.version} ({e}); {advice}"
         ) from None
     d = delegation(it)
     if xnnpack:

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from voxnode.errors import ConfigError, ModelError
-from voxnode.models.interpreter import check_xnnpack
-from voxnode.models.runtime import Delegation, delegation, load_runtime
+from voxnode.errors import ConfigError
+from voxnode.models.interpreter import open_interpreter
+from voxnode.models.runtime import Delegation
 from voxnode.regular_file import check_regular_file
 
 KEY, NAME = "wake.confirm", "openwakeword"
@@ -89,24 +89,13 @@ class OwwScorer:
         self._head = self._open(head, word, None, xnnpack)
 
     def _open(self, path: Path, name: str, shape: list[int] | None, xnnpack: bool):
-        """open_interpreter's way, but sized before the tensors are allocated: the mel model's input is
-        (-1, -1), which XNNPACK cannot prepare at its stored (1, 1)."""
-        runtime = load_runtime()
-        kwargs = {}
-        if not xnnpack:
-            module = importlib.import_module(runtime.interpreter_class.__module__)
-            kwargs["experimental_op_resolver_type"] = module.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
-        try:
-            it = runtime.interpreter_class(model_path=str(path), num_threads=1, **kwargs)
-        except (ValueError, RuntimeError) as e:
-            raise ModelError(f"{KEY}: {path} cannot be loaded by {runtime.name} {runtime.version} ({e})") from None
-        if shape is not None:
-            it.resize_tensor_input(it.get_input_details()[0]["index"], shape)
-        it.allocate_tensors()
-        self.delegation[name] = delegation(it)
-        if xnnpack:
-            check_xnnpack(KEY, str(path), self.delegation[name], BUILTIN_OPS)
-        return it
+        """open_interpreter's, sized before the tensors are allocated: the mel model's input is (-1, -1),
+        which XNNPACK cannot prepare at its stored (1, 1)."""
+        opened = open_interpreter(
+            KEY, path=path, xnnpack=xnnpack, builtin_ops=BUILTIN_OPS, input_shape=shape, advice=f"reinstall: {INSTALL}"
+        )
+        self.delegation[name] = opened.delegation
+        return opened.interpreter
 
     @staticmethod
     def _run(it, x: np.ndarray, batch: int) -> np.ndarray:
