@@ -96,13 +96,14 @@ def scraped_daemon(tmp_path_factory):
         f"[health]\ninterval_s = 1.0\nprometheus = true\nprometheus_port = {port}\n"
     )
     wav = speech_wav(work / "speech.wav", repeats=12)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "voxnode", "run", "--config", str(cfg), "--file", str(wav), "--stdout"],
-        stdout=subprocess.PIPE,
-        stderr=open(work / "daemon.log", "wb"),  # noqa: SIM115 (the child writes to it until it ends)
-        text=True,
-        env={**os.environ, "PYTHONMALLOC": "malloc"},
-    )
+    with open(work / "daemon.log", "wb") as log:  # the child writes to its own descriptor
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "voxnode", "run", "--config", str(cfg), "--file", str(wav), "--stdout"],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            env={**os.environ, "PYTHONMALLOC": "malloc"},
+        )
     daemon = ScrapedDaemon(proc, port, work, endpoint)
     reader = threading.Thread(target=daemon.read_events, daemon=True)
     reader.start()
@@ -112,6 +113,8 @@ def scraped_daemon(tmp_path_factory):
     finally:
         stop_process(proc, 30)
         reader.join(5)
+        if proc.stdout is not None:
+            proc.stdout.close()  # read to its end by the reader
         broker.stop()
         endpoint.close()
 
@@ -146,17 +149,18 @@ def prometheus_server(scraped_daemon, tmp_path_factory):
         f"      - targets: ['127.0.0.1:{scraped_daemon.port}']\n"
     )
     port = free_port()
-    proc = subprocess.Popen(
-        [
-            str(PROMETHEUS),
-            f"--config.file={work / 'prometheus.yml'}",
-            f"--storage.tsdb.path={work / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=open(work / "prometheus.log", "wb"),  # noqa: SIM115 (the child writes to it until it ends)
-        cwd=work,
-    )
+    with open(work / "prometheus.log", "wb") as log:  # the child writes to its own descriptor
+        proc = subprocess.Popen(
+            [
+                str(PROMETHEUS),
+                f"--config.file={work / 'prometheus.yml'}",
+                f"--storage.tsdb.path={work / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            cwd=work,
+        )
     server = PrometheusServer(proc, port, work)
     try:
         end = time.monotonic() + 60

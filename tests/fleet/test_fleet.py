@@ -62,12 +62,13 @@ class Node:
         )
         self.config = cfg
         env = {**os.environ, "PYTHONMALLOC": "malloc", "XDG_CONFIG_HOME": str(alsa_home)}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "voxnode", "run", "--config", str(cfg)],
-            stdout=subprocess.DEVNULL,
-            stderr=open(self.dir / "stderr.log", "wb"),  # noqa: SIM115 (the child writes to it until it ends)
-            env=env,
-        )
+        with open(self.dir / "stderr.log", "wb") as log:  # the child writes to its own descriptor
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "voxnode", "run", "--config", str(cfg)],
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                env=env,
+            )
 
     def log(self) -> str:
         return (self.dir / "stderr.log").read_text(errors="replace")
