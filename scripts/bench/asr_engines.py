@@ -88,6 +88,7 @@ def candidate_enhanced(spec: str, audio: np.ndarray) -> np.ndarray:
 def voxnode_runner(opts: dict, threads: int):
     import dataclasses
 
+    from scripts.bench.shortlist_decoder import adopt
     from voxnode.asr.whisper.engine import WhisperEngine, default_options
     from voxnode.frontend.recognition import recognition_audio
 
@@ -106,6 +107,7 @@ def voxnode_runner(opts: dict, threads: int):
     frontend = frontend_of(opts)
     model_dir = Path(opts.get("model_dir") or REPO / "models" / "whisper-tiny.en")
     engine = WhisperEngine.load(model_dir, num_threads=threads, variant=opts.get("variant"), options=options)
+    adopt(engine, model_dir)  # a decoder with logits over a vocabulary shortlist (issue 23), else nothing
     call_kw = {}
     if opts.get("prompt"):
         call_kw["prompt"] = opts["prompt"]

@@ -21,6 +21,7 @@ TITLES = {
     "noise": "ASR in loud noise: front-end and model (issue 22)",
     "room": "ASR in a room: talkers at their natural levels (issue 22)",
     "moonshine": "ASR: Moonshine base-en against Whisper (issue 22)",
+    "shortlist": "ASR: decoder logits over a vocabulary shortlist (issue 23)",
 }
 
 

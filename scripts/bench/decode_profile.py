@@ -158,13 +158,22 @@ def instrument(prof: Profiler) -> None:
     decoder.DecoderRunner.step = timed_step
 
 
-def measure(threads: int, prof: Profiler, n_asterisk: int, lag_s: float, repeat: int, limit: int | None) -> dict:
-    """Per utterance: `repeat` finals timed whole (process CPU, wall; the median kept), then one profiled."""
+def measure(
+    threads: int,
+    prof: Profiler,
+    n_asterisk: int,
+    lag_s: float,
+    repeat: int,
+    limit: int | None,
+    model_dir: Path | None = None,
+) -> dict:
+    """Per utterance: `repeat` finals timed whole (process CPU, wall; the median kept), each after
+    a partial (greedy) of the head, timed too, then one final profiled."""
     from scripts.bench import speech_corpus
+    from scripts.bench.shortlist_decoder import load_engine
     from voxnode.asr import default_model_dir
-    from voxnode.asr.whisper.engine import WhisperEngine
 
-    engine = WhisperEngine.load(default_model_dir(None, "tiny.en"), threads)
+    engine = load_engine(model_dir or default_model_dir(None, "tiny.en"), threads)
     engine._decoder.it = TimedInterpreter(engine._decoder.it, prof)
     engine._encoder.it = TimedInterpreter(engine._encoder.it, prof)
     utts = speech_corpus.real_speech(n_asterisk=n_asterisk)[:limit]
@@ -173,9 +182,11 @@ def measure(threads: int, prof: Profiler, n_asterisk: int, lag_s: float, repeat:
         audio = (u.audio / 32768.0).astype(np.float32)
         head = audio[: max(16000, len(audio) - int(lag_s * 16000))]
         draft = engine.transcribe(head, role="partial").tokens
-        plain = []
+        plain, partial = [], []
         for _ in range(repeat):
+            c0 = time.process_time()
             engine.transcribe(head, role="partial")  # as live: a partial just before the final
+            partial.append((time.process_time() - c0) * 1000)
             c0, w0 = time.process_time(), time.perf_counter()
             r = engine.transcribe(audio, role="final", draft=draft)
             plain.append(((time.process_time() - c0) * 1000, (time.perf_counter() - w0) * 1000))
@@ -197,6 +208,7 @@ def measure(threads: int, prof: Profiler, n_asterisk: int, lag_s: float, repeat:
                 "draft_accepted": r.draft_accepted,
                 "cpu_ms": round(float(np.median([c for c, _ in plain])), 3),
                 "wall_ms": round(float(np.median([w for _, w in plain])), 3),
+                "partial_cpu_ms": round(float(np.median(partial)), 3),
                 "profiled_cpu_ms": round(cpu * 1000, 3),
                 # each span: calls, then ms of process and thread CPU inclusive, then exclusive
                 "spans": {k: [v[0], *(round(x * 1000, 4) for x in v[1:])] for k, v in prof.totals.items()},
@@ -206,14 +218,14 @@ def measure(threads: int, prof: Profiler, n_asterisk: int, lag_s: float, repeat:
     return {"threads": threads, "finals": finals}
 
 
-def invoke_by_rows(threads: int, reps: int = 200) -> list[str]:
+def invoke_by_rows(threads: int, reps: int = 200, model_dir: Path | None = None) -> list[str]:
     """A step's invoke alone, as the rows (hypotheses) and the logit rows grow: what the call costs
     whatever its rows. A real recording encoded in the 6 s window, a 5-token prefix, 16 rows each."""
     from scripts.bench import speech_corpus
+    from scripts.bench.shortlist_decoder import load_engine
     from voxnode.asr import default_model_dir
-    from voxnode.asr.whisper.engine import WhisperEngine
 
-    engine = WhisperEngine.load(default_model_dir(None, "tiny.en"), threads)
+    engine = load_engine(model_dir or default_model_dir(None, "tiny.en"), threads)
     engine._encode((speech_corpus.pocketsphinx()[0].audio[:80000] / 32768.0).astype(np.float32), 6.0)
     dec = engine._decoder
     start = engine.start_sequence()
@@ -280,6 +292,7 @@ def main() -> int:
     p.add_argument("--lag", type=float, default=1.2, help="seconds of the end the last partial did not hear")
     p.add_argument("--repeat", type=int, default=3, help="unprofiled finals per utterance (median CPU kept)")
     p.add_argument("--pi4-fraction", type=float, default=PI4_FRACTION)
+    p.add_argument("--model-dir", type=Path, default=None, help="the model (default: the shipped tiny.en)")
     p.add_argument("--label", default="x86")
     p.add_argument("--same-as", default=None, help="compare each final's tokens with this earlier label's")
     p.add_argument("--json", type=Path, default=RESULTS / "decode_profile.json")
@@ -288,7 +301,7 @@ def main() -> int:
     args = p.parse_args()
     if args.rows:
         for threads in args.threads:
-            print("\n".join(invoke_by_rows(threads)) + "\n", flush=True)
+            print("\n".join(invoke_by_rows(threads, model_dir=args.model_dir)) + "\n", flush=True)
         print(load())
         return 0
     saved = json.loads(args.json.read_text()) if args.json.exists() else {}
@@ -300,7 +313,7 @@ def main() -> int:
     prof = Profiler()
     instrument(prof)
     for threads in args.threads:
-        run = measure(threads, prof, args.asterisk, args.lag, args.repeat, args.limit)
+        run = measure(threads, prof, args.asterisk, args.lag, args.repeat, args.limit, args.model_dir)
         runs[str(threads)] = run
         print("\n".join(summary(run, args.pi4_fraction)), flush=True)
         if args.same_as is not None:
