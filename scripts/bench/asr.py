@@ -18,10 +18,12 @@ time (user + system) per utterance, which a shared machine inflates less than wa
 
 Engine specs: "voxnode [key=value ...]" with keys beam_size, min_window_s, fallback (none, or
 temperatures as 0.2/0.4/...), hotword_boost, variant,
-model_dir, prompt, hotwords (comma-separated), context (none, prompt, hotwords or both: the
-domain corpus's per-clip context), label, and the [frontend] keys highpass_hz, denoise,
-denoise_engine, denoise_floor_db (every clip goes through the front-end `voxnode transcribe` uses,
-with the default config unless these say otherwise; frontend=none: the engine hears the clip as is);
+model_dir (a model with a vocabulary shortlist runs through scripts/bench/shortlist_decoder.py), doubt
+(K:TAU, a shortlist with the full logits where in doubt, simulated there), prompt, hotwords
+(comma-separated), context (none, prompt, hotwords or both: the domain corpus's per-clip context),
+label, and the [frontend] keys highpass_hz, denoise, denoise_engine, denoise_floor_db (every clip goes
+through the front-end `voxnode transcribe` uses, with the default config unless these say otherwise;
+frontend=none: the engine hears the clip as is);
 "faster-whisper [beam_size=N] [prompt=...] [hotwords=...]
 [context=...] [label=...]" (int8, its default temperature fallback, no timestamps, no VAD).
 "moonshine [model=base] [model_dir=...] [vad_threshold=...] [lib=cpp] [label=...]" (Moonshine on its own

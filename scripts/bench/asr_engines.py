@@ -88,7 +88,7 @@ def candidate_enhanced(spec: str, audio: np.ndarray) -> np.ndarray:
 def voxnode_runner(opts: dict, threads: int):
     import dataclasses
 
-    from scripts.bench.shortlist_decoder import adopt
+    from scripts.bench.shortlist_decoder import adopt, adopt_doubt
     from voxnode.asr.whisper.engine import WhisperEngine, default_options
     from voxnode.frontend.recognition import recognition_audio
 
@@ -108,6 +108,7 @@ def voxnode_runner(opts: dict, threads: int):
     model_dir = Path(opts.get("model_dir") or REPO / "models" / "whisper-tiny.en")
     engine = WhisperEngine.load(model_dir, num_threads=threads, variant=opts.get("variant"), options=options)
     adopt(engine, model_dir)  # a decoder with logits over a vocabulary shortlist (issue 23), else nothing
+    doubt = adopt_doubt(engine, opts["doubt"]) if opts.get("doubt") else None  # "K:TAU": shortlist_decoder.py
     call_kw = {}
     if opts.get("prompt"):
         call_kw["prompt"] = opts["prompt"]
@@ -122,8 +123,11 @@ def voxnode_runner(opts: dict, threads: int):
             audio = recognition_audio(frontend, audio)
         if enhancer:
             audio = candidate_enhanced(enhancer, audio)
+        before = (doubt.calls, doubt.doubt_calls) if doubt is not None else (0, 0)
         r = engine.transcribe(audio, **kw)
+        counts = {"calls": doubt.calls - before[0], "doubt_calls": doubt.doubt_calls - before[1]} if doubt else {}
         return r.text, {
+            **counts,
             "encode_ms": r.encode_ms,
             "decode_ms": r.decode_ms,
             "stop": r.stop_reason,

@@ -22,6 +22,7 @@ TITLES = {
     "room": "ASR in a room: talkers at their natural levels (issue 22)",
     "moonshine": "ASR: Moonshine base-en against Whisper (issue 22)",
     "shortlist": "ASR: decoder logits over a vocabulary shortlist (issue 23)",
+    "shortlist-doubt": "ASR: a vocabulary shortlist, the full logits where in doubt (issue 23)",
 }
 
 

@@ -107,3 +107,48 @@ def load_engine(model_dir: Path, threads: int, **kw):
     engine = WhisperEngine.load(model_dir, threads, **kw)
     adopt(engine, model_dir)
     return engine
+
+
+class DoubtInterpreter:
+    """A two-stage decoder simulated on the full one: the logits over the shortlist `ids`, and the
+    full vocabulary's only on the calls where a row is in doubt (its most likely kept text token
+    has a probability under `tau` among the kept text tokens). A runtime would compute the other
+    ids' logits in a second, small graph (the rest of the projection, on the same hidden state, so
+    the same values bit for bit); this gives its transcripts and how often it would run
+    (`calls`, `doubt_calls`, `rows`, `doubt_rows`)."""
+
+    def __init__(self, it, logits_index: int, ids: np.ndarray, first_special: int, tau: float) -> None:
+        self._it, self._logits, self._tau = it, logits_index, tau
+        self._ids = np.asarray(ids, np.int64)
+        self._text = self._ids[self._ids < first_special]
+        self.calls = self.doubt_calls = self.rows = self.doubt_rows = 0
+
+    def get_tensor(self, index, *a):
+        out = self._it.get_tensor(index, *a)
+        if index != self._logits:
+            return out
+        text = out[:, self._text]
+        best = 1.0 / np.exp(text - text.max(axis=1, keepdims=True)).sum(axis=1)
+        doubt = best < self._tau
+        self.calls += 1
+        self.rows += len(out)
+        self.doubt_calls += bool(doubt.any())
+        self.doubt_rows += int(doubt.sum())
+        kept = np.full_like(out, -np.inf)
+        kept[:, self._ids] = out[:, self._ids]
+        return np.where(doubt[:, None], out, kept)
+
+    def __getattr__(self, attr):
+        return getattr(self._it, attr)
+
+
+def adopt_doubt(engine, spec: str) -> DoubtInterpreter:
+    """`spec` "K:TAU" (e.g. "16384:0.8"): the ids below K and the special tokens, full logits in doubt."""
+    from scripts.convert.whisper.shortlist import kept_ids
+
+    below, tau = spec.split(":")
+    dec = engine._decoder
+    first_special = engine._rules.first_special
+    ids = kept_ids(len(engine._rules.suppress), int(below), engine._rules.eot)
+    dec.it = DoubtInterpreter(dec.it, dec.outputs["logits"], ids, first_special, float(tau))
+    return dec.it

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from scripts.bench import speech_corpus
-from scripts.bench.shortlist_decoder import MAX_RUNS, Shortlist, load_engine
+from scripts.bench.shortlist_decoder import MAX_RUNS, DoubtInterpreter, Shortlist, load_engine
 from scripts.convert.whisper import shortlist as cut
 from voxnode.asr import default_model_dir
 
@@ -106,3 +106,30 @@ def test_prefill_forcing_and_steps_give_the_full_logits_at_every_kept_id(engines
             rows += len(full)
     assert rows > 100
     assert 0 < outside < rows  # the test saw both cases
+
+
+class _Logits:
+    """An interpreter whose one output is fixed logits."""
+
+    def __init__(self, logits: np.ndarray) -> None:
+        self.logits = logits
+
+    def get_tensor(self, index):
+        return self.logits.copy()
+
+
+def test_doubt_keeps_the_full_row_only_where_the_kept_text_tokens_are_unsure():
+    # ids 0-3 kept (3 is "special": not a text token), 4-5 left out; first special 3
+    logits = np.array(
+        [
+            [9.0, 0.0, 0.0, 9.0, 1.0, 20.0],  # sure of id 0 among the kept text tokens (not 3): cut
+            [1.0, 1.0, 1.0, 0.0, 0.0, 20.0],  # three-way tie: in doubt, the full row
+        ],
+        np.float32,
+    )
+    it = DoubtInterpreter(_Logits(logits), 7, np.arange(4), first_special=3, tau=0.5)
+    out = it.get_tensor(7)
+    np.testing.assert_array_equal(out[0, :4], logits[0, :4])
+    assert np.all(np.isneginf(out[0, 4:]))
+    np.testing.assert_array_equal(out[1], logits[1])
+    assert (it.calls, it.doubt_calls, it.rows, it.doubt_rows) == (1, 1, 2, 1)
