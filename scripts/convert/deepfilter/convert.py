@@ -49,7 +49,9 @@ def norm_alpha(tau: float = 1.0) -> float:
     return r
 
 
-def noisy_audio(seed: int = 0) -> np.ndarray:
+def noisy_audio(seed: int = 0, snr_db: float | None = 0.0, silence_s: float = 0.0) -> np.ndarray:
+    """The LibriVox clips at 48 kHz (Fir3), in white noise at `snr_db` (None: clean), after `silence_s`
+    of digital silence."""
     from voxnode.frontend.deepfilter import Fir3
 
     parts = []
@@ -60,9 +62,11 @@ def noisy_audio(seed: int = 0) -> np.ndarray:
         raise SystemExit(f"no clips in {CLIPS}: apt-get install pocketsphinx (its test data)")
     x = np.concatenate(parts)
     x -= x.mean()
-    noise = np.random.default_rng(seed).standard_normal(len(x)) * np.sqrt(np.mean(x**2))  # 0 dB SNR
-    up = Fir3().up(x + noise)
-    return (up[: len(up) // HOP * HOP] * 0.5).astype(np.float32)
+    if snr_db is not None:
+        level = np.sqrt(np.mean(x**2)) * 10 ** (-snr_db / 20)
+        x = x + np.random.default_rng(seed).standard_normal(len(x)) * level
+    up = np.concatenate([np.zeros(int(silence_s * SR)), Fir3().up(x) * 0.5])
+    return up[: len(up) // HOP * HOP].astype(np.float32)
 
 
 def features(audio: np.ndarray) -> dict[str, np.ndarray]:
