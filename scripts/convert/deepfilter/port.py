@@ -121,7 +121,7 @@ class Port:
         return res, float(e["lsnr"].ravel()[0])
 
 
-def libdf_run(audio: np.ndarray, atten_lim_db: float) -> tuple[np.ndarray, np.ndarray]:
+def libdf_run(audio: np.ndarray, atten_lim_db: float, free: bool = True) -> tuple[np.ndarray, np.ndarray]:
     from voxnode.frontend.deepfilter import _library
 
     lib, model = _library()
@@ -134,7 +134,8 @@ def libdf_run(audio: np.ndarray, atten_lim_db: float) -> tuple[np.ndarray, np.nd
         bi[:] = audio[i : i + C.HOP]
         snr.append(lib.df_process_frame(st, pin, pout))
         out[i : i + C.HOP] = bo
-    lib.df_free(st)
+    if free:
+        lib.df_free(st)
     return out, np.array(snr)
 
 
@@ -162,12 +163,60 @@ def compare(graphs: dict, audio: np.ndarray, atten_lim_db: float) -> dict:
     }
 
 
+def rss_child(kind: str, streams: int, work: Path) -> None:
+    """In a fresh process: RSS added by `streams` instances of libDF or of the port (each with its own 3
+    interpreters, the .tflite bytes read once before the baseline), after 2 s of audio through each."""
+
+    def rss_mb() -> float:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    from voxnode.models.runtime import load_runtime
+
+    load_runtime()
+    src, _ = G.load_export()
+    built = {n: G.streaming(n, src[n]) for n in G.NAMES}
+    tfl = {n: (work / n / f"{n}_stream_float32.tflite").read_bytes() for n in G.NAMES}
+    audio = C.noisy_audio()[: 200 * C.HOP]
+    from voxnode.frontend.deepfilter import _library
+
+    _library()  # loads libDF (no instance: a freed one's memory would be reused by the next)
+    base = rss_mb()
+    keep = []
+    for _ in range(streams):
+        if kind == "libdf":
+            keep.append(libdf_run(audio, 12.0, free=False))
+        else:
+            port = Port({k: C.Graph(m, s, o, tfl[k]) for k, (m, s, o) in built.items()}, 12.0)
+            for i in range(0, len(audio), C.HOP):
+                port.process(audio[i : i + C.HOP])
+            keep.append(port)
+    print(json.dumps({"rss_added_mb": rss_mb() - base}))
+
+
+def rss(work: Path) -> dict[str, dict[int, float]]:
+    import subprocess
+    import sys
+
+    res: dict[str, dict[int, float]] = {}
+    for kind in ("libdf", "port"):
+        for n in (1, 4):
+            cmd = [sys.executable, "-m", "scripts.convert.deepfilter.port", "--out", str(work)]
+            cmd += ["--rss-child", kind, str(n)]
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=REPO).stdout
+            res.setdefault(kind, {})[n] = json.loads(out.strip().splitlines()[-1])["rss_added_mb"]
+    return res
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=REPO / "build" / "dfn3-litert", help="work folder (.tflite)")
     ap.add_argument("--atten-lim-db", type=float, default=12.0, help="libDF's attenuation limit (100: none)")
     ap.add_argument("--json", type=Path, help="write the report here")
+    ap.add_argument("--rss-child", nargs=2, metavar=("KIND", "N"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.rss_child:
+        rss_child(args.rss_child[0], int(args.rss_child[1]), args.out)
+        return
 
     load_before = os.getloadavg()
     src, _ = G.load_export()
@@ -182,6 +231,7 @@ def main() -> None:
     report = {"atten_lim_db": args.atten_lim_db, "conditions": {}}
     for name, audio in conditions.items():
         report["conditions"][name] = compare(graphs, audio, args.atten_lim_db)
+    report["rss_added_mb_by_streams"] = rss(args.out)
     report["how"] = {
         "command": command_line(),
         "measure": "process CPU time (time.process_time), 1 thread, one pass each, libDF first",
