@@ -36,7 +36,7 @@ export PYTHONMALLOC := malloc
 
 .PHONY: demo run test check format test-ha arm64-ci ha-venv ha-venv-or-skip adapt-venv adapt-venv-or-skip lint deps-run deps-test deps-corpus venv venv-test \
         check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-aec bench-wyoming bench-wyoming-limits probe-wyoming-fairness probe-wyoming-abuse probe-repeats bench-languages calibrate-boards bench-pi4-speculate \
-        convert-model convert-model-base convert-silero eval-vad install uninstall purge test-arm64 soak
+        convert-model convert-model-base convert-silero convert-deepfilter eval-vad install uninstall purge test-arm64 soak
 
 demo: venv
 	$(BIN)/voxnode demo
@@ -230,6 +230,14 @@ convert-model-base: deps-run .venv-convert/.installed
 # Rebuild the Silero VAD v6 TFLite model (package data of the front-end), checked against onnxruntime.
 convert-silero: deps-corpus .venv-convert/.installed
 	.venv-convert/bin/python -m scripts.convert.silero
+
+# Rebuild DeepFilterNet 3's three graphs for frontend.denoise_engine = "deepfilter" (models/deepfilternet3/),
+# checked against onnxruntime and timed against libDF. Needs a venv with onnx2tf (DFCONV_VENV; see the
+# docstring of scripts/convert/deepfilter/convert.py for its packages).
+DFCONV_VENV ?= .venv-dfconv
+convert-deepfilter: deps-corpus
+	$(DFCONV_VENV)/bin/python -m scripts.convert.deepfilter.convert --install models/deepfilternet3 \
+		--json scripts/bench/results/deepfilter_litert.json
 
 # Frame VAD accuracy in noise on real speech, false triggers, CPU and memory (docs/vad_eval.md, ~30 min).
 eval-vad: deps-corpus .venv-bench/.installed

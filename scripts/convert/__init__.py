@@ -1,3 +1,3 @@
 """Build-time model conversion, in its own venv (requirements.txt: TensorFlow, onnx, ctranslate2 never
 enter the runtime): whisper/ (tiny.en and base), silero (the VAD), smart_turn (the end-of-turn model); deepfilter/
-(an experiment: DeepFilterNet 3 on LiteRT, not shipped)."""
+(DeepFilterNet 3, models/deepfilternet3)."""

@@ -27,6 +27,9 @@ def _models(tmp_path, content="v1"):
     t = tmp_path / "models" / "smart-turn-v3.2"
     t.mkdir(parents=True, exist_ok=True)
     (t / "smart_turn.tflite").write_text(content)
+    d = tmp_path / "models" / "deepfilternet3"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "enc.tflite").write_text(content)
     return tmp_path / "models"
 
 
@@ -40,6 +43,8 @@ def test_install_layout_and_config_preservation(tmp_path):
     assert (root / "opt/voxnode/models/whisper-tiny.en/encoder.int8.tflite").read_text() == "v1"
     # ... and the end-of-turn model (vad.end_of_turn).
     assert (root / "opt/voxnode/models/smart-turn-v3.2/smart_turn.tflite").read_text() == "v1"
+    # ... and DeepFilterNet 3 (frontend.denoise_engine = "deepfilter").
+    assert (root / "opt/voxnode/models/deepfilternet3/enc.tflite").read_text() == "v1"
     assert "skipped enabling/starting voxnode.service" in out
 
     # Upgrade with an unedited config: it follows the new reference, no .dist.

@@ -1,7 +1,7 @@
 """Checking a model's files before use, so that a truncated copy or a bad SD card sector gives a
 ModelError naming the file, not garbage output or a crash inside the interpreter.
 
-Two forms: a small model with a SHA256SUMS file beside it (Silero VAD, the end-of-turn model), and
+Two forms: a small model with a SHA256SUMS file beside it (Silero VAD, the end-of-turn model, DeepFilterNet 3), and
 a folder whose manifest.json lists every file with its size and sha256 (Whisper; the
 manifest's layout of variants is read by asr/whisper/files.py).
 """
@@ -17,10 +17,11 @@ from voxnode.errors import ModelError
 from voxnode.regular_file import check_regular_file, read_regular_file, read_regular_file_if_any
 
 MANIFEST = "manifest.json"
-# The small models read whole into memory: Silero VAD v6 1264488 bytes, Smart Turn v3.2 8725952 bytes.
+# The small models read whole into memory: Silero VAD v6 1264488 bytes, Smart Turn v3.2 8725952 bytes,
+# DeepFilterNet 3's graphs 1950472 / 3300260 / 3340028 bytes.
 # A file 4 times the larger is not one of them (a log, a Whisper graph, /dev/zero behind a link).
 MAX_SMALL_MODEL_BYTES = 32 << 20
-# The SHA256SUMS beside them are 158 bytes, Whisper's 828; the manifests 1434-1436 bytes.
+# The SHA256SUMS beside them are 158-238 bytes, Whisper's 828; the manifests 1434-1436 bytes.
 MAX_LIST_BYTES = 64 << 10
 
 

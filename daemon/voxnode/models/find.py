@@ -34,6 +34,7 @@ BUNDLED = Path(__file__).resolve().parent / "bundled"
 WHISPER_PREFIX = "whisper-"  # [asr] model = "tiny.en" -> the folder whisper-tiny.en
 TURN_MODEL, TURN_MODEL_FILE = "smart-turn-v3.2", "smart_turn.tflite"  # vad.end_of_turn
 SILERO_MODEL, SILERO_MODEL_FILE = "silero-vad-v6", "silero_vad.tflite"  # vad.engine = "silero"
+DEEPFILTER_MODEL, DEEPFILTER_GRAPHS = "deepfilternet3", ("enc", "erb_dec", "df_dec")  # frontend.denoise_engine
 WAKE_MODELS = "microwakeword"  # the shipped wake-word models (wake.model)
 
 
@@ -71,6 +72,9 @@ SHIPPED: dict[str, Shipped] = {
         TURN_MODEL_FILE, "end-of-turn model", 'reinstall voxnode, or set vad.end_of_turn = "off"'
     ),
     SILERO_MODEL: Shipped(SILERO_MODEL_FILE, "Silero VAD model", "reinstall voxnode"),
+    DEEPFILTER_MODEL: Shipped(
+        f"{DEEPFILTER_GRAPHS[0]}.tflite", "DeepFilterNet 3 model", "reinstall voxnode, or choose another denoise_engine"
+    ),
     WAKE_MODELS: Shipped(
         "okay_nabu.json", "wake-word models", "reinstall pymicro-wakeword", roots=_wake_roots, folder="models"
     ),

