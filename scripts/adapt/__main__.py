@@ -47,7 +47,7 @@ DEFAULT_DISTILL = 0.0
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    from scripts.adapt.data import CHECK_SETS
+    from scripts.adapt.data import CHECK_SETS, CLEAN_SHARE, TRAIN_SNR_DB, snr_range
     from scripts.adapt.weights import DEFAULT_ADAPTER, DEFAULT_LAYERS, DEFAULT_LR, LAYER_SETS, lora_rank
     from voxnode.config.asr import VARIANT_LABEL  # what [asr] model = "tiny.en+NAME" accepts
 
@@ -88,6 +88,26 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         metavar="LAMBDA",
         help="L2 pull of the trained weights towards tiny.en's: LAMBDA * sum((w - w0)^2) (default %(default)g; 0: off)",
     )
+    p.add_argument(
+        "--snr",
+        default=f"{TRAIN_SNR_DB[0]:g}:{TRAIN_SNR_DB[1]:g}",
+        metavar="LOW:HIGH",
+        help="speech-frame SNR range of the noisy training mixes, dB (default %(default)s)",
+    )
+    p.add_argument(
+        "--clean-share",
+        type=float,
+        default=CLEAN_SHARE,
+        metavar="SHARE",
+        help="share of the training mixes left clean (default %(default)g)",
+    )
+    p.add_argument(
+        "--speed",
+        type=float,
+        default=0.0,
+        metavar="SPREAD",
+        help="play each training utterance at a speed drawn from 1 +- SPREAD (default %(default)g; 0: off)",
+    )
     p.add_argument("--max-train", type=int, help="use at most N training utterances (quick runs, tests)")
     p.add_argument("--max-test", type=int, help="check on at most N held-out utterances per talker")
     p.add_argument(
@@ -127,6 +147,14 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     for opt, value in (("--distill", args.distill), ("--keep-weights", args.keep_weights)):
         if not value >= 0:
             p.error(f"{opt}: 0 or more, got {value:g}")
+    try:
+        args.snr = snr_range(args.snr)
+    except ValueError as e:
+        p.error(f"--snr {e}")
+    if not 0 <= args.clean_share < 1:
+        p.error(f"--clean-share: a share from 0 to below 1, got {args.clean_share:g}")
+    if not 0 <= args.speed < 0.5:
+        p.error(f"--speed: a spread from 0 to below 0.5, got {args.speed:g}")
     if not 0 <= args.replay_noise <= 1:
         p.error(f"--replay-noise: a share from 0 to 1, got {args.replay_noise:g}")
     for path in (args.noise, args.utterances, args.before_from):
@@ -212,7 +240,12 @@ def main(argv: list[str] | None = None) -> int:
         order = rng.permutation(len(train))
         return [
             dataclasses.replace(
-                feat.example(data.training_mix(train[i].audio, room_train, rng, args.replay_noise), train[i].text),
+                feat.example(
+                    data.training_mix(
+                        train[i].audio, room_train, rng, args.replay_noise, args.snr, args.clean_share, args.speed
+                    ),
+                    train[i].text,
+                ),
                 teacher=teachers[i],
             )
             for i in order
@@ -246,10 +279,13 @@ def main(argv: list[str] | None = None) -> int:
             "utterances": len(train),
             "minutes": round(sum(len(u.audio) for u in train) / data.RATE / 60, 2),
             "talkers": sorted({u.speaker for u in train}),
+            "sources": sorted({u.source for u in train}),
             "held_out": sorted(u.name for u in test),
+            "held_out_sources": sorted({u.source for u in test}),
             "check_set": args.check_set,
-            "snr_db": list(data.TRAIN_SNR_DB),
-            "clean_share": data.CLEAN_SHARE,
+            "snr_db": list(args.snr),
+            "clean_share": args.clean_share,
+            "speed": args.speed,
             "layers": args.layers,
             "adapter": args.adapter,
             "seed": args.seed,

@@ -8,6 +8,23 @@ from pathlib import Path
 
 from scripts.adapt import evaluate
 
+# Where the speech comes from (data.Utt.source: speech_corpus's Debian packages, or --utterances) and its licence
+LICENCES = {
+    "asterisk-core-sounds-en": "Asterisk's English prompts, one talker, CC-BY-SA-3.0",
+    "pocketsphinx-testdata": "pocketsphinx-testdata, BSD-2",
+    "alsa-utils": "alsa-utils' speaker-test voice, GPL-2",
+    "user": "the user's own utterances",
+}
+# what the bundled checks hold (data.bundled), for reports written before the sources were recorded
+CHECK_SOURCES = {
+    "classic": ("asterisk-core-sounds-en", "pocketsphinx-testdata"),
+    "wide": ("alsa-utils", "asterisk-core-sounds-en", "pocketsphinx-testdata"),
+}
+
+
+def sources(names) -> str:
+    return "; ".join(LICENCES.get(n, n) for n in names)
+
 
 def write(out: Path, report: dict) -> None:
     t = report["training"]
@@ -27,11 +44,12 @@ def write(out: Path, report: dict) -> None:
         f"- Room noise: `{report['noise']['file']}` ({report['noise']['seconds'] / 60:.1f} min, sha256 "
         f"{report['noise']['sha256'][:16]}...); the first {100 - report['noise']['held_out_pct']:.0f} % mixed into",
         f"  training speech, the last {report['noise']['held_out_pct']:.0f} % only into the held-out check below.",
-        f"- Speech: {t['utterances']} utterances ({t['minutes']:.1f} min; talkers: {', '.join(t['talkers'])}),"
+        f"- Speech: {t['utterances']} utterances ({t['minutes']:.1f} min; talkers: {', '.join(t['talkers'])};"
+        f" from {sources(t.get('sources', ['asterisk-core-sounds-en']))}),"
         f" mixed at a speech-frame SNR drawn from {t['snr_db'][0]:g} to {t['snr_db'][1]:g} dB"
         f" ({t['clean_share'] * 100:.0f} % left clean).",
-        "  Bundled speech: Asterisk's English prompts (CC-BY-SA-3.0, one speaker) and pocketsphinx-testdata",
-        "  (BSD-2); the user's own utterances when given.",
+        f"- Held out for the check, never trained on: {len(t['held_out'])} utterances from"
+        f" {sources(t.get('held_out_sources', CHECK_SOURCES[t.get('check_set', 'classic')]))}.",
         f"- Trained: `{t['layers']}` layers, adapter `{t.get('adapter', 'full')}` ({t['parameters'] / 1e6:.2f} M"
         f" weights), {t['epochs']} epochs, Adam lr"
         f" {t['learning_rate']:g}, gradients of {t['accumulate']} utterances per update; L2 towards tiny.en's weights"

@@ -41,6 +41,7 @@ class Utt:
     text: str
     audio: np.ndarray  # int16 scale
     speaker: str
+    source: str = "user"  # the Debian package it comes from (speech_corpus), or "user": --utterances
 
 
 def read_audio(path: Path) -> np.ndarray:
@@ -92,9 +93,9 @@ def bundled(check_set: str = "wide") -> tuple[list[Utt], list[Utt]]:
     held = bundled_held_out_names()
     train, test = [], []
     for u in speech_corpus.asterisk(0.5, 12.0):
-        (test if u.name in held else train).append(Utt(u.name, u.text, u.audio, u.speaker))
+        (test if u.name in held else train).append(Utt(u.name, u.text, u.audio, u.speaker, u.source))
     unheard = speech_corpus.pocketsphinx() + (speech_corpus.more_talkers() if check_set == "wide" else [])
-    test += [Utt(u.name, u.text, u.audio, u.speaker) for u in unheard]
+    test += [Utt(u.name, u.text, u.audio, u.speaker, u.source) for u in unheard]
     return train, test
 
 
@@ -129,14 +130,50 @@ def mixed(audio: np.ndarray, noise: np.ndarray, snr_db: float | None, rng: np.ra
     return audio_corpus.mix(audio, noise_segment(noise, len(audio), rng), snr_db)
 
 
-def training_snr(rng: np.random.Generator) -> float | None:
-    return None if rng.random() < CLEAN_SHARE else float(rng.uniform(*TRAIN_SNR_DB))
+def snr_range(text: str) -> tuple[float, float]:
+    """`--snr LOW:HIGH` -> (LOW, HIGH) in dB; ValueError with a one-line reason otherwise."""
+    low, sep, high = text.partition(":")
+    try:
+        out = (float(low), float(high)) if sep else None
+    except ValueError:
+        out = None
+    if out is None or not -30 <= out[0] <= out[1] <= 60:
+        raise ValueError(f"{text!r}: LOW:HIGH in dB, LOW <= HIGH, from -30 to 60, e.g. -5:20")
+    return out
 
 
-def training_mix(audio: np.ndarray, room: np.ndarray, rng: np.random.Generator, replay: float = 0.0) -> np.ndarray:
-    """One training mix: clean (CLEAN_SHARE), else at a random SNR with the room's noise or, for a share
-    `replay` of the noisy mixes, a generated REPLAY_KINDS noise. replay 0 draws exactly what it drew before."""
-    snr = training_snr(rng)
+def speed_perturbed(audio: np.ndarray, factor: float) -> np.ndarray:
+    """The speech played `factor` times as fast (tempo and pitch together, like a tape; Kaldi's speed
+    perturbation): a talker with a shorter or longer vocal tract, from the one bundled talker."""
+    import soxr
+
+    if factor == 1.0:
+        return audio
+    return soxr.resample(audio, RATE * factor, RATE).astype(np.float32)
+
+
+def training_snr(
+    rng: np.random.Generator, snr_db: tuple[float, float] = TRAIN_SNR_DB, clean_share: float = CLEAN_SHARE
+) -> float | None:
+    """None (left clean) for a share `clean_share`, else a speech-frame SNR uniform over `snr_db`."""
+    return None if rng.random() < clean_share else float(rng.uniform(*snr_db))
+
+
+def training_mix(
+    audio: np.ndarray,
+    room: np.ndarray,
+    rng: np.random.Generator,
+    replay: float = 0.0,
+    snr_db: tuple[float, float] = TRAIN_SNR_DB,
+    clean_share: float = CLEAN_SHARE,
+    speed: float = 0.0,
+) -> np.ndarray:
+    """One training mix: the speech played `speed_perturbed` (when `speed`), then clean (`clean_share`),
+    else at a random SNR in `snr_db` with the room's noise or, for a share `replay` of the noisy mixes, a
+    generated REPLAY_KINDS noise. replay 0 and speed 0 draw exactly what they drew before."""
+    if speed:
+        audio = speed_perturbed(audio, float(rng.uniform(1 - speed, 1 + speed)))
+    snr = training_snr(rng, snr_db, clean_share)
     if snr is not None and replay and rng.random() < replay:
         kind = REPLAY_KINDS[int(rng.integers(len(REPLAY_KINDS)))]
         return audio_corpus.mix(audio, audio_corpus.noise(kind, len(audio), seed=int(rng.integers(2**31))), snr)

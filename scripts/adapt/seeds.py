@@ -19,13 +19,26 @@ import numpy as np
 
 from scripts.adapt import evaluate
 
-SETTING_KEYS = ("layers", "adapter", "epochs", "learning_rate", "keep_weights", "replay_noise", "distill")
+SETTING_KEYS = (
+    "layers",
+    "adapter",
+    "epochs",
+    "learning_rate",
+    "keep_weights",
+    "replay_noise",
+    "distill",
+    "snr_db",
+    "clean_share",
+    "speed",
+)
+# what a run written before an option existed had (`adapter` full, no speed perturbation)
+DEFAULTS = {"adapter": "full", "speed": 0.0}
 TARGET_GROUPS = ("all", evaluate.UNHEARD, "allison")
 
 
 def setting(report: dict) -> str:
     t = report["training"]
-    return " ".join(f"{k}={t.get(k, 'full' if k == 'adapter' else None)}" for k in SETTING_KEYS)
+    return " ".join(f"{k}={t.get(k, DEFAULTS.get(k))}" for k in SETTING_KEYS)
 
 
 def wers(table: dict, group: str) -> dict[str, float]:

@@ -33,6 +33,8 @@ LAYER_SETS = {
     "encoder": (r"^encoder/layer_\d+/", r"^encoder/layer_norm/"),
     # the decoder's cross-attention (its K/V projections run in the encoder graph)
     "cross": (r"^decoder/layer_\d+/attention/",),
+    # every encoder block and the cross-attention
+    "encoder+cross": (r"^encoder/layer_\d+/", r"^encoder/layer_norm/", r"^decoder/layer_\d+/attention/"),
     # the last encoder blocks and the cross-attention
     "encoder-top+cross": (r"^encoder/layer_[23]/", r"^encoder/layer_norm/", r"^decoder/layer_\d+/attention/"),
     # everything but the embeddings and the convolutions

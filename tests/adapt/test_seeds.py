@@ -9,12 +9,11 @@ import json
 
 import pytest
 
-from scripts.adapt import data, evaluate, seeds
+from scripts.adapt import data, evaluate, results, seeds
 from scripts.bench import speech_corpus
 
-from .test_adapt_run import ROOT, needs_venv, probe_in_adapt_venv
+from .test_adapt_run import needs_venv, probe_in_adapt_venv
 
-RESULTS = ROOT / "scripts" / "bench" / "results" / "adapt_benchmark.json"
 RUNS = (
     "2026-12-05 full: --keep-weights 3 --replay-noise 0.2 (new default)",
     "2026-12-05 full: --keep-weights 3 --replay-noise 0.2 --seed 1",
@@ -35,7 +34,7 @@ def test_targets_per_condition() -> None:
 
 
 def test_the_seeds_summary_counts_what_the_docs_say() -> None:
-    runs = json.loads(RESULTS.read_text())["runs"]
+    runs = results.load()["runs"]
     summary = seeds.summarise([runs[k] for k in RUNS])
     (setting,) = summary["settings"].values()  # same setting, the seed aside
     met = setting["targets_met"]
@@ -49,7 +48,7 @@ def test_the_seeds_summary_counts_what_the_docs_say() -> None:
 
 
 def test_runs_on_other_checks_are_not_averaged() -> None:
-    runs = json.loads(RESULTS.read_text())["runs"]
+    runs = results.load()["runs"]
     quick = runs["2026-12-05 quick: --keep-weights 10"]  # 8 utterances per talker, not the full check
     with pytest.raises(SystemExit, match="different utterances"):
         seeds.summarise([runs[RUNS[0]], quick])
@@ -89,7 +88,7 @@ def test_the_unheard_group_holds_every_talker_not_trained_on() -> None:
 
 
 def test_before_from_takes_tiny_en_only_from_a_run_with_the_same_check(tmp_path) -> None:
-    runs = json.loads(RESULTS.read_text())["runs"]
+    runs = results.load()["runs"]
     report = dict(runs[RUNS[0]])
     report["training"] = {**report["training"], "held_out": ["a", "b"]}
     report["evaluation"] = {**report["evaluation"], "trained_talkers": ["allison"]}
