@@ -47,7 +47,9 @@ def write(out: Path, report: dict) -> None:
         f"- Speech: {t['utterances']} utterances ({t['minutes']:.1f} min; talkers: {', '.join(t['talkers'])};"
         f" from {sources(t.get('sources', ['asterisk-core-sounds-en']))}),"
         f" mixed at a speech-frame SNR drawn from {t['snr_db'][0]:g} to {t['snr_db'][1]:g} dB"
-        f" ({t['clean_share'] * 100:.0f} % left clean).",
+        f" ({t['clean_share'] * 100:.0f} % left clean"
+        + (f"; played at 1 +- {t['speed']:g} times the speed" if t.get("speed") else "")
+        + ").",
         f"- Held out for the check, never trained on: {len(t['held_out'])} utterances from"
         f" {sources(t.get('held_out_sources', CHECK_SOURCES[t.get('check_set', 'classic')]))}.",
         f"- Trained: `{t['layers']}` layers, adapter `{t.get('adapter', 'full')}` ({t['parameters'] / 1e6:.2f} M"
