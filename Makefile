@@ -232,10 +232,16 @@ convert-silero: deps-corpus .venv-convert/.installed
 	.venv-convert/bin/python -m scripts.convert.silero
 
 # Rebuild DeepFilterNet 3's three graphs for frontend.denoise_engine = "deepfilter" (models/deepfilternet3/),
-# checked against onnxruntime and timed against libDF. Needs a venv with onnx2tf (DFCONV_VENV; see the
-# docstring of scripts/convert/deepfilter/convert.py for its packages).
+# checked against onnxruntime and timed against libDF. Its build-time venv (DFCONV_VENV, ~2.5 GB) is made from
+# scripts/convert/deepfilter/requirements.txt, then onnx2tf without its dependencies.
 DFCONV_VENV ?= .venv-dfconv
-convert-deepfilter: deps-corpus
+$(DFCONV_VENV)/.installed: scripts/convert/deepfilter/requirements.txt
+	$(PYTHON) -m venv $(DFCONV_VENV)
+	$(DFCONV_VENV)/bin/python -m pip install -q -r $< -e .
+	$(DFCONV_VENV)/bin/python -m pip install -q --no-deps onnx2tf==1.29.24
+	touch $@
+
+convert-deepfilter: deps-corpus $(DFCONV_VENV)/.installed
 	$(DFCONV_VENV)/bin/python -m scripts.convert.deepfilter.convert --install models/deepfilternet3 \
 		--json scripts/bench/results/deepfilter_litert.json
 

