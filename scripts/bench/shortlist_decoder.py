@@ -10,8 +10,8 @@ left out), so the search, the token rules and the tokenizer run unchanged, and i
 embeddings come from the table beside the model. The mapping adds ~one row copy per call.
 
 Runtime support in the daemon (the files checked in the manifest, a converter option, unit tests)
-waits on a shortlist that keeps the WER (docs/benchmarks.md "Decoder logits over a vocabulary
-shortlist"); it is on the unmerged branch shortvocab-runtime.
+would wait on a shortlist that keeps the WER (docs/benchmarks.md "Decoder logits over a vocabulary
+shortlist"); none did, so it was not kept.
 """
 
 from __future__ import annotations
