@@ -170,6 +170,7 @@ def measure(
     """Per utterance: `repeat` finals timed whole (process CPU, wall; the median kept), each after
     a partial (greedy) of the head, timed too, then one final profiled."""
     from scripts.bench import speech_corpus
+    from scripts.bench.drafts import head_and_draft
     from scripts.bench.shortlist_decoder import load_engine
     from voxnode.asr import default_model_dir
 
@@ -180,8 +181,7 @@ def measure(
     finals = []
     for u in utts:
         audio = (u.audio / 32768.0).astype(np.float32)
-        head = audio[: max(16000, len(audio) - int(lag_s * 16000))]
-        draft = engine.transcribe(head, role="partial").tokens
+        head, draft = head_and_draft(engine, audio, lag_s)
         plain, partial = [], []
         for _ in range(repeat):
             c0 = time.process_time()

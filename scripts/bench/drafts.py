@@ -47,6 +47,13 @@ SETTINGS = {  # name -> (beam size, with the draft)
 CONDITIONS = {"clean": None, "babble 10 dB": ("babble", 10.0), "pink 5 dB": ("pink", 5.0)}
 
 
+def head_and_draft(engine, audio: np.ndarray, lag_s: float) -> tuple[np.ndarray, list[int]]:
+    """The utterance as the daemon has it at the end of speech: the audio its last partial heard (all
+    but the last `lag_s` seconds, at least 1 s) and that partial's tokens, the final's draft."""
+    head = audio[: max(16000, len(audio) - int(lag_s * 16000))]
+    return head, engine.transcribe(head, role="partial").tokens
+
+
 def measure(threads: int, conditions: list[str], n_asterisk: int, lag_s: float) -> dict:
     from scripts.bench import audio_corpus, scoring, speech_corpus
     from scripts.bench.asr_corpus import clip_noise
@@ -67,8 +74,7 @@ def measure(threads: int, conditions: list[str], n_asterisk: int, lag_s: float) 
                 kind, snr = CONDITIONS[cond]
                 audio = audio_corpus.mix(audio, clip_noise(kind, len(audio), 1000 + k, exclude), snr)
             audio = (audio / 32768.0).astype(np.float32)
-            head = audio[: max(16000, len(audio) - int(lag_s * 16000))]
-            draft = engine.transcribe(head, role="partial").tokens
+            head, draft = head_and_draft(engine, audio, lag_s)
             for name, (beam, with_draft) in SETTINGS.items():
                 engine.transcribe(head, role="partial")  # as live: a partial just before the final
                 t0 = time.perf_counter()

@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from scripts.bench import audio_corpus, scoring, speech_corpus
     from scripts.bench.asr_corpus import clip_noise
+    from scripts.bench.drafts import head_and_draft
     from scripts.bench.machine import describe
     from voxnode.asr import default_model_dir
     from voxnode.asr.whisper.engine import WhisperEngine
@@ -62,8 +63,7 @@ def main(argv: list[str] | None = None) -> int:
                 audio = audio_corpus.mix(audio, clip_noise(cond, len(audio), 1000 + k, exclude), args.snr)
             audio = (audio / 32768.0).astype(np.float32)
             duration = len(audio) / 16000
-            head = audio[: max(16000, len(audio) - int(args.lag * 16000))]
-            draft = eng.transcribe(head, role="partial").tokens
+            head, draft = head_and_draft(eng, audio, args.lag)
             row: dict = {"condition": cond, "name": u.name, "duration_s": round(duration, 3), "reference": u.text}
             for w in args.windows:
                 eng.options = dataclasses.replace(base, min_window_s=w)
