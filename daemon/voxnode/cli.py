@@ -249,14 +249,10 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
             raise VoxnodeError(f"--beam-size {args.beam_size}: must be between 1 and 8")
         overrides["beam_size"] = args.beam_size
     asr = dataclasses.replace(config.asr, **overrides)
-    return transcribe_files(
-        load_recognizer(asr),
-        args.files,
-        raw=args.raw,
-        as_json=args.json,
-        max_seconds=limit,
-        frontend=frontend_params(config),
-    )
+    with load_recognizer(asr) as engine:
+        return transcribe_files(
+            engine, args.files, raw=args.raw, as_json=args.json, max_seconds=limit, frontend=frontend_params(config)
+        )
 
 
 def cmd_mqtt_forget(args: argparse.Namespace) -> int:

@@ -102,11 +102,11 @@ def test_the_exported_model_runs_on_xnnpack_and_transcribes(adapted) -> None:
 
     out, _ = adapted
     read_manifest(out)  # every file listed and its checksum right
-    engine = WhisperEngine.load(out)
-    assert engine.info.fully_accelerated, engine.info
-    assert engine.info.model == "whisper-tiny.en+test"
-    path, text = pocketsphinx_utterances()[4]  # a LibriVox sentence, clean
-    hyp = engine.transcribe(read_audio(path)).text
+    with WhisperEngine.load(out) as engine:
+        assert engine.info.fully_accelerated, engine.info
+        assert engine.info.model == "whisper-tiny.en+test"
+        path, text = pocketsphinx_utterances()[4]  # a LibriVox sentence, clean
+        hyp = engine.transcribe(read_audio(path)).text
     assert wer(text, hyp) < 0.35, hyp
     assert "MODEL.md" in {p.name for p in out.iterdir()}
 

@@ -29,7 +29,8 @@ def engine():
     from voxnode.asr import default_model_dir
     from voxnode.asr.whisper.engine import WhisperEngine
 
-    return WhisperEngine.load(default_model_dir())
+    with WhisperEngine.load(default_model_dir()) as engine:
+        yield engine
 
 
 def pocketsphinx_utterances() -> list[tuple[Path, str]]:

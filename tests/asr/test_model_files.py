@@ -100,6 +100,7 @@ def test_undelegated_ops_are_counted_and_warned(model_dir, monkeypatch, caplog):
     monkeypatch.setattr(interpreter, "load_runtime", lambda: Runtime("ai-edge-litert", "test", no_delegate))
     with caplog.at_level(logging.WARNING, logger="voxnode.models.interpreter"):
         eng = WhisperEngine.load(model_dir, num_threads=1)
+    eng.close()
     assert eng.info.xnnpack_applied is False
     assert eng.info.ops_not_delegated == eng.info.ops_total > 100
     assert any("XNNPACK did not take the whole model" in r.getMessage() for r in caplog.records)

@@ -30,7 +30,8 @@ def base():
 
     if not (BASE_DIR / "manifest.json").is_file():
         pytest.skip(f"no {BASE_DIR}")
-    return WhisperEngine.load(BASE_DIR)
+    with WhisperEngine.load(BASE_DIR) as engine:
+        yield engine
 
 
 @pytest.fixture(scope="module")

@@ -153,8 +153,13 @@ def test_decode_workers_load_engines_with_their_share_of_the_cores(monkeypatch):
     from voxnode.models import runtime
 
     monkeypatch.setattr(runtime, "physical_cores", lambda: 4)  # as on a Pi: 3 engines share its 4 cores
-    engines = load_recognizers(AsrConfig(), 3)
-    assert [e.info.num_threads for e in engines] == [1, 1, 1]
-    assert load_recognizers(AsrConfig(), 1)[0].info.num_threads == 4
-    engines = load_recognizers(AsrConfig(num_threads=3), 2)  # set by the user: kept as it is
-    assert [e.info.num_threads for e in engines] == [3, 3]
+
+    def threads(config, count):
+        engines = load_recognizers(config, count)
+        for e in engines:
+            e.close()
+        return [e.info.num_threads for e in engines]
+
+    assert threads(AsrConfig(), 3) == [1, 1, 1]
+    assert threads(AsrConfig(), 1) == [4]
+    assert threads(AsrConfig(num_threads=3), 2) == [3, 3]  # set by the user: kept as it is

@@ -19,16 +19,16 @@ MEL_FRAMES_PER_S = 100
 def test_warm_up_encodes_the_finals_window_and_leaves_the_transcript_unchanged():
     wav, _ = pocketsphinx_utterances()[0]
     audio = read_audio(wav)
-    cold = WhisperEngine.load(default_model_dir(), num_threads=1)
-    expected = cold.transcribe(audio)
+    with WhisperEngine.load(default_model_dir(), num_threads=1) as cold:
+        expected = cold.transcribe(audio)
 
-    warm = WhisperEngine.load(default_model_dir(), num_threads=1)
-    assert warm._encoder._frames is None  # nothing has run since loading
-    ms = warm.warm_up()
-    assert ms > 0
-    # The model ran, at the finals' shortest window (where most first utterances land).
-    assert warm._encoder._frames == warm.options.min_window_s * MEL_FRAMES_PER_S
-    got = warm.transcribe(audio)
+    with WhisperEngine.load(default_model_dir(), num_threads=1) as warm:
+        assert warm._encoder._frames is None  # nothing has run since loading
+        ms = warm.warm_up()
+        assert ms > 0
+        # The model ran, at the finals' shortest window (where most first utterances land).
+        assert warm._encoder._frames == warm.options.min_window_s * MEL_FRAMES_PER_S
+        got = warm.transcribe(audio)
     assert (got.text, got.tokens, got.stop_reason) == (expected.text, expected.tokens, expected.stop_reason)
     assert got.text  # a real transcript was compared, not two empty ones
 
@@ -50,6 +50,6 @@ def test_a_silent_warm_up_would_not_run_the_model(monkeypatch):
     import voxnode.asr.recognizer as recognizer
 
     monkeypatch.setattr(recognizer, "WARM_UP_LEVEL", 0.0)
-    engine = WhisperEngine.load(default_model_dir(), num_threads=1)
-    engine.warm_up()
-    assert engine._encoder._frames is None
+    with WhisperEngine.load(default_model_dir(), num_threads=1) as engine:
+        engine.warm_up()
+        assert engine._encoder._frames is None

@@ -20,7 +20,8 @@ def engine():
     from voxnode.asr.backends import load_recognizer
     from voxnode.config.asr import AsrConfig
 
-    return load_recognizer(AsrConfig())
+    with load_recognizer(AsrConfig()) as engine:
+        yield engine
 
 
 class Flaky(Daemon):

@@ -8,7 +8,8 @@ def engine():
     from voxnode.asr import default_model_dir
     from voxnode.asr.whisper.engine import WhisperEngine
 
-    return WhisperEngine.load(default_model_dir(), 2)
+    with WhisperEngine.load(default_model_dir(), 2) as engine:
+        yield engine
 
 
 @pytest.fixture(scope="module")

@@ -8,4 +8,5 @@ def engine():
     from voxnode.asr import default_model_dir
     from voxnode.asr.whisper.engine import WhisperEngine
 
-    return WhisperEngine.load(default_model_dir(), 2)
+    with WhisperEngine.load(default_model_dir(), 2) as engine:
+        yield engine

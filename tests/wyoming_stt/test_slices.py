@@ -105,7 +105,8 @@ def test_the_pieces_of_a_long_request_say_what_was_said():
     from voxnode.asr.whisper.engine import WhisperEngine
 
     audio, reference = request()
-    _, got = run(WhisperEngine.load(default_model_dir()), audio)
+    with WhisperEngine.load(default_model_dir()) as engine:
+        _, got = run(engine, audio)
     (decoded,) = got
     assert decoded.outcome == JobOutcome.DONE
     assert len(decoded.results) >= 4

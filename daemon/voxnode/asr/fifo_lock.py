@@ -24,6 +24,17 @@ class FifoLock:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.release()
+
+    def acquire_if_free(self) -> bool:
+        """Take the lock now if no one holds or waits for it; False (not taken) otherwise."""
+        with self._cond:
+            if self._next_ticket != self._serving:
+                return False
+            self._next_ticket += 1
+            return True
+
+    def release(self) -> None:
         with self._cond:
             self._serving += 1
             self._cond.notify_all()

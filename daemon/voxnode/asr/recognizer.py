@@ -193,3 +193,16 @@ class Recognizer(ABC):
         start = time.perf_counter()
         self.transcribe(noise.astype(np.float32), role="final")
         return (time.perf_counter() - start) * 1000
+
+    def close(self) -> bool:
+        """Release what the loaded model holds open (files); no call after this. Whoever loaded the
+        engine closes it (Recognition.stop for the daemon's own). True when released; False when a
+        call was still running (a decode past the stop deadline): the process's exit releases it.
+        Default: nothing to release."""
+        return True
+
+    def __enter__(self) -> Recognizer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -46,6 +46,7 @@ class Recognition(Component):
         self._clock = clock
         self._on_decoded = on_decoded  # (stream, kind, engine seconds) after each decode
         self.recognizers = list(recognizers)  # empty: start() loads [asr] engine, one per decode worker
+        self._owned: list[Recognizer] = []  # the engines start() loaded: stop() closes them, the giver closes its own
         self._scheduler: DecodeScheduler | None = None
         self._turn: TurnDetector | None = None  # [vad] end_of_turn; started with the first config that asks
         self._children: list[Component] = []  # started, in order: the scheduler, then the end-of-turn model
@@ -64,7 +65,7 @@ class Recognition(Component):
         if not self.recognizers:
             from voxnode.asr.backends import load_recognizers
 
-            self.recognizers = load_recognizers(self._config.asr, self._config.stream.decode_workers)
+            self.recognizers = self._owned = load_recognizers(self._config.asr, self._config.stream.decode_workers)
             # Before the first utterance can arrive: its final would otherwise pay the runtime's
             # first-call work (x86: +30 ms on a 2 s final, about +110 ms on an emulated Pi 4).
             # Engines handed in (tests, benchmarks) are the caller's to warm.
@@ -75,8 +76,17 @@ class Recognition(Component):
         )
         turn = TurnDetector() if self._config.vad.end_of_turn != "off" else None
         children: list[Component] = [scheduler] if turn is None else [scheduler, turn]
-        start_all(children, self._config.service.stop_timeout_s)
+        try:
+            start_all(children, self._config.service.stop_timeout_s)
+        except BaseException:
+            self._close_engines()
+            raise
         self._scheduler, self._turn, self._children = scheduler, turn, children
+
+    def _close_engines(self) -> None:
+        for engine in self._owned:
+            engine.close()
+        self._owned = []
 
     def _start_turn(self, config: Config) -> None:
         """A reload that turns the end-of-turn model on starts it; one that fails to start raises, and
@@ -170,6 +180,7 @@ class Recognition(Component):
         if cut:
             log.warning("recognition: %d queued final(s) not decoded within %.1f s", cut, timeout)
         log.info("speech stopped: %s", st)
+        self._close_engines()  # after the scheduler: its workers have stopped decoding, or are past the deadline
 
     def stats(self) -> dict[str, Any]:
         """Scheduler back-pressure counters and each pipeline's; call once started."""

@@ -74,8 +74,13 @@ class TokenEmbedding:
         self.dtype, self.width = weight.dtype, int(weight.shape[1])
         located = mapped_file_offset(weight.__array_interface__["data"][0]) if weight.flags.c_contiguous else None
         del weight  # a held view would stop the interpreter from running
-        self._file = open(located[0], "rb", buffering=0) if located else None  # noqa: SIM115 - lives with the engine
+        # Open as long as the engine is: WhisperEngine.close() closes it (rows() then raises ValueError).
+        self._file = open(located[0], "rb", buffering=0) if located else None  # noqa: SIM115 - closed by close()
         self._offset = located[1] if located else 0
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
 
     def rows(self, tokens) -> np.ndarray:
         """[len(tokens), d_model] float32."""
@@ -228,6 +233,10 @@ class DecoderRunner:
     @property
     def max_positions(self) -> int:
         return len(self.positions)
+
+    def close(self) -> None:
+        """Close the model file the embedding rows are read from; no decode after this."""
+        self.embedding.close()
 
     def set_audio(self, cross: dict[str, np.ndarray]) -> None:
         """The encoder's cross-attention K/V for the decodes that follow. They may be views of

@@ -170,6 +170,17 @@ class WhisperEngine(Recognizer):
         p = load_parts(Path(model_dir), num_threads, variant)
         return cls(p.files, p.encoder, p.decoder, p.tokenizer, p.info, options)
 
+    def close(self) -> bool:
+        # Never waits: a worker still decoding after the scheduler's stop deadline keeps the file.
+        if not self._lock.acquire_if_free():
+            log.info("%s: a decode is still running; its model file closes when the process exits", self.files.name)
+            return False
+        try:
+            self._decoder.close()
+        finally:
+            self._lock.release()
+        return True
+
     def start_sequence(
         self, prompt: str = "", hotwords: tuple[str, ...] | list[str] = (), language: str | None = None
     ) -> StartSequence:
