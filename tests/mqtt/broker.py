@@ -19,7 +19,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from voxnode.mqtt.localbroker import free_port, wait_port
+from voxnode.mqtt.localbroker import free_port, wait_running
 from voxnode.process_stop import stop_process
 
 MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
@@ -109,7 +109,9 @@ class Broker:
         self.extra_port = free_port() if extra_port else None  # a second listener, e.g. not black-holed
         self.netns = netns
         self.proc: subprocess.Popen | None = None
-        lines = ["per_listener_settings false", f"log_dest file {work / 'broker.log'}", "log_type all", "user root"]
+        # Its log goes to its stderr, appended to broker.log (as LocalBroker's): a config or bind error
+        # it reports before it can log is in the same file.
+        lines = ["per_listener_settings false", "log_dest stderr", "log_type all", "user root"]
         if persistence:
             (work / "data").mkdir(exist_ok=True)
             # Saved every second, so even a SIGKILLed broker comes back with the monitor's subscription.
@@ -138,11 +140,16 @@ class Broker:
         cmd = [MOSQUITTO, "-c", str(self.work / "mosquitto.conf")]
         if self.netns:
             cmd = ["ip", "netns", "exec", self.netns, *cmd]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if not wait_port(self.port, host=self.host) or (
-            self.extra_port and not wait_port(self.extra_port, host=self.host)
-        ):
-            raise RuntimeError(f"mosquitto did not start; log:\n{self.log()}")
+        log = self.work / "broker.log"
+        since = log.stat().st_size if log.exists() else 0  # a restart: what it said before does not count
+        with open(log, "ab") as out:  # the child has its own descriptor
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=out)
+        # Its own "running" line (every listener open), not a port's answer: another program's socket
+        # answers too; and one that exits (a taken port) fails at once, not after a timeout.
+        failure = wait_running(self.proc, log, f"{self.host}:{self.port}", self.work / "mosquitto.conf", since)
+        if failure is not None:
+            self.stop()
+            raise RuntimeError(failure)
         return self
 
     def stop(self, sig: int = signal.SIGTERM) -> None:

@@ -1,4 +1,4 @@
-"""A throwaway Mosquitto on a free loopback port, for `voxnode demo` (and a model for the tests' fixture)."""
+"""A throwaway Mosquitto on a free loopback port, for `voxnode demo`; `wait_running` also starts the tests' own."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ def free_port() -> int:
 
 
 def wait_port(port: int, timeout: float = 5.0, host: str = "127.0.0.1") -> bool:
+    """Whether something accepts connections on `port` within `timeout` (a server of the daemon's own;
+    for a Mosquitto, wait_running: another program's socket answers too)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         try:
@@ -63,48 +65,48 @@ class LocalBroker(Component):
         )
         with open(self.log_path, "wb") as log:  # the child has its own descriptor
             self.proc = subprocess.Popen([exe, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=log)
-        failure = self._wait_running(self.proc, conf)
+        failure = wait_running(self.proc, self.log_path, f"127.0.0.1:{self.port}", conf)
         if failure is not None:
             # A rollback is a stop like any other (lifecycle.start_all's): with a deadline of now, a
             # Mosquitto still starting was killed before it could see its SIGTERM.
             self.stop(time.monotonic() + STOP_TIMEOUT_S)
             raise VoxnodeError(failure)
 
-    def _wait_running(self, proc: subprocess.Popen, conf: Path) -> str | None:
-        """None once Mosquitto says it is listening; else why not, in one line, as soon as it has exited
-        (a port taken, a bad config: a few ms) or after START_TIMEOUT_S. Its own word, not the port's
-        answer: a port held by another program answers too."""
-        end = time.monotonic() + START_TIMEOUT_S
-        while True:
-            said = self._said()
-            if any(line.endswith(RUNNING) for line in said) and proc.poll() is None:
-                return None
-            if proc.poll() is not None:
-                said = self._said()  # all it wrote before it left
-                return (
-                    f"mosquitto exited (status {proc.returncode}) without listening on 127.0.0.1:{self.port} "
-                    f"(config {conf}): {_cause(said)}"
-                )
-            if time.monotonic() > end:
-                return (
-                    f"mosquitto did not start on 127.0.0.1:{self.port} in {START_TIMEOUT_S:g} s (config {conf}): "
-                    f"{_cause(said)}"
-                )
-            time.sleep(0.01)
-
-    def _said(self) -> list[str]:
-        """Mosquitto's log lines so far, without their timestamps."""
-        try:
-            text = self.log_path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return []
-        return [re.sub(r"^\d+: ", "", line).strip() for line in text.splitlines() if line.strip()]
-
     def stop(self, deadline: float) -> None:
         """SIGTERM, SIGKILL if it has not left by `deadline`; its folder removed."""
         if self.proc is not None:
             stop_process(self.proc, deadline - time.monotonic())
         shutil.rmtree(self.work, ignore_errors=True)
+
+
+def wait_running(proc: subprocess.Popen, log_path: Path, where: str, conf: Path, since: int = 0) -> str | None:
+    """None once Mosquitto (its stderr, or log, in `log_path` from byte `since`: a restarted one's
+    earlier lines do not count) says it is listening; else why not, in one line, as soon as it has
+    exited (a port taken, a bad config: a few ms) or after START_TIMEOUT_S. Its own word, not the
+    port's answer: a port held by another program answers too."""
+    end = time.monotonic() + START_TIMEOUT_S
+    while True:
+        said = _said(log_path, since)
+        if any(line.endswith(RUNNING) for line in said) and proc.poll() is None:
+            return None
+        if proc.poll() is not None:
+            said = _said(log_path, since)  # all it wrote before it left
+            status = proc.returncode
+            return f"mosquitto exited (status {status}) without listening on {where} (config {conf}): {_cause(said)}"
+        if time.monotonic() > end:
+            return f"mosquitto did not start on {where} in {START_TIMEOUT_S:g} s (config {conf}): {_cause(said)}"
+        time.sleep(0.01)
+
+
+def _said(log_path: Path, since: int) -> list[str]:
+    """Mosquitto's log lines from byte `since`, without their timestamps."""
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(since)
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    return [re.sub(r"^\d+: ", "", line).strip() for line in text.splitlines() if line.strip()]
 
 
 def _cause(said: list[str]) -> str:
