@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,6 +138,20 @@ def delegation(interpreter) -> Delegation:
 MADV_DONTNEED = 4
 
 
+def file_mappings() -> Iterator[tuple[int, int, str, int, str]]:
+    """This process's file-backed mappings, from /proc/self/maps: (start, end, permissions, offset in
+    the file, path). Nothing where it cannot be read."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                parts = line.split(maxsplit=5)
+                if len(parts) == 6 and parts[5].startswith("/"):
+                    start, end = (int(x, 16) for x in parts[0].split("-"))
+                    yield start, end, parts[1], int(parts[2], 16), parts[5].strip()
+    except OSError:
+        return
+
+
 def release_file_pages(path) -> int:
     """Drop this process's resident pages of a memory-mapped model file; returns bytes advised.
 
@@ -150,14 +165,10 @@ def release_file_pages(path) -> int:
     import ctypes
 
     target = str(Path(path).resolve())
-    ranges = []
+    ranges = [
+        (start, end - start) for start, end, perms, _, file in file_mappings() if file == target and "w" not in perms
+    ]
     try:
-        with open("/proc/self/maps") as maps:
-            for line in maps:
-                parts = line.split(maxsplit=5)
-                if len(parts) == 6 and parts[5].strip() == target and "w" not in parts[1]:
-                    start, end = (int(x, 16) for x in parts[0].split("-"))
-                    ranges.append((start, end - start))
         libc = ctypes.CDLL(None, use_errno=True)
         libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     except (OSError, AttributeError):
@@ -171,15 +182,7 @@ def release_file_pages(path) -> int:
 
 def mapped_file_offset(address: int) -> tuple[str, int] | None:
     """(file, offset in it) of a file-backed mapping that holds `address`, else None."""
-    try:
-        with open("/proc/self/maps") as maps:
-            for line in maps:
-                parts = line.split(maxsplit=5)
-                if len(parts) < 6 or not parts[5].strip().startswith("/"):
-                    continue
-                start, end = (int(x, 16) for x in parts[0].split("-"))
-                if start <= address < end:
-                    return parts[5].strip(), int(parts[2], 16) + address - start
-    except OSError:
-        pass
+    for start, end, _, offset, file in file_mappings():
+        if start <= address < end:
+            return file, offset + address - start
     return None
