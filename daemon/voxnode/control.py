@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Protocol
 
 
@@ -29,3 +30,11 @@ class DaemonControl(Protocol):
 
     def request_reload(self) -> None:
         """Reload the configuration soon (as SIGHUP does); returns at once."""
+
+
+def switch_stream(members: set[str], stream: str, on: bool, streams: Iterable[str]) -> None:
+    """Put `stream` into `members` (the muted streams, the playing ones) or take it out; the KeyError
+    DaemonControl's setters raise for a stream not among `streams`."""
+    if stream not in streams:
+        raise KeyError(stream)
+    (members.add if on else members.discard)(stream)

@@ -20,6 +20,7 @@ from voxnode.audio.sources import make_source
 from voxnode.config import Config
 from voxnode.config.audio import StreamConfig
 from voxnode.config.mqtt import node_id_for
+from voxnode.control import switch_stream
 from voxnode.delivery.schema import check_spool_path
 from voxnode.delivery.wiring import Delivery
 from voxnode.events import TranscriptEvent
@@ -359,9 +360,7 @@ class Daemon:
         return [s.name for s in self.config.effective_streams()]
 
     def set_muted(self, stream: str, muted: bool) -> None:
-        if stream not in self.stream_names():
-            raise KeyError(stream)
-        (self.muted.add if muted else self.muted.discard)(stream)
+        switch_stream(self.muted, stream, muted, self.stream_names())
         log.info("stream %s %s", stream, "muted" if muted else "unmuted")
 
     def is_muted(self, stream: str) -> bool:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from voxnode.config import Config
 from voxnode.config.audio import StreamConfig
+from voxnode.control import switch_stream
 from voxnode.events import Event
 from voxnode.host_view import CaptureVitals, HostView, StatusFigures, Vitals
 
@@ -82,9 +83,7 @@ class StandInDaemon:
         return stream in self.muted
 
     def set_muted(self, stream: str, muted: bool) -> None:
-        if stream not in self.stream_names():
-            raise KeyError(stream)
-        (self.muted.add if muted else self.muted.discard)(stream)
+        switch_stream(self.muted, stream, muted, self.stream_names())
 
     def follow_up(self, stream: str) -> bool | None:
         return None  # no stream listens for a wake word here
@@ -96,9 +95,7 @@ class StandInDaemon:
         return stream in self.playing_streams
 
     def set_playing(self, stream: str, playing: bool) -> None:
-        if stream not in self.stream_names():
-            raise KeyError(stream)
-        (self.playing_streams.add if playing else self.playing_streams.discard)(stream)
+        switch_stream(self.playing_streams, stream, playing, self.stream_names())
 
     def request_reload(self) -> None:
         self.reloads += 1
