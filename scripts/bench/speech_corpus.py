@@ -10,6 +10,7 @@ Debian 12 / Raspberry Pi OS:
 | alsa-utils | speaker-test's 8 channel names ("Front Left", ...), 48 kHz | 1 | GPL-2 |
 | asterisk-core-sounds-en (+ -g722, -wav) | ~570 prompts (core-sounds-en.txt) | Allison Smith | CC-BY-SA-3.0 |
 | asterisk-moh-opsound-wav | 5 music tracks, ~4 min each, 8 kHz | - | CC-BY-SA-3.0 |
+| warzone2100-data | 30 tutorial sentences (other_talkers()), 11.025 kHz | 1 narrator | GPL-2+ |
 
 The Asterisk prompts come in G.722 (16 kHz wideband, decoded with the `g722` package when it is
 installed: benchmark venv only) and 8 kHz WAV (resampled with soxr): the wideband version is used
@@ -25,8 +26,10 @@ from __future__ import annotations
 
 import gzip
 import re
+import subprocess
 import sys
 import wave
+import zipfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -39,6 +42,18 @@ ASTERISK_SOUNDS = Path("/usr/share/asterisk/sounds/en_US_f_Allison")
 ASTERISK_TEXT = Path("/usr/share/doc/asterisk-core-sounds-en/core-sounds-en.txt.gz")
 ASTERISK_MOH = Path("/usr/share/asterisk/moh")
 ALSA_SOUNDS = Path("/usr/share/sounds/alsa")
+# Warzone 2100's game data (a zip): the tutorial narrator's clips (audio/tutorial/tutN.ogg, Ogg Vorbis, 11.025 kHz
+# mono) and script/tutorial.js, which shows a caption with each clip: {"audio": "tut1.ogg", ..., "message": _("...")}.
+WZ_DATA = Path("/usr/share/games/warzone2100/base.wz")
+# Captions that are not what the narrator says (a longer or another sentence: tut43's caption is "All new units will
+# drive to this location once built", the clip says "This is initially positioned next to your factory"): left out.
+# The rule, applied once (2026-12-06): Whisper base's transcript differs from the caption in more than 30 % of the
+# caption's words (tiny.en heard the same sentences in all 12). The 30 kept clips still have small caption-vs-speech
+# differences (tut19's caption "Left click the flashing BUILD icon", both models hear no "flashing"): base's WER
+# on them is 7.7 % (21 of 274 words, scripts/bench/scoring.py), about the floor of any model's WER on this set.
+# The other 38 clips of audio/tutorial have no caption (tut6, tut14, ...).
+WZ_NOT_CAPTION = frozenset("tut4 tut5 tut16 tut28 tut34 tut40 tut41 tut43 tut45 tut47 tut50 tut51".split())
+_WZ_CAPTION = re.compile(r'"audio":\s*"(tut\d+)\.ogg"[^{}]*?"message":\s*_\("([^"]+)"\)')
 # The headerless 16 kHz recordings of pocketsphinx-testdata whose words its own tests state (the
 # decoder tests expect "go forward ten meters"; TIDIGITS file names spell the digits, z = zero).
 # numbers.raw and something.raw have no transcript in the package: left out.
@@ -50,6 +65,7 @@ APT_PACKAGES = (
     "asterisk-core-sounds-en-g722",
     "asterisk-core-sounds-en-wav",
     "asterisk-moh-opsound-wav",
+    "warzone2100-data",
 )
 
 # Spelling slips in core-sounds-en.txt (the recording says the word right).
@@ -126,6 +142,32 @@ def more_talkers() -> list[Utterance]:
         audio, rate = _read_wav(path)
         text = path.stem.replace("_", " ").lower()
         out.append(Utterance(f"alsa/{path.stem}", text, _to_16k(audio, rate), "alsa-voice", "alsa-utils"))
+    return out
+
+
+def _decode_ogg(data: bytes) -> np.ndarray:
+    """Ogg Vorbis bytes -> 16 kHz mono float32 (int16 scale), through sox (scripts/apt-ensure installs it)."""
+    to_raw = ["-t", "raw", "-r", str(RATE), "-c", "1", "-b", "16", "-e", "signed-integer", "-"]
+    raw = subprocess.run(["sox", "-q", "-t", "ogg", "-", *to_raw], input=data, check=True, capture_output=True).stdout
+    return np.frombuffer(raw, dtype="<i2").astype(np.float32)
+
+
+def other_talkers() -> list[Utterance]:
+    """Real English sentences from a talker that none of the other sets has: Warzone 2100's tutorial
+    narrator (warzone2100-data; 30 clips, 274 words, 1.7-4.6 s each, 88 s in all), each with the caption the
+    game shows as its reference, less the captions that are another sentence (WZ_NOT_CAPTION). Narrowband:
+    the clips are 11.025 kHz. Empty where the package is not installed (missing_packages() leaves it out:
+    the sets above do not need it)."""
+    if not WZ_DATA.exists():
+        return []
+    out = []
+    with zipfile.ZipFile(WZ_DATA) as wz:
+        script = wz.read("script/tutorial.js").decode("utf-8")
+        for clip, caption in _WZ_CAPTION.findall(script):
+            if clip in WZ_NOT_CAPTION:
+                continue
+            audio = _decode_ogg(wz.read(f"audio/tutorial/{clip}.ogg"))
+            out.append(Utterance(f"warzone2100/{clip}", caption, audio, "wz2100-narrator", "warzone2100-data"))
     return out
 
 
