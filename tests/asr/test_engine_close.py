@@ -69,3 +69,16 @@ def test_recognition_leaves_engines_it_was_given_to_their_owner(engine):
     recognition.start()
     recognition.stop(time.monotonic() + 5)
     engine.transcribe(SPEECHLIKE)  # its file still open: no ValueError
+
+
+def test_a_start_that_fails_closes_and_forgets_the_engines_it_loaded(monkeypatch):
+    def broken_warm_up(self):
+        raise RuntimeError("warm-up failed")
+
+    before = open_model_files()
+    monkeypatch.setattr(WhisperEngine, "warm_up", broken_warm_up)
+    recognition = Recognition(Config(), lambda _event: None)
+    with pytest.raises(RuntimeError, match="warm-up failed"):
+        recognition.start()
+    assert open_model_files() - before == Counter(), "the loaded engines' files were left open"
+    assert recognition.recognizers == []  # a later start loads anew, never decodes with closed engines

@@ -69,8 +69,12 @@ class Recognition(Component):
             # Before the first utterance can arrive: its final would otherwise pay the runtime's
             # first-call work (x86: +30 ms on a 2 s final, about +110 ms on an emulated Pi 4).
             # Engines handed in (tests, benchmarks) are the caller's to warm.
-            for engine in self.recognizers:
-                log.info("asr: warmed up in %.0f ms", engine.warm_up())
+            try:
+                for engine in self.recognizers:
+                    log.info("asr: warmed up in %.0f ms", engine.warm_up())
+            except BaseException:
+                self._unload()
+                raise
         scheduler = DecodeScheduler(
             self.recognizers, scheduler_params(self._config), self._clock, on_decoded=self._on_decoded
         )
@@ -79,9 +83,16 @@ class Recognition(Component):
         try:
             start_all(children, self._config.service.stop_timeout_s)
         except BaseException:
-            self._close_engines()
+            self._unload()
             raise
         self._scheduler, self._turn, self._children = scheduler, turn, children
+
+    def _unload(self) -> None:
+        """A start that fails: the engines it loaded are closed and forgotten (a later start loads
+        them anew instead of decoding with closed ones); engines it was given stay."""
+        if self._owned:
+            self.recognizers = []
+        self._close_engines()
 
     def _close_engines(self) -> None:
         for engine in self._owned:
