@@ -28,7 +28,7 @@ APT_TEST := espeak-ng sox pocketsphinx-testdata iptables iproute2 openssl system
 # Benchmarks also use real recorded speech and music (scripts/bench/speech_corpus.py says what each is),
 # and flite voices for the synthetic wake-word set (scripts/bench/wake.py).
 APT_CORPUS := flite pocketsphinx-testdata asterisk-core-sounds-en asterisk-core-sounds-en-g722 \
-              asterisk-core-sounds-en-wav asterisk-moh-opsound-wav warzone2100-data
+              asterisk-core-sounds-en-wav asterisk-moh-opsound-wav warzone2100-data openarena-data
 # Other languages' recordings (scripts/bench/language_corpus.py): French, Spanish, Italian, Russian prompts.
 APT_LANGUAGES := $(foreach l,fr es it ru,asterisk-core-sounds-$(l) asterisk-core-sounds-$(l)-g722 asterisk-core-sounds-$(l)-wav)
 

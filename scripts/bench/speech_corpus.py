@@ -11,6 +11,7 @@ Debian 12 / Raspberry Pi OS:
 | asterisk-core-sounds-en (+ -g722, -wav) | ~570 prompts (core-sounds-en.txt) | Allison Smith | CC-BY-SA-3.0 |
 | asterisk-moh-opsound-wav | 5 music tracks, ~4 min each, 8 kHz | - | CC-BY-SA-3.0 |
 | warzone2100-data | 30 tutorial sentences (other_talkers()), 11.025 kHz | 1 narrator | GPL-2+ |
+| openarena-data | 32 team-chat commands (other_talkers()), 16 kHz | 1 ("rott") | GPL-2+ |
 
 The Asterisk prompts come in G.722 (16 kHz wideband, decoded with the `g722` package when it is
 installed: benchmark venv only) and 8 kHz WAV (resampled with soxr): the wideband version is used
@@ -53,6 +54,14 @@ WZ_DATA = Path("/usr/share/games/warzone2100/base.wz")
 # on them is 8.0 % (22 of 274 words, scripts/bench/scoring.py), about the floor of any model's WER on this set.
 # The other 38 clips of audio/tutorial have no caption (tut6, tut14, ...).
 WZ_NOT_CAPTION = frozenset("tut4 tut5 tut16 tut28 tut34 tut40 tut41 tut43 tut45 tut47 tut50 tut51".split())
+# OpenArena's team-chat voice "rott" (RottKing, a human voice; the other set, festivoxmale, is synthetic): Ogg Vorbis
+# 16 kHz clips in the missionpack's pk3 (a zip), each named with its chat text in scripts/male1.voice:
+#     sound\voices\rott\haveflag.ogg	"I have the flag!"
+OA_DATA = Path("/usr/share/games/openarena/missionpack/mp-pak0.pk3")
+# Chat-text spellings of what is said, as the scorer's normaliser spells them ("I'm goin' in"): Whisper base then
+# misses 6 of the 32 clips' 110 normalised words (5.5 %; 8 with the chat spellings), tiny.en 13.
+_OA_FIXES = {"campin": "camping", "goin'": "going"}
+_OA_LINE = re.compile(r'sound\\voices\\rott\\(\w+)\.ogg\s+"([^"]+)"')
 _WZ_CAPTION = re.compile(r'"audio":\s*"(tut\d+)\.ogg"[^{}]*?"message":\s*_\("([^"]+)"\)')
 # The headerless 16 kHz recordings of pocketsphinx-testdata whose words its own tests state (the
 # decoder tests expect "go forward ten meters"; TIDIGITS file names spell the digits, z = zero).
@@ -66,6 +75,7 @@ APT_PACKAGES = (
     "asterisk-core-sounds-en-wav",
     "asterisk-moh-opsound-wav",
     "warzone2100-data",
+    "openarena-data",
 )
 
 # Spelling slips in core-sounds-en.txt (the recording says the word right).
@@ -158,11 +168,17 @@ def _decode_ogg(data: bytes) -> np.ndarray:
 
 
 def other_talkers() -> list[Utterance]:
-    """Real English sentences from a talker that none of the other sets has: Warzone 2100's tutorial
-    narrator (warzone2100-data; 30 clips, 274 words, 1.7-4.6 s each, 88 s in all), each with the caption the
-    game shows as its reference, less the captions that are another sentence (WZ_NOT_CAPTION). Narrowband:
-    the clips are 11.025 kHz. Empty where the package is not installed (missing_packages() leaves it out:
-    the sets above do not need it)."""
+    """Real English speech from talkers that none of the other sets has, each set empty where its package is
+    not installed (missing_packages() leaves them out: the sets above do not need them):
+    - Warzone 2100's tutorial narrator (warzone2100-data; 30 sentences, 274 words, 1.7-4.6 s each, 88 s in
+      all), each clip with the caption the game shows as its reference, less the captions that are another
+      sentence (WZ_NOT_CAPTION). Narrowband: the clips are 11.025 kHz.
+    - OpenArena's "rott" team-chat voice (openarena-data; 32 short commands, 103 words, 0.4-1.7 s each, 33 s
+      in all, wideband 16 kHz), each with its chat text ("I have the flag!")."""
+    return _warzone_tutorial() + _openarena_rott()
+
+
+def _warzone_tutorial() -> list[Utterance]:
     if not WZ_DATA.exists():
         return []
     out = []
@@ -174,6 +190,22 @@ def other_talkers() -> list[Utterance]:
             audio = _decode_ogg(wz.read(f"audio/tutorial/{clip}.ogg"))
             out.append(Utterance(f"warzone2100/{clip}", caption, audio, "wz2100-narrator", "warzone2100-data"))
     return out
+
+
+def _openarena_rott() -> list[Utterance]:
+    """Each clip once, with the first text male1.voice gives it; okay.ogg, named there, is not in the pk3."""
+    if not OA_DATA.exists():
+        return []
+    out: dict[str, Utterance] = {}
+    with zipfile.ZipFile(OA_DATA) as pk3:
+        clips = set(pk3.namelist())
+        for clip, text in _OA_LINE.findall(pk3.read("scripts/male1.voice").decode("utf-8")):
+            path = f"sound/voices/rott/{clip}.ogg"
+            if clip not in out and path in clips:
+                audio = _decode_ogg(pk3.read(path))
+                text = " ".join(_OA_FIXES.get(w, w) for w in text.split())
+                out[clip] = Utterance(f"openarena/{clip}", text, audio, "openarena-rott", "openarena-data")
+    return sorted(out.values(), key=lambda u: u.name)
 
 
 def _asterisk_texts() -> dict[str, str]:
