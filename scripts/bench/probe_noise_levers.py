@@ -12,8 +12,12 @@ transcribe` (frontend/recognition.py) with `frontend.denoise = "asr"`, DeepFilte
 limit N dB (`dfN`), at 12 dB with libDF's post-filter at beta N / 100 (`pfN`; the daemon does not
 set it), or `off` (the high-pass alone). Decode settings: `default` (the [asr] defaults:
 beam 3, fallback), `beamN`, `norm` (gain before the model: the clip's peak to -3 dBFS), joined by
-`+`. Then the noise verdicts, re-scored from each decode's no-speech probability and mean
-log-probability (what a stricter guard would have dropped). Scoring: scripts/bench/scoring.py.
+`+`. `--model` names the recogniser(s) (`[asr] model` values: `tiny.en`, `tiny.en+NAME` for a
+`voxnode adapt` variant under models/, or a folder; the `base` decode part keeps meaning whisper-base):
+each enhanced clip is decoded by each model. Each line also gives the WER of Asterisk's talker
+(allison: adapt's training talker, its benchmark prompts held out) and of the other talkers. Then
+the noise verdicts, re-scored from each decode's no-speech probability and mean log-probability
+(what a stricter guard would have dropped). Scoring: scripts/bench/scoring.py.
 
 `--json F` writes every decode (with its clip's index in its condition and its CPU time); `--cache F`
 reuses the decodes of an earlier `--json` (same condition, clip, enhancement and decode: only the
@@ -39,6 +43,9 @@ import numpy as np
 from scripts import REPO
 from scripts.bench import noise_pick, scoring
 from scripts.bench.asr_corpus import build_corpus
+
+DEFAULT_MODEL = "tiny.en"
+TRAINED_TALKER = "allison"  # Asterisk's prompts: `voxnode adapt`'s bundled training speech
 
 # Stricter noise verdicts than Whisper's (no-speech > 0.6 and mean log-prob < -1), scored offline.
 GUARDS = {
@@ -72,8 +79,9 @@ def enhanced(setting: str, audio: np.ndarray) -> np.ndarray:
     return recognition_audio(params, audio)
 
 
-def engine_for(setting: str):
+def engine_for(setting: str, model: str = DEFAULT_MODEL):
     from voxnode.asr.whisper.engine import WhisperEngine, default_options
+    from voxnode.asr.whisper.files import model_dir_name
 
     over: dict = {}
     for part in setting.split("+"):
@@ -81,8 +89,10 @@ def engine_for(setting: str):
             over["beam_size"] = int(part[4:])
         elif part not in ("default", "norm", "base"):
             raise SystemExit(f"--decode {setting}: default, beamN, norm or base, joined by +")
-    model = REPO / "models" / ("whisper-base" if "base" in setting.split("+") else "whisper-tiny.en")
-    return WhisperEngine.load(model, num_threads=1, options=dataclasses.replace(default_options(), **over))
+    folder = REPO / "models" / ("whisper-base" if "base" in setting.split("+") else model_dir_name(model))
+    if not (folder / "manifest.json").is_file():
+        raise SystemExit(f"--model {model}: no model folder at {folder}")
+    return WhisperEngine.load(folder, num_threads=1, options=dataclasses.replace(default_options(), **over))
 
 
 def main() -> int:
@@ -94,6 +104,7 @@ def main() -> int:
     p.add_argument("--every", type=int, default=1)
     p.add_argument("--enhance", nargs="+", default=["df12"])
     p.add_argument("--decode", nargs="+", default=["default"])
+    p.add_argument("--model", nargs="+", default=[DEFAULT_MODEL], help="tiny.en, tiny.en+NAME or a folder")
     p.add_argument("--json", type=Path, help="write every decode here")
     p.add_argument("--cache", type=Path, help="reuse the decodes of an earlier --json")
     p.add_argument("--pick", nargs="+", default=[], help="enhancements to pick from per clip, joined by ,")
@@ -117,15 +128,23 @@ def main() -> int:
     engines: dict = {}
     rows = []
     for setting in args.enhance:
-        todo = [c for c in kept if any(_key({**c, "enhance": setting, "decode": d}) not in cached for d in args.decode)]
+        todo = [
+            c
+            for c in kept
+            if any(
+                _key({**c, "enhance": setting, "decode": d, "model": m}) not in cached
+                for d in args.decode
+                for m in args.model
+            )
+        ]
         audio = {id(c): enhanced(setting, c["audio"]) for c in todo}  # enhanced only where a decode is missing
-        for d in args.decode:
+        for d, m in [(d, m) for m in args.model for d in args.decode]:
             for c in kept:
-                key = _key({**c, "enhance": setting, "decode": d})
+                key = _key({**c, "enhance": setting, "decode": d, "model": m})
                 if key in cached:
                     rows.append(cached[key])
                     continue
-                engine = engines.get(d) or engines.setdefault(d, engine_for(d))
+                engine = engines.get((d, m)) or engines.setdefault((d, m), engine_for(d, m))
                 a = audio[id(c)]
                 gain = 0.7 / max(1e-4, float(np.max(np.abs(a)))) if "norm" in d.split("+") else 1.0
                 t0 = time.process_time()
@@ -140,6 +159,7 @@ def main() -> int:
                         "reference": c["reference"],
                         "enhance": setting,
                         "decode": d,
+                        "model": m,
                         "text": r.text,
                         "no_speech": r.no_speech_prob,
                         "logprob": r.confidence,
@@ -148,29 +168,48 @@ def main() -> int:
                     }
                 )
             for cond in args.conditions:
-                sel = [r for r in rows if (r["condition"], r["enhance"], r["decode"]) == (cond, setting, d)]
+                sel = [
+                    r for r in rows if (r["condition"], r["enhance"], r["decode"], _model(r)) == (cond, setting, d, m)
+                ]
                 refs = [r["reference"] for r in sel]
                 s = scoring.corpus_score(refs, [r["text"] for r in sel])
+                talkers = "  ".join(
+                    f"{g} {scoring.corpus_score([r['reference'] for r in rs], [r['text'] for r in rs]).wer:5.1f} %"
+                    for g, rs in _by_talker(sel).items()
+                )
                 guards = "  ".join(
                     f"{g}: {scoring.corpus_score(refs, ['' if f(r) else r['text'] for r in sel]).wer:.1f}"
                     for g, f in GUARDS.items()
                     if g != "whisper's"
                 )
                 print(
-                    f"{setting:6s} {d:12s} {cond:18s} n={len(sel):3d} WER {s.wer:5.1f} % "
-                    f"(S {s.substitutions} D {s.deletions} I {s.insertions}; {s.words} words)  guards: {guards}",
+                    f"{m:14s} {setting:6s} {d:12s} {cond:18s} n={len(sel):3d} WER {s.wer:5.1f} % "
+                    f"(S {s.substitutions} D {s.deletions} I {s.insertions}; {s.words} words)  {talkers}  "
+                    f"guards: {guards}",
                     flush=True,
                 )
         if args.json:  # after each enhancement, with the cache's other decodes: a run cut short loses little
             every = {**cached, **{_key(r): r for r in rows}}
             args.json.write_text(json.dumps(list(every.values()), indent=1) + "\n")
     for spec in args.pick:
-        print(noise_pick.report(rows, spec.split(","), args.decode[0], args.conditions), flush=True)
+        first = [r for r in rows if _model(r) == args.model[0]]  # the first --model's decodes
+        print(noise_pick.report(first, spec.split(","), args.decode[0], args.conditions), flush=True)
     return 0
 
 
+def _model(row: dict) -> str:
+    return row.get("model", DEFAULT_MODEL)  # decodes saved before --model were tiny.en's
+
+
 def _key(row: dict) -> tuple:
-    return (row["condition"], row["name"], row["enhance"], row["decode"])
+    return (row["condition"], row["name"], row["enhance"], row["decode"], _model(row))
+
+
+def _by_talker(rows: list[dict]) -> dict[str, list[dict]]:
+    """The trained talker's rows and the others' (either may be empty with --group/--every)."""
+    groups = {TRAINED_TALKER: [r for r in rows if r["speaker"] == TRAINED_TALKER]}
+    groups["others"] = [r for r in rows if r["speaker"] != TRAINED_TALKER]
+    return {g: rs for g, rs in groups.items() if rs}
 
 
 if __name__ == "__main__":
