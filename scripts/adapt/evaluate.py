@@ -110,9 +110,12 @@ def before_after(
     }
 
 
-def earlier_before(path: Path, noise_sha256: str, held_out: list[str], trained: list[str], quick: bool) -> dict:
+def earlier_before(
+    path: Path, noise_sha256: str, held_out: list[str], trained: list[str], quick: bool, denoise: str = "off"
+) -> dict:
     """tiny.en's table from an earlier run's adaptation.json, if it heard the same held-out utterances,
-    noise and talkers trained on (the clips are mixed with fixed seeds, so its figures are this run's)."""
+    noise and talkers trained on, through the same front-end (the clips are mixed with fixed seeds, so its
+    figures are this run's)."""
     import json
 
     try:
@@ -121,10 +124,13 @@ def earlier_before(path: Path, noise_sha256: str, held_out: list[str], trained: 
         same = old["noise"]["sha256"] == noise_sha256 and sorted(old["training"]["held_out"]) == sorted(held_out)
         same = same and ev.get("trained_talkers") == trained
         same = same and list(ev["before"]) == condition_names(quick)
+        same = same and old["training"].get("denoise", "off") == denoise
     except (OSError, ValueError, KeyError) as e:
         raise SystemExit(f"--before-from {path}: not an adaptation.json with a check ({e})") from None
     if not same:
-        raise SystemExit(f"--before-from {path}: checked on other utterances, noise, trained talkers or conditions")
+        raise SystemExit(
+            f"--before-from {path}: checked on other utterances, noise, trained talkers conditions or front-end"
+        )
     return ev["before"]
 
 

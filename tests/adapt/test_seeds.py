@@ -101,6 +101,7 @@ def test_before_from_takes_tiny_en_only_from_a_run_with_the_same_check(tmp_path)
         (sha, ["a", "c"], ["allison"], False),  # other utterances
         (sha, ["a", "b"], ["allison", "user"], False),  # trained on the user's talker too
         (sha, ["a", "b"], ["allison"], True),  # the quick check has fewer conditions
+        (sha, ["a", "b"], ["allison"], False, "asr"),  # heard through the enhancer: other audio
     ):
         with pytest.raises(SystemExit, match="other utterances, noise"):
             evaluate.earlier_before(path, *args)
