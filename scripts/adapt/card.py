@@ -49,6 +49,7 @@ def write(out: Path, report: dict) -> None:
         f" mixed at a speech-frame SNR drawn from {t['snr_db'][0]:g} to {t['snr_db'][1]:g} dB"
         f" ({t['clean_share'] * 100:.0f} % left clean"
         + (f"; played at 1 +- {t['speed']:g} times the speed" if t.get("speed") else "")
+        + ('; heard through `[frontend] denoise = "asr"`' if t.get("denoise", "off") != "off" else "")
         + ").",
         f"- Held out for the check, never trained on: {len(t['held_out'])} utterances from"
         f" {sources(t.get('held_out_sources', CHECK_SOURCES[t.get('check_set', 'classic')]))}.",

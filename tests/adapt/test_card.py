@@ -31,9 +31,11 @@ def test_the_wide_check_names_alsa_utils_among_its_sources(tmp_path) -> None:
         assert words in held, held
     speech = _line(text, "- Speech:")
     assert "CC-BY-SA-3.0" in speech and "alsa-utils" not in speech and "pocketsphinx" not in speech
-    assert "speed" not in speech  # the run had no speed perturbation
+    assert "speed" not in speech and "denoise" not in speech  # no speed perturbation, the default front-end
     report["training"]["speed"] = 0.1
-    assert "played at 1 +- 0.1 times the speed" in _line(_model_md(tmp_path, report), "- Speech:")
+    report["training"]["denoise"] = "asr"
+    speech = _line(_model_md(tmp_path, report), "- Speech:")
+    assert "played at 1 +- 0.1 times the speed" in speech and 'denoise = "asr"' in speech
 
 
 def test_reports_without_recorded_sources_take_them_from_the_check_set(tmp_path) -> None:
