@@ -67,7 +67,8 @@ class Recognition(Component):
 
             self.recognizers = self._owned = load_recognizers(self._config.asr, self._config.stream.decode_workers)
             # Before the first utterance can arrive: its final would otherwise pay the runtime's
-            # first-call work (x86: +30 ms on a 2 s final, about +110 ms on an emulated Pi 4).
+            # first-call work (x86: +30 ms on a 2 s final; emulated Pi 4: +110-213 ms, and the
+            # warm-up 0.41-0.45 s at start; docs/asr.md "Warm-up").
             # Engines handed in (tests, benchmarks) are the caller's to warm.
             try:
                 for engine in self.recognizers:
