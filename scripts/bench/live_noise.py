@@ -54,7 +54,7 @@ from scripts.bench import audio_corpus as ac
 from scripts.bench import emulate_board
 from scripts.bench import live_noise_audio as la
 from scripts.bench import live_noise_report as report
-from scripts.bench.live_noise_config import alsa_conf, write_config
+from scripts.bench.live_noise_config import alsa_conf, spool_path, write_config
 from scripts.bench.live_noise_run import VOXNODE, play_live, transcribe_cuts
 from scripts.bench.live_noise_score import score_condition, score_noise_alone
 from scripts.bench.machine import describe
@@ -158,6 +158,7 @@ def main() -> None:
     def run_one(lane: int, c: la.Condition) -> None:
         cfg = work / f"lane{lane}.toml"
         write_config(cfg, f"livebench{lane}", extra_text, sets)
+        spool_path(cfg).unlink(missing_ok=True)  # each condition starts with an empty spool
         t = tracks[c.name]
         load0 = loadavg()
         t0 = time.monotonic()

@@ -17,8 +17,15 @@ def toml_value(v) -> str:
     return repr(v)
 
 
+def spool_path(config: Path) -> Path:
+    """The lane's own delivery spool, beside its config in the work folder: lanes run at once, and the
+    daemon's default ($STATE_DIRECTORY or /var/lib/voxnode) is one file that a second daemon may not
+    share (it then logs an error and delivers every final from memory)."""
+    return config.with_suffix(".spool.sqlite")
+
+
 def write_config(path: Path, device: str, extra_text: str, sets: dict[str, dict]) -> None:
-    base = {"log": {"level": "info"}, "audio": {"device": device}}
+    base = {"log": {"level": "info"}, "audio": {"device": device}, "delivery": {"spool_path": str(spool_path(path))}}
     extra = tomllib.loads(extra_text) if extra_text else {}
     merged: dict[str, dict] = {}
     for layer in (base, extra, sets):
