@@ -189,8 +189,8 @@ def test_verified_draft_stops_at_the_first_disagreement(engine, clips, decodes):
 
 
 def test_a_final_cut_short_by_its_draft_is_decoded_again_without_it(engine):
-    """The draft's rows go through the decoder in one call, where their int8 activations share one
-    quantization: from that cache the model may end the text early. A final that ends so, without a
+    """The draft's rows go through the decoder in one call, whose arithmetic is not a step-by-step
+    decode's: from that cache the model may end the text early. A final that ends so, without a
     closing mark, is decoded again without the draft (redecode.cut_short). This clip, 0.5 s after
     silence, with the draft of a partial 6.4 s in, lost "them." before."""
     wav = next(w for w, _ in pocketsphinx_utterances() if w.stem.endswith("0870"))
