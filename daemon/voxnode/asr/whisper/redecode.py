@@ -45,7 +45,10 @@ def cut_short(out: Decoded, closing: Callable[[list[int]], int | None]) -> bool:
     Pi 4 final among them, and 13 more lost only the closing mark, which holds the final for the long
     hangover; every one of them ends without a mark: the rule re-decodes 25 of 292 (the 12 whose text
     has no mark without a draft either, card names, decode the same again)."""
-    return out.stop_reason == "eot" and closing(out.tokens) is None
+    short = out.stop_reason == "eot" and closing(out.tokens) is None
+    if short:
+        log.debug("a final decoded on from its draft ended without a closing mark: decoding it again without the draft")
+    return short
 
 
 def looped(out: Decoded, text_of: TextOf) -> bool:
