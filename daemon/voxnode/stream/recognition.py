@@ -66,22 +66,18 @@ class Recognition(Component):
             from voxnode.asr.backends import load_recognizers
 
             self.recognizers = self._owned = load_recognizers(self._config.asr, self._config.stream.decode_workers)
+        try:
             # Before the first utterance can arrive: its final would otherwise pay the runtime's
             # first-call work (x86: +30 ms on a 2 s final; emulated Pi 4: +110-213 ms, and the
             # warm-up 0.41-0.45 s at start; docs/asr.md "Warm-up").
             # Engines handed in (tests, benchmarks) are the caller's to warm.
-            try:
-                for engine in self.recognizers:
-                    log.info("asr: warmed up in %.0f ms", engine.warm_up())
-            except BaseException:
-                self._unload()
-                raise
-        scheduler = DecodeScheduler(
-            self.recognizers, scheduler_params(self._config), self._clock, on_decoded=self._on_decoded
-        )
-        turn = TurnDetector() if self._config.vad.end_of_turn != "off" else None
-        children: list[Component] = [scheduler] if turn is None else [scheduler, turn]
-        try:
+            for engine in self._owned:
+                log.info("asr: warmed up in %.0f ms", engine.warm_up())
+            scheduler = DecodeScheduler(
+                self.recognizers, scheduler_params(self._config), self._clock, on_decoded=self._on_decoded
+            )
+            turn = TurnDetector() if self._config.vad.end_of_turn != "off" else None
+            children: list[Component] = [scheduler] if turn is None else [scheduler, turn]
             start_all(children, self._config.service.stop_timeout_s)
         except BaseException:
             self._unload()
