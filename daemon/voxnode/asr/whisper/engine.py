@@ -22,7 +22,6 @@ import logging
 import math
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,6 +38,7 @@ from voxnode.asr.whisper.files import ModelFiles, checked_model_dir, default_mod
 from voxnode.asr.whisper.hotwords import HotwordBias
 from voxnode.asr.whisper.load import LiteRtEngineInfo, load_parts
 from voxnode.asr.whisper.options import ROLES, DecodeOptions
+from voxnode.asr.whisper.prompt import StartSequence, prompted_start
 from voxnode.asr.whisper.search import Decoded
 from voxnode.asr.whisper.tokenizer import Tokenizer
 from voxnode.errors import ModelError
@@ -70,21 +70,11 @@ PARTIAL_WINDOW_SECONDS = MIN_WINDOW_SECONDS
 # speech: 246 -> 186 ms), stop 39.
 RETRY_WINDOW_SECONDS = 10.0
 RETRY_EXTRA_SECONDS = 4.0
-# Whisper keeps at most n_text_ctx // 2 - 1 = 223 prompt tokens (the most recent ones).
-MAX_PROMPT_TOKENS = 223
-MAX_HOTWORD_TOKENS = 111
 
 
 def retry_window(window: float) -> float:
     """The longer window a looped final is decoded again in."""
     return min(MAX_SECONDS, max(RETRY_WINDOW_SECONDS, window + RETRY_EXTRA_SECONDS))
-
-
-@dataclass(frozen=True)
-class StartSequence:
-    # [<|startofprev|>, prompt..., ] <|startoftranscript|>, [<|xx|>, <|transcribe|>,] <|notimestamps|>
-    tokens: tuple[int, ...]
-    sot_index: int
 
 
 class WhisperEngine(Recognizer):
@@ -184,26 +174,17 @@ class WhisperEngine(Recognizer):
     def start_sequence(
         self, prompt: str = "", hotwords: tuple[str, ...] | list[str] = (), language: str | None = None
     ) -> StartSequence:
-        """The decoder's start tokens for a prompt and hotwords (faster-whisper's layout:
-        <|startofprev|>, hotwords, prompt, then the usual start). `language`: a code of a
-        multilingual model (None: the configured one, English where that is "auto"); an
+        """The decoder's start tokens for a prompt and hotwords (prompt.prompted_start). `language`:
+        a code of a multilingual model (None: the configured one, English where that is "auto"); an
         English-only model ignores it."""
         if self.multilingual:
             code = language or self.options.language
             code = "en" if code == "auto" else code
             self.check_language(code)
-            start: tuple[int, ...] = (self._sot, self.languages[code], self._transcribe, self._no_timestamps)
+            task: tuple[int, ...] = (self._sot, self.languages[code], self._transcribe, self._no_timestamps)
         else:
-            start = (self._sot, self._no_timestamps)
-        ids: list[int] = []
-        words = [w.strip() for w in hotwords if w and w.strip()]
-        if words:
-            ids += self._tokenizer.encode(" " + ", ".join(words))[:MAX_HOTWORD_TOKENS]
-        if prompt and prompt.strip():
-            ids += self._tokenizer.encode(" " + prompt.strip())[-(MAX_PROMPT_TOKENS - len(ids)) :]
-        if not ids:
-            return StartSequence(start, 0)
-        return StartSequence((self._sot_prev, *ids, *start), len(ids) + 1)
+            task = (self._sot, self._no_timestamps)
+        return prompted_start(self._tokenizer, self._sot_prev, task, prompt, hotwords)
 
     def detect_language(self) -> tuple[str, float]:
         """The language of the audio encoded last, with its probability: the language token the
