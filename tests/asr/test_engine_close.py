@@ -41,7 +41,7 @@ def test_close_closes_the_decoders_model_file():
     loaded = open_model_files()
     assert engine.close() is True
     assert loaded - open_model_files() == PREAD, (loaded, open_model_files())
-    with pytest.raises(ValueError, match="closed file"):  # no quiet fallback to the mapped weight
+    with pytest.raises(RuntimeError, match="engine closed"):  # one clear error, not a ValueError on the file
         engine.transcribe(SPEECHLIKE)
 
 
@@ -54,14 +54,17 @@ def test_close_leaves_a_running_decode_its_file():
     assert loaded - open_model_files() == PREAD  # `with` closed it once the lock was free
 
 
-def test_the_daemons_recognition_closes_the_engines_it_loaded():
+def test_the_daemons_recognition_closes_and_forgets_the_engines_it_loaded():
     config = Config()
     recognition = Recognition(config, lambda _event: None)
     recognition.start()
     started = open_model_files()
+    model = recognition.engine_info()
     recognition.stop(time.monotonic() + 5)
     workers = config.stream.decode_workers
     assert started - open_model_files() == Counter({"decoder.int8.tflite": workers}), (started, open_model_files())
+    assert recognition.recognizers == []  # no closed engine left to decode with
+    assert model is not None and recognition.engine_info() is model  # finals stored after the stop name it
 
 
 def test_recognition_leaves_engines_it_was_given_to_their_owner(engine):

@@ -47,6 +47,7 @@ class Recognition(Component):
         self._on_decoded = on_decoded  # (stream, kind, engine seconds) after each decode
         self.recognizers = list(recognizers)  # empty: start() loads [asr] engine, one per decode worker
         self._owned: list[Recognizer] = []  # the engines start() loaded: stop() closes them, the giver closes its own
+        self._stopped_info: EngineInfo | None = None  # the model stop() unloaded: finals stored after it name it
         self._scheduler: DecodeScheduler | None = None
         self._turn: TurnDetector | None = None  # [vad] end_of_turn; started with the first config that asks
         self._children: list[Component] = []  # started, in order: the scheduler, then the end-of-turn model
@@ -85,13 +86,10 @@ class Recognition(Component):
         self._scheduler, self._turn, self._children = scheduler, turn, children
 
     def _unload(self) -> None:
-        """A start that fails: the engines it loaded are closed and forgotten (a later start loads
-        them anew instead of decoding with closed ones); engines it was given stay."""
+        """A start that fails, and stop(): the engines start() loaded are closed and forgotten (a
+        later start loads them anew instead of decoding with closed ones); engines it was given stay."""
         if self._owned:
             self.recognizers = []
-        self._close_engines()
-
-    def _close_engines(self) -> None:
         for engine in self._owned:
             engine.close()
         self._owned = []
@@ -110,8 +108,10 @@ class Recognition(Component):
         return self._scheduler is not None
 
     def engine_info(self) -> EngineInfo | None:
-        """The loaded model (every decode worker's engine is the same one); None before start()."""
-        return self.recognizers[0].info if self.recognizers else None
+        """The loaded model (every decode worker's engine is the same one); None before start(). After
+        stop() still the model it unloaded: the sequencer and MQTT, stopped after recognition, store
+        and publish the last finals (and the offline status) with its name."""
+        return self.recognizers[0].info if self.recognizers else self._stopped_info
 
     def pipeline(self, stream: str, config: Config | None = None) -> StreamPipeline:
         """A new pipeline for `stream`, under `config` (the current one by default). Not registered
@@ -188,7 +188,9 @@ class Recognition(Component):
         if cut:
             log.warning("recognition: %d queued final(s) not decoded within %.1f s", cut, timeout)
         log.info("speech stopped: %s", st)
-        self._close_engines()  # after the scheduler: its workers have stopped decoding, or are past the deadline
+        if self._owned:  # forgotten below; the model's info outlives them (engine_info)
+            self._stopped_info = self._owned[0].info
+        self._unload()  # after the scheduler: its workers have stopped decoding, or are past the deadline
 
     def stats(self) -> dict[str, Any]:
         """Scheduler back-pressure counters and each pipeline's; call once started."""

@@ -74,7 +74,7 @@ class TokenEmbedding:
         self.dtype, self.width = weight.dtype, int(weight.shape[1])
         located = mapped_file_offset(weight.__array_interface__["data"][0]) if weight.flags.c_contiguous else None
         del weight  # a held view would stop the interpreter from running
-        # Open as long as the engine is: WhisperEngine.close() closes it (rows() then raises ValueError).
+        # Open as long as the engine is: WhisperEngine.close() closes it (the engine decodes no more).
         self._file = open(located[0], "rb", buffering=0) if located else None  # noqa: SIM115 - closed by close()
         self._offset = located[1] if located else 0
 

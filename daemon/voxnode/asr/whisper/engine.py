@@ -94,6 +94,7 @@ class WhisperEngine(Recognizer):
         self._rules = search.TokenRules(files.config)
         self._mel = LogMel(int(files.config["n_mels"]))
         self._lock = FifoLock()
+        self._closed = False  # close() closed the decoder's model file: no decode after it
         self.info = info
         self.options = options or default_options()
         tok = files.config["tokens"]
@@ -167,6 +168,7 @@ class WhisperEngine(Recognizer):
             return False
         try:
             self._decoder.close()
+            self._closed = True
         finally:
             self._lock.release()
         return True
@@ -246,6 +248,8 @@ class WhisperEngine(Recognizer):
         window = min(MAX_SECONDS, max(min_window, math.ceil(duration + PAD_SECONDS)))
         max_new = guards.max_new_tokens(duration)
         with self._lock:
+            if self._closed:  # checked under the lock close() takes: else a ValueError deep in the decoder
+                raise RuntimeError(f"{self.files.name}: engine closed (close() was called); load it again")
             t0 = time.perf_counter()
             self._encode(audio, window)
             t1 = time.perf_counter()
