@@ -57,13 +57,13 @@ def clips(utts: list[data.Utt], conds) -> list[dict]:
 def transcribe_all(model_dir: Path, items: list[dict], feat: Features, progress) -> list[str]:
     from voxnode.asr.whisper.engine import WhisperEngine
 
-    engine = WhisperEngine.load(model_dir)
     out = []
     t0 = time.monotonic()
-    for i, c in enumerate(items, 1):
-        out.append(engine.transcribe(feat.heard(c["audio"])).text)
-        if i % 20 == 0 or i == len(items):
-            progress(f"\r  {model_dir.name}: {i}/{len(items)} clips, {time.monotonic() - t0:.0f} s ")
+    with WhisperEngine.load(model_dir) as engine:
+        for i, c in enumerate(items, 1):
+            out.append(engine.transcribe(feat.heard(c["audio"])).text)
+            if i % 20 == 0 or i == len(items):
+                progress(f"\r  {model_dir.name}: {i}/{len(items)} clips, {time.monotonic() - t0:.0f} s ")
     progress("\n")
     return out
 

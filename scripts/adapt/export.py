@@ -17,8 +17,8 @@ def export(name: str, ct2_dir: Path, ct2: Ct2Model, out: Path) -> dict:
     convert_model.convert(name, ct2_dir, out, ["int8"], ct2=ct2)
     from voxnode.asr.whisper.engine import WhisperEngine
 
-    engine = WhisperEngine.load(out)
-    info = engine.info
+    with WhisperEngine.load(out) as engine:
+        info = engine.info
     if not info.fully_accelerated:
         raise SystemExit(
             f"{out}: {info.ops_not_delegated} ops not on XNNPACK ({', '.join(info.not_delegated_ops)}); not installed"
@@ -30,7 +30,8 @@ def transcribes(out: Path, audio: np.ndarray) -> str:
     """The exported model's text for `audio` (float32 [-1, 1])."""
     from voxnode.asr.whisper.engine import WhisperEngine
 
-    return WhisperEngine.load(out).transcribe(audio).text
+    with WhisperEngine.load(out) as engine:
+        return engine.transcribe(audio).text
 
 
 def finish(out: Path, name: str) -> None:

@@ -215,6 +215,7 @@ def measure(
                 "steps_ms": [(round(a * 1000, 4), round(b * 1000, 4)) for a, b in prof.steps],
             }
         )
+    engine.close()  # main measures each thread count with an engine of its own
     return {"threads": threads, "finals": finals}
 
 
@@ -244,6 +245,7 @@ def invoke_by_rows(threads: int, reps: int = 200, model_dir: Path | None = None)
             dec.it.invoke()
         proc, thread = (time.process_time() - c0) / reps * 1000, (time.thread_time() - t0) / reps * 1000
         lines.append(f"| {n} | {k} | {proc:.2f} | {thread:.2f} |")
+    engine.close()
     return lines
 
 

@@ -113,7 +113,7 @@ def rss_child(name: str) -> None:
         if k == 0:
             one = _rss_mb()
     print(json.dumps({"one": one - base, "four": _rss_mb() - base}))
-    del engine
+    engine.close()
 
 
 def rss_table(names: list[str]) -> dict[str, dict]:

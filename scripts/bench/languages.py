@@ -98,6 +98,8 @@ def run_voxnode(clips: dict, threads: int) -> dict:
                 )
             out.setdefault(lang, {})[mode] = rows
             print(f"voxnode base {mode:6s} {lang}: {len(rows)} clips", flush=True)
+        for engine in engines.values():  # each mode loads its own
+            engine.close()
     return out
 
 

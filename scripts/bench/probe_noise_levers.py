@@ -191,6 +191,8 @@ def main() -> int:
         if args.json:  # after each enhancement, with the cache's other decodes: a run cut short loses little
             every = {**cached, **{_key(r): r for r in rows}}
             args.json.write_text(json.dumps(list(every.values()), indent=1) + "\n")
+    for engine in engines.values():
+        engine.close()
     for spec in args.pick:
         first = [r for r in rows if _model(r) == args.model[0]]  # the first --model's decodes
         print(noise_pick.report(first, spec.split(","), args.decode[0], args.conditions), flush=True)

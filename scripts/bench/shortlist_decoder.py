@@ -59,6 +59,9 @@ class TableEmbedding:
         self.table = np.load(table, mmap_mode="r")
         self.scales = None if scales is None else np.load(scales).astype(np.float32)
 
+    def close(self) -> None:
+        """Nothing to close: the mapping goes with the array (DecoderRunner.close calls it)."""
+
     def rows(self, tokens) -> np.ndarray:
         tokens = np.asarray(tokens, dtype=np.int64)
         out = np.asarray(self.table[tokens], np.float32)
@@ -95,6 +98,7 @@ def adopt(engine, model_dir: Path) -> bool:
     vocab = int(json.loads((root / "model_config.json").read_text())["vocab_size"])
     shortlist = Shortlist(np.load(root / entry["ids"]), vocab)
     scales = entry.get("embedding_scales")
+    dec.embedding.close()  # the projection's pread file, read no more
     dec.embedding = TableEmbedding(root / entry["embedding"], None if scales is None else root / scales)
     dec.it = ExpandingInterpreter(dec.it, dec.outputs["logits"], shortlist)
     return True

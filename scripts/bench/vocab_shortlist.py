@@ -123,6 +123,8 @@ def step_cpu(dirs: dict[str, Path], threads: int, reps: int, rounds: int) -> dic
                     dec.it.invoke()
                     dec.it.get_tensor(dec.outputs["logits"])  # mapped to the full vocabulary
                 times[label].setdefault(f"call_{n}", []).append((time.process_time() - c0) / reps * 1000)
+    for engine, _dec, _prefix in setups.values():
+        engine.close()
     return {label: {k: round(float(np.median(v)), 4) for k, v in t.items()} for label, t in times.items()}
 
 

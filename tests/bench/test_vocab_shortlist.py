@@ -60,7 +60,8 @@ def test_kept_ids_are_the_text_ids_asked_for_and_every_special_token():
 def engines(tmp_path_factory):
     out = tmp_path_factory.mktemp("shortlist") / "model"
     assert cut.main([str(default_model_dir()), str(out), "--below", str(BELOW)]) == 0
-    return load_engine(default_model_dir(), 1), load_engine(out, 1)
+    with load_engine(default_model_dir(), 1) as full, load_engine(out, 1) as short:
+        yield full, short
 
 
 def test_the_embedding_beside_the_cut_model_is_the_projections_row_for_row(engines):

@@ -192,6 +192,7 @@ def verify(ct2_dir: Path, targets: list[tuple[Path, str]]) -> dict:
             ),
             "clips": rows,
         }
+        eng.close()  # one engine per variant
     return report
 
 
