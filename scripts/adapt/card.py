@@ -13,6 +13,8 @@ LICENCES = {
     "asterisk-core-sounds-en": "Asterisk's English prompts, one talker, CC-BY-SA-3.0",
     "pocketsphinx-testdata": "pocketsphinx-testdata, BSD-2",
     "alsa-utils": "alsa-utils' speaker-test voice, GPL-2",
+    "warzone2100-data": "Warzone 2100's tutorial narrator, GPL-2+",
+    "openarena-data": "OpenArena's rott team-chat voice, GPL-2+",
     "user": "the user's own utterances",
 }
 # what the bundled checks hold (data.bundled), for reports written before the sources were recorded

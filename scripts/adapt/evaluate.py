@@ -4,7 +4,9 @@ Conditions: clean; the room's noise (its held-out part only) at ROOM_SNRS; gener
 (scripts/bench/audio_corpus.py) at OTHER. Every clip is mixed at its own speech-frame SNR with a fixed
 seed, so the before and after models hear identical audio. Scoring: scripts/bench/scoring.py (jiwer
 over Whisper's English normaliser), corpus WER = all errors / all reference words, overall, per talker
-and over the talkers training never heard ("unheard": each alone has 4-71 words, too few to judge).
+and over the talkers training never heard ("unheard": each alone has 4-71 words, too few to judge); the
+talkers of data.NEW_SOURCES (274 and 110 words) only in their own group, "new unheard", so that "all" and
+"unheard" are the figures of the wide check before they joined it.
 """
 
 from __future__ import annotations
@@ -69,16 +71,24 @@ def transcribe_all(model_dir: Path, items: list[dict], feat: Features, progress)
 
 
 UNHEARD = "unheard"  # the group of every held-out talker that training never heard
+NEW = "new unheard"  # the talkers of data.NEW_SOURCES: scored apart, in neither "all" nor UNHEARD
 
 
-def table(items: list[dict], hyps: list[str], trained: frozenset[str] = frozenset()) -> dict[str, dict[str, dict]]:
-    """condition -> group ("all", a talker, or UNHEARD: every talker not in `trained`) -> {wer, words, errors}."""
+def table(
+    items: list[dict], hyps: list[str], trained: frozenset[str] = frozenset(), apart: frozenset[str] = frozenset()
+) -> dict[str, dict[str, dict]]:
+    """condition -> group ("all", a talker, or UNHEARD: every talker not in `trained`) -> {wer, words, errors};
+    the talkers in `apart` count only in their own group and NEW."""
     from scripts.bench import scoring  # noqa: F811 (jiwer: .venv-adapt, .venv-bench)
 
     acc: dict[str, dict[str, scoring.Score]] = {}
     for c, h in zip(items, hyps, strict=True):
         s = scoring.score(c["text"], h)
-        for g in ("all", c["speaker"]) + (() if c["speaker"] in trained else (UNHEARD,)):
+        if c["speaker"] in apart:
+            groups: tuple[str, ...] = (NEW, c["speaker"])
+        else:
+            groups = ("all", c["speaker"]) + (() if c["speaker"] in trained else (UNHEARD,))
+        for g in groups:
             row = acc.setdefault(c["condition"], {})
             row[g] = row.get(g, scoring.ZERO) + s
     return {
@@ -101,12 +111,14 @@ def before_after(
     """`before`: tiny.en's table from an earlier run with the same check (earlier_before), or None to
     transcribe it here."""
     items = clips(utts, conditions(room_test, quick))
+    apart = frozenset(u.speaker for u in utts if u.source in data.NEW_SOURCES)
     return {
         "utterances": len(utts),
         "talkers": sorted({u.speaker for u in utts}),
         "trained_talkers": sorted(trained),
-        "before": before or table(items, transcribe_all(before_dir, items, feat, progress), trained),
-        "after": table(items, transcribe_all(after_dir, items, feat, progress), trained),
+        "apart_talkers": sorted(apart),
+        "before": before or table(items, transcribe_all(before_dir, items, feat, progress), trained, apart),
+        "after": table(items, transcribe_all(after_dir, items, feat, progress), trained, apart),
     }
 
 
@@ -135,9 +147,9 @@ def earlier_before(
 
 
 def group_names(result: dict) -> list[str]:
-    """ "all", UNHEARD (where there is such a talker), then each talker."""
+    """ "all", UNHEARD and NEW (where there are such talkers), then each talker."""
     first = next(iter(result["before"].values()), {})
-    return ["all"] + ([UNHEARD] if UNHEARD in first else []) + result["talkers"]
+    return ["all"] + [g for g in (UNHEARD, NEW) if g in first] + result["talkers"]
 
 
 def markdown(result: dict) -> list[str]:

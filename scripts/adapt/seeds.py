@@ -4,7 +4,7 @@
 
 Runs are grouped by their setting (every training option but the seed); all must share one check
 (the same held-out utterances and noise), so tiny.en's "before" is the same in each. For every
-setting: per condition and group ("all", "unheard", each talker) the WER before, the mean after and
+setting: per condition and group ("all", "unheard", "new unheard", each talker) the WER before, the mean after and
 its range over the seeds; then the targets met (scripts/adapt/evaluate.targets) per seed and on the
 seeds' mean, for all talkers, the unheard ones and the trained one.
 """
@@ -33,7 +33,7 @@ SETTING_KEYS = (
 )
 # what a run written before an option existed had (`adapter` full, no speed perturbation)
 DEFAULTS = {"adapter": "full", "speed": 0.0}
-TARGET_GROUPS = ("all", evaluate.UNHEARD, "allison")
+TARGET_GROUPS = ("all", evaluate.UNHEARD, evaluate.NEW, "allison")
 
 
 def setting(report: dict) -> str:

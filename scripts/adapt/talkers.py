@@ -3,7 +3,8 @@
     .venv-adapt/bin/python -m scripts.adapt.talkers --noise ROOM.wav models/whisper-tiny.en+NAME ... [--json OUT]
 
 `voxnode adapt`'s own check (scripts/adapt/evaluate.py) has four unheard talkers with 112 words
-(pocketsphinx-testdata and alsa-utils: speech_corpus.pocketsphinx() and more_talkers()). This adds
+(pocketsphinx-testdata and alsa-utils: speech_corpus.pocketsphinx() and more_talkers()) and, since
+2026-12-06, the new ones apart ("new unheard"); this checks models already made (no training). It adds
 speech_corpus.other_talkers() (Warzone 2100's tutorial narrator, 274 words; OpenArena's "rott" team-chat
 voice, 103 words) and checks each model given
 on the same clips and conditions as that check: clean, the room's held-out noise (the last 25 % of

@@ -1,7 +1,8 @@
 """Issue 26's targets and the seeds summary (scripts/adapt/seeds.py, evaluate.targets) on the real
 results of two runs in scripts/bench/results/adapt_benchmark.json (the default at seeds 0 and 1), whose
 counts docs/adapt.md gives: 4 and 3 of 6 for all talkers, 5 and 5 for the trained talker. Also the
-check's talkers beyond the first three (speech_corpus.more_talkers) and the "unheard" group."""
+check's talkers beyond the first three (speech_corpus.more_talkers, other_talkers), the "unheard" group and
+the new talkers' own group."""
 
 from __future__ import annotations
 
@@ -59,10 +60,22 @@ def test_the_wide_check_adds_unheard_talkers_after_the_classic_ones() -> None:
     _, classic = data.bundled("classic")
     _, wide = data.bundled("wide")
     assert [u.name for u in wide[: len(classic)]] == [u.name for u in classic]
-    added = wide[len(classic) :]
+    added, new = wide[len(classic) : len(classic) + 10], wide[len(classic) + 10 :]
     assert {u.speaker for u in added} == {"alsa-voice", "sphinx-raw"}
     assert sum(len(u.text.split()) for u in added) == 25
     assert {u.speaker for u in classic} == {"allison", "cards-speaker", "librivox-reader"}
+    # then speech_corpus.other_talkers(), where installed, last: the earlier clips' mixes stay as they were
+    assert [u.name for u in new] == [u.name for u in speech_corpus.other_talkers()]
+    assert {u.source for u in new} <= set(data.NEW_SOURCES)
+
+
+@pytest.mark.skipif(
+    not (speech_corpus.WZ_DATA.exists() and speech_corpus.OA_DATA.exists()),
+    reason="warzone2100-data, openarena-data not installed (make deps-corpus)",
+)
+def test_the_wide_check_holds_the_new_talkers() -> None:
+    _, wide = data.bundled("wide")
+    assert {u.speaker for u in wide if u.source in data.NEW_SOURCES} == {"wz2100-narrator", "openarena-rott"}
 
 
 # scoring needs jiwer, which the test venv lacks: the table is made in the build-time venv
@@ -73,8 +86,10 @@ items = [
     {"condition": "clean", "speaker": "allison", "text": "one two", "audio": None},
     {"condition": "clean", "speaker": "alsa-voice", "text": "front left", "audio": None},
     {"condition": "clean", "speaker": "cards-speaker", "text": "ten of clubs", "audio": None},
+    {"condition": "clean", "speaker": "wz2100-narrator", "text": "build a factory", "audio": None},
 ]
-table = evaluate.table(items, ["one two", "front right", "ten of clubs"], frozenset({"allison"}))
+hyps = ["one two", "front right", "ten of clubs", "build the factory"]
+table = evaluate.table(items, hyps, frozenset({"allison"}), frozenset({"wz2100-narrator"}))
 print(json.dumps({"table": table, "names": evaluate.group_names({"before": table, "talkers": ["allison"]})}))
 """
 
@@ -84,7 +99,11 @@ def test_the_unheard_group_holds_every_talker_not_trained_on() -> None:
     out = probe_in_adapt_venv("-c", UNHEARD_PROBE, timeout=120)
     assert out["table"]["clean"][evaluate.UNHEARD] == {"wer": 20.0, "words": 5, "errors": 1}
     assert out["table"]["clean"]["allison"]["errors"] == 0
-    assert out["names"][:2] == ["all", evaluate.UNHEARD]
+    # the new talkers (data.NEW_SOURCES) count in their own group only: "all" and "unheard" as without them
+    assert out["table"]["clean"]["all"] == {"wer": 16.67, "words": 6, "errors": 1}  # "one two": "12"
+    assert out["table"]["clean"][evaluate.NEW] == {"wer": 33.33, "words": 3, "errors": 1}
+    assert out["table"]["clean"]["wz2100-narrator"]["errors"] == 1
+    assert out["names"][:3] == ["all", evaluate.UNHEARD, evaluate.NEW]
 
 
 def test_before_from_takes_tiny_en_only_from_a_run_with_the_same_check(tmp_path) -> None:
