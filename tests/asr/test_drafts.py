@@ -188,11 +188,12 @@ def test_verified_draft_stops_at_the_first_disagreement(engine, clips, decodes):
     assert verified.prefix.length == len(start.tokens) + 4
 
 
-def test_a_final_cut_short_by_its_draft_is_decoded_again_without_it(engine):
-    """The draft's rows go through the decoder in one call, whose arithmetic is not a step-by-step
-    decode's: from that cache the model may end the text early. A final that ends so, without a
-    closing mark, is decoded again without the draft (redecode.cut_short). This clip, 0.5 s after
-    silence, with the draft of a partial 6.4 s in, lost "them." before."""
+def test_a_final_from_a_draft_keeps_its_last_words(engine):
+    """A search resumed from a draft's head lets early ends into its top ranks at its first steps;
+    stopping at three of them (Whisper's rule for a search from the start of the text) ended this
+    clip, 0.5 s after silence, with the draft of a partial 6.4 s in, at "... to do for". While the best
+    ended candidate has no closing mark it waits for more (search.UNCLOSED_PATIENCE): the same text
+    as without the draft, decoded on from the draft's head, no second decode."""
     wav = next(w for w, _ in pocketsphinx_utterances() if w.stem.endswith("0870"))
     audio = np.concatenate([np.zeros(8000, np.float32), read_audio(wav), np.zeros(1600, np.float32)])
     draft = engine.transcribe(audio[: int(6.4 * 16000)], role="partial").tokens
@@ -200,4 +201,17 @@ def test_a_final_cut_short_by_its_draft_is_decoded_again_without_it(engine):
     got = engine.transcribe(audio, draft=draft)
     assert plain.text.endswith("to do for them.")
     assert got.text == plain.text
-    assert got.draft_tokens == len(draft) and got.draft_accepted == 0  # decoded without it
+    assert got.draft_tokens == len(draft) and got.draft_accepted > 0
+
+
+def test_only_a_search_from_a_draft_without_a_closing_mark_waits_for_more_ends():
+    def closing(tokens):
+        return len(tokens) - 1 if tokens and tokens[-1] == 13 else None  # 13: "."
+
+    unclosed = [search.Decoded([40, 41], [-0.1, -0.2, -0.3], 0.0, "eot")]
+    closed = [search.Decoded([40, 13], [-0.1, -0.2, -0.3], 0.0, "eot")]
+    assert search._enough_ended(unclosed, 3, True, closing) == 3 * search.UNCLOSED_PATIENCE
+    assert search._enough_ended(closed, 3, True, closing) == 3
+    assert search._enough_ended(unclosed, 3, False, closing) == 3  # from the start: Whisper's rule
+    assert search._enough_ended(unclosed, 1, True, closing) == 1  # greedy decoding stays greedy
+    assert search._enough_ended([], 3, True, closing) == 3

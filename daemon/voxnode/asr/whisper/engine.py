@@ -262,7 +262,7 @@ class WhisperEngine(Recognizer):
             if code is None:
                 code, language_prob = self.detect_language()
             start = self.start_sequence(text_prompt, words, code)
-            prefix, out, (drafted, accepted) = self._decode(start, max_new, beam, bias, abandon, draft, final)
+            prefix, out, (drafted, accepted) = self._decode(start, max_new, beam, bias, abandon, draft)
             text_of = self._tokenizer.decode
             t2 = time.perf_counter()
             encode_ms, decode_ms = (t1 - t0) * 1000, (t2 - t1) * 1000
@@ -332,7 +332,6 @@ class WhisperEngine(Recognizer):
         bias: HotwordBias | None,
         abandon: threading.Event | None,
         draft: Sequence[int] = (),
-        final: bool = False,
     ) -> tuple[Prefix, Decoded, tuple[int, int]]:
         """The start sequence's prefill and the search from it; returns the prefill of the start
         sequence alone too (a retry or the fallback decodes from it), and the draft's tokens and
@@ -340,7 +339,8 @@ class WhisperEngine(Recognizer):
 
         With a draft, the draft's head that greedy decoding agrees with is taken in the prefill's
         one call and only the rest is searched (with `beam`), the beam covering only the tail after the
-        head; a final cut short by it is decoded again without it (`final`: redecode.cut_short).
+        head (and waiting for more ended candidates while the best has no closing mark:
+        search.UNCLOSED_PATIENCE).
         """
         if not self.options.draft:
             draft = ()
@@ -354,11 +354,16 @@ class WhisperEngine(Recognizer):
         verified = search.verified_draft(self._rules, full, draft, max_new, bias)
         self.draft_stats.add(len(draft), verified.accepted)
         out = search.beam_search(
-            self._decoder, self._rules, verified.prefix, max_new, beam, bias, abandon, start=verified.start
+            self._decoder,
+            self._rules,
+            verified.prefix,
+            max_new,
+            beam,
+            bias,
+            abandon,
+            start=verified.start,
+            closing=self._tokenizer.closing_punctuation,
         )
-        if final and verified.accepted and redecode.cut_short(out, self._tokenizer.closing_punctuation):
-            prefix, out, _ = self._decode(start, max_new, beam, bias, abandon)  # again, without the draft
-            return prefix, out, (len(draft), 0)
         return full.cut(len(start.tokens)), out, (len(draft), verified.accepted)
 
     def _encode(self, audio: np.ndarray, window: float) -> None:

@@ -2,8 +2,6 @@
 
 After the first decode of a final (engine.WhisperEngine.transcribe):
 
-0. a decode that went on from a draft and ended without a closing mark is decoded again without the
-   draft (`cut_short`);
 1. a loop (no end-of-text, a phrase said again and again, the whole utterance twice) is decoded
    again in a longer window, without the draft (`looped`);
 2. text that is unsure or too repetitive is sampled at rising temperatures (`needs_fallback`,
@@ -31,24 +29,6 @@ TextOf = Callable[[list[int]], str]  # tokens -> text (Tokenizer.decode)
 
 # Sampling is seeded per call: the same audio gives the same transcript.
 SAMPLING_SEED = 0
-
-
-def cut_short(out: Decoded, closing: Callable[[list[int]], int | None]) -> bool:
-    """A final decoded on from a draft's head ended by itself without a closing mark: decode it again
-    without the draft. The draft's rows go through the decoder in one call, whose arithmetic over
-    several rows (the int8 activations' quantization, the order of the sums) is not a step-by-step
-    decode's; the cache they leave differs a little, and now and then the model ends the text early
-    from it (the mechanism is inferred, not traced). Measured (stop 41: the live
-    clean track's 25 utterances, 0.3 / 0.5 s before the speech, drafts from partials every 0.4 s, 292
-    decodes, tiny.en, 2 threads): 6 decodes lost 4-5 final words ("... followed by" for "... followed
-    by the pound or hash key.", avg log-prob -0.56 against -0.11 without the draft), a live emulated
-    Pi 4 final among them, and 13 more lost only the closing mark, which holds the final for the long
-    hangover; every one of them ends without a mark: the rule re-decodes 25 of 292 (the 12 whose text
-    has no mark without a draft either, card names, decode the same again)."""
-    short = out.stop_reason == "eot" and closing(out.tokens) is None
-    if short:
-        log.debug("a final decoded on from its draft ended without a closing mark: decoding it again without the draft")
-    return short
 
 
 def looped(out: Decoded, text_of: TextOf) -> bool:
