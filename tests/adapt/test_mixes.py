@@ -19,12 +19,14 @@ def test_snr_range_parses_and_refuses_in_one_line() -> None:
         assert "\n" not in str(e.value)
 
 
-def test_the_defaults_draw_what_they_drew_before() -> None:
+def test_the_old_defaults_draw_what_they_drew_before() -> None:
+    """`--snr=-5:20 --speed 0` (the defaults until 2026-12-06 morning) reproduce the earlier runs' mixes."""
     rng_a, rng_b = np.random.default_rng(5), np.random.default_rng(5)
     for _ in range(200):
         before = None if rng_a.random() < 0.15 else float(rng_a.uniform(-5.0, 20.0))  # the code before the options
-        assert data.training_snr(rng_b) == before
-    assert data.TRAIN_SNR_DB == (-5.0, 20.0) and data.CLEAN_SHARE == 0.15
+        assert data.training_snr(rng_b, (-5.0, 20.0)) == before
+    # the defaults since: docs/adapt.md "Music at 0 dB in every seed"
+    assert data.TRAIN_SNR_DB == (-10.0, 10.0) and data.CLEAN_SHARE == 0.15 and data.TRAIN_SPEED == 0.1
 
 
 def test_range_and_clean_share_are_the_ones_asked_for() -> None:
