@@ -17,6 +17,7 @@ wall time, CPU time (user + system of the process: both threads with --threads 2
 decode time, once per thread count.
 
     .venv-bench/bin/python -m scripts.bench.final_latency --threads 1 2     # writes "ASR decode time per final"
+    .venv-bench/bin/python -m scripts.bench.final_latency --model tiny.en base --finals 3@6   # "..., tiny.en and base"
 
 Corpus: the clean utterances shorter than 8 s of scripts.bench.speech_corpus.real_speech().
 """
@@ -53,10 +54,11 @@ def parse_final(spec: str) -> tuple[int, float]:
     return int(beam), float(window)
 
 
-def measure(threads: int, clips: list[np.ndarray], finals: list[str], repeat: int) -> dict:
+def measure(threads: int, clips: list[np.ndarray], finals: list[str], repeat: int, model: str = "tiny.en") -> dict:
     from voxnode.asr.whisper.engine import WhisperEngine, default_options
+    from voxnode.asr.whisper.files import model_dir_name
 
-    engine = WhisperEngine.load(REPO / "models" / "whisper-tiny.en", num_threads=threads)
+    engine = WhisperEngine.load(REPO / "models" / model_dir_name(model), num_threads=threads)
     base = default_options()
 
     def final(audio: np.ndarray, spec: str):
@@ -117,8 +119,18 @@ def main() -> int:
     p.add_argument("--finals", nargs="+", default=list(DEFAULT_FINALS), help="final settings, BEAM@MIN_WINDOW_S")
     p.add_argument("--docs", type=Path, default=REPO / "docs", help="where benchmarks.md is")
     p.add_argument("--results", type=Path, default=RESULTS, help="where the raw results (JSON) go")
+    p.add_argument(
+        "--model",
+        nargs="+",
+        default=["tiny.en"],
+        help="[asr] models (tiny.en, base), each timed after the other per thread count; other than tiny.en alone: "
+        "a section of their own",
+    )
     p.add_argument("--no-write", action="store_true")
     args = p.parse_args()
+    alone = args.model == ["tiny.en"]
+    title = TITLE if alone else f"{TITLE}, {' and '.join(args.model)}"
+    stem = "final_latency" if alone else "final_latency_" + "_".join(args.model)
 
     from scripts.bench import speech_corpus
 
@@ -127,17 +139,19 @@ def main() -> int:
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     results = {}
     for threads in args.threads:
-        t0 = time.time()
-        results[threads] = measure(threads, clips, args.finals, args.repeat)
-        print(f"{threads} thread(s): {time.time() - t0:.0f} s", flush=True)
+        for model in args.model:  # the models in turn at each thread count: they see about the same load
+            t0 = time.time()
+            results[f"{model}, {threads}"] = measure(threads, clips, args.finals, args.repeat, model)
+            print(f"{model}, {threads} thread(s): {time.time() - t0:.0f} s", flush=True)
     load_after = os.getloadavg()
     command = ".venv-bench/bin/python -m scripts.bench.final_latency " + " ".join(sys.argv[1:])
     lines = [
-        f"## {TITLE}",
+        f"## {title}",
         "",
         f"Measured {started} on {describe()}; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after "
         f"(other jobs share the CPUs: absolute times are inflated and noisy, the settings' ratios less so; ARM "
-        f"boards will be several times slower). {len(clips)} clean utterances shorter than 8 s "
+        f"boards will be several times slower). Whisper {' and '.join(args.model)}; {len(clips)} clean utterances "
+        "shorter than 8 s "
         "(scripts/bench/speech_corpus.py); each final decoded right after a partial of the same audio (as in the "
         "daemon; "
         f"a window change resizes the graphs, counted in encode), every setting back to back, {args.repeat} times, "
@@ -148,10 +162,11 @@ def main() -> int:
         command.strip(),
         "```",
     ]
-    for threads, res in results.items():
+    for key, res in results.items():
+        model, threads = key.split(", ")
         lines += [
             "",
-            f"{threads} inference thread{'s' if threads > 1 else ''}:",
+            f"{model}, {threads} inference thread{'s' if threads != '1' else ''}:",
             "",
             "| setting | wall ms, median / p95 | CPU ms, median / p95 | encode ms, median / p95 "
             "| decode ms, median / p95 | fallback / retry |",
@@ -166,10 +181,16 @@ def main() -> int:
     section = "\n".join(lines) + "\n"
     print(section)
     if not args.no_write:
-        replace_section(args.docs / "benchmarks.md", TITLE, section)
-        (args.results / "asr_bench_final_latency.json").write_text(
+        replace_section(args.docs / "benchmarks.md", title, section)
+        (args.results / f"asr_bench_{stem}.json").write_text(
             json.dumps(
-                {"measured": started, "load": [load_before, load_after], "clips": len(clips), "results": results},
+                {
+                    "measured": started,
+                    "models": args.model,
+                    "load": [load_before, load_after],
+                    "clips": len(clips),
+                    "results": results,
+                },
                 indent=1,
             )
             + "\n"
