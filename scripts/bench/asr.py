@@ -43,6 +43,7 @@ import json
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from scripts import REPO, RESULTS
@@ -82,6 +83,12 @@ def main() -> int:
         "--asterisk", type=int, default=90, help="Asterisk prompts in the corpus (besides the 10 pocketsphinx clips)"
     )
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="engines run side by side (each its own process: CPU time and RSS stay its own)",
+    )
     p.add_argument("--docs", type=Path, default=REPO / "docs", help="where benchmarks.md is")
     p.add_argument("--results", type=Path, default=RESULTS, help="where the raw results (JSON) go")
     p.add_argument("--no-write", action="store_true", help="print the section, leave docs/ alone")
@@ -105,12 +112,15 @@ def main() -> int:
         clips = build_corpus(Path(tmp), args.asterisk, args.conditions, args.corpus)
         clips_json = Path(tmp) / "clips.json"
         clips_json.write_text(json.dumps(clips))
-        results = []
-        for spec in args.engines:
+
+        def one(spec: str) -> dict:
             t0 = time.time()
-            print(f"{spec} ...", flush=True, end=" ")
-            results.append(run_worker(spec, clips_json, args.threads, sys.executable))
-            print(f"{time.time() - t0:.0f} s", flush=True)
+            result = run_worker(spec, clips_json, args.threads, sys.executable)
+            print(f"{spec}: {time.time() - t0:.0f} s", flush=True)
+            return result
+
+        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            results = list(pool.map(one, args.engines))
     cli_rss = (
         cli_peak_rss(args.cli_python)
         if args.section == "engine" and args.cli_python and Path(args.cli_python).exists()

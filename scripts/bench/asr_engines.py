@@ -133,6 +133,8 @@ def voxnode_runner(opts: dict, threads: int):
             "stop": r.stop_reason,
             "temperature": r.temperature,
             "window_s": r.window_s,
+            "no_speech": r.no_speech_prob,  # with "logprob": a stricter noise verdict re-scored offline
+            "logprob": r.confidence,
         }
 
     return run, engine.info.as_dict()

@@ -23,6 +23,10 @@ TITLES = {
     "moonshine": "ASR: Moonshine base-en against Whisper (issue 22)",
     "shortlist": "ASR: decoder logits over a vocabulary shortlist (issue 23)",
     "shortlist-doubt": "ASR: a vocabulary shortlist, the full logits where in doubt (issue 23)",
+    "base-targets": "ASR: Whisper base against tiny.en in noise (issue 22, stop 42)",
+    "base-babble": "ASR: Whisper base in babble 10 dB, the levers (issue 22, stop 42)",
+    "base-babble-combined": "ASR: Whisper base in babble 10 dB, levers combined (issue 22, stop 42)",
+    "base-window": "ASR: Whisper base with a 10 s window and beam 5 in every condition (issue 22, stop 42)",
 }
 
 
