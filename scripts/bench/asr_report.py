@@ -26,7 +26,7 @@ TITLES = {
     "base-targets": "ASR: Whisper base against tiny.en in noise (issue 22, stop 42)",
     "base-babble": "ASR: Whisper base in babble 10 dB, the levers (issue 22, stop 42)",
     "base-babble-combined": "ASR: Whisper base in babble 10 dB, levers combined (issue 22, stop 42)",
-    "base-window": "ASR: Whisper base with a 10 s window and beam 5 in every condition (issue 22, stop 42)",
+    "base-window": "ASR: Whisper base, DeepFilterNet 6 dB and a 10 s window in every condition (issue 22, stop 42)",
 }
 
 
