@@ -27,7 +27,8 @@ TITLES = {
     "base-babble": "ASR: Whisper base in babble 10 dB, the levers (issue 22, stop 42)",
     "base-babble-combined": "ASR: Whisper base in babble 10 dB, levers combined (issue 22, stop 42)",
     "base-window": "ASR: Whisper base, DeepFilterNet 6 dB and a 10 s window in every condition (issue 22, stop 42)",
-    "base-window-12": "ASR: Whisper base, a 10 s window with DeepFilterNet 12 and 9 dB, every condition (issue 22, stop 42)",
+    "base-window-12": "ASR: Whisper base, a 10 s window with DeepFilterNet 12 and 9 dB, every condition "
+    "(issue 22, stop 42)",
 }
 
 
