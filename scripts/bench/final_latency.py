@@ -91,7 +91,7 @@ def measure(threads: int, clips: list[np.ndarray], finals: list[str], repeat: in
                     retries[spec] += int(r.window_s > max(parse_final(spec)[1], np.ceil(len(audio) / 16000 + 1)))
         for n in names:
             per_clip[n].append(np.median(np.array(runs[n]), axis=0))
-    engine.close()  # main measures each thread count with an engine of its own
+    engine.close()  # main measures each model and thread count with an engine of its own
     out = {}
     for n in names:
         a = np.array(per_clip[n])
