@@ -7,8 +7,10 @@ log-probability divided by their length (Whisper's default "length
 penalty"). Beam search keeps `beam_size` live hypotheses; at each step every
 one offers its `beam_size + 1` best tokens, the best candidates overall
 continue and those ending in end-of-text are set aside; it stops once
-`beam_size` have ended, or sooner once an ended one ranks above every live one
-(measured below). All hypotheses run in one decoder call per step.
+`beam_size` have ended (a search from a draft's head, while the best ended one
+has no closing mark: twice that, UNCLOSED_PATIENCE), or sooner once an ended one
+ranks above every live one (measured below). All hypotheses run in one decoder
+call per step.
 """
 
 from __future__ import annotations
