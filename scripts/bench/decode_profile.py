@@ -34,14 +34,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
 import time
 from collections import defaultdict
 from pathlib import Path
-
-# As the daemon does (voxnode/__init__.py), before numpy starts OpenBLAS.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 

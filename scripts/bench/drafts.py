@@ -29,10 +29,6 @@ import sys
 import time
 from pathlib import Path
 
-# As the daemon does (voxnode/__init__.py), before numpy starts OpenBLAS: its spinning threads
-# would double the CPU this measures.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
 import numpy as np
 
 from scripts import REPO, RESULTS

@@ -137,11 +137,12 @@ def main() -> int:
     clips = [u.audio / 32768.0 for u in speech_corpus.real_speech(n_asterisk=args.asterisk) if u.duration_s < 8]
     load_before = os.getloadavg()
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    results = {}
+    results = []  # one record per (model, threads): {"model", "threads", "settings": {setting: figures}}
     for threads in args.threads:
         for model in args.model:  # the models in turn at each thread count: they see about the same load
             t0 = time.time()
-            results[f"{model}, {threads}"] = measure(threads, clips, args.finals, args.repeat, model)
+            settings = measure(threads, clips, args.finals, args.repeat, model)
+            results.append({"model": model, "threads": threads, "settings": settings})
             print(f"{model}, {threads} thread(s): {time.time() - t0:.0f} s", flush=True)
     load_after = os.getloadavg()
     command = ".venv-bench/bin/python -m scripts.bench.final_latency " + " ".join(sys.argv[1:])
@@ -162,17 +163,17 @@ def main() -> int:
         command.strip(),
         "```",
     ]
-    for key, res in results.items():
-        model, threads = key.split(", ")
+    for record in results:
+        model, threads = record["model"], record["threads"]
         lines += [
             "",
-            f"{model}, {threads} inference thread{'s' if threads != '1' else ''}:",
+            f"{model}, {threads} inference thread{'s' if threads != 1 else ''}:",
             "",
             "| setting | wall ms, median / p95 | CPU ms, median / p95 | encode ms, median / p95 "
             "| decode ms, median / p95 | fallback / retry |",
             "|---|---|---|---|---|---|",
         ]
-        for name, r in res.items():
+        for name, r in record["settings"].items():
             m, q = r["median"], r["p95"]
             lines.append(
                 f"| {label(name)} | {m[0]:.0f} / {q[0]:.0f} | {m[1]:.0f} / {q[1]:.0f} | {m[2]:.0f} / {q[2]:.0f} "

@@ -22,12 +22,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import sys
 import time
-
-# As the daemon does (voxnode/__init__.py), before numpy starts OpenBLAS.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 

@@ -23,9 +23,6 @@ import os
 import threading
 import time
 
-# As the daemon does (voxnode/__init__.py), before numpy starts OpenBLAS.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
 import numpy as np
 
 
