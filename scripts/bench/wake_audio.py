@@ -20,6 +20,7 @@ from scripts.bench.wake_conditions import (
     FLITE_CENTS,
     FLITE_STRETCH,
     LATE_S,
+    NOISE_SEED_STEP,
     RATE,
 )
 
@@ -88,18 +89,20 @@ def noisy_clip(
     music,
     lead_s: float = 0.6,
     context: tuple[np.ndarray, np.ndarray] | None = None,
+    draw: int = 0,
 ) -> tuple[np.ndarray, float, float]:
     """The phrase `x` (its first `phrase_len` samples are the words) after `lead_s` + 0-0.8 s of
     the noise alone, mixed with `kind` noise at `snr` dB over the phrase -> (clip, start s, end s).
     `context`: the recording's own audio (before, after) its words, laid under the noise right
     before and after them (as much as the clip holds: at most the lead, and LATE_S + 0.2 s after);
-    the clip's length, noise and SNR (over the words) are the same as without it."""
+    the clip's length, noise and SNR (over the words) are the same as without it. `draw` k > 0: another
+    draw of the noise (seed clip_id + k * NOISE_SEED_STEP), the same lead and everything else."""
     lead = lead_s + 0.4 * (clip_id % 3)
     clean = placed(x, lead, LATE_S + 0.2, context)
     labels = np.zeros(len(clean) // 320, dtype=bool)
     a, b = int(lead * RATE) // 320, int((lead * RATE + phrase_len) // 320)
     labels[a:b] = True  # SNR over the phrase: its frames are the speech
-    noisy = ac.mix(clean, noise_for(kind, len(clean), clip_id, music), snr, labels)
+    noisy = ac.mix(clean, noise_for(kind, len(clean), clip_id + draw * NOISE_SEED_STEP, music), snr, labels)
     return noisy, lead, lead + phrase_len / RATE
 
 
@@ -140,7 +143,9 @@ def trial_clip_id(recording: int, kind: str | None = None) -> int:
     return 1000 + 4 * recording + (ACCEPT_NOISES.index(kind) if kind is not None else 0)
 
 
-def recording_in_noise(rec: Recording, kind: str, snr: float, clip_id: int, music) -> tuple[np.ndarray, float, float]:
+def recording_in_noise(
+    rec: Recording, kind: str, snr: float, clip_id: int, music, draw: int = 0
+) -> tuple[np.ndarray, float, float]:
     """A recording's words in `kind` noise at `snr` dB over them, after 2-2.8 s of the noise, with
     the recording's own audio around them, as a detector in the room hears it (noisy_clip).
 
@@ -151,16 +156,19 @@ def recording_in_noise(rec: Recording, kind: str, snr: float, clip_id: int, musi
     alexa, the same noise): the whole file against the words alone +4, -1, -1, -2 of 660 trials
     at 10 dB over 4 draws of the noise, -2..+1 at 5 dB; another draw moves 10 dB by up to 9
     trials (docs/benchmarks.md, fourth pass). Kept because it is what the room hears."""
-    return noisy_clip(rec.words, len(rec.words), kind, snr, clip_id, music, lead_s=2.0, context=rec.context)
+    return noisy_clip(rec.words, len(rec.words), kind, snr, clip_id, music, lead_s=2.0, context=rec.context, draw=draw)
 
 
-def recording_trials(i: int, rec: Recording, music) -> Iterator[tuple[float, str, np.ndarray, float, float]]:
+def recording_trials(
+    i: int, rec: Recording, music, draw: int = 0
+) -> Iterator[tuple[float, str, np.ndarray, float, float]]:
     """The `i`-th recording's acceptance trials, as every wake tool runs them: each SNR of ACCEPT_SNRS
-    by each noise of ACCEPT_NOISES, with the trial's own noise draw (trial_clip_id); yields
-    (snr, kind, clip, start, end) as recording_in_noise gives them."""
+    by each noise of ACCEPT_NOISES, with the trial's own noise draw (trial_clip_id; `draw` k > 0: the
+    k-th other draw of every noise, recording_in_noise); yields (snr, kind, clip, start, end) as
+    recording_in_noise gives them."""
     for snr in ACCEPT_SNRS:
         for kind in ACCEPT_NOISES:
-            clip, start, end = recording_in_noise(rec, kind, snr, trial_clip_id(i, kind), music)
+            clip, start, end = recording_in_noise(rec, kind, snr, trial_clip_id(i, kind), music, draw)
             yield snr, kind, clip, start, end
 
 

@@ -26,6 +26,10 @@ ACCEPT_SNR = 10.0
 ACCEPT_SNRS = [20, 10, 5, 0]  # the real recordings
 LATE_S = 1.5  # a detection up to this long after the phrase ends counts as accepting it
 REFRACTORY_MS = 2000  # wake.refractory_ms default
+# Another draw of the acceptance noise: draw k mixes each trial with the noise of seed clip_id + k * this
+# (wake_trim.py --noise-seed, wake_confirm.py --draws); draw 0 is every record's. Prime, so that the
+# music draws another track too (noise_for: seed % tracks).
+NOISE_SEED_STEP = 100_003
 TARGET_FA_PER_HOUR = 0.5  # issue 24
 # Cutoffs tried beside each model's own. Not 0.93 / 0.92 (tried at stop 35): over this bench's 3 hours alexa
 # at 0.93 has the same 1 false accept as 0.95 (the next, "left brace", scores 0.929), so choose_cutoffs

@@ -40,7 +40,6 @@ from scripts.bench.wake_scores import raw_scores
 # Seconds of the recording's own audio kept each side of its words; None: the whole file.
 VARIANTS: dict[str, float | None] = {"trim": 0.0, "0.1": 0.1, "0.2": 0.2, "0.3": 0.3, "file": None}
 CLEAN = "clean"  # the trial with no noise added
-NOISE_SEED_STEP = 100_003  # --noise-seed k draws every noise with seed clip_id + k * this
 
 
 def dropouts(x: np.ndarray, min_s: float = 0.01, within_db: float = 30.0) -> list[tuple[float, float]]:
@@ -88,7 +87,7 @@ def cache(model: str, folder: Path, variant: str, noise_seed: int = 0) -> dict:
         for snr, kind, clip_id in conds:  # clip_id and lead as wake_acceptance.acceptance_recorded
             lead = 2.0 + 0.4 * (clip_id % 3)
             clean, labels = placed(x, a, b, VARIANTS[variant], lead)
-            nz_id = clip_id + NOISE_SEED_STEP * noise_seed  # another draw of the noise; the same lead
+            nz_id = clip_id + wc.NOISE_SEED_STEP * noise_seed  # another draw of the noise; the same lead
             clip = clean if snr == CLEAN else ac.mix(clean, wa.noise_for(kind, len(clean), nz_id, music), snr, labels)
             flags = wd.speech_flags(clip)
             clips.append(
