@@ -325,12 +325,14 @@ def run(board_name: str, command: list[str], period_us: int, poll_ms: float, ver
             time.sleep(poll_s)
         status = child.returncode
         # What the command used (its tree, reaped), apart from this poller's own CPU (~10 % of a
-        # host core at a 5 ms poll): benchmarks read this line (bench/live_noise.py).
+        # host core at a 5 ms poll), and the peak RSS of its largest process (ru_maxrss, KiB on
+        # Linux): benchmarks read this line (bench/live_noise.py).
         used = resource.getrusage(resource.RUSAGE_CHILDREN)
         mine = resource.getrusage(resource.RUSAGE_SELF)
         print(
             f"emulate_board: command CPU {used.ru_utime + used.ru_stime:.3f} s, "
-            f"emulator CPU {mine.ru_utime + mine.ru_stime:.3f} s",
+            f"emulator CPU {mine.ru_utime + mine.ru_stime:.3f} s, "
+            f"command peak RSS {used.ru_maxrss / 1024:.0f} MB",
             file=sys.stderr,
             flush=True,
         )

@@ -38,7 +38,9 @@ def one_line(r: dict) -> str:
         f"finals/utt {r['finals_per_utt']:.2f} (false {r['false_finals']}, merged {r['merged_finals']}, "
         f"missed {r['missed_utts']})  end->final p50/p95 {_f(r['latency_true_p50_ms'], '{:.0f}')}/"
         f"{_f(r['latency_true_p95_ms'], '{:.0f}')} ms (daemon {_f(r['latency_daemon_p50_ms'], '{:.0f}')}/"
-        f"{_f(r['latency_daemon_p95_ms'], '{:.0f}')})  dropped {r['dropped_frames']}  "
+        f"{_f(r['latency_daemon_p95_ms'], '{:.0f}')}; sentences {_f(r.get('latency_sentence_p50_ms'), '{:.0f}')}/"
+        f"{_f(r.get('latency_sentence_p95_ms'), '{:.0f}')})  CPU {_f(r.get('daemon_cpu_pct'), '{:.1f}')} %  "
+        f"peak RSS {_f(r.get('daemon_peak_rss_mb'), '{:.0f}')} MB  dropped {r['dropped_frames']}  "
         f"load {r['loadavg_before'][0]}->{r['loadavg_after'][0]}"
     )
 

@@ -119,6 +119,8 @@ def play_live(
     emulated = re.search(r"emulate_board: command CPU ([\d.]+) s", stderr)
     if emulated:
         daemon_cpu_s = float(emulated.group(1))
+    # Only an emulated daemon has its own peak RSS: this process's children include transcribe.
+    rss = re.search(r"emulate_board: .*command peak RSS (\d+) MB", stderr)
     errlog.close()
     write_times = np.array(json.loads(times_path.read_text()))
     m = re.search(r"stopped: (\d+) frames, (\d+) dropped, (\d+) xruns", stderr)
@@ -132,6 +134,7 @@ def play_live(
         "finals_lost": len(re.findall(r"final for utterance \d+ lost|final for stream \S+ dropped", stderr)),
         "daemon_rc": daemon.returncode,
         "daemon_cpu_pct": round(100 * daemon_cpu_s / run_s, 1) if run_s > 0 else None,
+        "daemon_peak_rss_mb": int(rss.group(1)) if rss else None,
         "stderr_tail": stderr[-2000:] if daemon.returncode else "",
     }
 

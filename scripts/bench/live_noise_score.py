@@ -9,7 +9,6 @@ import datetime as dt
 import numpy as np
 
 from scripts.bench import live_noise_audio as la
-from scripts.bench import scoring
 
 
 def _ts(iso: str) -> float:
@@ -20,7 +19,31 @@ def pct(a, q):
     return round(float(np.percentile(a, q)), 1) if len(a) else None
 
 
+def latencies(
+    track: la.Track, finals: list[tuple[float, dict]], spans: list, per_utt: list[list[int]], wt: np.ndarray
+) -> tuple[list[float], list[float], list[float], list[float]]:
+    """Per utterance with a final, ms: true end of speech -> the final read; the same for the finals
+    that end on a closing mark (issue 23's "sentences"); the daemon's own latency_ms; detected - true end."""
+    lat_true, lat_sentence, lat_daemon, end_offset = [], [], [], []
+    for k, u in enumerate(track.utts):
+        if not per_utt[k]:
+            continue
+        j = max(per_utt[k], key=lambda j: spans[j][1])  # the final holding the utterance's end
+        t_read, e = finals[j]
+        t_end = wt[min(len(wt) - 1, (u.speech_end - 1) // la.FRAME)]
+        lat_true.append(1e3 * (t_read - t_end))
+        if e["text"].rstrip()[-1:] in ".?!":
+            lat_sentence.append(lat_true[-1])
+        lat_daemon.append(float(e["latency_ms"]))
+        # Where the daemon put the speech end (the final's "end") vs the true end, in audio time:
+        # what segmentation adds to the latency whatever the machine's load (+ = hangs on).
+        end_offset.append(1e3 * (spans[j][1] - u.speech_end) / la.RATE)
+    return lat_true, lat_sentence, lat_daemon, end_offset
+
+
 def score_condition(track: la.Track, live: dict, transcribed: list[str]) -> dict:
+    from scripts.bench import scoring  # jiwer: the bench venv's (the test venv tests latencies() alone)
+
     wt = live["write_times"]
     off = live["wall_minus_mono"]
     finals = [(t, e) for t, e in live["events"] if e.get("type") == "final"]
@@ -40,18 +63,7 @@ def score_condition(track: la.Track, live: dict, transcribed: list[str]) -> dict
     live_score = scoring.score(" ".join(refs), " ".join(e["text"] for _, e in finals))
     tr_score = scoring.corpus_score(refs, transcribed)
     per_utt = [[j for j, sp in enumerate(spans) if k in sp[2]] for k in range(len(track.utts))]
-    lat_true, lat_daemon, end_offset = [], [], []
-    for k, u in enumerate(track.utts):
-        if not per_utt[k]:
-            continue
-        j = max(per_utt[k], key=lambda j: spans[j][1])  # the final holding the utterance's end
-        t_read, e = finals[j]
-        t_end = wt[min(len(wt) - 1, (u.speech_end - 1) // la.FRAME)]
-        lat_true.append(1e3 * (t_read - t_end))
-        lat_daemon.append(float(e["latency_ms"]))
-        # Where the daemon put the speech end (the final's "end") vs the true end, in audio time:
-        # what segmentation adds to the latency whatever the machine's load (+ = hangs on).
-        end_offset.append(1e3 * (spans[j][1] - u.speech_end) / la.RATE)
+    lat_true, lat_sentence, lat_daemon, end_offset = latencies(track, finals, spans, per_utt, wt)
     speech_finals = [sp for sp in spans if sp[2]]
     n = len(track.utts)
     split_utts = [k for k in range(n) if len(per_utt[k]) > 1]
@@ -73,12 +85,16 @@ def score_condition(track: la.Track, live: dict, transcribed: list[str]) -> dict
         "latency_daemon_p50_ms": pct(lat_daemon, 50),
         "latency_daemon_p95_ms": pct(lat_daemon, 95),
         "latency_n": len(lat_true),
+        "latency_sentence_p50_ms": pct(lat_sentence, 50),
+        "latency_sentence_p95_ms": pct(lat_sentence, 95),
+        "latency_sentence_n": len(lat_sentence),
         "end_offset_p50_ms": pct(end_offset, 50),
         "end_offset_p95_ms": pct(end_offset, 95),
         "frames": live["frames"],
         "dropped_frames": live["dropped_frames"],
         "finals_lost": live["finals_lost"],
         "daemon_cpu_pct": live["daemon_cpu_pct"],
+        "daemon_peak_rss_mb": live.get("daemon_peak_rss_mb"),
         "noise_dbfs": track.noise_dbfs,
         "detail": {
             "refs": refs,
@@ -109,6 +125,8 @@ def score_condition(track: la.Track, live: dict, transcribed: list[str]) -> dict
 def score_thirds(track: la.Track, live_texts: list[str], spans: list, transcribed: list[str]) -> dict:
     """Room conditions: WER per talker-level third. Live, each final counts for the first utterance
     it overlaps (a final overlapping none is a false one and counts only in the overall figure)."""
+    from scripts.bench import scoring
+
     live_by_utt: list[list[str]] = [[] for _ in track.utts]
     for text, (_, _, ov) in zip(live_texts, spans, strict=True):
         if ov:

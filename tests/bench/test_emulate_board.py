@@ -143,3 +143,15 @@ def test_bad_host_fraction_is_one_line(spec, says):
     assert r.returncode == 2
     line = r.stderr.strip()
     assert "\n" not in line and emulate_board.FRACTIONS_ENV in line and says in line, r.stderr
+
+
+@needs_cgroup
+def test_peak_rss_of_the_command_is_reported():
+    # live_noise reads the daemon's peak RSS from this line: an emulated daemon is the emulator's only child.
+    grow = "b = bytearray(96 << 20); b[::4096] = b'x' * len(b[::4096])"
+    cmd = [sys.executable, str(SCRIPT), BOARD, "--", sys.executable, "-c", grow]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    [line] = [x for x in r.stderr.splitlines() if x.startswith("emulate_board: command CPU")]
+    mb = int(line.rsplit("command peak RSS ", 1)[1].split()[0])
+    assert 96 <= mb < 400, line
