@@ -57,6 +57,11 @@ def impulse_response(rt60: float, drr_db: float, rng: np.random.Generator) -> np
     return tail.astype(np.float32)
 
 
+def draw_seed(clip_id: int, draw: int) -> int:
+    """The noise seed of trial `clip_id` in draw `draw` (0: every record's; k > 0: another draw of the noise)."""
+    return clip_id + draw * NOISE_SEED_STEP
+
+
 def noise_for(kind: str, n: int, seed: int, music: list[np.ndarray]) -> np.ndarray:
     if kind == "music":
         track = music[seed % len(music)]
@@ -102,7 +107,7 @@ def noisy_clip(
     labels = np.zeros(len(clean) // 320, dtype=bool)
     a, b = int(lead * RATE) // 320, int((lead * RATE + phrase_len) // 320)
     labels[a:b] = True  # SNR over the phrase: its frames are the speech
-    noisy = ac.mix(clean, noise_for(kind, len(clean), clip_id + draw * NOISE_SEED_STEP, music), snr, labels)
+    noisy = ac.mix(clean, noise_for(kind, len(clean), draw_seed(clip_id, draw), music), snr, labels)
     return noisy, lead, lead + phrase_len / RATE
 
 

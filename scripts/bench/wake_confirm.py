@@ -81,11 +81,11 @@ _TRIALS: dict = {}  # what the workers of one acceptance() share: recordings, mu
 
 def _recording_hits(i: int) -> list[tuple[str, str, float, bool]]:
     """(variant, noise, SNR, accepted) for each trial of the i-th recording."""
-    t = _TRIALS
+    shared = _TRIALS
     out = []
-    for snr, kind, clip, start, end in wa.recording_trials(i, t["phrases"][i], t["music"], t["draw"]):
+    for snr, kind, clip, start, end in wa.recording_trials(i, shared["phrases"][i], shared["music"], shared["draw"]):
         flags = wd.speech_flags(clip)
-        for v in t["variants"]:
+        for v in shared["variants"]:
             times, _, _ = run(clip, v, flags)
             out.append((v, kind, snr, any(start <= t <= end + wc.LATE_S for t in times)))
     return out
@@ -133,10 +133,10 @@ def over_draws(runs: list[dict], variants: tuple[str, ...]) -> dict:
     """Per variant and SNR: trials accepted in each draw (of 4 x recordings), their mean and range, in
     trials and %, and how many trials the mean lacks of TARGETS_PERCENT (0 where it is met)."""
     out: dict = {}
+    trials = len(wc.ACCEPT_NOISES) * runs[0]["recordings"]  # per SNR in each draw
     for v in variants:
         out[v] = {}
         for s in wc.ACCEPT_SNRS:
-            trials = 4 * runs[0]["recordings"]
             counts = [r[v]["accepted_by_snr"][str(s)] for r in runs]
             mean = sum(counts) / len(counts)
             row = {

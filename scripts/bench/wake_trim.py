@@ -87,7 +87,7 @@ def cache(model: str, folder: Path, variant: str, noise_seed: int = 0) -> dict:
         for snr, kind, clip_id in conds:  # clip_id and lead as wake_acceptance.acceptance_recorded
             lead = 2.0 + 0.4 * (clip_id % 3)
             clean, labels = placed(x, a, b, VARIANTS[variant], lead)
-            nz_id = clip_id + wc.NOISE_SEED_STEP * noise_seed  # another draw of the noise; the same lead
+            nz_id = wa.draw_seed(clip_id, noise_seed)  # another draw of the noise; the same lead
             clip = clean if snr == CLEAN else ac.mix(clean, wa.noise_for(kind, len(clean), nz_id, music), snr, labels)
             flags = wd.speech_flags(clip)
             clips.append(
