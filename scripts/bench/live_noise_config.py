@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tomllib
 from pathlib import Path
 
@@ -22,6 +23,14 @@ def spool_path(config: Path) -> Path:
     daemon's default ($STATE_DIRECTORY or /var/lib/voxnode) is one file that a second daemon may not
     share (it then logs an error and delivers every final from memory)."""
     return config.with_suffix(".spool.sqlite")
+
+
+def transcribe_settings(config_text: str) -> str:
+    """What of a lane's config can change `voxnode transcribe`'s text, for transcribe_cuts' cache key:
+    the whole file but the audio device and the spool path, which differ between lanes and runs (the
+    spool lies in each run's work folder: with it in the key, every run decoded the reference again,
+    about a minute each)."""
+    return re.sub(r"(?m)^(device|spool_path) = .*$", "", config_text)
 
 
 def write_config(path: Path, device: str, extra_text: str, sets: dict[str, dict]) -> None:

@@ -21,6 +21,7 @@ from scripts import REPO as ROOT
 from scripts.bench import audio_corpus as ac
 from scripts.bench import emulate_board
 from scripts.bench import live_noise_audio as la
+from scripts.bench.live_noise_config import transcribe_settings
 from voxnode.process_stop import stop_process
 
 VOXNODE = ROOT / ".venv" / "bin" / "voxnode"
@@ -145,8 +146,7 @@ def transcribe_cuts(tracks: list[la.Track], work: Path, cache: Path, config: Pat
     import hashlib
 
     known = json.loads(cache.read_text()) if cache.exists() else {}
-    # The audio device differs between lanes and does not matter to transcribe.
-    settings = re.sub(r"(?m)^device = .*$", "", config.read_text())
+    settings = transcribe_settings(config.read_text())
     todo, keys = [], {}
     for t in tracks:
         for i, u in enumerate(t.utts):
