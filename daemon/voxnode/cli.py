@@ -161,7 +161,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 def cmd_devices(args: argparse.Namespace) -> int:
     from voxnode.audio.devices import format_devices, list_capture_devices
 
-    print(format_devices(list_capture_devices(probe=not args.no_probe)))
+    print(format_devices(list_capture_devices(probe=not args.no_probe), probed=not args.no_probe))
     return 0
 
 

@@ -220,6 +220,10 @@ class AudioStream:
                 f"{self.name}: truncated WAV: header promises {self.data_bytes} bytes of audio, file has {remaining}"
             )
         known = self.data_bytes if self.data_bytes is not None else remaining
+        if not raw and known is not None and known < fmt.block_align:
+            # Said now, not after the samples were "read": `voxnode run --file` opens the file before
+            # the models load, and a WAV of 0 frames there went on to exit 0 with a logged error.
+            raise AudioFileError(f"{self.name}: WAV has no audio samples")
         if known is not None:
             seconds = known // fmt.block_align / fmt.rate
             if seconds > self.max_seconds:
