@@ -100,7 +100,9 @@ def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Comm
         raise CommandError("bad_argument", '"id" must be a string of UTF-8 text', cid=None)
     name = data.get("cmd")
     if not isinstance(name, str):
-        raise CommandError("malformed", 'missing "cmd" (one of: ' + ", ".join(COMMANDS) + ")", cid=cid)
+        # {"cmd": ["mute"]} said `missing "cmd"`, though it is there.
+        what = 'missing "cmd"' if name is None else '"cmd" must be a command\'s name'
+        raise CommandError("malformed", f"{what} (one of: " + ", ".join(COMMANDS) + ")", cid=cid)
     if name not in COMMANDS:
         raise CommandError(
             "unknown_command", f"unknown command {name!r}; known: " + ", ".join(COMMANDS), command=name, cid=cid
@@ -113,8 +115,10 @@ def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Comm
     if "stream" in COMMANDS[name]:
         stream = data.get("stream")
         if not isinstance(stream, str):
+            # {"stream": 5} said `"stream" is required`, though it is there.
+            what = "is required" if stream is None else "must be a stream's name"
             raise CommandError(
-                "bad_argument", f'{name}: "stream" is required (one of: {", ".join(streams)})', command=name, cid=cid
+                "bad_argument", f'{name}: "stream" {what} (one of: {", ".join(streams)})', command=name, cid=cid
             )
         if stream not in streams:
             raise CommandError(
