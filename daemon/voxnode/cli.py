@@ -11,7 +11,7 @@ import sys
 import time
 
 from voxnode import __version__
-from voxnode.config import Config, load_config, render_effective, render_reference
+from voxnode.config import Config, load_config, loader, render_effective, render_reference
 from voxnode.errors import VoxnodeError
 from voxnode.fleet.nodes import Limits
 from voxnode.logs import setup_logging
@@ -154,7 +154,10 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
     check_runnable(config)
     sys.stdout.write(render_effective(config))
-    print(f"# config OK ({args.config or 'built-in defaults or /etc/voxnode/config.toml'})", file=sys.stderr)
+    # Which one was read (it said "built-in defaults or /etc/voxnode/config.toml" when no --config).
+    default = loader.DEFAULT_PATH
+    source = args.config or (str(default) if default.exists() else f"built-in defaults: there is no {default}")
+    print(f"# config OK ({source})", file=sys.stderr)
     return 0
 
 

@@ -79,6 +79,24 @@ def test_default_path_missing_means_defaults(monkeypatch, tmp_path):
     assert load_config() == Config()
 
 
+@pytest.mark.parametrize("exists", [False, True])
+def test_check_config_says_which_config_it_read(monkeypatch, tmp_path, capsys, exists):
+    """Without --config: the default file, or the built-in defaults when it does not exist. Before, both
+    said "config OK (built-in defaults or /etc/voxnode/config.toml)"."""
+    import voxnode.config.loader as loader
+    from voxnode.cli import main
+
+    default = tmp_path / "config.toml"
+    if exists:
+        default.write_text('[audio]\ndevice = "vx_from_the_file"\n')
+    monkeypatch.setattr(loader, "DEFAULT_PATH", default)
+    assert main(["check-config"]) == 0
+    out, err = capsys.readouterr()
+    assert ('device = "vx_from_the_file"' in out) == exists
+    said = str(default) if exists else f"built-in defaults: there is no {default}"
+    assert err.splitlines()[-1] == f"# config OK ({said})", err
+
+
 def test_config_is_immutable():
     c = Config()
     with pytest.raises(dataclasses.FrozenInstanceError):
