@@ -133,6 +133,8 @@ def test_command_parsing():
         (b'{"cmd":["mute"],"stream":"mic"}', '"cmd" must be a command\'s name (one of: mute, '),
         (b'{"cmd":"mute"}', 'mute: "stream" is required (one of: mic, hall)'),
         (b'{"cmd":"mute","stream":5}', 'mute: "stream" must be a stream\'s name (one of: mic, hall)'),
+        # Before: the last "cmd" was carried out (the stream unmuted), with no word of the first.
+        (b'{"cmd":"mute","stream":"mic","cmd":"unmute"}', "command has 'cmd' more than once"),
     ],
 )
 def test_a_refused_command_says_what_is_wrong_with_it(payload, message):

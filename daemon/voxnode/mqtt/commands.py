@@ -80,7 +80,9 @@ def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Comm
             'a command is a flat JSON object like {"cmd": "health"}',
         )
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique_keys)
+    except CommandError:
+        raise
     except json.JSONDecodeError as e:
         raise CommandError("malformed", f"command is not JSON: {e.msg} at position {e.pos}") from None
     except RecursionError:  # json_depth should have caught it
@@ -125,6 +127,17 @@ def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Comm
                 "unknown_stream", f"{name}: no stream {stream!r}; streams: {', '.join(streams)}", command=name, cid=cid
             )
     return Command(name=name, stream=stream, id=cid)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A key given twice is refused: json.loads kept the last, so {"cmd": "mute", "stream": "mic",
+    "cmd": "unmute"} unmuted the stream without a word."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise CommandError("malformed", f"command has {key!r} more than once")
+        out[key] = value
+    return out
 
 
 MUTE_PAYLOADS = {"ON": "mute", "OFF": "unmute"}
