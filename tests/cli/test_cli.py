@@ -97,6 +97,16 @@ def test_run_duration_must_be_a_positive_number_of_seconds(bad, capsys):
     assert build_parser().parse_args(["run", "--duration", "1.5"]).duration == 1.5
 
 
+@pytest.mark.parametrize(("bad", "why"), [("-1", "must be 0 or more"), ("x", "is not a whole number")])
+def test_fleet_backlog_max_must_be_a_count(bad, why, capsys):
+    """Before: -1 was taken, and every node then had a problem (a backlog of 0 is more than -1)."""
+    with pytest.raises(SystemExit) as e:
+        build_parser().parse_args(["fleet", "--backlog-max", bad])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and f"argument --backlog-max: '{bad}' {why}" in err, err
+    assert build_parser().parse_args(["fleet", "--backlog-max", "0"]).backlog_max == 0
+
+
 def test_a_reader_that_has_gone_is_no_traceback(voxnode_cmd):
     """`voxnode check-config --reference | head -1`: the pipe's reader closes before the output is written
     (here before the child has even started). Before: a BrokenPipeError traceback."""
