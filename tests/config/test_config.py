@@ -22,6 +22,9 @@ BAD_CONFIGS = {
     "bad vad engine": ('[vad]\nengine = "neural"\n', "vad.engine", '"webrtc", "spectral", "both", "silero"'),
     "silero threshold": ("[vad]\nsilero_threshold = 1.5\n", "vad.silero_threshold", "between 0.2 and 0.9"),
     "unknown section": ("[audoi]\n", "'audoi'", "did you mean 'audio'"),
+    # Before: "did you mean 'service'?" and the list of the top level's keys, not where the key goes.
+    "section header missing": ('device = "hw:1"\n', "'device' in the top level", "a key of [audio] and [[streams]]"),
+    "key under another section": ('[audio]\nmodel = "base"\n', "'audio.model' in [audio]", "it is a key of [asr]"),
     "stream without device": ('[[streams]]\nname = "k"\n', "streams[0].device", "required"),
     "duplicate stream": (
         '[[streams]]\nname = "k"\ndevice = "a"\n[[streams]]\nname = "k"\ndevice = "b"\n',
