@@ -64,7 +64,9 @@ class _Input:
         try:
             st = os.stat(path)
         except FileNotFoundError:
-            raise AudioFileError(f"{path}: no such file") from None
+            # `voxnode transcribe -` (the usual name for standard input) said only "-: no such file".
+            stdin = " (standard input is /dev/stdin)" if str(path) == "-" else ""
+            raise AudioFileError(f"{path}: no such file{stdin}") from None
         except PermissionError:
             raise AudioFileError(f"{path}: permission denied") from None
         except OSError as e:
