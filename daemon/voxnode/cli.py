@@ -11,7 +11,7 @@ import sys
 import time
 
 from voxnode import __version__
-from voxnode.config import Config, load_config, render_effective, render_reference
+from voxnode.config import Config, load_config, loader, render_effective, render_reference
 from voxnode.errors import VoxnodeError
 from voxnode.fleet.nodes import Limits
 from voxnode.logs import setup_logging
@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     for flag, kind, default, metavar, meaning in (
         ("--stall-after", _positive, limits.stall_s, "S", "a stream with no audio for S counts as stalled"),
         ("--latency-target", _positive, limits.latency_p95_s, "S", "a final latency p95 above S is a problem"),
-        ("--backlog-max", int, limits.backlog, "N", "more than N finals waiting for the broker is a problem"),
+        ("--backlog-max", _count, limits.backlog, "N", "more than N finals waiting for the broker is a problem"),
     ):
         fleet.add_argument(flag, type=kind, default=default, metavar=metavar, help=f"{meaning} (default {default:g})")
 
@@ -109,6 +109,17 @@ def _positive(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not (value > 0 and value < float("inf")):
         raise argparse.ArgumentTypeError(f"{text!r} must be a positive number of seconds")
+    return value
+
+
+def _count(text: str) -> int:
+    # -1 made every node a problem (a backlog of 0 is more than -1), without a word
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
     return value
 
 
@@ -154,14 +165,17 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
     check_runnable(config)
     sys.stdout.write(render_effective(config))
-    print(f"# config OK ({args.config or 'built-in defaults or /etc/voxnode/config.toml'})", file=sys.stderr)
+    # Which one was read (it said "built-in defaults or /etc/voxnode/config.toml" when no --config).
+    default = loader.DEFAULT_PATH
+    source = args.config or (str(default) if default.exists() else f"built-in defaults: there is no {default}")
+    print(f"# config OK ({source})", file=sys.stderr)
     return 0
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
     from voxnode.audio.devices import format_devices, list_capture_devices
 
-    print(format_devices(list_capture_devices(probe=not args.no_probe)))
+    print(format_devices(list_capture_devices(probe=not args.no_probe), probed=not args.no_probe))
     return 0
 
 

@@ -108,3 +108,10 @@ def test_unsupported_encoding(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(AudioFileError, match="no such file"):
         read_audio(tmp_path / "nope.wav")
+
+
+def test_a_dash_is_told_the_name_of_standard_input(tmp_path, monkeypatch):
+    """Before: `voxnode transcribe -` said "-: no such file" and no more."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(AudioFileError, match=r"^-: no such file \(standard input is /dev/stdin"):
+        read_audio("-")

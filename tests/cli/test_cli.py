@@ -6,8 +6,10 @@ import re
 import subprocess
 import threading
 
+import numpy as np
 import pytest
 
+from voxnode.audio.wavfile import write_wav
 from voxnode.cli import build_parser
 
 
@@ -48,7 +50,8 @@ def test_device_override_with_streams_is_a_clear_error(tmp_path, voxnode_cmd):
 
 def test_devices_lists_and_probes_test_pcms(voxnode_cmd, alsa_dir):
     p = subprocess.run(voxnode_cmd + ["devices", "--no-probe"], capture_output=True, text=True, timeout=30)
-    assert p.returncode == 0 and "vx_file" in p.stdout
+    # The names alone: before, "vx_file: rates ; formats ; ?", as if it had been opened and said nothing.
+    assert p.returncode == 0 and "vx_file" in p.stdout.splitlines() and "rates" not in p.stdout, p.stdout
     (alsa_dir / "in.raw").write_bytes(b"\0" * 6400)
     p = subprocess.run(voxnode_cmd + ["devices"], capture_output=True, text=True, timeout=30)
     assert p.returncode == 0, p.stderr
@@ -94,6 +97,16 @@ def test_run_duration_must_be_a_positive_number_of_seconds(bad, capsys):
     assert build_parser().parse_args(["run", "--duration", "1.5"]).duration == 1.5
 
 
+@pytest.mark.parametrize(("bad", "why"), [("-1", "must be 0 or more"), ("x", "is not a whole number")])
+def test_fleet_backlog_max_must_be_a_count(bad, why, capsys):
+    """Before: -1 was taken, and every node then had a problem (a backlog of 0 is more than -1)."""
+    with pytest.raises(SystemExit) as e:
+        build_parser().parse_args(["fleet", "--backlog-max", bad])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and f"argument --backlog-max: '{bad}' {why}" in err, err
+    assert build_parser().parse_args(["fleet", "--backlog-max", "0"]).backlog_max == 0
+
+
 def test_a_reader_that_has_gone_is_no_traceback(voxnode_cmd):
     """`voxnode check-config --reference | head -1`: the pipe's reader closes before the output is written
     (here before the child has even started). Before: a BrokenPipeError traceback."""
@@ -110,12 +123,18 @@ RUN_NOT_WAV = "not a WAV file (no RIFF/WAVE header); for headerless S16_LE 16 kH
 
 
 # Before, bad.wav's line ended "use --raw for headerless S16_LE 16 kHz audio": a transcribe flag run lacks.
-@pytest.mark.parametrize(("name", "why"), [("missing.wav", "no such file"), ("bad.wav", RUN_NOT_WAV)])
+# Before, a WAV of 0 frames passed the check, and run logged the error after the models and exited 0.
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [("missing.wav", "no such file"), ("bad.wav", RUN_NOT_WAV), ("silent.wav", "WAV has no audio samples")],
+)
 def test_run_with_a_bad_file_says_so_before_loading_the_models(tmp_path, voxnode_cmd, name, why):
     """Before: the one line came after Whisper and the end-of-turn model had loaded (seconds on a Pi)."""
     f = tmp_path / name
     if name == "bad.wav":
         f.write_bytes(b"hello")
+    if name == "silent.wav":
+        write_wav(f, np.zeros(0, dtype=np.float32))
     p = subprocess.run(voxnode_cmd + ["run", "--file", str(f)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
     assert p.stderr.startswith(f"voxnode: error: {f}: {why}") and p.stderr.count("\n") == 1, p.stderr

@@ -126,6 +126,24 @@ def test_command_parsing():
         assert e.value.code == code, payload
 
 
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (b'{"stream":"mic"}', 'missing "cmd" (one of: mute, '),
+        (b'{"cmd":["mute"],"stream":"mic"}', '"cmd" must be a command\'s name (one of: mute, '),
+        (b'{"cmd":"mute"}', 'mute: "stream" is required (one of: mic, hall)'),
+        (b'{"cmd":"mute","stream":5}', 'mute: "stream" must be a stream\'s name (one of: mic, hall)'),
+        # Before: the last "cmd" was carried out (the stream unmuted), with no word of the first.
+        (b'{"cmd":"mute","stream":"mic","cmd":"unmute"}', "command has 'cmd' more than once"),
+    ],
+)
+def test_a_refused_command_says_what_is_wrong_with_it(payload, message):
+    """Before, a "cmd" or "stream" that was there but not a string was reported missing."""
+    with pytest.raises(CommandError) as e:
+        parse_command(payload, max_bytes=100, streams=["mic", "hall"])
+    assert e.value.message.startswith(message), e.value.message
+
+
 def test_node_id_is_sanitised():
     assert sanitize_node_id("kitchen-pi.local") == "kitchen-pi"
     assert sanitize_node_id("pi 4 (hall)") == "pi_4__hall_"

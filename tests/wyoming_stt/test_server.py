@@ -182,4 +182,18 @@ def test_a_port_in_use_stops_start_up_with_a_clear_error(tmp_path, voxnode_cmd):
         p = subprocess.run([*voxnode_cmd, "run", "--config", str(cfg)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 1
     assert f"voxnode: error: wyoming.host/port = 127.0.0.1:{port}: cannot listen" in p.stderr
+    assert "is another Wyoming server (wyoming-faster-whisper) using the port?" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_an_address_not_on_this_machine_is_not_blamed_on_another_server(tmp_path, voxnode_cmd):
+    """Before, every failure to listen asked whether another Wyoming server had the port."""
+    import subprocess
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[audio]\ndevice = ""\n[wyoming]\nenabled = true\nhost = "192.0.2.1"\n')  # TEST-NET-1
+    p = subprocess.run([*voxnode_cmd, "run", "--config", str(cfg)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    line = p.stderr.splitlines()[-1]
+    assert line.startswith("voxnode: error: wyoming.host/port = 192.0.2.1:10300: cannot listen"), p.stderr
+    assert "another Wyoming server" not in line and "wyoming.host must be an address of this machine" in line

@@ -64,7 +64,9 @@ class _Input:
         try:
             st = os.stat(path)
         except FileNotFoundError:
-            raise AudioFileError(f"{path}: no such file") from None
+            # `voxnode transcribe -` (the usual name for standard input) said only "-: no such file".
+            stdin = " (standard input is /dev/stdin)" if str(path) == "-" else ""
+            raise AudioFileError(f"{path}: no such file{stdin}") from None
         except PermissionError:
             raise AudioFileError(f"{path}: permission denied") from None
         except OSError as e:
@@ -220,6 +222,10 @@ class AudioStream:
                 f"{self.name}: truncated WAV: header promises {self.data_bytes} bytes of audio, file has {remaining}"
             )
         known = self.data_bytes if self.data_bytes is not None else remaining
+        if not raw and known is not None and known < fmt.block_align:
+            # Said now, not after the samples were "read": `voxnode run --file` opens the file before
+            # the models load, and a WAV of 0 frames there went on to exit 0 with a logged error.
+            raise AudioFileError(f"{self.name}: WAV has no audio samples")
         if known is not None:
             seconds = known // fmt.block_align / fmt.rate
             if seconds > self.max_seconds:

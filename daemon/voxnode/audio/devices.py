@@ -108,9 +108,13 @@ def _probe(name: str) -> DeviceInfo:
         pcm.close()
 
 
-def format_devices(devices: list[DeviceInfo]) -> str:
+def format_devices(devices: list[DeviceInfo], probed: bool = True) -> str:
+    """One line per device; `probed=False` (--no-probe): the names alone (before, each line read
+    "null: rates ; formats ; ?", as if the device had been opened and reported nothing)."""
     if not devices:
         return "no ALSA capture devices found (is the user in the 'audio' group? is a microphone plugged in?)"
+    if not probed:
+        return "\n".join(d.name for d in devices)
     lines = []
     for d in devices:
         if d.error:

@@ -80,7 +80,9 @@ def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Comm
             'a command is a flat JSON object like {"cmd": "health"}',
         )
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique_keys)
+    except CommandError:
+        raise
     except json.JSONDecodeError as e:
         raise CommandError("malformed", f"command is not JSON: {e.msg} at position {e.pos}") from None
     except RecursionError:  # json_depth should have caught it
@@ -100,7 +102,9 @@ def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Comm
         raise CommandError("bad_argument", '"id" must be a string of UTF-8 text', cid=None)
     name = data.get("cmd")
     if not isinstance(name, str):
-        raise CommandError("malformed", 'missing "cmd" (one of: ' + ", ".join(COMMANDS) + ")", cid=cid)
+        # {"cmd": ["mute"]} said `missing "cmd"`, though it is there.
+        what = 'missing "cmd"' if name is None else '"cmd" must be a command\'s name'
+        raise CommandError("malformed", f"{what} (one of: " + ", ".join(COMMANDS) + ")", cid=cid)
     if name not in COMMANDS:
         raise CommandError(
             "unknown_command", f"unknown command {name!r}; known: " + ", ".join(COMMANDS), command=name, cid=cid
@@ -113,14 +117,27 @@ def parse_command(payload: bytes, *, max_bytes: int, streams: list[str]) -> Comm
     if "stream" in COMMANDS[name]:
         stream = data.get("stream")
         if not isinstance(stream, str):
+            # {"stream": 5} said `"stream" is required`, though it is there.
+            what = "is required" if stream is None else "must be a stream's name"
             raise CommandError(
-                "bad_argument", f'{name}: "stream" is required (one of: {", ".join(streams)})', command=name, cid=cid
+                "bad_argument", f'{name}: "stream" {what} (one of: {", ".join(streams)})', command=name, cid=cid
             )
         if stream not in streams:
             raise CommandError(
                 "unknown_stream", f"{name}: no stream {stream!r}; streams: {', '.join(streams)}", command=name, cid=cid
             )
     return Command(name=name, stream=stream, id=cid)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A key given twice is refused: json.loads kept the last, so {"cmd": "mute", "stream": "mic",
+    "cmd": "unmute"} unmuted the stream without a word."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise CommandError("malformed", f"command has {key!r} more than once")
+        out[key] = value
+    return out
 
 
 MUTE_PAYLOADS = {"ON": "mute", "OFF": "unmute"}
