@@ -13,7 +13,8 @@ from voxnode.config.mqtt import MqttConfig
 from voxnode.events import iso8601
 from voxnode.fleet.nodes import Limits, Row, summarize
 from voxnode.fleet.table import render
-from voxnode.fleet.watch import FleetWatch
+from voxnode.fleet.waits import Waits
+from voxnode.fleet.watch import STOP_S, FleetWatch
 
 CLEAR = "\x1b[H\x1b[2J"  # cursor home, clear screen: the live table redraws in place on a terminal
 
@@ -42,18 +43,20 @@ def snapshot(watch: FleetWatch, limits: Limits) -> tuple[list[Row], dict]:
 
 
 def run_fleet(config: MqttConfig, config_name: str, options: FleetOptions, out: TextIO = sys.stdout) -> int:
-    """Exit status: --once: 0 when every node is fine, 1 when one has a problem or none was found."""
-    watch = FleetWatch(config, config_name, options.timeout_s)
-    watch.start()
-    try:
-        if options.once:
-            watch.wait_retained(options.timeout_s)
-            rows, doc = snapshot(watch, options.limits)
-            out.write(json.dumps(doc, indent=2) + "\n" if options.as_json else render(rows, _header(doc)))
-            return 0 if rows and not any(r.problems for r in rows) else 1
-        return _live(watch, options, out)
-    finally:
-        watch.stop(time.monotonic())
+    """Exit status: --once: 0 when every node is fine, 1 when one has a problem or none was found.
+    Ctrl-C ends the live view (exit 0); elsewhere it raises KeyboardInterrupt (the CLI: exit 130)."""
+    with Waits().taking_ctrl_c() as waits:
+        watch = FleetWatch(config, config_name, options.timeout_s, waits)
+        watch.start()
+        try:
+            if options.once:
+                watch.wait_retained(options.timeout_s)
+                rows, doc = snapshot(watch, options.limits)
+                out.write(json.dumps(doc, indent=2) + "\n" if options.as_json else render(rows, _header(doc)))
+                return 0 if rows and not any(r.problems for r in rows) else 1
+            return _live(watch, options, out)
+        finally:
+            watch.stop(time.monotonic() + STOP_S)
 
 
 def _header(doc: dict) -> str:
@@ -67,12 +70,13 @@ def _live(watch: FleetWatch, options: FleetOptions, out: TextIO) -> int:
         watch.wait_retained(options.timeout_s)  # the first table shows every node, not the first few
         while True:
             rows, doc = snapshot(watch, options.limits)
-            if options.as_json:
-                out.write(json.dumps(doc, separators=(",", ":")) + "\n")  # one document per line
-            else:
-                out.write((CLEAR if tty else "") + render(rows, _header(doc)) + ("" if tty else "\n"))
-            out.flush()
-            time.sleep(options.interval_s)
+            with watch.waits.interruptible():  # a reader that does not read blocks the write
+                if options.as_json:
+                    out.write(json.dumps(doc, separators=(",", ":")) + "\n")  # one document per line
+                else:
+                    out.write((CLEAR if tty else "") + render(rows, _header(doc)) + ("" if tty else "\n"))
+                out.flush()
+            watch.waits.sleep(options.interval_s)
     except KeyboardInterrupt:
         return 0
     except BrokenPipeError:  # `voxnode fleet | head`
