@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -42,10 +43,13 @@ def snapshot(watch: FleetWatch, limits: Limits) -> tuple[list[Row], dict]:
     return rows, doc
 
 
-def run_fleet(config: MqttConfig, config_name: str, options: FleetOptions, out: TextIO = sys.stdout) -> int:
+def run_fleet(
+    config: MqttConfig, config_name: str, options: FleetOptions, out: TextIO = sys.stdout, waits: Waits | None = None
+) -> int:
     """Exit status: --once: 0 when every node is fine, 1 when one has a problem or none was found.
-    Ctrl-C ends the live view (exit 0); elsewhere it raises KeyboardInterrupt (the CLI: exit 130)."""
-    with Waits().taking_ctrl_c() as waits:
+    Ctrl-C ends the live view (exit 0); elsewhere it raises KeyboardInterrupt (the CLI: exit 130).
+    `waits`: one already taking Ctrl-C (the CLI's, taken before this module loaded), else a new one."""
+    with Waits().taking_ctrl_c() if waits is None else nullcontext(waits) as waits:
         watch = FleetWatch(config, config_name, options.timeout_s, waits)
         watch.start()
         try:
