@@ -233,14 +233,17 @@ def cmd_adapt(args: argparse.Namespace) -> int:
 
 
 def cmd_fleet(args: argparse.Namespace) -> int:
-    from voxnode.fleet.command import FleetOptions, run_fleet
+    from voxnode.fleet.waits import Waits
 
-    config = _load(args)
-    limits = Limits(stall_s=args.stall_after, latency_p95_s=args.latency_target, backlog=args.backlog_max)
-    options = FleetOptions(
-        once=args.once, as_json=args.json, timeout_s=args.timeout, interval_s=args.interval, limits=limits
-    )
-    return run_fleet(config.mqtt, args.config or "the config", options)
+    with Waits().taking_ctrl_c() as waits:  # before paho loads (see fleet/waits.py, voxnode/__main__.py)
+        from voxnode.fleet.command import FleetOptions, run_fleet
+
+        config = _load(args)
+        limits = Limits(stall_s=args.stall_after, latency_p95_s=args.latency_target, backlog=args.backlog_max)
+        options = FleetOptions(
+            once=args.once, as_json=args.json, timeout_s=args.timeout, interval_s=args.interval, limits=limits
+        )
+        return run_fleet(config.mqtt, args.config or "the config", options, waits=waits)
 
 
 def cmd_transcribe(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -117,6 +118,37 @@ def test_a_reader_that_has_gone_is_no_traceback(voxnode_cmd):
     p.stdout.close()
     _, err = p.communicate(timeout=60)
     assert p.returncode == 1 and err == "", err
+
+
+# Ctrl-C (SIGINT to itself) the moment the command line's modules start loading voxnode.config;
+# then `voxnode` run as `python -m voxnode` or as the installed script (pyproject: voxnode.__main__:run).
+# SIGINT as a foreground job has it, whatever this test's runner has (a script's `pytest &` ignores it).
+CTRL_C_WHILE_LOADING = """
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+def ctrl_c(event, args, sent=[]):
+    if event == "import" and args[0] == "voxnode.config" and not sent:
+        sent.append(1)
+        os.kill(os.getpid(), signal.SIGINT)
+sys.addaudithook(ctrl_c)
+"""
+LAUNCH = {
+    "python -m voxnode": "import runpy; runpy.run_module('voxnode', run_name='__main__', alter_sys=True)",
+    "voxnode script": "from voxnode.__main__ import run; sys.exit(run())",
+}
+
+
+@pytest.mark.parametrize("how", sorted(LAUNCH))
+def test_ctrl_c_while_the_modules_load_is_exit_130_without_a_traceback(tmp_path, how):
+    """Before: a KeyboardInterrupt traceback from inside the imports (or, raised in an import lock's
+    weakref callback, only "Exception ignored": the live `voxnode fleet` then ran on)."""
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[mqtt]\nhost = "127.0.0.1"\nport = 9\n')
+    cmd = ["fleet", "--config", str(cfg)]  # past the loading: nothing listens on port 9, exit 1
+    p = subprocess.run(
+        [sys.executable, "-c", CTRL_C_WHILE_LOADING + LAUNCH[how], *cmd], capture_output=True, text=True, timeout=60
+    )
+    assert p.returncode == 130 and p.stderr == "" and p.stdout == "", p.stderr
 
 
 RUN_NOT_WAV = "not a WAV file (no RIFF/WAVE header); for headerless S16_LE 16 kHz audio, give the file a .raw name"

@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import jsonschema
@@ -32,6 +35,53 @@ def fleet(config: Path, *args: str, timeout: float = 60) -> subprocess.Completed
         timeout=timeout,
         env={**os.environ, "PYTHONMALLOC": "malloc"},
     )
+
+
+# Starts the rest of its command line with SIGINT ignored, as a shell without job control (a script's
+# `cmd &`) starts its background jobs; Python then installs no KeyboardInterrupt handler of its own.
+SIGINT_IGNORED = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+)
+
+
+def live_fleet(config: Path, *args: str, sigint_ignored: bool = False) -> subprocess.Popen:
+    """`voxnode fleet --json` live: one JSON document per refresh on its stdout."""
+    launcher = ["-c", SIGINT_IGNORED] if sigint_ignored else []
+    return subprocess.Popen(
+        [sys.executable, *launcher, "-m", "voxnode", "fleet", "--config", str(config), "--json", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def ctrl_c(live: subprocess.Popen, timeout: float) -> tuple[str, str, float]:
+    """SIGINT; then what it printed after, its stderr, and the seconds it took to exit. One still running
+    `timeout` s later is killed (never left behind) and fails the test."""
+    live.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    try:
+        out, err = live.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        live.kill()
+        out, err = live.communicate()
+        raise AssertionError(f"still running {timeout} s after Ctrl-C; stderr: {err[-2000:]!r}") from None
+    return out, err, time.monotonic() - sent
+
+
+@contextmanager
+def silent_port(host: str, port: int) -> Iterator[None]:
+    """`port` held by a listener that never accepts, its accept queue full: Linux drops every further
+    SYN, so a connect there waits for its own timeout (a broker gone silent, a black-holed host)."""
+    with socket.socket() as hole:
+        hole.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        hole.bind((host, port))
+        hole.listen(0)
+        with socket.create_connection((host, port), timeout=2):  # fills the queue (one, for a backlog of 0)
+            with pytest.raises(TimeoutError), socket.create_connection((host, port), timeout=0.5):
+                pass  # the next SYN is dropped
+            yield
 
 
 def mqtt_section(broker: Broker, **extra: str) -> str:
@@ -223,20 +273,51 @@ def test_read_only_user_older_releases_and_stale_reports(tmp_path):
             and "old (due every 30 s)" in nodes["stale"]["problems"][0]
         )
         # Live: one JSON document per refresh, until Ctrl-C (exit 0).
-        live = subprocess.Popen(
-            [sys.executable, "-m", "voxnode", "fleet", "--config", str(cfg), "--json", "--interval", "0.2"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        live = live_fleet(cfg, "--interval", "0.2")
         try:
             docs = [json.loads(live.stdout.readline()) for _ in range(3)]
         finally:
-            live.send_signal(signal.SIGINT)
-            out, err = live.communicate(timeout=15)
+            _, err, _ = ctrl_c(live, 15)
         assert live.returncode == 0 and "Traceback" not in err, err
         assert all(sorted(n["node"] for n in d["nodes"]) == ["old", "stale"] for d in docs)
         assert docs[0]["time"] < docs[2]["time"] and docs[2]["connected"]
     finally:
         pub.close()
         b.stop()
+
+
+def test_ctrl_c_ends_the_live_view_started_with_sigint_ignored(tmp_path, broker):
+    """Started as a script's `voxnode fleet &` starts it (SIGINT ignored), Ctrl-C still ends the live
+    view: exit 0, nothing on stderr. It used to run on, printing, for ever."""
+    cfg = tmp_path / "fleet.toml"
+    cfg.write_text(mqtt_section(broker))
+    live = live_fleet(cfg, "--interval", "0.2", sigint_ignored=True)
+    try:
+        docs = [json.loads(live.stdout.readline()) for _ in range(2)]
+    finally:
+        _, err, _ = ctrl_c(live, 15)
+    assert live.returncode == 0 and err == "", err
+    assert docs[1]["connected"] and docs[1]["broker"] == f"{broker.host}:{broker.port}"
+
+
+def test_ctrl_c_while_reconnecting_to_a_silent_broker_does_not_wait_for_the_connect(tmp_path, broker):
+    """The broker goes and its port falls silent: paho's thread is in a reconnect's connect until
+    --timeout (30 s here). Ctrl-C ends the command at once; it used to wait for that connect (18.7 s
+    after Ctrl-C with --timeout 20)."""
+    cfg = tmp_path / "fleet.toml"
+    cfg.write_text(mqtt_section(broker))
+    live = live_fleet(cfg, "--interval", "0.2", "--timeout", "30")
+    try:
+        assert json.loads(live.stdout.readline())["connected"]
+        broker.stop()
+        with silent_port(broker.host, broker.port):
+            # It notices the loss at once, waits paho's 1 s reconnect delay, then connects into the silence.
+            assert wait_until(lambda: not json.loads(live.stdout.readline())["connected"], timeout=10)
+            time.sleep(2)
+            _, err, took = ctrl_c(live, 45)
+    finally:
+        if live.poll() is None:
+            live.kill()
+            live.communicate()
+    assert live.returncode == 0 and err == "", err
+    assert took < 5, f"{took:.1f} s from Ctrl-C to exit"

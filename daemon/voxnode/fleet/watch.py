@@ -20,12 +20,18 @@ import time
 from voxnode.config.mqtt import MqttConfig, sanitize_node_id
 from voxnode.errors import VoxnodeError
 from voxnode.fleet.nodes import NodeState
+from voxnode.fleet.waits import Waits
 from voxnode.lifecycle import Component
 from voxnode.mqtt.connection import make_paho_client
 
 # Retained messages come back to back; half a second with none after the SUBACK means no more.
 QUIET_S = 0.5
 KEEPALIVE_S = 30
+# How long a stop (Ctrl-C) waits for paho's thread. It leaves at once: the whole exit after Ctrl-C
+# took 32-59 ms (load 1.3). Inside a reconnect to a broker gone silent it stayed until its connect
+# timed out (--timeout 20: the command exited 18.7 s after Ctrl-C). A read-only watcher loses
+# nothing when that thread is left to end with the process.
+STOP_S = 1.0
 
 
 class FleetError(VoxnodeError):
@@ -33,8 +39,9 @@ class FleetError(VoxnodeError):
 
 
 class FleetWatch(Component):
-    def __init__(self, config: MqttConfig, config_name: str, timeout_s: float):
+    def __init__(self, config: MqttConfig, config_name: str, timeout_s: float, waits: Waits | None = None):
         self.config = config
+        self.waits = waits or Waits()  # how the caller's thread waits (and takes Ctrl-C)
         self.timeout_s = timeout_s  # to connect and subscribe
         self.config_name = config_name  # for messages: which file's [mqtt] to fix
         self.prefix = config.topic_prefix
@@ -59,13 +66,15 @@ class FleetWatch(Component):
     # ---- connection (the caller's thread) ------------------------------------------------------
 
     def start(self) -> None:
-        """Connect and subscribe within `timeout_s` seconds, or raise FleetError saying why."""
+        """Connect and subscribe within `timeout_s` seconds, or raise FleetError saying why. Whatever
+        ends it early (an error, Ctrl-C) stops the connection, as stop() does, within STOP_S."""
         timeout = self.timeout_s
         deadline = time.monotonic() + timeout
         self.client.connect_timeout = max(0.5, timeout)
         hint = f"check mqtt.host and mqtt.port in {self.config_name}"
         try:
-            self.client.connect(self.config.host, self.config.effective_port, keepalive=KEEPALIVE_S)
+            with self.waits.interruptible():  # blocks up to `timeout`; paho's thread does not exist yet
+                self.client.connect(self.config.host, self.config.effective_port, keepalive=KEEPALIVE_S)
         except ssl.SSLCertVerificationError as e:
             raise FleetError(
                 f"MQTT broker {self.where}: TLS certificate not accepted: {e.verify_message} "
@@ -80,12 +89,16 @@ class FleetWatch(Component):
         except OSError as e:
             raise FleetError(f"cannot connect to MQTT broker {self.where}: {e.strerror or e} ({hint})") from None
         self.client.loop_start()
-        if not self._answered.wait(max(0.0, deadline - time.monotonic())):
-            self._close()
-            raise FleetError(f"MQTT broker {self.where}: no answer within {timeout:g} s ({hint})")
-        if self._failure:
-            self._close()
-            raise FleetError(self._failure)
+        try:
+            while not self._answered.is_set():
+                if time.monotonic() >= deadline:
+                    raise FleetError(f"MQTT broker {self.where}: no answer within {timeout:g} s ({hint})")
+                self.waits.wait(deadline - time.monotonic())
+            if self._failure:
+                raise FleetError(self._failure)
+        except BaseException:
+            self.stop(time.monotonic() + STOP_S)
+            raise
 
     def wait_retained(self, timeout: float) -> None:
         """Until every retained message has arrived (see the module doc), at most `timeout` s."""
@@ -95,7 +108,7 @@ class FleetWatch(Component):
                 raise FleetError(self._failure)
             if self._subscribed.is_set() and time.monotonic() - self._last_message >= QUIET_S:
                 return
-            self._synced.wait(0.05)
+            self.waits.wait(0.05)
 
     def nodes(self) -> list[NodeState]:
         with self._lock:
@@ -105,12 +118,20 @@ class FleetWatch(Component):
             ]
 
     def stop(self, deadline: float) -> None:
-        """Disconnect; paho's thread leaves at once (loop_stop cannot be bounded: it joins)."""
-        self._close()
-
-    def _close(self) -> None:
+        """Disconnect, and wait until `deadline` for paho's thread to leave. It leaves at once, unless
+        it is inside a reconnect's connect (a broker gone silent: until `timeout_s`; a host name's
+        lookup: unbounded); then it is left behind, a daemon thread that ends with the process.
+        paho's loop_stop joins without a bound, so it runs on a thread of its own, joined here."""
         self.client.disconnect()
-        self.client.loop_stop()
+        leaving = threading.Thread(target=self._loop_stop, name="fleet-stop", daemon=True)
+        leaving.start()
+        leaving.join(max(0.0, deadline - time.monotonic()))
+
+    def _loop_stop(self) -> None:
+        try:
+            self.client.loop_stop()
+        except AttributeError:  # paho 2.2 issue #872: its thread left between loop_stop's check and join
+            pass
 
     # ---- paho's thread ---------------------------------------------------------------------------
 
@@ -120,12 +141,16 @@ class FleetWatch(Component):
                 f"MQTT broker {self.where} refused the connection: {reason_code} "
                 f"(check mqtt.username and mqtt.password/password_file in {self.config_name})"
             )
-            self._answered.set()
+            self._answer()
             return
         self.connected = True
         self._subscribed.clear()
         client.subscribe([(f"{self.prefix}/+/status", 1), (f"{self.prefix}/+/health", 1), (self.sync_topic, 0)])
+        self._answer()
+
+    def _answer(self) -> None:
         self._answered.set()
+        self.waits.wake()
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
         self.connected = False
@@ -137,7 +162,7 @@ class FleetWatch(Component):
                 f"MQTT broker {self.where} refused the subscription to {self.prefix}/+/status and "
                 f"{self.prefix}/+/health: {refused[0]} (the broker's ACL must let this user read them)"
             )
-            self._answered.set()
+            self._answer()
             return
         self._last_message = time.monotonic()
         self._subscribed.set()
@@ -147,6 +172,7 @@ class FleetWatch(Component):
         self._last_message = time.monotonic()
         if msg.topic == self.sync_topic:
             self._synced.set()
+            self.waits.wake()
             return
         rest = msg.topic[len(self.prefix) + 1 :].split("/")
         if len(rest) != 2 or rest[1] not in ("status", "health"):
