@@ -20,7 +20,17 @@ def test_an_interrupted_run_removes_its_folder(tmp_path, sig):
     """Ctrl-C or SIGTERM while the streams' audio is made (the first thing done in the folder)."""
     cmd = [sys.executable, "-m", "scripts.bench.stream", "--streams", "1", "--speak-s", "5", "--idle-s", "3"]
     env = {**os.environ, "TMPDIR": str(tmp_path)}
-    p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # SIGINT as a foreground job has it: where pytest runs as a script's background job (`pytest ... &`)
+    # it is ignored and the child inherits that (Python then takes no Ctrl-C).
+    p = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         assert wait_until(lambda: any(tmp_path.glob("voxnode-bench-*")), timeout=30), "no folder made"
         p.send_signal(sig)

@@ -19,6 +19,9 @@ pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml
 # "exit7" on SIGTERM (exit code 7), or "default" (SIGTERM ends it).
 CHILD = r"""
 import signal, sys, time
+# Ctrl-C as a foreground job has it: run as a script's background job (`pytest ... &`), the child
+# inherits SIGINT ignored, and the SIGINT test waited out its 30 s for SIGKILL.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 if sys.argv[1] == "ignore":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 elif sys.argv[1] == "exit7":
