@@ -12,6 +12,7 @@ import time
 
 from voxnode import __version__
 from voxnode.config import Config, load_config, loader, render_effective, render_reference
+from voxnode.config.wording import in_config
 from voxnode.errors import VoxnodeError
 from voxnode.fleet.nodes import Limits
 from voxnode.logs import setup_logging
@@ -196,8 +197,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     # SIGHUP re-reads the same file with the same overrides.
     reloader = config_loader(args.config, args.device)
     daemon = Daemon(config, [], options, hooks=systemd_hooks(), reloader=reloader)
-    add_outputs(daemon, stdout=args.stdout)
-    return daemon.run()
+    try:
+        add_outputs(daemon, stdout=args.stdout)  # MQTT reads its password and TLS files here
+        return daemon.run()
+    except VoxnodeError as e:  # a setting that cannot work: named with the config file, as check-config does
+        raise in_config(e, config.source) from None
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -263,7 +267,11 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
             raise VoxnodeError(f"--beam-size {args.beam_size}: must be between 1 and 8")
         overrides["beam_size"] = args.beam_size
     asr = dataclasses.replace(config.asr, **overrides)
-    with load_recognizer(asr) as engine:
+    try:
+        engine = load_recognizer(asr)
+    except VoxnodeError as e:
+        raise in_config(e, config.source) from None
+    with engine:
         return transcribe_files(
             engine, args.files, raw=args.raw, as_json=args.json, max_seconds=limit, frontend=frontend_params(config)
         )
