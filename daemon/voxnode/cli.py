@@ -249,7 +249,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
 
 def cmd_transcribe(args: argparse.Namespace) -> int:
     from voxnode.asr.backends import load_recognizer
-    from voxnode.asr.transcribe import transcribe_files
+    from voxnode.asr.transcribe import readable_files, transcribe_files
     from voxnode.audio.audio_stream import MAX_SECONDS
     from voxnode.stream.params import frontend_params
 
@@ -267,14 +267,19 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
             raise VoxnodeError(f"--beam-size {args.beam_size}: must be between 1 and 8")
         overrides["beam_size"] = args.beam_size
     asr = dataclasses.replace(config.asr, **overrides)
+    # The files' headers before the model (it loaded first, and `transcribe typo.wav` waited for it).
+    files = readable_files(args.files, raw=args.raw, max_seconds=limit)
+    if not files:
+        return 1
     try:
         engine = load_recognizer(asr)
     except VoxnodeError as e:
         raise in_config(e, config.source) from None
     with engine:
-        return transcribe_files(
-            engine, args.files, raw=args.raw, as_json=args.json, max_seconds=limit, frontend=frontend_params(config)
+        status = transcribe_files(
+            engine, files, raw=args.raw, as_json=args.json, max_seconds=limit, frontend=frontend_params(config)
         )
+    return 1 if len(files) < len(args.files) else status
 
 
 def cmd_mqtt_forget(args: argparse.Namespace) -> int:
