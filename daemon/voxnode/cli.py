@@ -12,6 +12,7 @@ import time
 
 from voxnode import __version__
 from voxnode.config import Config, load_config, loader, render_effective, render_reference
+from voxnode.config.wording import in_config
 from voxnode.errors import VoxnodeError
 from voxnode.fleet.nodes import Limits
 from voxnode.logs import setup_logging
@@ -196,8 +197,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     # SIGHUP re-reads the same file with the same overrides.
     reloader = config_loader(args.config, args.device)
     daemon = Daemon(config, [], options, hooks=systemd_hooks(), reloader=reloader)
-    add_outputs(daemon, stdout=args.stdout)
-    return daemon.run()
+    try:
+        add_outputs(daemon, stdout=args.stdout)  # MQTT reads its password and TLS files here
+        return daemon.run()
+    except VoxnodeError as e:  # a setting that cannot work: named with the config file, as check-config does
+        raise in_config(e, config.source) from None
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -248,7 +252,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
 
 def cmd_transcribe(args: argparse.Namespace) -> int:
     from voxnode.asr.backends import load_recognizer
-    from voxnode.asr.transcribe import transcribe_files
+    from voxnode.asr.transcribe import readable_files, transcribe_files
     from voxnode.audio.audio_stream import MAX_SECONDS
     from voxnode.stream.params import frontend_params
 
@@ -266,10 +270,19 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
             raise VoxnodeError(f"--beam-size {args.beam_size}: must be between 1 and 8")
         overrides["beam_size"] = args.beam_size
     asr = dataclasses.replace(config.asr, **overrides)
-    with load_recognizer(asr) as engine:
-        return transcribe_files(
-            engine, args.files, raw=args.raw, as_json=args.json, max_seconds=limit, frontend=frontend_params(config)
+    # The files' headers before the model (it loaded first, and `transcribe typo.wav` waited for it).
+    files = readable_files(args.files, raw=args.raw, max_seconds=limit)
+    if not files:
+        return 1
+    try:
+        engine = load_recognizer(asr)
+    except VoxnodeError as e:
+        raise in_config(e, config.source) from None
+    with engine:
+        status = transcribe_files(
+            engine, files, raw=args.raw, as_json=args.json, max_seconds=limit, frontend=frontend_params(config)
         )
+    return 1 if len(files) < len(args.files) else status
 
 
 def cmd_mqtt_forget(args: argparse.Namespace) -> int:

@@ -20,9 +20,11 @@ from voxnode.audio.sources import make_source
 from voxnode.config import Config
 from voxnode.config.audio import StreamConfig
 from voxnode.config.mqtt import node_id_for
+from voxnode.config.wording import in_config
 from voxnode.control import switch_stream
 from voxnode.delivery.schema import check_spool_path
 from voxnode.delivery.wiring import Delivery
+from voxnode.errors import VoxnodeError
 from voxnode.events import TranscriptEvent
 from voxnode.health.reporter import HealthReporter
 from voxnode.host_view import HostView, Vitals
@@ -218,11 +220,14 @@ class Daemon:
 
     def run(self) -> int:
         self.install_signal_handlers()
-        self._wire_delivery()
-        hooks = self._hooks()
-        for hook in hooks:
-            hook.on_starting(self.view)
-        start_all(self.components, self.config.service.stop_timeout_s)
+        try:
+            self._wire_delivery()
+            hooks = self._hooks()
+            for hook in hooks:
+                hook.on_starting(self.view)
+            start_all(self.components, self.config.service.stop_timeout_s)
+        except VoxnodeError as e:  # a setting that cannot work: named with its file, as check-config does
+            raise in_config(e, self.config.source) from None
         names = self.streams.names()
         log.info("voxnode running: %d stream(s): %s", len(names), ", ".join(names))
         for hook in hooks:
@@ -307,7 +312,7 @@ class Daemon:
             check_runnable(new_config, self.config)
             pipelines = self.recognition.pipelines_for(new_config, [s.name for s in starting])
         except Exception as e:  # a VoxnodeError naming the key; or a model file the runtime cannot load
-            return ReloadResult(ok=False, plan=plan, error=error_text(e))
+            return ReloadResult(ok=False, plan=plan, error=error_text(in_config(e, new_config.source)))
         gone = set(plan.restart) | set(plan.stop)
         self.streams.remove(gone, time.monotonic() + self.config.service.stop_timeout_s)
         for name in gone:
@@ -325,8 +330,9 @@ class Daemon:
         try:
             self.streams.add(stream, pipeline)
         except Exception as e:
-            delay = self._unstarted.failed(stream, error_text(e), self.config.audio)
-            log.error("stream %s cannot start: %s; retrying in %.1f s", stream.name, error_text(e), delay)
+            error = error_text(in_config(e, self.config.source))
+            delay = self._unstarted.failed(stream, error, self.config.audio)
+            log.error("stream %s cannot start: %s; retrying in %.1f s", stream.name, error, delay)
         else:
             self._unstarted.discard(stream.name)
 

@@ -5,6 +5,9 @@ functions `run` uses at start, so a config passes all three or fails all three w
 Issue 27: a `[wake] model` whose manifest did not exist passed check-config and a reload, and was
 first read after the old streams had been stopped, which ended the daemon.
 
+Every message opens as the loader's do, with the config file (`Config.source`) and the key:
+`/etc/voxnode/config.toml: mqtt.tls_ca = "/etc/ca.pem": does not exist` (config/wording.py).
+
 Nothing here opens a device, binds a port or connects: those can only be known by doing them, and a
 stream whose device cannot open backs off and retries (audio/alsa_capture.py), at start as after a
 reload.
@@ -17,7 +20,8 @@ from collections.abc import Callable
 
 from voxnode.config import Config
 from voxnode.config.wake import stream_wake_model
-from voxnode.errors import ConfigError
+from voxnode.config.wording import in_config, naming
+from voxnode.errors import ConfigError, VoxnodeError
 
 
 def _mqtt(config: Config) -> None:
@@ -37,9 +41,9 @@ def _end_of_turn(config: Config) -> None:
     if config.vad.end_of_turn == "off":
         return
     from voxnode.models.files import check_model_file
-    from voxnode.models.find import TURN_MODEL, TURN_MODEL_FILE, find_model
+    from voxnode.models.find import TURN_MODEL, TURN_MODEL_FILE, TURN_SETTING, find_model
 
-    check_model_file(find_model(TURN_MODEL, "vad.end_of_turn") / TURN_MODEL_FILE, "vad.end_of_turn")
+    check_model_file(find_model(TURN_MODEL, TURN_SETTING) / TURN_MODEL_FILE, TURN_SETTING)
 
 
 def _wake(config: Config) -> None:
@@ -56,8 +60,9 @@ def _wake(config: Config) -> None:
             continue
         key = f"streams[{i}].wake" if stream.wake and spec != w.model else "wake.model"
         models = load_wake_models(spec, w.threshold, key)
-        for model in models:  # every word of the stream, not the first
-            model.content()
+        with naming(key, spec):
+            for model in models:  # every word of the stream, not the first
+                model.content()
         if w.confirm:
             check_confirm(w.confirm, models)
 
@@ -70,7 +75,7 @@ def _delivery(config: Config) -> None:
 
 def _wyoming(config: Config) -> None:
     if config.wyoming.enabled and config.wyoming.zeroconf and importlib.util.find_spec("zeroconf") is None:
-        raise ConfigError("wyoming.zeroconf = true needs the zeroconf package: pip install 'voxnode[zeroconf]'")
+        raise ConfigError("wyoming.zeroconf = true: needs the zeroconf package; pip install 'voxnode[zeroconf]'")
 
 
 # (the config sections a check reads, the check)
@@ -92,4 +97,7 @@ def check_runnable(config: Config, running: Config | None = None) -> None:
     the checks of changed sections run."""
     for sections, check in CHECKS:
         if running is None or any(getattr(config, s) != getattr(running, s) for s in sections):
-            check(config)
+            try:
+                check(config)
+            except VoxnodeError as e:
+                raise in_config(e, config.source) from None

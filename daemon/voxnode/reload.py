@@ -93,7 +93,7 @@ def plan_reload(old: Config, new: Config) -> ReloadPlan:
     needs_restart = [
         f.name
         for f in dataclasses.fields(Config)
-        if f.name not in handled and getattr(old, f.name) != getattr(new, f.name)
+        if f.name not in handled and not f.metadata.get("not_a_key") and getattr(old, f.name) != getattr(new, f.name)
     ]
     needs_restart += [
         f"{section}.{key}"

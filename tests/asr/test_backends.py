@@ -23,7 +23,7 @@ def test_every_engine_in_the_table_is_a_recognizer_the_config_accepts():
 def test_an_unknown_engine_is_refused_naming_the_key_and_the_choices():
     with pytest.raises(ConfigError, match=r'asr.engine = "vosk": allowed values are "whisper-litert"'):
         parse_config('[asr]\nengine = "vosk"\n')
-    with pytest.raises(ConfigError, match="asr.engine = 'vosk': unknown engine; known: whisper-litert"):
+    with pytest.raises(ConfigError, match='asr.engine = "vosk": unknown engine; known: whisper-litert'):
         recognizer_class("vosk")
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from voxnode.asr.wer import wer
 from voxnode.asr.whisper.files import default_model_dir
-from voxnode.audio.wavfile import read_audio
+from voxnode.audio.wavfile import read_audio, write_wav
 from voxnode.config import parse_config
 from voxnode.config.asr import WHISPER_LANGUAGES, AsrConfig
 from voxnode.errors import ConfigError, ModelError
@@ -131,7 +131,7 @@ def test_missing_model_names_asr_model(tmp_path, monkeypatch):
 
     monkeypatch.setattr(find, "model_roots", lambda: [tmp_path])
     (tmp_path / "whisper-base").mkdir()  # a folder without the manifest is not the model
-    with pytest.raises(ModelError, match="asr.model = 'base': no speech model found; looked in .*whisper-base"):
+    with pytest.raises(ModelError, match='asr.model = "base": no speech model found; looked in .*whisper-base'):
         default_model_dir(None, "base")
 
 
@@ -144,10 +144,13 @@ def test_a_model_dir_that_is_not_a_folder_names_asr_model_dir(tmp_path, voxnode_
         folder.write_text("")
     f = tmp_path / "c.toml"
     f.write_text(f'[asr]\nmodel_dir = "{folder}"\n')
-    args = ["--config", str(f)] + ([str(tmp_path / "x.wav")] if command == "transcribe" else [])
+    wav = tmp_path / "x.wav"  # a good one: transcribe looks at its files before the model
+    write_wav(wav, np.zeros(1600, np.float32))
+    args = ["--config", str(f)] + ([str(wav)] if command == "transcribe" else [])
     p = subprocess.run(voxnode_cmd + [command, *args], capture_output=True, text=True, timeout=60)
     why = "is not a folder" if where == "a file" else "does not exist"
-    assert p.returncode == 1 and p.stderr == f"voxnode: error: asr.model_dir = '{folder}': {folder} {why}\n", p.stderr
+    said = f'voxnode: error: {f}: asr.model_dir = "{folder}": {folder} {why}\n'
+    assert p.returncode == 1 and p.stderr == said, p.stderr
 
 
 # --- the engine ------------------------------------------------------------------------------------
@@ -156,7 +159,7 @@ def test_a_model_dir_that_is_not_a_folder_names_asr_model_dir(tmp_path, voxnode_
 def test_tiny_en_refuses_another_language(engine):
     from voxnode.asr.whisper.engine import WhisperEngine
 
-    with pytest.raises(ModelError, match=r"asr.language = 'de': whisper-tiny.en is English-only"):
+    with pytest.raises(ModelError, match=r'asr.language = "de": whisper-tiny.en is English-only'):
         WhisperEngine(
             engine.files,
             engine._encoder,
@@ -189,7 +192,7 @@ def test_base_start_sequence_is_multilingual(base):
     assert base.start_sequence(language="de").tokens == (50258, 50261, 50359, 50363)
     seq = base.start_sequence("Marianne.")
     assert seq.tokens[0] == base._sot_prev and seq.tokens[seq.sot_index :] == (50258, 50259, 50359, 50363)
-    with pytest.raises(ModelError, match="asr.language = 'xx'"):
+    with pytest.raises(ModelError, match='asr.language = "xx"'):
         base.start_sequence(language="xx")
 
 

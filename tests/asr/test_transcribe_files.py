@@ -149,6 +149,34 @@ def test_cli_subcommand(tmp_path, good_wav):
     assert "bad.wav" in p.stderr
 
 
+def test_cli_looks_at_the_files_before_it_loads_the_model(tmp_path, good_wav):
+    """Before, the speech model loaded first (seconds on a Pi) and a mistyped name waited for it: here
+    the config's model cannot load, so a file's line before the model's says the files came first. A
+    good file still gets the model's error, naming the config file and the key."""
+    config = tmp_path / "c.toml"
+    config.write_text('[asr]\nmodel_dir = "/nonexistent/model"\n')
+    missing, notes = tmp_path / "missing.wav", tmp_path / "notes.wav"
+    notes.write_text("shopping list\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "daemon")}
+
+    def transcribe(*files):
+        cmd = [sys.executable, "-m", "voxnode", "transcribe", "--config", str(config), *map(str, files)]
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+
+    p = transcribe(missing, notes)
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr == (
+        f"voxnode: error: {missing}: no such file\n"
+        f"voxnode: error: {notes}: not a WAV file (no RIFF/WAVE header); use --raw for headerless S16_LE 16 kHz audio\n"
+    ), p.stderr
+    p = transcribe(missing, good_wav[0])
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr == (
+        f"voxnode: error: {missing}: no such file\n"
+        f'voxnode: error: {config}: asr.model_dir = "/nonexistent/model": /nonexistent/model does not exist\n'
+    ), p.stderr
+
+
 def test_cli_prompt_hotwords_and_beam_size(tmp_path):
     """Real recordings where tiny.en hears "clubs" as "close"/"clothes": --prompt fixes the first,
     --hotwords the second (the prompt alone does not); a bad --beam-size is named."""

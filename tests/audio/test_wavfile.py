@@ -105,6 +105,31 @@ def test_unsupported_encoding(tmp_path):
         read_audio(f)
 
 
+def _wav_with_fmt(path, tag, bits, channels=1, rate=16000):
+    block = channels * bits // 8
+    fmt = struct.pack("<HHIIHH", tag, channels, rate, rate * block, block, bits)
+    data = b"\0" * block * 4
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data
+    path.write_bytes(b"RIFF" + struct.pack("<I", len(body)) + body)
+    return path
+
+
+@pytest.mark.parametrize(
+    "tag,bits,said",
+    [
+        (3, 16, "16-bit float; floats are read as 32 or 64 bits, integers as 8, 16, 24 or 32 bits"),
+        (1, 12, "12-bit integer; integers are read as 8, 16, 24 or 32 bits, floats as 32 or 64 bits"),
+    ],
+)
+def test_an_unsupported_sample_size_says_float_or_integer_and_what_is_read(tmp_path, tag, bits, said):
+    """Before, a half-precision float WAV (format tag 3, 16 bits) was "unsupported WAV sample size:
+    16 bits", as if 16-bit WAVs were not read."""
+    f = _wav_with_fmt(tmp_path / "f.wav", tag, bits)
+    with pytest.raises(AudioFileError) as e:
+        read_audio(f)
+    assert str(e.value) == f"{f}: unsupported WAV sample format: {said}"
+
+
 def test_missing_file(tmp_path):
     with pytest.raises(AudioFileError, match="no such file"):
         read_audio(tmp_path / "nope.wav")

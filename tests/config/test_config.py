@@ -28,8 +28,8 @@ BAD_CONFIGS = {
     "stream without device": ('[[streams]]\nname = "k"\n', "streams[0].device", "required"),
     "duplicate stream": (
         '[[streams]]\nname = "k"\ndevice = "a"\n[[streams]]\nname = "k"\ndevice = "b"\n',
-        "streams",
-        "more than once",
+        'streams[1].name = "k"',
+        "streams[0] has this name too",
     ),
     "bad stream name": ('[[streams]]\nname = "kit chen"\ndevice = "a"\n', "streams[0].name", "must match"),
     "bad denoise mode": ('[frontend]\ndenoise = "loud"\n', "frontend.denoise", '"off", "vad", "all"'),
@@ -100,6 +100,98 @@ def test_check_config_says_which_config_it_read(monkeypatch, tmp_path, capsys, e
     assert err.splitlines()[-1] == f"# config OK ({said})", err
 
 
+def _preflight_cases(d):
+    """(config text, what check-config says after "<file>: "): the checks beyond the file (voxnode.preflight)
+    and the checks across keys. Before, the first ones did not name the file and quoted the value as
+    Python does ('...'); the others said "wake.model: is 'x': ..." and "audio.channel = 3: is 3 but ..."."""
+    (d / "empty_model").mkdir()
+    (d / "spool_dir").mkdir()
+    return [
+        (
+            '[asr]\nmodel_dir = "/nonexistent/model"\n',
+            'asr.model_dir = "/nonexistent/model": /nonexistent/model does not exist',
+        ),
+        # Before: "<d>/empty_model/manifest.json: missing; ..." without the key or the file.
+        (
+            f'[asr]\nmodel = "{d}/empty_model"\n',
+            f'asr.model = "{d}/empty_model": {d}/empty_model/manifest.json: missing; '
+            f"{d}/empty_model is not a converted model directory",
+        ),
+        (
+            f'[mqtt]\nenabled = true\nusername = "u"\npassword_file = "{d}/pw"\n',
+            f'mqtt.password_file = "{d}/pw": does not exist',
+        ),
+        (
+            f'[mqtt]\nenabled = true\ntls = true\ntls_ca = "{d}/ca.pem"\n',
+            f'mqtt.tls_ca = "{d}/ca.pem": does not exist',
+        ),
+        (
+            f'[delivery]\nspool_path = "{d}/spool_dir"\n',
+            f'delivery.spool_path = "{d}/spool_dir": {d}/spool_dir is a folder; name the spool\'s file in it '
+            f"(e.g. {d}/spool_dir/spool.sqlite)",
+        ),
+        (
+            '[wake]\nenabled = true\nconfirm = "openwakeword"\n',
+            'wake.confirm = "openwakeword": gives a second opinion on alexa only; the stream listens for okay_nabu',
+        ),
+        (
+            f'[wake]\nenabled = true\nmodel = "{d}/none.json"\n',
+            f'wake.model = "{d}/none.json": manifest {d}/none.json does not exist',
+        ),
+        (
+            '[wake]\nmodel = "hey_siri"\n',
+            'wake.model = "hey_siri": not a shipped model (okay_nabu, hey_jarvis, hey_mycroft, alexa) '
+            "nor a path to a model's JSON manifest",
+        ),
+        (
+            '[[streams]]\nname = "a"\ndevice = "x"\nwake = "alexa,siri"\n',
+            'streams[0].wake = "alexa,siri": "siri" is not a shipped model (okay_nabu, hey_jarvis, hey_mycroft, '
+            "alexa) nor a path to a model's JSON manifest",
+        ),
+        (
+            "[audio]\nchannels = 2\nchannel = 3\n",
+            "audio.channel = 3: must be less than channels (2): the device is opened with 2 channels, numbered from 0",
+        ),
+        (
+            '[[streams]]\nname = "a"\ndevice = "x"\n[[streams]]\nname = "a"\ndevice = "y"\n',
+            'streams[1].name = "a": streams[0] has this name too; give each stream its own',
+        ),
+        (
+            '[audio]\ndevice = ""\n',
+            'audio.device = "": no microphone, and [wyoming] is not enabled: there is nothing to do; '
+            "set audio.device, add [[streams]] or enable [wyoming]",
+        ),
+    ]
+
+
+def test_check_config_names_the_file_and_the_key_as_the_loader_does(tmp_path, capsys):
+    from voxnode.cli import main
+
+    for i, (text, said) in enumerate(_preflight_cases(tmp_path)):
+        f = tmp_path / f"c{i}.toml"
+        f.write_text(text)
+        assert main(["check-config", "--config", str(f)]) == 1, text
+        out, err = capsys.readouterr()
+        assert (out, err) == ("", f"voxnode: error: {f}: {said}\n")
+
+
+def test_without_a_config_file_the_messages_say_built_in_defaults(monkeypatch, tmp_path, capsys):
+    import voxnode.config.loader as loader
+    import voxnode.models.find as find
+    from voxnode.cli import main
+
+    monkeypatch.setattr(loader, "DEFAULT_PATH", tmp_path / "config.toml")
+    monkeypatch.setattr(find, "model_roots", lambda: [tmp_path])  # no speech model anywhere
+    assert main(["check-config"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        f"voxnode: error: built-in defaults (there is no {tmp_path / 'config.toml'}): "
+        f'asr.model = "tiny.en": no speech model found; looked in {tmp_path / "whisper-tiny.en"} '
+        "(set asr.model_dir in the config)\n"
+    )
+
+
 def test_config_is_immutable():
     c = Config()
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -166,6 +258,8 @@ def _sections() -> dict[str, set[str]]:
     hints = typing.get_type_hints(RootConfig)
     out: dict[str, set[str]] = {}
     for f in dataclasses.fields(RootConfig):
+        if f.metadata.get("not_a_key"):  # Config.source: where it was read
+            continue
         settings = dataclasses.fields(f.metadata.get("table_list") or hints[f.name])
         out.setdefault(f.name, set()).update(s.name for s in settings)
         for s in settings:

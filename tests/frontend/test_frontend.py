@@ -231,7 +231,7 @@ def test_chain_with_the_denoiser_cleans_what_recognition_gets_one_hop_late(speec
 
 
 def test_unknown_vad_engine_is_an_error_naming_the_known_ones():
-    with pytest.raises(FrontendError, match="vad.engine = 'no-such-vad': unknown VAD; known: webrtc, spectral, both"):
+    with pytest.raises(FrontendError, match='vad.engine = "no-such-vad": unknown VAD; known: webrtc, spectral, both'):
         FrontEnd(with_vad(DEFAULTS, engine="no-such-vad"))
 
 

@@ -105,7 +105,7 @@ def test_missing_or_corrupt_model_is_a_one_line_error(tmp_path):
     with pytest.raises(FrontendError) as e:
         SileroVad(model_dir=missing)
     msg = str(e.value)
-    assert "\n" not in msg and str(missing / MODEL_FILE) in msg and "vad.engine = 'silero'" in msg
+    assert "\n" not in msg and str(missing / MODEL_FILE) in msg and 'vad.engine = "silero"' in msg
 
     corrupt = tmp_path / "corrupt"
     shutil.copytree(MODEL_DIR, corrupt)

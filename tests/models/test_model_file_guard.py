@@ -17,7 +17,7 @@ from voxnode.models.find import SILERO_MODEL, SILERO_MODEL_FILE, find_model
 
 pytestmark = pytest.mark.unit  # make check: needs only the venv (pyproject.toml markers)
 
-OWNER = "vad.engine = 'silero'"
+OWNER = 'vad.engine = "silero"'
 
 
 @pytest.fixture

@@ -92,7 +92,8 @@ def test_missing_password_file_is_a_config_error(tmp_path, voxnode_cmd):
         timeout=30,
     )
     assert p.returncode == 1
-    assert p.stderr.strip().splitlines()[-1].startswith("voxnode: error: mqtt.password_file =")
+    said = f'voxnode: error: {cfg}: mqtt.password_file = "{tmp_path / "nope"}": does not exist'
+    assert p.stderr.strip().splitlines()[-1] == said, p.stderr
     assert "Traceback" not in p.stderr
 
 

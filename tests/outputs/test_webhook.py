@@ -166,7 +166,10 @@ def test_finals_the_endpoint_missed_arrive_after_a_restart(tmp_path, endpoints):
     ("toml", "error"),
     [
         ('url = "ftp://x/y"', 'webhook.url = "ftp://x/y": must be an http:// or https:// URL with a host'),
-        ('url = "http://h/"\nheaders = ["NoColon"]', 'webhook.headers: each must be "Name: value" on one line'),
+        (
+            'url = "http://h/"\nheaders = ["Accept: x", "NoColon"]',
+            'webhook.headers[1]: must be "Name: value" on one line; "NoColon" is not',
+        ),
         ('url = "http://h/"\nretry_min_s = 5.0\nretry_max_s = 2.0', "must not be smaller than retry_min_s (5.0)"),
     ],
 )

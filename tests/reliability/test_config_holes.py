@@ -161,30 +161,33 @@ def _run_start(voxnode_cmd, cfg) -> subprocess.CompletedProcess:
 FILE_CASES = {
     "missing password_file": (
         lambda d: {"username": "u", "password_file": str(d / "nope")},
-        "mqtt.password_file = '{d}/nope': does not exist",
+        'mqtt.password_file = "{d}/nope": does not exist',
     ),
     # The config file's guard (voxnode.regular_file) reads the password and looks at the TLS files.
     "password_file is a FIFO": (
         lambda d: {"username": "u", "password_file": _fifo(d / "pw")},
-        "mqtt.password_file = '{d}/pw': is a FIFO (named pipe), not a regular file",
+        'mqtt.password_file = "{d}/pw": is a FIFO (named pipe), not a regular file',
     ),
     "non-UTF-8 password_file": (
         lambda d: {"username": "u", "password_file": _write(d / "pw", b"\xff\xfepw\n")},
-        "the password is not UTF-8 text",
+        'mqtt.password_file = "{d}/pw": the password is not UTF-8 text',
     ),
     "password_file is a directory": (
         lambda d: {"username": "u", "password_file": str(d)},
-        "mqtt.password_file = '{d}': is a directory",
+        'mqtt.password_file = "{d}": is a directory',
     ),
     "missing tls_ca": (
         lambda d: {"tls": True, "tls_ca": str(d / "ca.pem")},
-        "mqtt.tls_ca = '{d}/ca.pem': does not exist",
+        'mqtt.tls_ca = "{d}/ca.pem": does not exist',
     ),
     "tls_ca is a FIFO": (
         lambda d: {"tls": True, "tls_ca": _fifo(d / "ca.pem")},
-        "mqtt.tls_ca = '{d}/ca.pem': is a FIFO (named pipe), not a regular file",
+        'mqtt.tls_ca = "{d}/ca.pem": is a FIFO (named pipe), not a regular file',
     ),
-    "tls_ca not PEM": (lambda d: {"tls": True, "tls_ca": _write(d / "ca.pem", b"hello\n")}, "not a PEM CA certificate"),
+    "tls_ca not PEM": (
+        lambda d: {"tls": True, "tls_ca": _write(d / "ca.pem", b"hello\n")},
+        'mqtt.tls_ca = "{d}/ca.pem": not a PEM CA certificate',
+    ),
 }
 
 
@@ -206,7 +209,9 @@ def test_check_config_checks_referenced_files_as_run_does(case, tmp_path, voxnod
     cfg = mqtt_config(tmp_path, **keys(d))
     expected = expected.format(d=d)
     check = one_line_error(run_check(voxnode_cmd, cfg))
-    assert expected in check, check
+    # The loader's shape: the config file, the key = its value as TOML writes it, the cause (before: no
+    # file, and the value as Python writes it, '...').
+    assert check.startswith(f"voxnode: error: {cfg}: {expected}"), check
     run = _run_start(voxnode_cmd, cfg)
     assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
     assert run.stderr.strip().splitlines()[-1] == check, (run.stderr, check)  # the same words from both
@@ -227,7 +232,7 @@ def test_a_spool_path_that_cannot_be_a_file_is_refused(where, tmp_path, voxnode_
         spool, why = state, f"{state} is a folder; name the spool's file in it (e.g. {state / 'spool.sqlite'})"
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'[delivery]\nspool_path = "{spool}"\n')
-    line = f"voxnode: error: delivery.spool_path = '{spool}': {why}"
+    line = f'voxnode: error: {cfg}: delivery.spool_path = "{spool}": {why}'
     assert one_line_error(run_check(voxnode_cmd, cfg)) == line
     run = [*voxnode_cmd, "run", "--config", str(cfg), "--stdout", "--file", str(bundled_clip()), "--duration", "1"]
     # Run as the unit runs it: under pymalloc (pytest without the Makefile's PYTHONMALLOC=malloc) the

@@ -94,10 +94,12 @@ def test_a_corrupt_model_is_refused_naming_the_setting(tmp_path):
     data = bytearray((shipped / MODEL_FILE).read_bytes())
     data[len(data) // 2] ^= 0xFF
     (tmp_path / MODEL_FILE).write_bytes(bytes(data))
-    with pytest.raises(ModelError, match=r"vad.end_of_turn: .*corrupt.*reinstall"):
+    with pytest.raises(ModelError, match=r'^vad.end_of_turn = "smart-turn": .*corrupt.*reinstall'):
         TurnModel(tmp_path)
     (tmp_path / MODEL_FILE).unlink()
-    with pytest.raises(ModelError, match=r"vad.end_of_turn: the model .* does not exist; reinstall voxnode"):
+    with pytest.raises(
+        ModelError, match=r'^vad.end_of_turn = "smart-turn": the model .* does not exist; reinstall voxnode'
+    ):
         TurnModel(tmp_path)
 
 

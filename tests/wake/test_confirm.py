@@ -95,7 +95,7 @@ def test_the_ring_gives_the_probabilities_of_the_whole_stream(scorer):
 
 def test_only_alexa_has_a_second_opinion():
     config = Config(wake=WakeConfig(enabled=True, model="okay_nabu", confirm="openwakeword"))
-    with pytest.raises(ConfigError, match=r"^wake\.confirm = 'openwakeword': gives a second opinion on alexa only"):
+    with pytest.raises(ConfigError, match=r'^wake\.confirm = "openwakeword": gives a second opinion on alexa only'):
         wake_params(config, "default")
 
 
@@ -107,7 +107,7 @@ def test_without_the_package_one_line_says_what_to_install(monkeypatch):
         wake_params(config, "default")
     msg = str(e.value)
     assert "\n" not in msg
-    assert msg.startswith("wake.confirm = 'openwakeword': the pyopen-wakeword package is not installed")
+    assert msg.startswith('wake.confirm = "openwakeword": the pyopen-wakeword package is not installed')
     assert "pip install pyopen-wakeword" in msg and "non-commercial" in msg
 
 

@@ -24,9 +24,12 @@ ALEXA = '[wake]\nenabled = true\nmodel = "alexa"\nconfirm = "openwakeword"\n'
 CLIP = ROOT / "daemon" / "voxnode" / "demo_audio" / "demo.wav"
 
 
-def missing_file(path: Path) -> str:
-    """The daemon's line for a pyopen-wakeword model file that is not there."""
-    return f"voxnode: error: wake.confirm = 'openwakeword': {path} does not exist (reinstall: {openwakeword.INSTALL})"
+def missing_file(cfg: Path, path: Path) -> str:
+    """The daemon's line for a pyopen-wakeword model file that is not there (`cfg`: the config file)."""
+    return (
+        f'voxnode: error: {cfg}: wake.confirm = "openwakeword": {path} does not exist '
+        f"(reinstall: {openwakeword.INSTALL})"
+    )
 
 
 def check_config(capsys, cfg: Path) -> str:
@@ -42,7 +45,7 @@ def check_config(capsys, cfg: Path) -> str:
     [
         (
             '[wake]\nenabled = true\nconfirm = "openwakeword"\n',  # okay_nabu, the default word
-            "wake.confirm = 'openwakeword': gives a second opinion on alexa only; the stream listens for okay_nabu",
+            'wake.confirm = "openwakeword": gives a second opinion on alexa only; the stream listens for okay_nabu',
         ),
         (
             '[wake]\nenabled = true\nmodel = "alexa"\nconfirm = "oww"\n',
@@ -53,7 +56,7 @@ def check_config(capsys, cfg: Path) -> str:
 def test_check_config_names_wake_confirm(toml, expected, tmp_path, capsys):
     cfg = tmp_path / "c.toml"
     cfg.write_text(toml)
-    assert expected in check_config(capsys, cfg)
+    assert check_config(capsys, cfg) == f"voxnode: error: {cfg}: {expected}"
 
 
 def test_check_config_says_what_to_install_without_the_package(tmp_path, capsys, monkeypatch):
@@ -62,7 +65,7 @@ def test_check_config_says_what_to_install_without_the_package(tmp_path, capsys,
     cfg = tmp_path / "c.toml"
     cfg.write_text(ALEXA)
     err = check_config(capsys, cfg)
-    assert err.startswith("voxnode: error: wake.confirm = 'openwakeword': the pyopen-wakeword package is not installed")
+    assert err.startswith(f'voxnode: error: {cfg}: wake.confirm = "openwakeword": the pyopen-wakeword package is not')
 
 
 def test_check_config_without_a_model_file_in_a_stream(tmp_path, capsys, monkeypatch):
@@ -79,7 +82,7 @@ def test_check_config_without_a_model_file_in_a_stream(tmp_path, capsys, monkeyp
     cfg = tmp_path / "c.toml"
     cfg.write_text('[wake]\nconfirm = "openwakeword"\n[[streams]]\nname = "k"\ndevice = "x"\nwake = "alexa"\n')
     err = check_config(capsys, cfg)
-    assert err == missing_file(folder / "models" / "alexa.tflite")
+    assert err == missing_file(cfg, folder / "models" / "alexa.tflite")
 
 
 def test_a_model_file_that_is_a_fifo_is_named_as_one(tmp_path):
@@ -90,7 +93,7 @@ def test_a_model_file_that_is_a_fifo_is_named_as_one(tmp_path):
     got = outcome_within(lambda: openwakeword.model_files("alexa", tmp_path), tmp_path / "alexa.tflite")
     assert isinstance(got, ConfigError), got
     assert str(got) == (
-        f"wake.confirm = 'openwakeword': {tmp_path / 'alexa.tflite'} is a FIFO (named pipe), not a regular file "
+        f'wake.confirm = "openwakeword": {tmp_path / "alexa.tflite"} is a FIFO (named pipe), not a regular file '
         f"(reinstall: {openwakeword.INSTALL})"
     )
 
@@ -131,7 +134,7 @@ def test_check_config_and_run_stop_with_the_same_line(tmp_path):
         [*voxnode, "check-config", "--config", str(cfg)], capture_output=True, text=True, timeout=60, env=env
     )
     assert check.returncode == 1 and check.stdout == "", check.stderr
-    assert check.stderr.strip() == missing_file(missing)
+    assert check.stderr.strip() == missing_file(cfg, missing)
     run = subprocess.run(
         [*voxnode, "run", "--config", str(cfg), "--file", str(CLIP), "--duration", "5"],
         capture_output=True,

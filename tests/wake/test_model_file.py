@@ -34,7 +34,7 @@ def test_a_model_file_that_is_a_fifo_is_named_as_one(tmp_path, capsys):
     assert main(["check-config", "--config", str(cfg)]) == 1
     err = capsys.readouterr().err.strip()
     assert err == (
-        f"voxnode: error: wake.model = '{manifest}': the model file {tflite} named by {manifest} "
+        f'voxnode: error: {cfg}: wake.model = "{manifest}": the model file {tflite} named by {manifest} '
         "is a FIFO (named pipe), not a regular file"
     ), err
     tflite.unlink()

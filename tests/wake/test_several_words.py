@@ -75,16 +75,20 @@ def test_word_lists_in_the_config_and_preflight_checks_every_model(tmp_path):
     )
     assert [m.name for m in wake_params(c, "a").models] == ["okay_nabu", "hey_jarvis"]
     assert [m.name for m in wake_params(c, "b").models] == ["alexa", "hey_mycroft"]
-    with pytest.raises(ConfigError, match=r"wake.model: is 'okay_nabu, okay_nabu': names okay_nabu more than once"):
+    with pytest.raises(
+        ConfigError, match=r'^<config>: wake.model = "okay_nabu, okay_nabu": names okay_nabu more than once'
+    ):
         parse_config('[wake]\nmodel = "okay_nabu, okay_nabu"\n')
-    with pytest.raises(ConfigError, match=r"streams\[0\].wake: is 'alexa,,hey_jarvis': an empty model name"):
+    with pytest.raises(ConfigError, match=r'^<config>: streams\[0\].wake = "alexa,,hey_jarvis": an empty model name'):
         parse_config('[[streams]]\nname = "a"\ndevice = "x"\nwake = "alexa,,hey_jarvis"\n')
-    with pytest.raises(ConfigError, match=r"wake.model: is 'alexa, siri': 'siri' is not a shipped model"):
+    with pytest.raises(ConfigError, match=r'^<config>: wake.model = "alexa, siri": "siri" is not a shipped model'):
         parse_config('[wake]\nmodel = "alexa, siri"\n')
     # The second word's manifest is missing: check-config, start and reload refuse it by name.
     missing = tmp_path / "mine.json"
     bad = parse_config(f'[[streams]]\nname = "a"\ndevice = "x"\nwake = "alexa, {missing}"\n')
-    with pytest.raises(ConfigError, match=rf"streams\[0\].wake = '{missing}': manifest {missing} does not exist"):
+    with pytest.raises(
+        ConfigError, match=rf'^<config>: streams\[0\].wake = "{missing}": manifest {missing} does not exist'
+    ):
         check_runnable(bad)
 
 

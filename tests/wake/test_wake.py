@@ -62,7 +62,7 @@ def test_models_by_name_by_path_and_bad_ones(tmp_path):
     assert load_wake_model("alexa", threshold=0.6).cutoff == 0.6
     # The same model by its manifest's path is a user's model: the manifest's cutoff.
     assert load_wake_model(str(alexa.tflite.with_suffix(".json"))).cutoff == 0.9
-    with pytest.raises(ConfigError, match=r"wake.model = 'hey_siri': not a shipped model"):
+    with pytest.raises(ConfigError, match=r'wake.model = "hey_siri": not a shipped model'):
         load_wake_model("hey_siri")
     with pytest.raises(ConfigError, match="does not exist"):
         load_wake_model(str(tmp_path / "mine.json"))
@@ -96,7 +96,7 @@ def test_a_malformed_manifest_is_one_line_naming_the_key(tmp_path, capsys, text,
     cfg.write_text(f'[wake]\nenabled = true\nmodel = "{manifest}"\n')
     assert main(["check-config", "--config", str(cfg)]) == 1
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"voxnode: error: wake.model = '{manifest}': {manifest}") and "\n" not in err, err
+    assert err.startswith(f'voxnode: error: {cfg}: wake.model = "{manifest}": {manifest}') and "\n" not in err, err
     assert expected in err, err
     (tmp_path / "box.json").write_text("{" + MANIFEST + ', "trained_languages": ["en", "de"]}')
     assert load_wake_model(str(manifest)).languages == ("en", "de")
@@ -116,7 +116,10 @@ def test_a_manifest_that_is_a_fifo_is_one_line_not_a_hang(tmp_path, voxnode_cmd,
     p = subprocess.run(
         [*voxnode_cmd, *args, "--config", str(cfg)], capture_output=True, text=True, timeout=30
     )  # a hang fails here, as TimeoutExpired
-    line = f"voxnode: error: wake.model = '{manifest}': manifest {manifest} is a FIFO (named pipe), not a regular file"
+    line = (
+        f'voxnode: error: {cfg}: wake.model = "{manifest}": manifest {manifest} is a FIFO (named pipe), '
+        "not a regular file"
+    )
     assert p.returncode == 1 and p.stderr.strip().splitlines()[-1] == line, p.stderr
     assert "Traceback" not in p.stderr
 
@@ -132,13 +135,13 @@ def test_stream_override_and_config_keys():
     off = dataclasses.replace(c, wake=WakeConfig(enabled=False))
     assert wake_params(off, "a") is None and wake_params(off, "c").models[0].name == "alexa"
     bad = dataclasses.replace(c, streams=(StreamConfig(name="a", device="x", wake="nope.json"),))
-    with pytest.raises(ConfigError, match=r"streams\[0\].wake = 'nope.json': manifest nope.json does not exist"):
+    with pytest.raises(ConfigError, match=r'streams\[0\].wake = "nope.json": manifest nope.json does not exist'):
         wake_params(bad, "a")
-    with pytest.raises(ConfigError, match=r"streams\[1\].wake: is 'hey_siri': not a shipped model"):
+    with pytest.raises(ConfigError, match=r'^<config>: streams\[1\].wake = "hey_siri": not a shipped model'):
         parse_config(
             '[[streams]]\nname = "a"\ndevice = "x"\n[[streams]]\nname = "b"\ndevice = "y"\nwake = "hey_siri"\n'
         )
-    with pytest.raises(ConfigError, match=r"wake.model: is 'computer': not a shipped model"):
+    with pytest.raises(ConfigError, match=r'^<config>: wake.model = "computer": not a shipped model'):
         parse_config('[wake]\nmodel = "computer"\n')
 
 

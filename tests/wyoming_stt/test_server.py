@@ -165,7 +165,9 @@ def test_a_request_in_flight_at_shutdown_still_gets_its_transcript(tmp_path):
 
 
 def test_no_microphone_needs_the_wyoming_server():
-    with pytest.raises(ConfigError, match=r'audio.device: is "" \(no microphone\) and \[wyoming\] is not enabled'):
+    with pytest.raises(
+        ConfigError, match=r'^<config>: audio.device = "": no microphone, and \[wyoming\] is not enabled'
+    ):
         parse_config('[audio]\ndevice = ""\n')
     assert parse_config('[audio]\ndevice = ""\n[wyoming]\nenabled = true\n').effective_streams() == ()
 

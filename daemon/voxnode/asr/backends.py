@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from voxnode.asr.recognizer import Recognizer
 from voxnode.config.asr import ENGINES
+from voxnode.config.wording import toml_value
 from voxnode.errors import ConfigError
 from voxnode.models.runtime import default_num_threads
 
@@ -27,7 +28,7 @@ def recognizer_class(engine: str) -> type[Recognizer]:
     try:
         module_name, class_name = ENGINES[engine]
     except KeyError:
-        raise ConfigError(f"asr.engine = {engine!r}: unknown engine; known: {', '.join(ENGINES)}") from None
+        raise ConfigError(f"asr.engine = {toml_value(engine)}: unknown engine; known: {', '.join(ENGINES)}") from None
     cls = getattr(importlib.import_module(module_name), class_name)
     if not (isinstance(cls, type) and issubclass(cls, Recognizer)):
         raise TypeError(f"{module_name}.{class_name} is not a Recognizer")

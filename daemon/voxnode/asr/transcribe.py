@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -90,9 +90,34 @@ def transcribe_audio(
     }
 
 
+def readable_files(
+    paths: list[str], raw: bool = False, max_seconds: float = MAX_SECONDS, err: TextIO = sys.stderr
+) -> list[str]:
+    """The files whose header reads (exists, a WAV or --raw, not too long), checked before the model loads
+    (seconds on a Pi), so a typo's line comes at once; each other one's line is printed on `err` now. Only
+    the header is read: the audio is streamed later. A FIFO or device is left to transcribe_files: it
+    can be read once, or is refused there."""
+    readable = []
+    for path in paths:
+        p = Path(path)
+        if p.exists() and not (p.is_file() or p.is_dir()):
+            readable.append(path)
+            continue
+        try:
+            AudioStream(path, raw=raw, max_seconds=max_seconds, raw_hint=RAW_HINT).close()
+        except AudioFileError as e:
+            print(f"voxnode: error: {e}", file=err, flush=True)
+            continue
+        except (OSError, ValueError) as e:
+            print(f"voxnode: error: {path}: cannot read audio: {e}", file=err, flush=True)
+            continue
+        readable.append(path)
+    return readable
+
+
 def transcribe_files(
     engine: Recognizer,
-    paths: list[str | Path],
+    paths: Sequence[str | Path],
     raw: bool = False,
     as_json: bool = False,
     out: TextIO = sys.stdout,

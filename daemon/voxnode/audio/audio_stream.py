@@ -314,8 +314,18 @@ def _parse_fmt(body: bytes, name: str) -> WavFormat:
         raise AudioFileError(f"{name}: unsupported WAV encoding (format tag {tag:#x}); only PCM and float are read")
     if channels < 1 or rate < 1000 or rate > 384000:
         raise AudioFileError(f"{name}: corrupt WAV: {channels} channels at {rate} Hz")
-    if (tag == _PCM and bits not in (8, 16, 24, 32)) or (tag == _FLOAT and bits not in (32, 64)):
-        raise AudioFileError(f"{name}: unsupported WAV sample size: {bits} bits")
+    if tag == _FLOAT and bits not in (32, 64):
+        # A 16-bit float (half precision) WAV was "unsupported WAV sample size: 16 bits", as if 16-bit
+        # integers were not read.
+        raise AudioFileError(
+            f"{name}: unsupported WAV sample format: {bits}-bit float; floats are read as 32 or 64 bits, "
+            "integers as 8, 16, 24 or 32 bits"
+        )
+    if tag == _PCM and bits not in (8, 16, 24, 32):
+        raise AudioFileError(
+            f"{name}: unsupported WAV sample format: {bits}-bit integer; integers are read as 8, 16, 24 or 32 "
+            "bits, floats as 32 or 64 bits"
+        )
     if block != channels * bits // 8:
         raise AudioFileError(f"{name}: corrupt WAV: block size {block} does not match {channels} x {bits} bits")
     return WavFormat(rate=rate, channels=channels, bits=bits, float_samples=tag == _FLOAT)

@@ -58,7 +58,7 @@ class AudioConfig:
 
     def check(self) -> None:
         if self.channels and self.channel >= self.channels:
-            raise InvalidValue("channel", f"is {self.channel} but the device is opened with channels = {self.channels}")
+            raise InvalidValue("channel", channel_beyond(self.channels))
         if self.retry_max_s < self.retry_initial_s:
             raise InvalidValue("retry_max_s", f"must not be smaller than retry_initial_s ({self.retry_initial_s})")
 
@@ -85,10 +85,17 @@ class StreamConfig:
         if not self.device:
             raise InvalidValue("device", "is required in every [[streams]] table")
         if self.channels and self.channel >= self.channels:
-            raise InvalidValue("channel", f"is {self.channel} but the device is opened with channels = {self.channels}")
+            raise InvalidValue("channel", channel_beyond(self.channels))
         if self.echo_reference and self.echo_reference == self.device:
-            raise InvalidValue("echo_reference", "is the stream's own device: it must carry what the node plays")
+            raise InvalidValue(
+                "echo_reference", "must not be the stream's own device: it must carry what the node plays"
+            )
 
     @property
     def open_channels(self) -> int:
         return self.channels or self.channel + 1
+
+
+def channel_beyond(channels: int) -> str:
+    """Why a channel number is not one of the `channels` the device is opened with."""
+    return f"must be less than channels ({channels}): the device is opened with {channels} channels, numbered from 0"

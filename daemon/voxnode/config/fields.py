@@ -59,9 +59,12 @@ def table_list(cls: type, doc: str, example: dict[str, Any] | None = None) -> An
 
 
 class InvalidValue(ValueError):
-    """Raised by a section's `check()` for rules that involve several keys."""
+    """Raised by a section's `check()` for rules that involve several keys. The loader words it as its
+    own messages: `<file>: <section.key> = <value>: <message>`. `value`: where `key` is not a field of
+    the section that raises it (Config.check's "wake.model"), the value to show."""
 
-    def __init__(self, key: str, message: str):
+    def __init__(self, key: str, message: str, value: Any = None):
         super().__init__(message)
         self.key = key
         self.message = message
+        self.value = value

@@ -14,6 +14,7 @@ from typing import Any
 
 from voxnode.config.fields import InvalidValue
 from voxnode.config.root import Config
+from voxnode.config.wording import BUILT_IN, toml_value
 from voxnode.errors import ConfigError
 from voxnode.regular_file import read_regular_file
 
@@ -25,7 +26,6 @@ MAX_CONFIG_BYTES = 1 << 20
 # level and raises RecursionError (a traceback) at about 330 levels, so deeper input is refused first.
 MAX_TOML_DEPTH = 16
 BOM = "\ufeff"
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def load_config(path: str | Path | None = None) -> Config:
@@ -36,7 +36,7 @@ def load_config(path: str | Path | None = None) -> Config:
     """
     if path is None:
         if not DEFAULT_PATH.exists():
-            return Config()
+            return Config(source=describe_source(None))
         path = DEFAULT_PATH
     path = Path(path)
     # Never waits on a FIFO (issue 27) and reads at most MAX_CONFIG_BYTES: voxnode.regular_file.
@@ -68,7 +68,16 @@ def parse_config(raw: bytes | str, source: str = "<config>") -> Config:
         raise ConfigError(f"{source}: TOML syntax error: {e}") from None
     except RecursionError:  # toml_nesting should have caught it; never a traceback
         raise ConfigError(f"{source}: nested too deeply to read") from None
-    return build(Config, move_former_keys(data, source), "", source)
+    config: Config = build(Config, move_former_keys(data, source), "", source)
+    return dataclasses.replace(config, source=source)
+
+
+def describe_source(path: str | Path | None) -> str:
+    """The config `load_config(path)` reads, as messages name it: the file, or the built-in defaults
+    and the file that is not there."""
+    if path is None and not DEFAULT_PATH.exists():
+        return f"{BUILT_IN} (there is no {DEFAULT_PATH})"
+    return str(DEFAULT_PATH if path is None else path)
 
 
 def move_former_keys(data: dict[str, Any], source: str) -> dict[str, Any]:
@@ -152,7 +161,7 @@ def _skip_string(text: str, i: int, line: int) -> tuple[int, int]:
 def build(cls: type, data: dict[str, Any], prefix: str, source: str) -> Any:
     """Build one dataclass from a TOML table, checking every key."""
     hints = typing.get_type_hints(cls)
-    known = {f.name: f for f in dataclasses.fields(cls)}
+    known = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("not_a_key")}
     for key in data:
         if key not in known:
             raise ConfigError(_unknown_key_message(source, prefix, key, known))
@@ -168,8 +177,8 @@ def build(cls: type, data: dict[str, Any], prefix: str, source: str) -> Any:
             check()
         except InvalidValue as e:
             key = _join(prefix, e.key)
-            value = getattr(obj, e.key, None)
-            shown = f" = {_show(value)}" if value is not None and not isinstance(value, tuple) else ""
+            value = getattr(obj, e.key, None) if e.value is None else e.value
+            shown = f" = {toml_value(value)}" if value is not None and not isinstance(value, tuple) else ""
             if known.get(e.key) is not None and known[e.key].metadata.get("secret"):
                 shown = ""  # never echo a password, even a misplaced one
             raise ConfigError(f"{source}: {key}{shown}: {e.message}") from None
@@ -196,7 +205,7 @@ def _check_scalar(hint: Any, meta: Any, value: Any, key: str, source: str) -> An
     def fail(why: str) -> ConfigError:
         if meta.get("secret"):  # a password typed as a number is still a password
             return ConfigError(f"{source}: {key}: {why}")
-        return ConfigError(f"{source}: {key} = {_show(given)}: {why}")
+        return ConfigError(f"{source}: {key} = {toml_value(given)}: {why}")
 
     for old, new in meta.get("aliases") or ():
         if type(value) is type(old) and value == old:
@@ -233,10 +242,10 @@ def _check_scalar(hint: Any, meta: Any, value: Any, key: str, source: str) -> An
             raise fail("must not contain a NUL character")
     lo, hi = meta.get("min"), meta.get("max")
     if (lo is not None and value < lo) or (hi is not None and value > hi):
-        raise fail(f"must be between {_show(lo)} and {_show(hi)}")
+        raise fail(f"must be between {toml_value(lo)} and {toml_value(hi)}")
     choices = meta.get("choices")
     if choices is not None and value not in choices:
-        raise fail("allowed values are " + ", ".join(_show(c) for c in choices))
+        raise fail("allowed values are " + ", ".join(toml_value(c) for c in choices))
     pattern = meta.get("pattern")
     if pattern is not None and value != "" and not re.fullmatch(pattern, value):
         raise fail(f"must match {pattern}")
@@ -277,22 +286,6 @@ def _tables_with(key: str) -> list[str]:
 
 def _join(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
-        # Control characters as TOML escapes: a NUL or a newline must not reach the one-line message.
-        return '"' + _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", escaped) + '"'
-    if isinstance(value, dict):
-        return "{table}"
-    if isinstance(value, list):
-        return "[...]"
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    return repr(value)
 
 
 def _type_name(value: Any) -> str:

@@ -34,7 +34,7 @@ def render_effective(config: Config) -> str:
 
 
 def _render_obj(obj: Any, lines: list[str], prefix: str, reference: bool) -> None:
-    fields = dataclasses.fields(obj)
+    fields = [f for f in dataclasses.fields(obj) if not f.metadata.get("not_a_key")]
     for f in fields:
         if f.metadata.get("section") or f.metadata.get("table_list"):
             continue

@@ -18,6 +18,7 @@ from voxnode.config.service import ServiceConfig
 from voxnode.config.stream import StreamingConfig
 from voxnode.config.vad import VadConfig
 from voxnode.config.wake import STREAM_WAKE_OFF, STREAM_WAKE_ON, WakeConfig, wake_spec_problem
+from voxnode.config.wording import BUILT_IN
 from voxnode.config.wyoming import WyomingConfig
 from voxnode.outputs.webhook import WebhookConfig
 
@@ -54,22 +55,33 @@ class Config:
     wyoming: WyomingConfig = section(
         WyomingConfig, "Wyoming speech-to-text server for Home Assistant Assist (docs/voice-assistant.md)."
     )
+    # Where it was read (the file's path; load_config sets it). Not a key of the file: not read from it,
+    # not rendered, not compared. Messages about the settings open with it (config/wording.py).
+    source: str = dataclasses.field(
+        default=BUILT_IN, compare=False, repr=False, metadata={"doc": "where it was read", "not_a_key": True}
+    )
 
     def check(self) -> None:
         names = [s.name for s in self.streams]
-        for name in names:
-            if names.count(name) > 1:
-                raise InvalidValue("streams", f"stream name {name!r} is used more than once")
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                first = names.index(name)
+                raise InvalidValue(
+                    f"streams[{i}].name", f"streams[{first}] has this name too; give each stream its own", name
+                )
         problem = wake_spec_problem(self.wake.model)
         if problem:
-            raise InvalidValue("wake.model", f"is {self.wake.model!r}: {problem}")
+            raise InvalidValue("wake.model", problem, self.wake.model)
         for i, s in enumerate(self.streams):
             problem = None if s.wake in ("", STREAM_WAKE_OFF, STREAM_WAKE_ON) else wake_spec_problem(s.wake)
             if problem:
-                raise InvalidValue(f"streams[{i}].wake", f"is {s.wake!r}: {problem}")
+                raise InvalidValue(f"streams[{i}].wake", problem, s.wake)
         if not self.effective_streams() and not self.wyoming.enabled:
             raise InvalidValue(
-                "audio.device", 'is "" (no microphone) and [wyoming] is not enabled: there is nothing to do'
+                "audio.device",
+                "no microphone, and [wyoming] is not enabled: there is nothing to do; "
+                "set audio.device, add [[streams]] or enable [wyoming]",
+                "",
             )
 
     def effective_streams(self) -> tuple[StreamConfig, ...]:

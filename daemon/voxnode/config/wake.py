@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from voxnode.config.audio import StreamConfig
 from voxnode.config.fields import setting
+from voxnode.config.wording import toml_value
 
 if TYPE_CHECKING:
     from voxnode.config.root import Config
@@ -97,7 +98,7 @@ def wake_spec_problem(spec: str) -> str | None:
         if not one:
             return "an empty model name in the list (names are separated by single commas)"
         if not (one in SHIPPED_MODELS or one.endswith((".json", ".tflite")) or "/" in one):
-            which = f"{one!r} is " if len(specs) > 1 else ""
+            which = f"{toml_value(one)} is " if len(specs) > 1 else ""
             return f"{which}not a shipped model ({', '.join(SHIPPED_MODELS)}) nor a path to a model's JSON manifest"
     names = [one if one in SHIPPED_MODELS else one.rsplit("/", 1)[-1].rsplit(".", 1)[0] for one in specs]
     twice = sorted({n for n in names if names.count(n) > 1})

@@ -8,6 +8,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from voxnode.config.wording import toml_value
 from voxnode.errors import ConfigError
 
 log = logging.getLogger("voxnode.delivery.spool")
@@ -58,13 +59,13 @@ def check_spool_path(configured: str) -> None:
     path = Path(configured)
     if os.path.isdir(path):
         raise ConfigError(
-            f"delivery.spool_path = {configured!r}: {path} is a folder; name the spool's file in it "
+            f"delivery.spool_path = {toml_value(configured)}: {path} is a folder; name the spool's file in it "
             f"(e.g. {path / SPOOL_FILE})"
         )
     for folder in path.parents:  # the nearest one that exists must be a folder (the spool makes the rest)
         if os.path.lexists(folder):
             if not os.path.isdir(folder):
-                raise ConfigError(f"delivery.spool_path = {configured!r}: {folder} is not a folder")
+                raise ConfigError(f"delivery.spool_path = {toml_value(configured)}: {folder} is not a folder")
             return
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from voxnode.audio.format import PERIOD_FRAMES, SAMPLE_RATE
 from voxnode.config.vad import VADS, VadConfig
+from voxnode.config.wording import toml_value
 
 from .errors import FrontendError
 from .spectrum import NoiseTracker
@@ -101,7 +102,9 @@ class WebRtcVad:
         try:
             import webrtcvad  # optional dependency: pip install webrtcvad-wheels
         except ImportError as exc:  # pragma: no cover - depends on install
-            raise FrontendError("vad.engine = 'webrtc' needs the webrtcvad-wheels package") from exc
+            raise FrontendError(
+                'vad.engine = "webrtc": needs the webrtcvad-wheels package; pip install webrtcvad-wheels'
+            ) from exc
         self._vad = webrtcvad.Vad(aggressiveness)
         self._rate = rate
 
@@ -147,5 +150,5 @@ def vad_class(engine: str) -> type[FrameVad]:
     try:
         module, name = VADS[engine]
     except KeyError:
-        raise FrontendError(f"vad.engine = {engine!r}: unknown VAD; known: {', '.join(VADS)}") from None
+        raise FrontendError(f"vad.engine = {toml_value(engine)}: unknown VAD; known: {', '.join(VADS)}") from None
     return getattr(importlib.import_module(module), name)

@@ -12,6 +12,7 @@ import ssl
 from collections.abc import Mapping
 
 from voxnode.config.mqtt import MqttConfig
+from voxnode.config.wording import toml_value
 from voxnode.errors import MqttConfigError
 from voxnode.regular_file import check_regular_file, read_head
 
@@ -34,17 +35,18 @@ def read_password(c: MqttConfig, environ: Mapping[str, str] = os.environ) -> str
     if not path:
         return c.password or None
     # Never waits on a FIFO given as the file: voxnode.regular_file, as for the config file.
-    raw = read_head(path, f"{key} = {path!r}:", MAX_PASSWORD_BYTES + 1, MqttConfigError)
+    raw = read_head(path, f"{key} = {toml_value(path)}:", MAX_PASSWORD_BYTES + 1, MqttConfigError)
     line = raw.split(b"\n", 1)[0].rstrip(b"\r")
     if b"\n" not in raw and len(raw) > MAX_PASSWORD_BYTES:
         raise MqttConfigError(
-            f"{key} = {path!r}: first line is longer than {MAX_PASSWORD_BYTES} bytes; is it the password file?"
+            f"{key} = {toml_value(path)}: first line is longer than {MAX_PASSWORD_BYTES} bytes; "
+            "is it the password file?"
         )
     try:
         return line.decode("utf-8")
     except UnicodeDecodeError as e:
         raise MqttConfigError(
-            f"{key} = {path!r}: the password is not UTF-8 text (byte {e.start} of the first "
+            f"{key} = {toml_value(path)}: the password is not UTF-8 text (byte {e.start} of the first "
             "line); MQTT passwords are UTF-8"
         ) from None
 
@@ -56,17 +58,17 @@ def tls_context(c: MqttConfig) -> ssl.SSLContext | None:
     for key in ("tls_ca", "tls_cert", "tls_key"):
         path = getattr(c, key)
         if path:  # the TLS library opens them blocking: a FIFO there would hang the start
-            check_regular_file(path, f"mqtt.{key} = {path!r}:", MqttConfigError)
+            check_regular_file(path, f"mqtt.{key} = {toml_value(path)}:", MqttConfigError)
     try:
         context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=c.tls_ca or None)
     except (ssl.SSLError, OSError, ValueError) as e:
-        raise MqttConfigError(f"mqtt.tls_ca = {c.tls_ca!r}: not a PEM CA certificate ({_why(e)})") from None
+        raise MqttConfigError(f"mqtt.tls_ca = {toml_value(c.tls_ca)}: not a PEM CA certificate ({_why(e)})") from None
     if c.tls_cert:
         try:
             context.load_cert_chain(c.tls_cert, c.tls_key)
         except (ssl.SSLError, OSError, ValueError) as e:
             raise MqttConfigError(
-                f"mqtt.tls_cert = {c.tls_cert!r} / tls_key = {c.tls_key!r}: cannot be loaded "
+                f"mqtt.tls_cert = {toml_value(c.tls_cert)} / tls_key = {toml_value(c.tls_key)}: cannot be loaded "
                 f"({_why(e)}); both must be PEM and the key must match the certificate"
             ) from None
     context.check_hostname = not c.tls_insecure

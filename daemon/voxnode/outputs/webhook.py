@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from voxnode import __version__
 from voxnode.config.fields import InvalidValue, setting
+from voxnode.config.wording import toml_value
 from voxnode.delivery.retry import HeldFinal
 from voxnode.events import Event, TranscriptEvent, dumps
 from voxnode.outputs.base import Output, OutputContext
@@ -59,10 +60,12 @@ class WebhookConfig:
                 raise InvalidValue(
                     "url", "must be an http:// or https:// URL with a host, e.g. http://ha.local:8123/hook"
                 )
-        for h in self.headers:
+        for i, h in enumerate(self.headers):
             name, sep, value = h.partition(":")
             if not sep or not name.strip() or any(c in h for c in "\r\n") or " " in name.strip():
-                raise InvalidValue("headers", f'each must be "Name: value" on one line; {name.strip()[:40]!r} is not')
+                # Its name alone, cut short: the value may be a token (Authorization: Bearer ...).
+                shown = toml_value(name.strip()[:40])
+                raise InvalidValue(f"headers[{i}]", f'must be "Name: value" on one line; {shown} is not')
         if self.retry_max_s < self.retry_min_s:
             raise InvalidValue("retry_max_s", f"must not be smaller than retry_min_s ({self.retry_min_s})")
 

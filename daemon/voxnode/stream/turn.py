@@ -32,12 +32,12 @@ from voxnode.audio.format import SAMPLE_RATE
 from voxnode.errors import ModelError
 from voxnode.lifecycle import Component
 from voxnode.models.files import check_model_file
-from voxnode.models.find import TURN_MODEL, TURN_MODEL_FILE, find_model
+from voxnode.models.find import TURN_MODEL, TURN_MODEL_FILE, TURN_SETTING, find_model
 from voxnode.models.interpreter import describe, open_interpreter
 
 log = logging.getLogger(__name__)
 
-OWNER = "vad.end_of_turn"  # the setting that loads it, for error messages
+OWNER = TURN_SETTING
 TURN_SECONDS = 8  # the model hears the last 8 s (400 encoder positions)
 MEL_FRAMES = TURN_SECONDS * SAMPLE_RATE // 160
 

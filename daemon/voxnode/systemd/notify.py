@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STATUS_MAX = 400  # `systemctl status` shows one line; keep it bounded
+STATUS_NOTE_MIN = 200  # of it, the least a note (a refused reload's error) keeps before the streams' states
 
 
 class Notifier:
@@ -69,7 +70,10 @@ def status_line(host: HostView, now: float, note: str = "") -> str:
     if not alive.ok:
         line += f"; STALLED: {alive.reason}"
     if note:
-        line = f"{note}; {line}"  # first: the line is cut at STATUS_MAX, and the note matters most
+        # First: the note matters most. Cut, where it is long (a refused reload's error names the config
+        # file, the key and its file: over 400 characters with long paths), so the streams still show.
+        room = max(STATUS_NOTE_MIN, STATUS_MAX - len(line) - 2)
+        line = f"{note if len(note) <= room else note[: room - 1] + '…'}; {line}"
     return line[:STATUS_MAX]
 
 

@@ -27,6 +27,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from voxnode.config.wording import toml_value
 from voxnode.errors import ConfigError
 
 from .models import WakeModel
@@ -52,8 +53,8 @@ def check_confirm(confirm: str, models: tuple[WakeModel, ...]) -> None:
     words = [m.name for m in models if m.name in WORDS]
     if not words:
         raise ConfigError(
-            f"wake.confirm = {confirm!r}: gives a second opinion on {', '.join(WORDS)} only; the stream listens for "
-            f"{', '.join(m.name for m in models)}"
+            f"wake.confirm = {toml_value(confirm)}: gives a second opinion on {', '.join(WORDS)} only; "
+            f"the stream listens for {', '.join(m.name for m in models)}"
         )
     for word in words:
         model_files(word)

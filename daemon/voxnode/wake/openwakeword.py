@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from voxnode.config.wording import toml_value
 from voxnode.errors import ConfigError
 from voxnode.models.interpreter import open_interpreter
 from voxnode.models.runtime import Delegation
@@ -55,7 +56,7 @@ def models_dir() -> Path:
     """The .tflite files inside the installed pyopen-wakeword package (not imported: only its files)."""
     spec = importlib.util.find_spec("pyopen_wakeword")
     if spec is None or not spec.submodule_search_locations:
-        raise ConfigError(f"{KEY} = {NAME!r}: the pyopen-wakeword package is not installed ({INSTALL})")
+        raise ConfigError(f"{KEY} = {toml_value(NAME)}: the pyopen-wakeword package is not installed ({INSTALL})")
     return Path(next(iter(spec.submodule_search_locations))) / "models"
 
 
@@ -69,7 +70,7 @@ def model_files(word: str = "alexa", folder: Path | None = None) -> tuple[Path, 
         # The guard of every file a user names, for these package files too: the interpreter opens each by
         # its path, which waits on a FIFO (the open checked here does not, and names it as one).
         try:
-            check_regular_file(path, f"{KEY} = {NAME!r}: {path}")
+            check_regular_file(path, f"{KEY} = {toml_value(NAME)}: {path}")
         except ConfigError as e:
             raise ConfigError(f"{e} (reinstall: {INSTALL})") from None
     return paths

@@ -34,13 +34,14 @@ from voxnode.asr.recognizer import Capabilities, DecodeAbandoned, Recognizer, Tr
 from voxnode.asr.whisper import guards, redecode, search
 from voxnode.asr.whisper.decoder import DecoderRunner, Prefix
 from voxnode.asr.whisper.encoder import EncoderRunner
-from voxnode.asr.whisper.files import ModelFiles, checked_model_dir, default_model_dir, open_model_dir
+from voxnode.asr.whisper.files import ModelFiles, checked_model_dir, default_model_dir, model_setting, open_model_dir
 from voxnode.asr.whisper.hotwords import HotwordBias
 from voxnode.asr.whisper.load import LiteRtEngineInfo, load_parts
 from voxnode.asr.whisper.options import ROLES, DecodeOptions
 from voxnode.asr.whisper.prompt import StartSequence, prompted_start
 from voxnode.asr.whisper.search import Decoded
 from voxnode.asr.whisper.tokenizer import Tokenizer
+from voxnode.config.wording import naming, toml_value
 from voxnode.errors import ModelError
 from voxnode.models.files import MANIFEST
 
@@ -125,25 +126,27 @@ class WhisperEngine(Recognizer):
         """Raises ModelError (naming asr.language) unless this model can decode `language`."""
         if self.multilingual:
             if language != "auto" and language not in self.languages:
-                raise ModelError(f"asr.language = {language!r}: not a language of {self.files.name}")
+                raise ModelError(f"asr.language = {toml_value(language)}: not a language of {self.files.name}")
         elif language != "en":
             raise ModelError(
-                f"asr.language = {language!r}: {self.files.name} is English-only "
+                f"asr.language = {toml_value(language)}: {self.files.name} is English-only "
                 '(use "en", or asr.model = "base" for other languages)'
             )
 
     @classmethod
     def from_config(cls, config: AsrConfig) -> WhisperEngine:
-        return cls.load(
-            checked_model_dir(config.model_dir, config.model),
-            config.num_threads or None,
-            options=DecodeOptions.from_config(config),
-        )
+        with naming(*model_setting(config)):
+            return cls.load(
+                checked_model_dir(config.model_dir, config.model),
+                config.num_threads or None,
+                options=DecodeOptions.from_config(config),
+            )
 
     @classmethod
     def check_model(cls, config: AsrConfig) -> None:
-        # The files and their checksums, as load() checks them (0.1 s for tiny.en).
-        open_model_dir(checked_model_dir(config.model_dir, config.model))
+        # The files and their checksums, as load() checks them (0.1 s for tiny.en); errors name the key.
+        with naming(*model_setting(config)):
+            open_model_dir(checked_model_dir(config.model_dir, config.model))
 
     @classmethod
     def model_id_file(cls, config: AsrConfig) -> Path | None:

@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from voxnode.config.asr import AsrConfig
+from voxnode.config.wording import toml_value
 from voxnode.errors import ModelError
 from voxnode.models.files import MANIFEST, check_file, read_manifest
 from voxnode.models.find import WHISPER_PREFIX, find_model, is_path
@@ -43,7 +45,12 @@ def default_model_dir(configured: str | Path | None = None, model: str = DEFAULT
     """`asr.model_dir` if set, else the folder of `asr.model` (models/find.py says where it looks)."""
     if configured:
         return Path(configured).expanduser()
-    return find_model(model_dir_name(model), f"asr.model = {model!r}")
+    return find_model(model_dir_name(model), f"asr.model = {toml_value(model)}")
+
+
+def model_setting(config: AsrConfig) -> tuple[str, str]:
+    """The setting that names the model's folder, and its value: asr.model_dir where set, else asr.model."""
+    return ("asr.model_dir", config.model_dir) if config.model_dir else ("asr.model", config.model)
 
 
 def checked_model_dir(configured: str, model: str = DEFAULT_MODEL) -> Path:
@@ -51,7 +58,7 @@ def checked_model_dir(configured: str, model: str = DEFAULT_MODEL) -> Path:
     root = default_model_dir(configured, model)
     if configured and not root.is_dir():
         why = "is not a folder" if root.exists() else "does not exist"
-        raise ModelError(f"asr.model_dir = {configured!r}: {root} {why}")
+        raise ModelError(f"asr.model_dir = {toml_value(configured)}: {root} {why}")
     return root
 
 

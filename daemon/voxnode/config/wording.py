@@ -1,0 +1,94 @@
+"""How every message about a setting is worded: `<config file>: <section.key> = <TOML value>: <what is
+wrong>; <what to do>`.
+
+The loader words its own messages so (it knows the file). The checks made beyond the file (the models,
+the MQTT password and TLS files, the spool path, the wake words: voxnode.preflight, and the components
+at start) say `<section.key> = <TOML value>: ...` with `key_value`, and `in_config` opens such a message
+with the config file where the config is known: check-config, run's start, a reload.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import typing
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from voxnode.errors import VoxnodeError
+
+# The source of a Config built without a file (Config(); the loader says which file it looked for).
+BUILT_IN = "built-in defaults"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# A message about a setting opens with its key: "asr.model_dir = ...", "streams[1].wake: ...",
+# "vad.engine = ...". A message that opens with something else (a path, a systemd credential) is not
+# about a key of the config file, and is left as it is.
+_OPENS_WITH_KEY = re.compile(r"([a-z_]+)(?:\[\d+\])?\.([a-z_]+)(?: = |: )")
+
+E = TypeVar("E", bound=Exception)
+
+
+def toml_value(value: Any) -> str:
+    """`value` as the config file writes it: "text" (TOML escapes), true, 3, 0.5, nan."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+        # Control characters as TOML escapes: a NUL or a newline must not reach the one-line message.
+        return '"' + _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", escaped) + '"'
+    if isinstance(value, dict):
+        return "{table}"
+    if isinstance(value, list):
+        return "[...]"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return repr(value)
+
+
+def key_value(key: str, value: Any) -> str:
+    """`asr.model_dir = "/opt/m"`: how a message about a setting opens (before the config file)."""
+    return f"{key} = {toml_value(value)}"
+
+
+def names_a_setting(message: str) -> bool:
+    """Whether `message` opens with a key of the config ("mqtt.tls_ca = ...")."""
+    from voxnode.config.root import Config  # the sections' keys, from the dataclasses
+
+    m = _OPENS_WITH_KEY.match(message)
+    return m is not None and m.group(2) in _keys_of(Config).get(m.group(1), ())
+
+
+def in_config(error: E, source: str) -> E:
+    """`error`, opened with the config file (`source`) when it is a VoxnodeError about one of its
+    settings and does not say the file yet; else `error` itself."""
+    if not isinstance(error, VoxnodeError) or not names_a_setting(str(error)):
+        return error
+    return type(error)(f"{source}: {error}")
+
+
+@contextmanager
+def naming(key: str, value: Any) -> Iterator[None]:
+    """A VoxnodeError raised inside opens with `key = value` (a model's file that is missing names the
+    setting that asked for it), unless it names a setting already; one that names `key` without its
+    value gets the value."""
+    opening = key_value(key, value)
+    try:
+        yield
+    except VoxnodeError as e:
+        message = str(e)
+        if message.startswith(opening) or (names_a_setting(message) and not message.startswith(f"{key}: ")):
+            raise
+        raise type(e)(f"{opening}: {message.removeprefix(f'{key}: ')}") from None
+
+
+def _keys_of(cls: type) -> dict[str, tuple[str, ...]]:
+    """Each table of `cls` ("asr", "streams") and its keys."""
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for f in dataclasses.fields(cls):
+        table = hints[f.name] if f.metadata.get("section") else f.metadata.get("table_list")
+        if table is not None:
+            out[f.name] = tuple(sub.name for sub in dataclasses.fields(table))
+    return out
