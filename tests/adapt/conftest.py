@@ -30,7 +30,7 @@ ROOT = checkout_root()
 HERE = Path(__file__).resolve().parent
 RUN_TIMEOUT_S = 600
 # Two at a time: each holds up to ~3 GB (TensorFlow, tiny.en's weights and their gradients): three at once
-# peaked at 8.9 GB RSS together (stop 44), two at ~6. The adapt run and the LoRA probe start first; the
+# peaked at 8.9 GB RSS together (stop 44), two at 6.6. The adapt run and the LoRA probe start first; the
 # regularisation probe when one of them ends.
 AT_ONCE = 2
 ADAPTED_NAME = "whisper-tiny.en+test"
