@@ -62,8 +62,8 @@ def frontend_config(denoise: str):
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
+    from scripts.adapt.choices import DEFAULT_ADAPTER, DEFAULT_LAYERS, DEFAULT_LR, LAYER_SETS, lora_rank
     from scripts.adapt.data import CHECK_SETS, CLEAN_SHARE, TRAIN_SNR_DB, TRAIN_SPEED, snr_range
-    from scripts.adapt.weights import DEFAULT_ADAPTER, DEFAULT_LAYERS, DEFAULT_LR, LAYER_SETS, lora_rank
     from voxnode.config.asr import VARIANT_LABEL  # what [asr] model = "tiny.en+NAME" accepts
 
     p = argparse.ArgumentParser(

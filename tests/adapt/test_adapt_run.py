@@ -14,10 +14,8 @@ import json
 import os
 import subprocess
 import sys
-import wave
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from voxnode.adapt_tool import ADAPT_VENV, checkout_root, tool_env
@@ -56,34 +54,9 @@ def probe_in_adapt_venv(*argv: str, timeout: float = 600) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _write_wav(path: Path, x: np.ndarray) -> None:
-    with wave.open(str(path), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(16000)
-        w.writeframes(np.clip(np.round(x), -32768, 32767).astype("<i2").tobytes())
-
-
-def _pink(n: int, seed: int) -> np.ndarray:
-    spec = np.fft.rfft(np.random.default_rng(seed).standard_normal(n))
-    f = np.arange(len(spec), dtype=float)
-    f[0] = 1
-    x = np.fft.irfft(spec / np.sqrt(f), n)
-    return 3000 * x / np.std(x)
-
-
 @pytest.fixture(scope="module")
-def adapted(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    d = tmp_path_factory.mktemp("adapt")
-    (d / "mine.tsv").write_text("".join(f"{p}\t{t}\n" for p, t in pocketsphinx_utterances()))
-    _write_wav(d / "room.wav", _pink(30 * 16000, 1))
-    out = d / "whisper-tiny.en+test"
-    cmd = [sys.executable, "-m", "voxnode", "adapt", "--noise", str(d / "room.wav"), "--name", "test"]
-    cmd += ["--utterances", str(d / "mine.tsv"), "--no-bundled", "--max-train", "3", "--epochs", "1"]
-    cmd += ["--accumulate", "1", "--layers", "cross", "--check", "none", "--out", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONHASHSEED": "0"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return out, proc
+def adapted(adapt_runs) -> tuple[Path, subprocess.CompletedProcess]:
+    return adapt_runs.adapted()  # tests/adapt/conftest.py: started beside the probes
 
 
 @needs_venv

@@ -13,12 +13,12 @@ import pytest
 
 from voxnode.adapt_tool import tool_env
 
-from .test_adapt_run import ROOT, needs_venv, probe_in_adapt_venv
+from .test_adapt_run import ROOT, needs_venv
 
 
 @pytest.fixture(scope="module")
-def probe() -> dict:
-    return probe_in_adapt_venv("-m", "tests.adapt.lora_probe")
+def probe(adapt_runs) -> dict:
+    return adapt_runs.probe("lora")  # tests/adapt/conftest.py: started beside the other runs
 
 
 @needs_venv

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from .test_adapt_run import needs_venv, probe_in_adapt_venv
+from .test_adapt_run import needs_venv
 
 
 @pytest.fixture(scope="module")
-def probe() -> dict:
-    return probe_in_adapt_venv("-m", "tests.adapt.regularise_probe")
+def probe(adapt_runs) -> dict:
+    return adapt_runs.probe("regularise")  # tests/adapt/conftest.py: started beside the other runs
 
 
 @needs_venv

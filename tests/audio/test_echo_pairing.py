@@ -20,6 +20,8 @@ from voxnode.audio.format import PERIOD_FRAMES
 from voxnode.audio.ring import FrameRing
 from voxnode.config.audio import AudioConfig, StreamConfig
 
+# All waiting (14.9 s wall for 0.2 s of CPU, stop 44), but not a `waiting` test: in make test's first step,
+# beside the ARM64 check's qemu and the venv builds, the burst test paired frames 26-28 one period early.
 PERIODS = 150  # 3 s
 HOLD_AT, HOLD_S = 50, 0.3  # the held capture's 50th read waits 300 ms first
 STARTUP = 25  # periods

@@ -18,8 +18,8 @@ import pytest
 
 from scripts.bench import echo_audio as ea
 from scripts.bench import speech_corpus as sc
-from tests.helpers import PairedFifoWriter
-from tests.stream.test_pipeline_alsa import ListSink
+from tests.helpers import PairedFifoWriter, wait_until
+from tests.stream.test_pipeline_alsa import ListSink, wait_settled
 from voxnode.asr.wer import word_errors
 from voxnode.config import Config
 from voxnode.config.audio import AudioConfig
@@ -48,7 +48,11 @@ def run_with_reference(alsa_dir, engine, mic, ref, ref_stop_s=None, snapshot_at_
             time.sleep(snapshot_at_s)
             snaps.append(daemon.snapshot()["streams"]["mic"])
         assert writer.done.wait(len(mic) / ea.RATE * 3 + 10)
-        time.sleep(2.0)  # hangover + decode of the last utterance
+        wait_settled(daemon, len(mic))  # hangover + decode of the last utterance
+        # The reference's writer has stopped too: it is reported "missing" STATE_HOLD_S after its last
+        # frame, which the tests assert on this snapshot; a fixed 2 s sleep covered both waits before,
+        # and it still bounds this one.
+        wait_until(lambda: daemon.snapshot()["streams"]["mic"]["echo_reference"] == "missing", 2.0, step=0.05)
         snaps.append(daemon.snapshot()["streams"]["mic"])
     finally:
         daemon.request_stop()

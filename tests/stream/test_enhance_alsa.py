@@ -66,7 +66,7 @@ def test_enhanced_live_recognition_recovers_words_in_loud_white_noise(alsa_dir, 
     config = dataclasses.replace(config, frontend=dataclasses.replace(config.frontend, denoise="asr"))
     assert config.frontend.denoise_engine == "deepfilter"  # the default engine is the one measured here
     audio, spans, refs = white_noise_session()
-    events, _, daemon = run_daemon(alsa_dir, audio, engine, config=config, settle_s=2.0)
+    events, _, daemon = run_daemon(alsa_dir, audio, engine, config=config)
     assert daemon.streams["mic"].source.ring.dropped == 0
     finals = [e["text"] for e in events if e["type"] == "final"]
 

@@ -70,7 +70,7 @@ def session(kind, alsa_dir, engine):
         if kind == "babble" and not ac.have_espeak():
             pytest.skip("babble needs espeak-ng and sox (make deps-test)")
         audio, spans, refs = noisy_session(kind)
-        events, _, daemon = run_daemon(alsa_dir, audio, engine, settle_s=2.0)
+        events, _, daemon = run_daemon(alsa_dir, audio, engine)
         cuts = [engine.transcribe(audio[max(0, a - 4000) : b + 4000] / 32768.0).text for a, b in spans]
         _sessions[kind] = (refs, [e for e in events if e["type"] == "final"], cuts, daemon)
     return _sessions[kind]
@@ -133,7 +133,7 @@ def test_sentences_the_model_hears_finished_end_on_the_agreed_hangover(alsa_dir,
     audio, _, refs = noisy_session("pink", AGREED_CLIPS)
     base = Config()
     vad = dataclasses.replace(base.vad, **RACE_FREE_HANGOVERS_MS)
-    events, _, daemon = run_daemon(alsa_dir, audio, engine, dataclasses.replace(base, vad=vad), settle_s=2.0)
+    events, _, daemon = run_daemon(alsa_dir, audio, engine, dataclasses.replace(base, vad=vad))
     finals = [e["text"] for e in events if e["type"] == "final"]
     st = daemon.streams["mic"].pipeline.stats
     assert len(finals) == len(refs), finals

@@ -51,7 +51,46 @@ class ListSink:
         pass
 
 
-def run_daemon(alsa_dir, audio, engine, config: Config | None = None, settle_s=1.5, all_events=False):
+# The wait after the last audio for the stream to settle (`wait_settled`): each of the 14 runs of
+# tests/stream and tests/wake settled 0.10-0.22 s after it (stop 44, load 0.6-1.2); a fixed sleep of
+# 1-2 s stood here before. Generous: a loaded machine's last decode may take seconds.
+SETTLE_TIMEOUT_S = 20.0
+
+
+def settled(daemon: Daemon, frames: int, stream: str = "mic") -> tuple[int, int] | None:
+    """Whether `stream` has nothing left to do with the first `frames` frames of its audio: its capture
+    has read them, its worker has taken everything the capture passed on (a capture relaxed in silence
+    keeps its last few frames until its next read, audio/capture_pace.py: they reach the pipeline at
+    the stop, with or without a wait), no utterance is open, and every utterance opened has come out
+    (a final, suppressed as noise, discarded, lost). Settled: the counts of frames captured and fed."""
+    try:
+        rt = daemon.streams[stream]
+    except KeyError:  # not started yet
+        return None
+    src, p = rt.source, rt.pipeline
+    st = p.stats
+    done = st.utterances == st.discarded + st.finals + st.suppressed + st.finals_lost
+    if src.stats.frames >= frames and src.ring.depth == 0 and p.idle and done:
+        return src.stats.frames, st.frames
+    return None
+
+
+def wait_settled(daemon: Daemon, n_samples: int, stream: str = "mic", timeout: float = SETTLE_TIMEOUT_S) -> None:
+    """After the last audio was written: wait until the stream has settled (`settled`, the same twice
+    0.1 s apart: a frame's count goes up before it is segmented), at most `timeout` (then the daemon's
+    stop ends what is open, and the test's assertions say whether that was enough)."""
+    frames = n_samples // ac.FRAME
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        first = settled(daemon, frames, stream)
+        if first is not None:
+            time.sleep(0.1)
+            if settled(daemon, frames, stream) == first:
+                return
+        time.sleep(0.02)
+
+
+def run_daemon(alsa_dir, audio, engine, config: Config | None = None, all_events=False):
     """Play `audio` into the FIFO in real time through a Daemon; return its partials and finals
     (every event with `all_events`), the recognition stats and the daemon."""
     config = config or Config()
@@ -63,7 +102,7 @@ def run_daemon(alsa_dir, audio, engine, config: Config | None = None, settle_s=1
     t.start()
     try:
         assert writer.done.wait(len(audio) / ac.RATE * 3 + 10)
-        time.sleep(settle_s)  # hangover + decode of the last utterance
+        wait_settled(daemon, len(audio))  # hangover + decode of the last utterance
     finally:
         daemon.request_stop()
         t.join(20)
@@ -129,5 +168,5 @@ def test_noise_only_gives_nothing(alsa_dir, engine):
         ac.at_dbfs(ac.noise("music", n // 3, seed=3), -35),
     ]
     audio = np.concatenate(rng_parts)
-    events, stats, _ = run_daemon(alsa_dir, audio, engine, settle_s=1.0)
+    events, stats, _ = run_daemon(alsa_dir, audio, engine)
     assert events == []
