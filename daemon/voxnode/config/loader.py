@@ -14,7 +14,7 @@ from typing import Any
 
 from voxnode.config.fields import InvalidValue
 from voxnode.config.root import Config
-from voxnode.config.wording import BUILT_IN, toml_value
+from voxnode.config.wording import BUILT_IN, tables_with, toml_value
 from voxnode.errors import ConfigError
 from voxnode.regular_file import read_regular_file
 
@@ -257,7 +257,7 @@ def _unknown_key_message(source: str, prefix: str, key: str, known: dict) -> str
     msg = f"{source}: unknown key {_join(prefix, key)!r} in {where}"
     # A key of another section (its [header] missing, or under the wrong one) is named there: a
     # `device` at the top level was asked "did you mean 'service'?".
-    homes = [h for h in _tables_with(key) if h.strip("[]") != prefix.split("[")[0]]
+    homes = [h for h in tables_with(key) if h.strip("[]") != prefix.split("[")[0]]
     if homes:
         return msg + "; it is a key of " + " and ".join(homes)
     close = difflib.get_close_matches(key, list(known), n=1)
@@ -266,22 +266,6 @@ def _unknown_key_message(source: str, prefix: str, key: str, known: dict) -> str
     else:
         msg += "; known keys: " + ", ".join(known)
     return msg
-
-
-def _tables_with(key: str) -> list[str]:
-    """The tables ("[audio]", "[[streams]]") that have `key`."""
-    hints = typing.get_type_hints(Config)
-    out = []
-    for f in dataclasses.fields(Config):
-        if f.metadata.get("section"):
-            cls, header = hints[f.name], f"[{f.name}]"
-        elif f.metadata.get("table_list"):
-            cls, header = f.metadata["table_list"], f"[[{f.name}]]"
-        else:
-            continue
-        if any(s.name == key for s in dataclasses.fields(cls)):
-            out.append(header)
-    return out
 
 
 def _join(prefix: str, name: str) -> str:

@@ -54,10 +54,8 @@ def key_value(key: str, value: Any) -> str:
 
 def names_a_setting(message: str) -> bool:
     """Whether `message` opens with a key of the config ("mqtt.tls_ca = ...")."""
-    from voxnode.config.root import Config  # the sections' keys, from the dataclasses
-
     m = _OPENS_WITH_KEY.match(message)
-    return m is not None and m.group(2) in _keys_of(Config).get(m.group(1), ())
+    return m is not None and m.group(2) in _keys_of().get(m.group(1), ())
 
 
 def in_config(error: E, source: str) -> E:
@@ -83,12 +81,24 @@ def naming(key: str, value: Any) -> Iterator[None]:
         raise type(e)(f"{opening}: {message.removeprefix(f'{key}: ')}") from None
 
 
-def _keys_of(cls: type) -> dict[str, tuple[str, ...]]:
-    """Each table of `cls` ("asr", "streams") and its keys."""
-    hints = typing.get_type_hints(cls)
-    out = {}
-    for f in dataclasses.fields(cls):
-        table = hints[f.name] if f.metadata.get("section") else f.metadata.get("table_list")
-        if table is not None:
-            out[f.name] = tuple(sub.name for sub in dataclasses.fields(table))
-    return out
+def tables_with(key: str) -> list[str]:
+    """The tables that have `key`, as the file heads them: "[audio]", "[[streams]]"."""
+    return [header for _, header, keys in _tables() if key in keys]
+
+
+def _keys_of() -> dict[str, tuple[str, ...]]:
+    """Each table of the config ("asr", "streams") and its keys."""
+    return {name: keys for name, _, keys in _tables()}
+
+
+def _tables() -> Iterator[tuple[str, str, tuple[str, ...]]]:
+    """Each table of the config: its name, its header in the file ("[asr]", "[[streams]]") and its keys."""
+    from voxnode.config.root import Config  # the sections' keys, from the dataclasses (root imports this module)
+
+    hints = typing.get_type_hints(Config)
+    for f in dataclasses.fields(Config):
+        if f.metadata.get("section"):
+            yield f.name, f"[{f.name}]", tuple(sub.name for sub in dataclasses.fields(hints[f.name]))
+        elif f.metadata.get("table_list"):
+            table = f.metadata["table_list"]
+            yield f.name, f"[[{f.name}]]", tuple(sub.name for sub in dataclasses.fields(table))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from voxnode.config.wake import SHIPPED_CUTOFFS, SHIPPED_MODELS, wake_specs
-from voxnode.config.wording import toml_value
+from voxnode.config.wording import key_value
 from voxnode.errors import ConfigError
 from voxnode.models.find import WAKE_MODELS, find_model
 from voxnode.regular_file import check_regular_file, read_regular_file
@@ -51,27 +51,27 @@ def load_wake_model(spec: str, threshold: float = 0.0, key: str = "wake.model") 
     """`spec`: a shipped model's name or the path of a manifest (.json; a .tflite with a .json beside it
     works too). The cutoff: `threshold` where > 0, else voxnode's for a shipped model (SHIPPED_CUTOFFS,
     chosen on real voices), else the manifest's. Errors name `key`."""
+    setting = key_value(key, spec)  # how every message here opens: wake.model = "alexa"
     if spec in SHIPPED_MODELS:
-        manifest = find_model(WAKE_MODELS, f"{key} = {toml_value(spec)}") / f"{spec}.json"
+        manifest = find_model(WAKE_MODELS, setting) / f"{spec}.json"
     else:
         path = Path(spec)
         if not (path.suffix in (".json", ".tflite") or path.is_absolute() or "/" in spec):
             raise ConfigError(
-                f"{key} = {toml_value(spec)}: not a shipped model ({', '.join(SHIPPED_MODELS)}) nor a path to a "
-                "model's JSON manifest"
+                f"{setting}: not a shipped model ({', '.join(SHIPPED_MODELS)}) nor a path to a model's JSON manifest"
             )
         manifest = path.with_suffix(".json")
     # Never waits on a FIFO (check-config and run hung there) nor reads a log given in its place.
-    raw = read_regular_file(manifest, f"{key} = {toml_value(spec)}: manifest {manifest}", MAX_MANIFEST_BYTES)
+    raw = read_regular_file(manifest, f"{setting}: manifest {manifest}", MAX_MANIFEST_BYTES)
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ConfigError(f"{key} = {toml_value(spec)}: cannot read the manifest {manifest}: {e}") from None
+        raise ConfigError(f"{setting}: cannot read the manifest {manifest}: {e}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{key} = {toml_value(spec)}: {manifest} is not a microWakeWord manifest (not a JSON object)")
+        raise ConfigError(f"{setting}: {manifest} is not a microWakeWord manifest (not a JSON object)")
     languages = data.get("trained_languages", [])
     if not (isinstance(languages, list) and all(isinstance(x, str) for x in languages)):
-        raise ConfigError(f"{key} = {toml_value(spec)}: {manifest}: trained_languages must be a list of language codes")
+        raise ConfigError(f"{setting}: {manifest}: trained_languages must be a list of language codes")
     try:
         micro = data["micro"]
         tflite = manifest.parent / data["model"]
@@ -80,18 +80,14 @@ def load_wake_model(spec: str, threshold: float = 0.0, key: str = "wake.model") 
         phrase = str(data["wake_word"])
     except (KeyError, TypeError, ValueError) as e:
         raise ConfigError(
-            f"{key} = {toml_value(spec)}: {manifest} is not a microWakeWord manifest (missing or bad {e}); it needs "
+            f"{setting}: {manifest} is not a microWakeWord manifest (missing or bad {e}); it needs "
             '"wake_word", "model" and "micro": {"probability_cutoff", "sliding_window_size"}'
         ) from None
     if data.get("type", "micro") != "micro":
-        raise ConfigError(
-            f"{key} = {toml_value(spec)}: {manifest} is a {data.get('type')!r} model; only microWakeWord works"
-        )
-    check_regular_file(tflite, f"{key} = {toml_value(spec)}: the model file {tflite} named by {manifest}")
+        raise ConfigError(f"{setting}: {manifest} is a {data.get('type')!r} model; only microWakeWord works")
+    check_regular_file(tflite, f"{setting}: the model file {tflite} named by {manifest}")
     if not 0.0 < cutoff < 1.0 or not 1 <= window <= 100:
-        raise ConfigError(
-            f"{key} = {toml_value(spec)}: {manifest}: probability_cutoff or sliding_window_size out of range"
-        )
+        raise ConfigError(f"{setting}: {manifest}: probability_cutoff or sliding_window_size out of range")
     return WakeModel(
         name=spec if spec in SHIPPED_MODELS else manifest.stem,
         phrase=phrase,
@@ -110,5 +106,5 @@ def load_wake_models(spec: str, threshold: float = 0.0, key: str = "wake.model")
     names = [m.name for m in models]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise ConfigError(f"{key} = {toml_value(spec)}: names {', '.join(twice)} more than once")
+        raise ConfigError(f"{key_value(key, spec)}: names {', '.join(twice)} more than once")
     return models
