@@ -36,7 +36,9 @@ SPEECH_DBFS, SNR_DB, PAUSE_S, LEAD_S, TAIL_S = -26.0, 10.0, 2.0, 3.0, 2.5
 # one word: 9.4), also with asr.draft off: the third sentence came out "cold-hard" for "cold-hearted" with
 # the same speech span. Which audio a final is decoded from (the pause's speculative decode, promoted, or
 # the whole utterance after the hangover) depends on when the decodes and the rules' verdicts come back,
-# so a word can move between runs. Merged sentences (11 errors before the noise gate) still fail.
+# so a word can move between runs (the 9-error text begins "unless", the 10-error one "Unless": two decode
+# paths of one span; the code before stop 44 gave 10 in 2 of 7 runs). Merged sentences (11 errors before
+# the noise gate) still fail.
 TARGETS = {"pink": (1.15, 0.01, 1), "babble": (1.3, 0.02, 2)}
 # Before the noise gate (main at 683a7ad, webrtc VAD): 3 sentences, 30 words; babble at 10 dB gave
 # 2 finals (the first two sentences and half the third in one), 11 word errors live vs 6 on the cuts.
