@@ -81,6 +81,39 @@ def test_acl_denied_final_is_logged_retried_and_kept_in_the_spool(tmp_path, auth
     assert "2 final(s) not yet acknowledged stay in" in log
 
 
+def test_mosquitto_refuses_an_empty_password(tmp_path):
+    """Why an empty mqtt.password_file is refused at start (tests/reliability/test_config_holes.py):
+    Mosquitto refuses an empty password, even that of a user whose password was made empty with
+    mosquitto_passwd, so the node would only ever retry "Not authorized"."""
+    import threading
+
+    import paho.mqtt.client as mqtt
+    from paho.mqtt.enums import CallbackAPIVersion
+
+    b = Broker(tmp_path / "broker", users={"blank": "", "edge": "edgepass"}).start()
+    try:
+        answers = {}
+        for user, password in (("blank", ""), ("blank", None), ("edge", ""), ("edge", "edgepass")):
+            said, done = [], threading.Event()
+            c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"c{len(answers)}", protocol=mqtt.MQTTv5)
+            c.username_pw_set(user, password)
+            c.on_connect = lambda cl, ud, flags, rc, props, said=said, done=done: (said.append(str(rc)), done.set())
+            c.connect(b.host, b.port)
+            c.loop_start()
+            done.wait(5)
+            c.disconnect()
+            c.loop_stop()
+            answers[(user, password)] = said
+    finally:
+        b.stop()
+    assert answers == {
+        ("blank", ""): ["Not authorized"],
+        ("blank", None): ["Not authorized"],
+        ("edge", ""): ["Not authorized"],
+        ("edge", "edgepass"): ["Success"],  # the broker itself is answering
+    }, answers
+
+
 def test_missing_password_file_is_a_config_error(tmp_path, voxnode_cmd):
     import subprocess
 

@@ -172,6 +172,20 @@ FILE_CASES = {
         lambda d: {"username": "u", "password_file": _write(d / "pw", b"\xff\xfepw\n")},
         'mqtt.password_file = "{d}/pw": the password is not UTF-8 text',
     ),
+    # Before: both passed, and the node retried "Not authorized" for ever (Mosquitto refuses an empty
+    # password: tests/mqtt/test_security.py).
+    "empty password_file": (
+        lambda d: {"username": "u", "password_file": _write(d / "pw", b"")},
+        'mqtt.password_file = "{d}/pw": is empty; its first line is the password',
+    ),
+    "password_file of a newline": (
+        lambda d: {"username": "u", "password_file": _write(d / "pw", b"\r\n")},
+        'mqtt.password_file = "{d}/pw": is empty; its first line is the password',
+    ),
+    "password_file with an empty first line": (
+        lambda d: {"username": "u", "password_file": _write(d / "pw", b"\nsecret\n")},
+        'mqtt.password_file = "{d}/pw": has an empty first line; its first line is the password',
+    ),
     "password_file is a directory": (
         lambda d: {"username": "u", "password_file": str(d)},
         'mqtt.password_file = "{d}": is a directory',

@@ -42,6 +42,13 @@ def read_password(c: MqttConfig, environ: Mapping[str, str] = os.environ) -> str
             f"{key} = {toml_value(path)}: first line is longer than {MAX_PASSWORD_BYTES} bytes; "
             "is it the password file?"
         )
+    if not line:
+        # Mosquitto (2.0.11, tests/mqtt/test_security.py) refuses every empty password, that of a user
+        # whose password file entry was made empty included: the node would retry "Not authorized" for ever.
+        what = "is empty" if not raw.strip(b"\r\n") else "has an empty first line"
+        raise MqttConfigError(
+            f"{key} = {toml_value(path)}: {what}; its first line is the password, and Mosquitto refuses an empty one"
+        )
     try:
         return line.decode("utf-8")
     except UnicodeDecodeError as e:
