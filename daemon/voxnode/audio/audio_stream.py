@@ -163,6 +163,8 @@ class AudioStream:
     ):
         """`raw_hint`: how the caller's user gives headerless audio instead, added to "not a WAV file"
         (`voxnode transcribe` has --raw, `voxnode run --file` a .raw name, the demo neither)."""
+        if path == "":  # Path("") is ".": `transcribe ""` said ".: is a directory"
+            raise AudioFileError('"": the file name is empty')
         self.path = Path(path)
         self.raw_hint = raw_hint
         self.name = str(path)
