@@ -188,10 +188,9 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
     check_runnable(config)
     sys.stdout.write(render_effective(config))
-    # Which one was read (it said "built-in defaults or /etc/voxnode/config.toml" when no --config).
-    default = loader.DEFAULT_PATH
-    source = args.config or (str(default) if default.exists() else f"built-in defaults: there is no {default}")
-    print(f"# config OK ({source})", file=sys.stderr)
+    # Which one was read, in the errors' words (it said "built-in defaults or /etc/voxnode/config.toml"
+    # when no --config, then "built-in defaults: there is no ..." where errors say "(there is no ...)").
+    print(f"# config OK: {config.source}", file=sys.stderr)  # no "(... (there is no ...))"
     return 0
 
 

@@ -84,8 +84,9 @@ def test_default_path_missing_means_defaults(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("exists", [False, True])
 def test_check_config_says_which_config_it_read(monkeypatch, tmp_path, capsys, exists):
-    """Without --config: the default file, or the built-in defaults when it does not exist. Before, both
-    said "config OK (built-in defaults or /etc/voxnode/config.toml)"."""
+    """Without --config: the default file, or the built-in defaults when it does not exist, in the words
+    of the errors (Config.source). Before, both said "config OK (built-in defaults or
+    /etc/voxnode/config.toml)", then "built-in defaults: there is no ..." where errors said "(there is no ...)"."""
     import voxnode.config.loader as loader
     from voxnode.cli import main
 
@@ -96,8 +97,8 @@ def test_check_config_says_which_config_it_read(monkeypatch, tmp_path, capsys, e
     assert main(["check-config"]) == 0
     out, err = capsys.readouterr()
     assert ('device = "vx_from_the_file"' in out) == exists
-    said = str(default) if exists else f"built-in defaults: there is no {default}"
-    assert err.splitlines()[-1] == f"# config OK ({said})", err
+    said = str(default) if exists else f"built-in defaults (there is no {default})"
+    assert err.splitlines()[-1] == f"# config OK: {said}", err
 
 
 def _preflight_cases(d):
