@@ -176,6 +176,38 @@ def test_check_config_names_the_file_and_the_key_as_the_loader_does(tmp_path, ca
         assert (out, err) == ("", f"voxnode: error: {f}: {said}\n")
 
 
+@pytest.mark.parametrize(
+    ("model", "text"),
+    [
+        ("silero-vad-v6", ""),  # vad.engine = "silero", the default
+        ("deepfilternet3", '[frontend]\ndenoise = "asr"\n'),
+    ],
+)
+def test_check_config_finds_a_damaged_front_end_model_as_run_does(model, text, monkeypatch, tmp_path, capsys):
+    """A front-end model whose file does not match its SHA256SUMS (a bad SD card sector). Before:
+    check-config and a reload passed it, and `run` stopped on the line when the stream started."""
+    import shutil
+
+    import voxnode.models.find as find
+    from voxnode.cli import main
+
+    shipped = find.find_model(model, "test")
+    damaged = tmp_path / "models" / model
+    shutil.copytree(shipped, damaged)
+    graph = sorted(damaged.glob("*.tflite"))[0]
+    data = bytearray(graph.read_bytes())
+    data[1000] ^= 0xFF
+    graph.write_bytes(bytes(data))
+    roots = find.model_roots()
+    monkeypatch.setattr(find, "model_roots", lambda: [tmp_path / "models", *roots])  # found first
+    f = tmp_path / "c.toml"
+    f.write_text(text)
+    assert main(["check-config", "--config", str(f)]) == 1
+    setting = 'vad.engine = "silero"' if model.startswith("silero") else 'frontend.denoise_engine = "deepfilter"'
+    said = f"voxnode: error: {f}: {setting}: {graph} is corrupt (sha256 does not match SHA256SUMS); reinstall voxnode\n"
+    assert capsys.readouterr() == ("", said)
+
+
 def test_without_a_config_file_the_messages_say_built_in_defaults(monkeypatch, tmp_path, capsys):
     import voxnode.config.loader as loader
     import voxnode.models.find as find
