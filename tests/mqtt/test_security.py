@@ -114,6 +114,30 @@ def test_mosquitto_refuses_an_empty_password(tmp_path):
     }, answers
 
 
+def test_mosquitto_denies_publishing_under_a_dollar_topic(tmp_path):
+    """Why mqtt.topic_prefix and discovery_prefix may not start with "$" (tests/reliability/
+    test_config_holes.py): Mosquitto denies a client's publish there, whatever the ACL (none here)."""
+    import paho.mqtt.client as mqtt
+    from paho.mqtt.enums import CallbackAPIVersion
+
+    b = Broker(tmp_path / "broker").start()
+    try:
+        c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="dollar", protocol=mqtt.MQTTv5)
+        acks = {}
+        c.on_publish = lambda cl, ud, mid, rc, props: acks.setdefault(mid, str(rc))
+        c.connect(b.host, b.port)
+        c.loop_start()
+        sent = {topic: c.publish(topic, b"1", qos=1) for topic in ("$SYS/voxnode/x", "voxnode/x")}
+        for info in sent.values():
+            info.wait_for_publish(5)
+        c.disconnect()
+        c.loop_stop()
+    finally:
+        b.stop()
+    said = {topic: acks.get(info.mid) for topic, info in sent.items()}
+    assert said == {"$SYS/voxnode/x": "Not authorized", "voxnode/x": "No matching subscribers"}, said  # taken
+
+
 def test_missing_password_file_is_a_config_error(tmp_path, voxnode_cmd):
     import subprocess
 

@@ -78,6 +78,18 @@ CLI_CASES = {
     ),
     "deep inline table": (b"a = " + b"{b = " * 3000 + b"1" + b"}" * 3000 + b"\n", "nested 3000 levels deep"),
     "not UTF-8": (b'[audio]\ndevice = "\xff"\n', "line 2: not UTF-8 text (byte 18)"),
+    # Before: passed; Mosquitto denied every publish (tests/mqtt/test_security.py) and the node said "check
+    # the broker's ACL", keeping its finals for ever.
+    "$ topic prefix": (
+        b'[mqtt]\ntopic_prefix = "$SYS/voxnode"\n',
+        'mqtt.topic_prefix = "$SYS/voxnode": must not start with "$": topics beginning with $ are the broker\'s own',
+    ),
+    "$ discovery prefix": (b'[mqtt]\ndiscovery_prefix = "$share/ha"\n', 'discovery_prefix = "$share/ha": must not'),
+    # Before: passed; paho's network thread died on it (struct.error traceback) and the node never connected.
+    "client_id over MQTT's limit": (
+        b'[mqtt]\nclient_id = "' + b"c" * 70000 + b'"\n',
+        "is 70000 bytes long; MQTT takes at most 4096 here",
+    ),
 }
 
 
@@ -111,6 +123,13 @@ def test_integer_password_is_not_echoed(tmp_path, voxnode_cmd):
     line = one_line_error(run_check(voxnode_cmd, f))
     assert "mqtt.password" in line and "expected a string" in line
     assert "987654321" not in line, line
+
+
+def test_a_long_password_is_refused_and_not_echoed(tmp_path, voxnode_cmd):
+    f = tmp_path / "c.toml"
+    f.write_text('[mqtt]\nusername = "u"\npassword = "' + "p" * 5000 + '"\n')
+    line = one_line_error(run_check(voxnode_cmd, f))
+    assert line == f"voxnode: error: {f}: mqtt.password: is 5000 bytes long; MQTT takes at most 4096 here", line
 
 
 def test_utf8_bom_is_accepted(tmp_path, voxnode_cmd):

@@ -11,14 +11,14 @@ import os
 import ssl
 from collections.abc import Mapping
 
-from voxnode.config.mqtt import MqttConfig
+from voxnode.config.mqtt import MAX_STRING_BYTES, MqttConfig
 from voxnode.config.wording import toml_value
 from voxnode.errors import MqttConfigError
 from voxnode.regular_file import check_regular_file, read_head
 
 CREDENTIAL_NAME = "mqtt-password"
 # A password is one line; reading more would let a wrong path (a device, a log) fill memory.
-MAX_PASSWORD_BYTES = 4096
+MAX_PASSWORD_BYTES = MAX_STRING_BYTES
 
 
 def read_password(c: MqttConfig, environ: Mapping[str, str] = os.environ) -> str | None:
