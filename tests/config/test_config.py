@@ -332,3 +332,15 @@ def test_config_keys_named_in_the_docs_exist():
                         wrong.append(f"{doc.relative_to(ROOT)}:{n}: {section}.{key}")
     assert checked > 200, checked  # the patterns still find the docs' keys (279 in stop 44)
     assert not wrong, "keys the config does not have:\n" + "\n".join(wrong)
+
+
+def test_a_long_value_is_shown_by_its_start_and_length():
+    """Before: a 70000-character client_id made a 70 KB error line."""
+    with pytest.raises(ConfigError) as e:
+        parse_config('[mqtt]\nclient_id = "' + "c" * 70000 + '"\n', "c.toml")
+    said = f'c.toml: mqtt.client_id = "{"c" * 200}..." (70000 characters): is 70000 bytes long; MQTT takes'
+    assert str(e.value).startswith(said), str(e.value)[:300]
+    for n, shown in ((200, f'"{"n" * 200}"'), (201, f'"{"n" * 200}..." (201 characters)')):
+        with pytest.raises(ConfigError) as e:
+            parse_config(f'[[streams]]\nname = "{"n" * n}"\ndevice = "x"\n', "c.toml")
+        assert str(e.value) == f"c.toml: streams[0].name = {shown}: must match [A-Za-z0-9_-]{{1,32}}", e.value

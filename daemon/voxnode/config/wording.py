@@ -22,6 +22,9 @@ from voxnode.errors import VoxnodeError
 # The source of a Config built without a file (Config(); the loader says which file it looked for).
 BUILT_IN = "built-in defaults"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# A string value longer than this is shown by its start and its length: a 70000-character client_id
+# made a 70 KB error line. Paths and names are far shorter.
+SHOWN_CHARS = 200
 # A message about a setting opens with its key: "asr.model_dir = ...", "streams[1].wake: ...",
 # "vad.engine = ...". A message that opens with something else (a path, a systemd credential) is not
 # about a key of the config file, and is left as it is.
@@ -31,10 +34,13 @@ E = TypeVar("E", bound=Exception)
 
 
 def toml_value(value: Any) -> str:
-    """`value` as the config file writes it: "text" (TOML escapes), true, 3, 0.5, nan."""
+    """`value` as the config file writes it: "text" (TOML escapes), true, 3, 0.5, nan; a string over
+    SHOWN_CHARS by its start: "aaa..." (70000 characters)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
+        if len(value) > SHOWN_CHARS:
+            return f'{toml_value(value[:SHOWN_CHARS])[:-1]}..." ({len(value)} characters)'
         escaped = value.replace("\\", "\\\\").replace('"', '\\"')
         # Control characters as TOML escapes: a NUL or a newline must not reach the one-line message.
         return '"' + _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", escaped) + '"'
