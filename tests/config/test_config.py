@@ -344,3 +344,15 @@ def test_a_long_value_is_shown_by_its_start_and_length():
         with pytest.raises(ConfigError) as e:
             parse_config(f'[[streams]]\nname = "{"n" * n}"\ndevice = "x"\n', "c.toml")
         assert str(e.value) == f"c.toml: streams[0].name = {shown}: must match [A-Za-z0-9_-]{{1,32}}", e.value
+
+
+def test_wyoming_and_prometheus_on_one_port_are_refused():
+    """Before: check-config passed, and `run` stopped on "cannot listen (Address already in use ...); is
+    another Wyoming server (wyoming-faster-whisper) using the port?", its own Prometheus endpoint."""
+    both = "[wyoming]\nenabled = true\nport = 9464\n[health]\nprometheus = true\n"
+    with pytest.raises(ConfigError) as e:
+        parse_config(both, "c.toml")  # 0.0.0.0 (Wyoming's default) takes 127.0.0.1 (Prometheus') too
+    assert str(e.value) == "c.toml: wyoming.port = 9464: health.prometheus_port is the same port; give each its own"
+    parse_config(both.replace("port = 9464", "port = 10300"), "c.toml")
+    apart = both.replace("port = 9464", 'port = 9464\nhost = "127.0.0.2"')
+    assert parse_config(apart, "c.toml").wyoming.host == "127.0.0.2"  # two addresses: both can listen
