@@ -250,6 +250,22 @@ def test_check_config_checks_referenced_files_as_run_does(case, tmp_path, voxnod
     assert run.stderr.strip().splitlines()[-1] == check, (run.stderr, check)  # the same words from both
 
 
+@pytest.mark.parametrize(
+    ("spool", "why"),
+    [
+        # Before: passed, and every final went out without a durable copy or seq.
+        ("/dev/null", "/dev/null is not a regular file"),
+        # Before: passed, and the spool was made in a folder named "~" in the current one.
+        ("~/state/spool.sqlite", '"~" is not expanded here; write the folder out (e.g. {home}/state/spool.sqlite)'),
+    ],
+)
+def test_a_spool_path_that_is_a_device_or_starts_with_a_tilde_is_refused(spool, why, tmp_path, voxnode_cmd):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[delivery]\nspool_path = "{spool}"\n')
+    said = f'voxnode: error: {cfg}: delivery.spool_path = "{spool}": {why.format(home=os.path.expanduser("~"))}'
+    assert one_line_error(run_check(voxnode_cmd, cfg)) == said
+
+
 @pytest.mark.parametrize("where", ["under a file", "a folder"])
 def test_a_spool_path_that_cannot_be_a_file_is_refused(where, tmp_path, voxnode_cmd):
     """Before: check-config passed, and run logged an ERROR and carried on (exit 0) with every final
