@@ -277,6 +277,9 @@ def test_echo_reference_reaches_the_stream_and_turns_the_echo_canceller_on():
     assert not pipeline_params(multi, "b").frontend.echo_reference
     with pytest.raises(ConfigError, match=r"streams\[0\]\.echo_reference.*own device"):
         parse_config('[[streams]]\nname = "a"\ndevice = "x"\necho_reference = "x"\n')
+    # The single stream too (before: it passed, the microphone its own echo reference; [[streams]] refused it).
+    with pytest.raises(ConfigError, match=r'^c: audio\.echo_reference = "hw:1": must not be the microphone.s own'):
+        parse_config('[audio]\ndevice = "hw:1"\necho_reference = "hw:1"\n', "c")
 
 
 # Config keys the docs name in code spans: `asr.beam_size`, `--set vad.tail_ms=40`, `streams[0].wake`,
