@@ -141,9 +141,11 @@ def test_mosquitto_denies_publishing_under_a_dollar_topic(tmp_path):
 def test_missing_password_file_is_a_config_error(tmp_path, voxnode_cmd):
     import subprocess
 
+    from voxnode.demo import bundled_clip
+
     cfg = write_config(tmp_path / "c.toml", None, username="edge", password_file=str(tmp_path / "nope"))
-    p = subprocess.run(
-        [*voxnode_cmd, "run", "--config", str(cfg), "--file", "/dev/null", "--duration", "1"],
+    p = subprocess.run(  # a real WAV: /dev/null, a device, is refused first (stop 45)
+        [*voxnode_cmd, "run", "--config", str(cfg), "--file", str(bundled_clip()), "--duration", "1"],
         capture_output=True,
         text=True,
         timeout=30,

@@ -169,8 +169,11 @@ def mqtt_config(tmp_path, **keys) -> str:
 
 
 def _run_start(voxnode_cmd, cfg) -> subprocess.CompletedProcess:
+    from voxnode.demo import bundled_clip
+
+    # A real WAV: /dev/null, a device, is refused before the config's files are looked at (stop 45).
     return subprocess.run(
-        voxnode_cmd + ["run", "--config", str(cfg), "--file", "/dev/null", "--duration", "1"],
+        voxnode_cmd + ["run", "--config", str(cfg), "--file", str(bundled_clip()), "--duration", "1"],
         capture_output=True,
         text=True,
         timeout=60,
