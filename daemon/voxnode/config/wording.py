@@ -10,6 +10,7 @@ with the config file where the config is known: check-config, run's start, a rel
 from __future__ import annotations
 
 import dataclasses
+import errno
 import math
 import re
 import typing
@@ -56,6 +57,19 @@ def toml_value(value: Any) -> str:
 def key_value(key: str, value: Any) -> str:
     """`asr.model_dir = "/opt/m"`: how a message about a setting opens (before the config file)."""
     return f"{key} = {toml_value(value)}"
+
+
+def cannot_listen(host_key: str, host: str, port_key: str, port: int, error: OSError, in_use: str) -> str:
+    """Why a server (Wyoming's, Prometheus') cannot listen on host:port, opened with the setting at fault:
+    the port when it is taken or privileged, else the address. `in_use`: what may hold the port."""
+    if error.errno in (errno.EADDRINUSE, errno.EACCES):
+        opening = key_value(port_key, port)
+        hint = in_use if error.errno == errno.EADDRINUSE else "a port below 1024 needs root or CAP_NET_BIND_SERVICE"
+    else:
+        opening = key_value(host_key, host)
+        hint = f'{host_key} must be an address of this machine, or "0.0.0.0" for all'
+    why = (error.strerror or str(error)).split(" (while attempting to bind", 1)[0]  # socket.create_server's
+    return f"{opening}: cannot listen on {host}:{port} ({why}); {hint}"
 
 
 def names_a_setting(message: str) -> bool:
