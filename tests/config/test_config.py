@@ -359,3 +359,12 @@ def test_wyoming_and_prometheus_on_one_port_are_refused():
     parse_config(both.replace("port = 9464", "port = 10300"), "c.toml")
     apart = both.replace("port = 9464", 'port = 9464\nhost = "127.0.0.2"')
     assert parse_config(apart, "c.toml").wyoming.host == "127.0.0.2"  # two addresses: both can listen
+
+
+def test_a_device_override_that_is_the_echo_reference_is_refused():
+    """`voxnode run --device hw:1` with audio.echo_reference = "hw:1": the file's rule (the microphone
+    is not its own echo reference) holds for the override too; before, it passed."""
+    config = parse_config('[audio]\ndevice = "hw:0"\necho_reference = "hw:1"\n', "c.toml")
+    with pytest.raises(ConfigError, match=r"^--device 'hw:1' is audio.echo_reference too"):
+        config.with_device("hw:1")
+    assert config.with_device("hw:2").audio.device == "hw:2"

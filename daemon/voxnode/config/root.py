@@ -115,6 +115,12 @@ class Config:
                 f"--device {device!r} cannot be used with [[streams]] ({len(self.streams)} configured): "
                 "set each stream's device in the config file"
             )
+        if device == self.audio.echo_reference:  # as AudioConfig.check refuses it in the file
+            from voxnode.errors import ConfigError
+
+            raise ConfigError(
+                f"--device {device!r} is audio.echo_reference too: the echo reference must carry what the node plays"
+            )
         return dataclasses.replace(self, audio=dataclasses.replace(self.audio, device=device))
 
 
