@@ -124,6 +124,27 @@ def _count(text: str) -> int:
     return value
 
 
+# Options whose empty value can only be a mistake (`--device "$MIC"` with MIC unset), and what to give
+# instead. Before, `run --device ""` and `run --file ""` were ignored (run captured from audio.device),
+# `demo --clip ""` played the bundled clip and `--config ""` said "config file . is a directory". An
+# empty --prompt or --hotwords is meant: it clears [asr] prompt or hotwords (a test walks the parser
+# and finds each string option in one of the two).
+NOT_EMPTY = {
+    "config": ("--config", f"name a config file, or leave --config out for {loader.DEFAULT_PATH}"),
+    "device": ("--device", "name an ALSA capture PCM (`voxnode devices` lists them), or leave --device out"),
+    "file": ("--file", "name a WAV file, or leave --file out to capture from the device"),
+    "clip": ("--clip", "name a WAV file, or leave --clip out for the bundled clip"),
+}
+MAY_BE_EMPTY = ("prompt", "hotwords")
+
+
+def refuse_empty(args: argparse.Namespace) -> None:
+    """A VoxnodeError for the first option of NOT_EMPTY given as ""."""
+    for dest, (option, instead) in NOT_EMPTY.items():
+        if getattr(args, dest, None) == "":
+            raise VoxnodeError(f'{option} "": is empty; {instead}')
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
@@ -135,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        refuse_empty(args)
         code = COMMANDS[args.command](args)
         sys.stdout.flush()  # here, not at exit, so that a reader that has gone is handled below
         return code
@@ -166,10 +188,9 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
     check_runnable(config)
     sys.stdout.write(render_effective(config))
-    # Which one was read (it said "built-in defaults or /etc/voxnode/config.toml" when no --config).
-    default = loader.DEFAULT_PATH
-    source = args.config or (str(default) if default.exists() else f"built-in defaults: there is no {default}")
-    print(f"# config OK ({source})", file=sys.stderr)
+    # Which one was read, in the errors' words (it said "built-in defaults or /etc/voxnode/config.toml"
+    # when no --config, then "built-in defaults: there is no ..." where errors say "(there is no ...)").
+    print(f"# config OK: {config.source}", file=sys.stderr)  # no "(... (there is no ...))"
     return 0
 
 
@@ -187,9 +208,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from voxnode.systemd.hooks import systemd_hooks
 
     config = _load(args)
-    if args.device:
+    if args.device is not None:
         config = config.with_device(args.device)
-    if args.file:
+    if args.file is not None:
         from voxnode.audio.sources import check_file
 
         check_file(args.file)  # before the models load (seconds on a Pi)

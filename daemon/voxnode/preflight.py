@@ -46,6 +46,30 @@ def _end_of_turn(config: Config) -> None:
     check_model_file(find_model(TURN_MODEL, TURN_SETTING) / TURN_MODEL_FILE, TURN_SETTING)
 
 
+def _vad(config: Config) -> None:
+    """Silero VAD's file and checksum, as a stream's front-end checks them (it passed check-config
+    and a reload, and `run` stopped on the line)."""
+    if config.vad.engine != "silero":
+        return
+    from voxnode.models.files import check_model_file
+    from voxnode.models.find import SILERO_MODEL, SILERO_MODEL_FILE, SILERO_SETTING, find_model
+
+    check_model_file(find_model(SILERO_MODEL, SILERO_SETTING) / SILERO_MODEL_FILE, SILERO_SETTING)
+
+
+def _denoise(config: Config) -> None:
+    """DeepFilterNet 3's three graphs and their checksums, where the front-end runs it (as for _vad)."""
+    f = config.frontend
+    if f.denoise == "off" or f.denoise_engine != "deepfilter":
+        return
+    from voxnode.models.files import check_model_file
+    from voxnode.models.find import DEEPFILTER_GRAPHS, DEEPFILTER_MODEL, DEEPFILTER_SETTING, find_model
+
+    folder = find_model(DEEPFILTER_MODEL, DEEPFILTER_SETTING)
+    for graph in DEEPFILTER_GRAPHS:
+        check_model_file(folder / f"{graph}.tflite", DEEPFILTER_SETTING)
+
+
 def _wake(config: Config) -> None:
     """Every stream's wake word models (all of them, where it listens for several): each manifest and
     the model file it names, as a stream reads them when it starts (errors name wake.model or
@@ -84,6 +108,8 @@ CHECKS: tuple[tuple[tuple[str, ...], Callable[[Config], None]], ...] = (
     (("delivery",), _delivery),
     (("asr",), _asr),
     (("vad",), _end_of_turn),
+    (("vad",), _vad),
+    (("frontend",), _denoise),
     (("wake", "streams", "audio"), _wake),
     (("wyoming",), _wyoming),
 )

@@ -61,6 +61,18 @@ def frontend_config(denoise: str):
     return dataclasses.replace(config, frontend=dataclasses.replace(config.frontend, denoise=denoise))
 
 
+# What an adapted model's folder holds that no other does: --force replaces only such a folder.
+CARD = "adaptation.json"  # card.write's report
+
+
+def _path(text: str) -> Path:
+    """A path option's value. Path("") is the current folder: `--out "$OUT" --force` with OUT unset
+    removed it after the training, with everything in it; `--noise ""` said ".: no such file"."""
+    if not text:
+        raise argparse.ArgumentTypeError("is empty; name a file or folder")
+    return Path(text)
+
+
 def parse(argv: list[str] | None) -> argparse.Namespace:
     from scripts.adapt.choices import DEFAULT_ADAPTER, DEFAULT_LAYERS, DEFAULT_LR, LAYER_SETS, lora_rank
     from scripts.adapt.data import CHECK_SETS, CLEAN_SHARE, TRAIN_SNR_DB, TRAIN_SPEED, snr_range
@@ -69,9 +81,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="voxnode adapt", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--noise", type=Path, required=True, help="WAV recording of the room's noise alone")
+    p.add_argument("--noise", type=_path, required=True, help="WAV recording of the room's noise alone")
     p.add_argument("--name", required=True, help='the variant\'s name: [asr] model = "tiny.en+NAME"')
-    p.add_argument("--utterances", type=Path, help="TSV of your own utterances: file<TAB>corrected text")
+    p.add_argument("--utterances", type=_path, help="TSV of your own utterances: file<TAB>corrected text")
     p.add_argument("--no-bundled", action="store_true", help="train on --utterances only")
     p.add_argument(
         "--epochs", type=int, default=DEFAULT_EPOCHS, help="passes over the training speech (default %(default)s)"
@@ -148,12 +160,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument(
         "--before-from",
-        type=Path,
+        type=_path,
         metavar="JSON",
         help="take tiny.en's figures from an earlier run's adaptation.json with the same check (saves its half)",
     )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, help="output folder (default: models/whisper-tiny.en+NAME)")
+    p.add_argument("--out", type=_path, help="output folder (default: models/whisper-tiny.en+NAME)")
     p.add_argument("--force", action="store_true", help="replace an existing output folder")
     args = p.parse_args(argv)
     if not re.fullmatch(VARIANT_LABEL, args.name):
@@ -187,6 +199,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args.out = args.out or REPO / "models" / f"whisper-tiny.en+{args.name}"
     if args.out.exists() and not args.force:
         p.error(f"{args.out} exists (remove it, or --force to replace it)")
+    if args.out.exists() and not (args.out.is_dir() and (not any(args.out.iterdir()) or (args.out / CARD).is_file())):
+        # --force removes the folder (shutil.rmtree): only one an earlier run wrote, never the base
+        # model, a home folder or a file given by mistake.
+        p.error(f"--out {args.out}: --force replaces only a model voxnode adapt wrote (it has {CARD}); remove it")
     return args
 
 

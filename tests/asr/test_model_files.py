@@ -58,6 +58,27 @@ def test_corrupt_file_is_named(model_copy):
         WhisperEngine.load(model_copy)
 
 
+@pytest.mark.parametrize("key", ["model_dir", "model"])
+def test_a_graph_that_does_not_load_names_the_setting_and_its_value(key, model_copy):
+    """A folder whose manifest matches its files (check-config passes) but whose encoder is no model:
+    loading it names the setting and its value, as the loader does. Before: "asr.model:" alone, and
+    for asr.model_dir too."""
+    from voxnode.config import parse_config
+    from voxnode.preflight import check_runnable
+
+    encoder = model_copy / "encoder.int8.tflite"
+    encoder.write_bytes(bytes(range(256)) * 64)
+    manifest = json.loads((model_copy / "manifest.json").read_text())
+    manifest["files"][encoder.name] = {"sha256": sha256_of(encoder), "bytes": encoder.stat().st_size}
+    (model_copy / "manifest.json").write_text(json.dumps(manifest))
+    config = parse_config(f'[asr]\n{key} = "{model_copy}"\n', "c.toml")
+    check_runnable(config)
+    with pytest.raises(ModelError) as e:
+        WhisperEngine.from_config(config.asr)
+    said = f'asr.{key} = "{model_copy}": {encoder} cannot be loaded by '
+    assert str(e.value).startswith(said) and "\n" not in str(e.value), e.value
+
+
 def test_truncated_model_is_named(model_copy):
     dec = model_copy / "decoder.int8.tflite"
     with open(dec, "r+b") as f:

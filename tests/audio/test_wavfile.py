@@ -87,6 +87,17 @@ def test_bad_files_name_the_file_and_problem(tmp_path, content, expected):
     assert str(f) in str(e.value) and expected in str(e.value)
 
 
+def test_a_wav_read_as_raw_is_refused(tmp_path):
+    """`transcribe --raw x.wav` (or `run --file x.raw` of a WAV). Before: its header was read as samples
+    and its audio as 16 kHz mono 16-bit whatever it was: a wrong transcript, without a word."""
+    f = tmp_path / "48k.wav"
+    write_wav(f, np.zeros(4800, dtype=np.int16), rate=48000)
+    with pytest.raises(AudioFileError) as e:
+        read_audio(f, raw=True)
+    assert str(e.value) == f"{f}: is a WAV file (RIFF/WAVE header), not headerless S16_LE audio; read it as a WAV"
+    assert abs(read_audio(f).size - 1600) <= 2  # as a WAV: 0.1 s at 16 kHz
+
+
 def test_truncated_wav_is_reported(tmp_path):
     f = tmp_path / "t.wav"
     write_wav(f, _tone(16000))

@@ -1,5 +1,6 @@
 """The `voxnode` command line: run, devices, demo, --version, and its one-line errors."""
 
+import argparse
 import json
 import os
 import re
@@ -106,6 +107,51 @@ def test_fleet_backlog_max_must_be_a_count(bad, why, capsys):
     err = capsys.readouterr().err
     assert e.value.code == 2 and f"argument --backlog-max: '{bad}' {why}" in err, err
     assert build_parser().parse_args(["fleet", "--backlog-max", "0"]).backlog_max == 0
+
+
+EMPTY_CASES = {
+    # Before: --device "" and --file "" were ignored (run captured from the default PCM, exit 0),
+    # --clip "" played the bundled clip, --config "" said "config file . is a directory".
+    "run --device": (["run", "--device", "", "--duration", "1"], '--device "": is empty; name an ALSA capture PCM'),
+    "run --file": (["run", "--file", "", "--duration", "1"], '--file "": is empty; name a WAV file'),
+    "demo --clip": (["demo", "--clip", "", "--stdout"], '--clip "": is empty; name a WAV file'),
+    "check-config --config": (["check-config", "--config", ""], '--config "": is empty; name a config file'),
+    "fleet --config": (["fleet", "--config", "", "--once"], '--config "": is empty; name a config file'),
+}
+
+
+@pytest.mark.parametrize("case", list(EMPTY_CASES))
+def test_an_empty_option_is_refused_on_one_line(case, voxnode_cmd):
+    argv, said = EMPTY_CASES[case]
+    p = subprocess.run([*voxnode_cmd, *argv], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and p.stderr.startswith(f"voxnode: error: {said}"), p.stderr
+    assert len(p.stderr.splitlines()) == 1 and p.stdout == "", (p.stdout, p.stderr)
+
+
+def test_transcribe_says_a_file_name_is_empty(tmp_path, voxnode_cmd):
+    """Before: `voxnode transcribe ""` said ".: is a directory, not an audio file"."""
+    p = subprocess.run([*voxnode_cmd, "transcribe", "", str(tmp_path / "x.wav")], capture_output=True, text=True)
+    assert p.returncode == 1, p.stderr
+    assert p.stderr.splitlines() == [
+        'voxnode: error: "": the file name is empty',
+        f"voxnode: error: {tmp_path / 'x.wav'}: no such file",
+    ], p.stderr
+
+
+def test_every_string_option_is_refused_empty_or_means_something_empty():
+    """A string option added later is put in cli.NOT_EMPTY (its empty value refused) or MAY_BE_EMPTY."""
+    from voxnode.cli import MAY_BE_EMPTY, NOT_EMPTY
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    strings = {
+        a.dest
+        for name, sub in commands.items()
+        if name != "adapt"  # every argument is the adapt tool's (voxnode.adapt_tool)
+        for a in sub._actions
+        if a.type is None and a.option_strings and isinstance(a, argparse._StoreAction)
+    }
+    assert strings == set(NOT_EMPTY) | set(MAY_BE_EMPTY), strings
 
 
 def test_a_reader_that_has_gone_is_no_traceback(voxnode_cmd):

@@ -84,8 +84,9 @@ def test_default_path_missing_means_defaults(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("exists", [False, True])
 def test_check_config_says_which_config_it_read(monkeypatch, tmp_path, capsys, exists):
-    """Without --config: the default file, or the built-in defaults when it does not exist. Before, both
-    said "config OK (built-in defaults or /etc/voxnode/config.toml)"."""
+    """Without --config: the default file, or the built-in defaults when it does not exist, in the words
+    of the errors (Config.source). Before, both said "config OK (built-in defaults or
+    /etc/voxnode/config.toml)", then "built-in defaults: there is no ..." where errors said "(there is no ...)"."""
     import voxnode.config.loader as loader
     from voxnode.cli import main
 
@@ -96,8 +97,8 @@ def test_check_config_says_which_config_it_read(monkeypatch, tmp_path, capsys, e
     assert main(["check-config"]) == 0
     out, err = capsys.readouterr()
     assert ('device = "vx_from_the_file"' in out) == exists
-    said = str(default) if exists else f"built-in defaults: there is no {default}"
-    assert err.splitlines()[-1] == f"# config OK ({said})", err
+    said = str(default) if exists else f"built-in defaults (there is no {default})"
+    assert err.splitlines()[-1] == f"# config OK: {said}", err
 
 
 def _preflight_cases(d):
@@ -175,6 +176,38 @@ def test_check_config_names_the_file_and_the_key_as_the_loader_does(tmp_path, ca
         assert (out, err) == ("", f"voxnode: error: {f}: {said}\n")
 
 
+@pytest.mark.parametrize(
+    ("model", "text"),
+    [
+        ("silero-vad-v6", ""),  # vad.engine = "silero", the default
+        ("deepfilternet3", '[frontend]\ndenoise = "asr"\n'),
+    ],
+)
+def test_check_config_finds_a_damaged_front_end_model_as_run_does(model, text, monkeypatch, tmp_path, capsys):
+    """A front-end model whose file does not match its SHA256SUMS (a bad SD card sector). Before:
+    check-config and a reload passed it, and `run` stopped on the line when the stream started."""
+    import shutil
+
+    import voxnode.models.find as find
+    from voxnode.cli import main
+
+    shipped = find.find_model(model, "test")
+    damaged = tmp_path / "models" / model
+    shutil.copytree(shipped, damaged)
+    graph = sorted(damaged.glob("*.tflite"))[0]
+    data = bytearray(graph.read_bytes())
+    data[1000] ^= 0xFF
+    graph.write_bytes(bytes(data))
+    roots = find.model_roots()
+    monkeypatch.setattr(find, "model_roots", lambda: [tmp_path / "models", *roots])  # found first
+    f = tmp_path / "c.toml"
+    f.write_text(text)
+    assert main(["check-config", "--config", str(f)]) == 1
+    setting = 'vad.engine = "silero"' if model.startswith("silero") else 'frontend.denoise_engine = "deepfilter"'
+    said = f"voxnode: error: {f}: {setting}: {graph} is corrupt (sha256 does not match SHA256SUMS); reinstall voxnode\n"
+    assert capsys.readouterr() == ("", said)
+
+
 def test_without_a_config_file_the_messages_say_built_in_defaults(monkeypatch, tmp_path, capsys):
     import voxnode.config.loader as loader
     import voxnode.models.find as find
@@ -244,6 +277,9 @@ def test_echo_reference_reaches_the_stream_and_turns_the_echo_canceller_on():
     assert not pipeline_params(multi, "b").frontend.echo_reference
     with pytest.raises(ConfigError, match=r"streams\[0\]\.echo_reference.*own device"):
         parse_config('[[streams]]\nname = "a"\ndevice = "x"\necho_reference = "x"\n')
+    # The single stream too (before: it passed, the microphone its own echo reference; [[streams]] refused it).
+    with pytest.raises(ConfigError, match=r'^c: audio\.echo_reference = "hw:1": must not be the microphone.s own'):
+        parse_config('[audio]\ndevice = "hw:1"\necho_reference = "hw:1"\n', "c")
 
 
 # Config keys the docs name in code spans: `asr.beam_size`, `--set vad.tail_ms=40`, `streams[0].wake`,
@@ -299,3 +335,36 @@ def test_config_keys_named_in_the_docs_exist():
                         wrong.append(f"{doc.relative_to(ROOT)}:{n}: {section}.{key}")
     assert checked > 200, checked  # the patterns still find the docs' keys (279 in stop 44)
     assert not wrong, "keys the config does not have:\n" + "\n".join(wrong)
+
+
+def test_a_long_value_is_shown_by_its_start_and_length():
+    """Before: a 70000-character client_id made a 70 KB error line."""
+    with pytest.raises(ConfigError) as e:
+        parse_config('[mqtt]\nclient_id = "' + "c" * 70000 + '"\n', "c.toml")
+    said = f'c.toml: mqtt.client_id = "{"c" * 200}..." (70000 characters): is 70000 bytes long; MQTT takes'
+    assert str(e.value).startswith(said), str(e.value)[:300]
+    for n, shown in ((200, f'"{"n" * 200}"'), (201, f'"{"n" * 200}..." (201 characters)')):
+        with pytest.raises(ConfigError) as e:
+            parse_config(f'[[streams]]\nname = "{"n" * n}"\ndevice = "x"\n', "c.toml")
+        assert str(e.value) == f"c.toml: streams[0].name = {shown}: must match [A-Za-z0-9_-]{{1,32}}", e.value
+
+
+def test_wyoming_and_prometheus_on_one_port_are_refused():
+    """Before: check-config passed, and `run` stopped on "cannot listen (Address already in use ...); is
+    another Wyoming server (wyoming-faster-whisper) using the port?", its own Prometheus endpoint."""
+    both = "[wyoming]\nenabled = true\nport = 9464\n[health]\nprometheus = true\n"
+    with pytest.raises(ConfigError) as e:
+        parse_config(both, "c.toml")  # 0.0.0.0 (Wyoming's default) takes 127.0.0.1 (Prometheus') too
+    assert str(e.value) == "c.toml: wyoming.port = 9464: health.prometheus_port is the same port; give each its own"
+    parse_config(both.replace("port = 9464", "port = 10300"), "c.toml")
+    apart = both.replace("port = 9464", 'port = 9464\nhost = "127.0.0.2"')
+    assert parse_config(apart, "c.toml").wyoming.host == "127.0.0.2"  # two addresses: both can listen
+
+
+def test_a_device_override_that_is_the_echo_reference_is_refused():
+    """`voxnode run --device hw:1` with audio.echo_reference = "hw:1": the file's rule (the microphone
+    is not its own echo reference) holds for the override too; before, it passed."""
+    config = parse_config('[audio]\ndevice = "hw:0"\necho_reference = "hw:1"\n', "c.toml")
+    with pytest.raises(ConfigError, match=r"^--device 'hw:1' is audio.echo_reference too"):
+        config.with_device("hw:1")
+    assert config.with_device("hw:2").audio.device == "hw:2"

@@ -142,3 +142,22 @@ def test_http_details(exporter):
     om = raw_request(port, b"GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text; version=1.0.0\r\n\r\n")
     assert b"application/openmetrics-text" in om.split(b"\r\n\r\n")[0] and om.endswith(b"# EOF\n")
     assert b"voxnode_build_info" in scrape(exporter.url)  # still serving
+
+
+def test_a_port_in_use_is_one_line_naming_the_key():
+    """Before: "Prometheus endpoint 127.0.0.1:N: Address already in use (set health.prometheus_host /
+    health.prometheus_port)": not the loader's shape, so `run` did not open it with the config file."""
+    from voxnode.errors import VoxnodeError
+
+    reporter = HealthReporter(HealthConfig(), "n1", StandInDaemon(Config()))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        exp = PrometheusExporter(HealthConfig(prometheus=True, prometheus_port=port), reporter)
+        with pytest.raises(VoxnodeError) as e:
+            exp.start()
+    assert str(e.value) == (
+        f"health.prometheus_port = {port}: cannot listen on 127.0.0.1:{port} (Address already in use); "
+        "is another program (another voxnode?) using the port?"
+    )

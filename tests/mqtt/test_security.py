@@ -81,12 +81,71 @@ def test_acl_denied_final_is_logged_retried_and_kept_in_the_spool(tmp_path, auth
     assert "2 final(s) not yet acknowledged stay in" in log
 
 
+def test_mosquitto_refuses_an_empty_password(tmp_path):
+    """Why an empty mqtt.password_file is refused at start (tests/reliability/test_config_holes.py):
+    Mosquitto refuses an empty password, even that of a user whose password was made empty with
+    mosquitto_passwd, so the node would only ever retry "Not authorized"."""
+    import threading
+
+    import paho.mqtt.client as mqtt
+    from paho.mqtt.enums import CallbackAPIVersion
+
+    b = Broker(tmp_path / "broker", users={"blank": "", "edge": "edgepass"}).start()
+    try:
+        answers = {}
+        for user, password in (("blank", ""), ("blank", None), ("edge", ""), ("edge", "edgepass")):
+            said, done = [], threading.Event()
+            c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"c{len(answers)}", protocol=mqtt.MQTTv5)
+            c.username_pw_set(user, password)
+            c.on_connect = lambda cl, ud, flags, rc, props, said=said, done=done: (said.append(str(rc)), done.set())
+            c.connect(b.host, b.port)
+            c.loop_start()
+            done.wait(5)
+            c.disconnect()
+            c.loop_stop()
+            answers[(user, password)] = said
+    finally:
+        b.stop()
+    assert answers == {
+        ("blank", ""): ["Not authorized"],
+        ("blank", None): ["Not authorized"],
+        ("edge", ""): ["Not authorized"],
+        ("edge", "edgepass"): ["Success"],  # the broker itself is answering
+    }, answers
+
+
+def test_mosquitto_denies_publishing_under_a_dollar_topic(tmp_path):
+    """Why mqtt.topic_prefix and discovery_prefix may not start with "$" (tests/reliability/
+    test_config_holes.py): Mosquitto denies a client's publish there, whatever the ACL (none here)."""
+    import paho.mqtt.client as mqtt
+    from paho.mqtt.enums import CallbackAPIVersion
+
+    b = Broker(tmp_path / "broker").start()
+    try:
+        c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="dollar", protocol=mqtt.MQTTv5)
+        acks = {}
+        c.on_publish = lambda cl, ud, mid, rc, props: acks.setdefault(mid, str(rc))
+        c.connect(b.host, b.port)
+        c.loop_start()
+        sent = {topic: c.publish(topic, b"1", qos=1) for topic in ("$SYS/voxnode/x", "voxnode/x")}
+        for info in sent.values():
+            info.wait_for_publish(5)
+        c.disconnect()
+        c.loop_stop()
+    finally:
+        b.stop()
+    said = {topic: acks.get(info.mid) for topic, info in sent.items()}
+    assert said == {"$SYS/voxnode/x": "Not authorized", "voxnode/x": "No matching subscribers"}, said  # taken
+
+
 def test_missing_password_file_is_a_config_error(tmp_path, voxnode_cmd):
     import subprocess
 
+    from voxnode.demo import bundled_clip
+
     cfg = write_config(tmp_path / "c.toml", None, username="edge", password_file=str(tmp_path / "nope"))
-    p = subprocess.run(
-        [*voxnode_cmd, "run", "--config", str(cfg), "--file", "/dev/null", "--duration", "1"],
+    p = subprocess.run(  # a real WAV: /dev/null, a device, is refused first (stop 45)
+        [*voxnode_cmd, "run", "--config", str(cfg), "--file", str(bundled_clip()), "--duration", "1"],
         capture_output=True,
         text=True,
         timeout=30,

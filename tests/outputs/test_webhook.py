@@ -171,6 +171,12 @@ def test_finals_the_endpoint_missed_arrive_after_a_restart(tmp_path, endpoints):
             'webhook.headers[1]: must be "Name: value" on one line; "NoColon" is not',
         ),
         ('url = "http://h/"\nretry_min_s = 5.0\nretry_max_s = 2.0', "must not be smaller than retry_min_s (5.0)"),
+        # Before: check-config passed them and `run` stopped on a ValueError's traceback (the third one
+        # also check-config); port 0 was POSTed to and retried for ever.
+        ('url = "http://h:99999/x"', 'webhook.url = "http://h:99999/x": is not a valid URL (Port out of range'),
+        ('url = "http://h:abc/x"', 'webhook.url = "http://h:abc/x": is not a valid URL (Port could not be cast'),
+        ('url = "http://[::1/x"', 'webhook.url = "http://[::1/x": is not a valid URL (Invalid IPv6 URL)'),
+        ('url = "http://h:0/x"', 'webhook.url = "http://h:0/x": port 0 is no port'),
     ],
 )
 def test_bad_settings_are_one_line_naming_the_key(toml, error):

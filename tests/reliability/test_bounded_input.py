@@ -62,6 +62,19 @@ def test_dev_zero_is_refused_at_once(voxnode_cmd):
     assert "Traceback" not in p.stderr and p.peak_kb < 400_000
 
 
+def test_standard_input_that_is_a_device_is_refused_before_the_model_loads(voxnode_cmd):
+    """`voxnode transcribe /dev/stdin < /dev/null`. Before: the model loaded first (a device was left for
+    after it, with the FIFOs), then it said "pipe audio in through a FIFO or /dev/stdin", of /dev/stdin."""
+    with open(os.devnull, "rb") as null:
+        p = transcribe(voxnode_cmd, "/dev/stdin", stdin=null)
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.errors == [
+        "voxnode: error: /dev/stdin: standard input is /dev/null, a device, not audio; redirect a file into it "
+        "(< clip.wav) or pipe one (cat clip.wav |)"
+    ], p.stderr
+    assert p.peak_kb < 80_000, p.peak_kb  # no model: 38 MB for a typo's line (CHANGELOG, stop 44), 119 with it
+
+
 def test_an_hour_long_file_is_streamed_in_bounded_memory(tmp_path, voxnode_cmd):
     hour = sparse_wav(tmp_path / "hour.wav", 3600)
     clip = ROOT / "daemon" / "voxnode" / "demo_audio" / "demo.wav"

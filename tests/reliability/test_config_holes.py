@@ -78,6 +78,18 @@ CLI_CASES = {
     ),
     "deep inline table": (b"a = " + b"{b = " * 3000 + b"1" + b"}" * 3000 + b"\n", "nested 3000 levels deep"),
     "not UTF-8": (b'[audio]\ndevice = "\xff"\n', "line 2: not UTF-8 text (byte 18)"),
+    # Before: passed; Mosquitto denied every publish (tests/mqtt/test_security.py) and the node said "check
+    # the broker's ACL", keeping its finals for ever.
+    "$ topic prefix": (
+        b'[mqtt]\ntopic_prefix = "$SYS/voxnode"\n',
+        'mqtt.topic_prefix = "$SYS/voxnode": must not start with "$": topics beginning with $ are the broker\'s own',
+    ),
+    "$ discovery prefix": (b'[mqtt]\ndiscovery_prefix = "$share/ha"\n', 'discovery_prefix = "$share/ha": must not'),
+    # Before: passed; paho's network thread died on it (struct.error traceback) and the node never connected.
+    "client_id over MQTT's limit": (
+        b'[mqtt]\nclient_id = "' + b"c" * 70000 + b'"\n',
+        "is 70000 bytes long; MQTT takes at most 4096 here",
+    ),
 }
 
 
@@ -111,6 +123,13 @@ def test_integer_password_is_not_echoed(tmp_path, voxnode_cmd):
     line = one_line_error(run_check(voxnode_cmd, f))
     assert "mqtt.password" in line and "expected a string" in line
     assert "987654321" not in line, line
+
+
+def test_a_long_password_is_refused_and_not_echoed(tmp_path, voxnode_cmd):
+    f = tmp_path / "c.toml"
+    f.write_text('[mqtt]\nusername = "u"\npassword = "' + "p" * 5000 + '"\n')
+    line = one_line_error(run_check(voxnode_cmd, f))
+    assert line == f"voxnode: error: {f}: mqtt.password: is 5000 bytes long; MQTT takes at most 4096 here", line
 
 
 def test_utf8_bom_is_accepted(tmp_path, voxnode_cmd):
@@ -150,8 +169,11 @@ def mqtt_config(tmp_path, **keys) -> str:
 
 
 def _run_start(voxnode_cmd, cfg) -> subprocess.CompletedProcess:
+    from voxnode.demo import bundled_clip
+
+    # A real WAV: /dev/null, a device, is refused before the config's files are looked at (stop 45).
     return subprocess.run(
-        voxnode_cmd + ["run", "--config", str(cfg), "--file", "/dev/null", "--duration", "1"],
+        voxnode_cmd + ["run", "--config", str(cfg), "--file", str(bundled_clip()), "--duration", "1"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -171,6 +193,20 @@ FILE_CASES = {
     "non-UTF-8 password_file": (
         lambda d: {"username": "u", "password_file": _write(d / "pw", b"\xff\xfepw\n")},
         'mqtt.password_file = "{d}/pw": the password is not UTF-8 text',
+    ),
+    # Before: both passed, and the node retried "Not authorized" for ever (Mosquitto refuses an empty
+    # password: tests/mqtt/test_security.py).
+    "empty password_file": (
+        lambda d: {"username": "u", "password_file": _write(d / "pw", b"")},
+        'mqtt.password_file = "{d}/pw": is empty; its first line is the password',
+    ),
+    "password_file of a newline": (
+        lambda d: {"username": "u", "password_file": _write(d / "pw", b"\r\n")},
+        'mqtt.password_file = "{d}/pw": is empty; its first line is the password',
+    ),
+    "password_file with an empty first line": (
+        lambda d: {"username": "u", "password_file": _write(d / "pw", b"\nsecret\n")},
+        'mqtt.password_file = "{d}/pw": has an empty first line; its first line is the password',
     ),
     "password_file is a directory": (
         lambda d: {"username": "u", "password_file": str(d)},
@@ -215,6 +251,22 @@ def test_check_config_checks_referenced_files_as_run_does(case, tmp_path, voxnod
     run = _run_start(voxnode_cmd, cfg)
     assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
     assert run.stderr.strip().splitlines()[-1] == check, (run.stderr, check)  # the same words from both
+
+
+@pytest.mark.parametrize(
+    ("spool", "why"),
+    [
+        # Before: passed, and every final went out without a durable copy or seq.
+        ("/dev/null", "/dev/null is not a regular file"),
+        # Before: passed, and the spool was made in a folder named "~" in the current one.
+        ("~/state/spool.sqlite", '"~" is not expanded here; write the folder out (e.g. {home}/state/spool.sqlite)'),
+    ],
+)
+def test_a_spool_path_that_is_a_device_or_starts_with_a_tilde_is_refused(spool, why, tmp_path, voxnode_cmd):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[delivery]\nspool_path = "{spool}"\n')
+    said = f'voxnode: error: {cfg}: delivery.spool_path = "{spool}": {why.format(home=os.path.expanduser("~"))}'
+    assert one_line_error(run_check(voxnode_cmd, cfg)) == said
 
 
 @pytest.mark.parametrize("where", ["under a file", "a folder"])

@@ -108,7 +108,7 @@ def test_a_model_file_holding_another_graph_is_one_line(tmp_path):
     with pytest.raises(ModelError) as e:
         openwakeword.OwwScorer(tmp_path)
     msg, mel = str(e.value), tmp_path / "melspectrogram.tflite"
-    assert "\n" not in msg and msg.startswith(f"wake.confirm: {mel} cannot be loaded by "), msg
+    assert "\n" not in msg and msg.startswith(f'wake.confirm = "openwakeword": {mel} cannot be loaded by '), msg
     assert msg.endswith(f"; reinstall: {openwakeword.INSTALL}"), msg
 
 

@@ -46,7 +46,8 @@ def test_content_is_capped(tmp_path):
     """Before: read whole, whatever its size."""
     manifest, tflite = user_model(tmp_path, lambda p: (p.write_bytes(b""), os.truncate(p, MAX_MODEL_BYTES + 1)))
     model = load_wake_model(str(manifest))
-    with pytest.raises(ConfigError, match=re.escape(f"wake model file {tflite} is larger than 4 MiB; is it")):
+    said = f'wake.model = "{manifest}": the model file {tflite} is larger than 4 MiB; is it'
+    with pytest.raises(ConfigError, match=re.escape(said)):
         model.content()
     os.truncate(tflite, MAX_MODEL_BYTES)  # at the cap: read
     assert len(model.content()) == MAX_MODEL_BYTES
@@ -74,4 +75,31 @@ def test_content_never_waits_on_a_fifo(tmp_path):
         os.close(os.open(tflite, os.O_WRONLY | os.O_NONBLOCK))
         t.join(5)
     assert len(outcome) == 1 and isinstance(outcome[0], ConfigError) and not t.is_alive(), outcome
-    assert str(outcome[0]) == f"wake model file {tflite} is a FIFO (named pipe), not a regular file"
+    said = f'wake.model = "{manifest}": the model file {tflite} is a FIFO (named pipe), not a regular file'
+    assert str(outcome[0]) == said, outcome
+
+
+@pytest.mark.parametrize("where", ["wake.model", "streams[0].wake"])
+def test_a_model_file_that_does_not_load_names_the_setting_and_its_value(where, tmp_path):
+    """A user's model whose file passes check-config (it is a regular file of a model's size) but is no
+    model: a stream's start names the key that asked for it and its value, as the loader does. Before:
+    "wake.model: ... cannot be loaded ...; reinstall voxnode", for a stream's own `wake` too."""
+    from voxnode.config import parse_config
+    from voxnode.errors import ModelError
+    from voxnode.preflight import check_runnable
+    from voxnode.stream.params import wake_params
+    from voxnode.wake.detector import WakeDetector
+
+    manifest, tflite = user_model(tmp_path, lambda p: p.write_bytes(os.urandom(60000)))
+    if where == "wake.model":
+        text = f'[wake]\nenabled = true\nmodel = "{manifest}"\n'
+    else:
+        text = f'[wake]\nenabled = true\n[[streams]]\nname = "a"\ndevice = "null"\nwake = "{manifest}"\n'
+    config = parse_config(text, "c.toml")
+    check_runnable(config)  # passes: the file is only read, not loaded, before a stream starts
+    params = wake_params(config, "mic" if where == "wake.model" else "a")
+    assert params is not None
+    with pytest.raises(ModelError) as e:
+        WakeDetector(params.models, params.refractory_ms)
+    said = f'{where} = "{manifest}": {tflite} cannot be loaded by '
+    assert str(e.value).startswith(said) and str(e.value).endswith("; is it a microWakeWord model?"), e.value

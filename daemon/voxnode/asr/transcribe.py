@@ -95,12 +95,11 @@ def readable_files(
 ) -> list[str]:
     """The files whose header reads (exists, a WAV or --raw, not too long), checked before the model loads
     (seconds on a Pi), so a typo's line comes at once; each other one's line is printed on `err` now. Only
-    the header is read: the audio is streamed later. A FIFO or device is left to transcribe_files: it
+    the header is read: the audio is streamed later. A FIFO is left to transcribe_files: it
     can be read once, or is refused there."""
     readable = []
     for path in paths:
-        p = Path(path)
-        if p.exists() and not (p.is_file() or p.is_dir()):
+        if Path(path).is_fifo():  # read once, by transcribe_files; a device is refused here
             readable.append(path)
             continue
         try:

@@ -34,6 +34,7 @@ MAX_FMT_BYTES = 1024  # a fmt chunk is 16-40 bytes; a bigger one is corruption, 
 STREAMING_SIZES = (0, 0xFFFFFFFF)  # what recorders writing to a pipe put in the data size
 
 _PCM, _FLOAT, _EXTENSIBLE = 1, 3, 0xFFFE
+STDIN_NAMES = ("/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,12 @@ class _Input:
         mode = st.st_mode
         if stat.S_ISDIR(mode):
             raise AudioFileError(f"{path}: is a directory, not an audio file")
+        if (stat.S_ISCHR(mode) or stat.S_ISBLK(mode)) and str(path) in STDIN_NAMES:
+            # `voxnode transcribe /dev/stdin < /dev/null` was told to use /dev/stdin.
+            raise AudioFileError(
+                f"{path}: standard input is {os.path.realpath(path)}, a device, not audio; "
+                "redirect a file into it (< clip.wav) or pipe one (cat clip.wav |)"
+            )
         if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
             raise AudioFileError(
                 f"{path}: is a device, not an audio file (record from a microphone with "
@@ -124,6 +131,10 @@ class _Input:
             got += len(b)
         return b"".join(parts)
 
+    def head(self, n: int) -> bytes:
+        """The first n bytes of a regular file, without moving; b"" for a pipe (it cannot be read twice)."""
+        return b"" if self.pipe else os.pread(self.fd, n, 0)
+
     def skip(self, n: int) -> int:
         """Skip n bytes (a chunk we do not need); returns how many there were."""
         if self.size is not None:  # not a pipe
@@ -163,6 +174,8 @@ class AudioStream:
     ):
         """`raw_hint`: how the caller's user gives headerless audio instead, added to "not a WAV file"
         (`voxnode transcribe` has --raw, `voxnode run --file` a .raw name, the demo neither)."""
+        if path == "":  # Path("") is ".": `transcribe ""` said ".: is a directory"
+            raise AudioFileError('"": the file name is empty')
         self.path = Path(path)
         self.raw_hint = raw_hint
         self.name = str(path)
@@ -212,6 +225,13 @@ class AudioStream:
         if raw and remaining is not None:
             if remaining == 0:
                 raise AudioFileError(f"{self.name}: file is empty")
+            head = self._in.head(12)
+            if head[:4] == b"RIFF" and head[8:12] == b"WAVE":
+                # Read as raw, its header was a click and its samples noise if it was not 16 kHz mono
+                # 16-bit: a wrong transcript without a word (`transcribe --raw x.wav`).
+                raise AudioFileError(
+                    f"{self.name}: is a WAV file (RIFF/WAVE header), not headerless S16_LE audio; read it as a WAV"
+                )
             if remaining % 2:
                 raise AudioFileError(
                     f"{self.name}: raw S16_LE data has an odd number of bytes ({remaining}); truncated?"

@@ -25,9 +25,8 @@ def make_source(stream: StreamConfig, audio: AudioConfig, file: str | None, real
 
 def check_file(file: str) -> None:
     """`voxnode run --file`: a missing, empty or malformed file is its one line at once, not after the
-    models have loaded (make_source opens it again). A pipe or device is left alone: it can be read once."""
-    path = Path(file)
-    if path.exists() and not (path.is_file() or path.is_dir()):
+    models have loaded (make_source opens it again). A FIFO is left alone: it can be read once."""
+    if Path(file).is_fifo():  # read once, by make_source; a device is refused here
         return
     AudioStream(file, raw=_raw(file), raw_hint=RAW_HINT).close()
 

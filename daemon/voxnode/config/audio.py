@@ -59,6 +59,10 @@ class AudioConfig:
     def check(self) -> None:
         if self.channels and self.channel >= self.channels:
             raise InvalidValue("channel", channel_beyond(self.channels))
+        if self.echo_reference and self.echo_reference == self.device:  # as [[streams]]' (it passed here)
+            raise InvalidValue(
+                "echo_reference", "must not be the microphone's own device: it must carry what the node plays"
+            )
         if self.retry_max_s < self.retry_initial_s:
             raise InvalidValue("retry_max_s", f"must not be smaller than retry_initial_s ({self.retry_initial_s})")
 

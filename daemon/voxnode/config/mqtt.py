@@ -7,6 +7,14 @@ from dataclasses import dataclass
 from voxnode.config.fields import InvalidValue, setting
 
 TOPIC_WORD = r"[^#+/\x00]+(/[^#+/\x00]+)*"  # MQTT topic levels without wildcards
+# MQTT strings (client id, user name, password, topic) are at most 65535 bytes: a 70000-byte client_id
+# killed paho's network thread (struct.error, a traceback) and the node never connected, saying nothing
+# more; a topic over it raises in publish. 4096 bytes each (the password file's limit too) keeps every
+# topic built from the prefixes, the node and the stream name far under it.
+MAX_STRING_BYTES = 4096
+# Topics that begin with "$" are the broker's (MQTT 5 4.7.2, "$SYS/..."): Mosquitto 2.0.11 denied every
+# publish under topic_prefix = "$SYS/voxtest" (the node logged "Not authorized (check the broker's ACL)"
+# and kept its finals for ever), and "$share/..." is shared-subscription syntax.
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,13 @@ class MqttConfig:
                 "must be a bare host name or address, e.g. homeassistant.local "
                 "(no mqtt:// scheme, path or spaces; the port goes in mqtt.port)",
             )
+        for key in ("topic_prefix", "discovery_prefix"):
+            if getattr(self, key).startswith("$"):
+                raise InvalidValue(key, 'must not start with "$": topics beginning with $ are the broker\'s own')
+        for key in ("host", "username", "password", "client_id", "topic_prefix", "discovery_prefix"):
+            size = len(getattr(self, key).encode("utf-8", "surrogatepass"))
+            if size > MAX_STRING_BYTES:
+                raise InvalidValue(key, f"is {size} bytes long; MQTT takes at most {MAX_STRING_BYTES} here")
         if self.password and self.password_file:
             raise InvalidValue("password_file", "set either password or password_file, not both")
         if (self.password or self.password_file) and not self.username:

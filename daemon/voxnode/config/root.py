@@ -76,6 +76,10 @@ class Config:
             problem = None if s.wake in ("", STREAM_WAKE_OFF, STREAM_WAKE_ON) else wake_spec_problem(s.wake)
             if problem:
                 raise InvalidValue(f"streams[{i}].wake", problem, s.wake)
+        w, h = self.wyoming, self.health
+        if w.enabled and h.prometheus and w.port == h.prometheus_port and _same_listener(w.host, h.prometheus_host):
+            # Before: passed; `run` stopped on "cannot listen ... is another Wyoming server using the port?"
+            raise InvalidValue("wyoming.port", "health.prometheus_port is the same port; give each its own", w.port)
         if not self.effective_streams() and not self.wyoming.enabled:
             raise InvalidValue(
                 "audio.device",
@@ -111,4 +115,16 @@ class Config:
                 f"--device {device!r} cannot be used with [[streams]] ({len(self.streams)} configured): "
                 "set each stream's device in the config file"
             )
+        if device == self.audio.echo_reference:  # as AudioConfig.check refuses it in the file
+            from voxnode.errors import ConfigError
+
+            raise ConfigError(
+                f"--device {device!r} is audio.echo_reference too: the echo reference must carry what the node plays"
+            )
         return dataclasses.replace(self, audio=dataclasses.replace(self.audio, device=device))
+
+
+def _same_listener(a: str, b: str) -> bool:
+    """Whether servers listening on hosts `a` and `b` (on one port) collide: the same address, or either
+    listens on every address."""
+    return a == b or {a, b} & {"", "0.0.0.0", "::"} != set()

@@ -10,6 +10,7 @@ with the config file where the config is known: check-config, run's start, a rel
 from __future__ import annotations
 
 import dataclasses
+import errno
 import math
 import re
 import typing
@@ -22,6 +23,9 @@ from voxnode.errors import VoxnodeError
 # The source of a Config built without a file (Config(); the loader says which file it looked for).
 BUILT_IN = "built-in defaults"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# A string value longer than this is shown by its start and its length: a 70000-character client_id
+# made a 70 KB error line. Paths and names are far shorter.
+SHOWN_CHARS = 200
 # A message about a setting opens with its key: "asr.model_dir = ...", "streams[1].wake: ...",
 # "vad.engine = ...". A message that opens with something else (a path, a systemd credential) is not
 # about a key of the config file, and is left as it is.
@@ -31,10 +35,13 @@ E = TypeVar("E", bound=Exception)
 
 
 def toml_value(value: Any) -> str:
-    """`value` as the config file writes it: "text" (TOML escapes), true, 3, 0.5, nan."""
+    """`value` as the config file writes it: "text" (TOML escapes), true, 3, 0.5, nan; a string over
+    SHOWN_CHARS by its start: "aaa..." (70000 characters)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
+        if len(value) > SHOWN_CHARS:
+            return f'{toml_value(value[:SHOWN_CHARS])[:-1]}..." ({len(value)} characters)'
         escaped = value.replace("\\", "\\\\").replace('"', '\\"')
         # Control characters as TOML escapes: a NUL or a newline must not reach the one-line message.
         return '"' + _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", escaped) + '"'
@@ -50,6 +57,19 @@ def toml_value(value: Any) -> str:
 def key_value(key: str, value: Any) -> str:
     """`asr.model_dir = "/opt/m"`: how a message about a setting opens (before the config file)."""
     return f"{key} = {toml_value(value)}"
+
+
+def cannot_listen(host_key: str, host: str, port_key: str, port: int, error: OSError, in_use: str) -> str:
+    """Why a server (Wyoming's, Prometheus') cannot listen on host:port, opened with the setting at fault:
+    the port when it is taken or privileged, else the address. `in_use`: what may hold the port."""
+    if error.errno in (errno.EADDRINUSE, errno.EACCES):
+        opening = key_value(port_key, port)
+        hint = in_use if error.errno == errno.EADDRINUSE else "a port below 1024 needs root or CAP_NET_BIND_SERVICE"
+    else:
+        opening = key_value(host_key, host)
+        hint = f'{host_key} must be an address of this machine, or "0.0.0.0" for all'
+    why = (error.strerror or str(error)).split(" (while attempting to bind", 1)[0]  # socket.create_server's
+    return f"{opening}: cannot listen on {host}:{port} ({why}); {hint}"
 
 
 def names_a_setting(message: str) -> bool:

@@ -57,6 +57,15 @@ def check_spool_path(configured: str) -> None:
     if not configured:
         return
     path = Path(configured)
+    if configured.startswith("~"):
+        # Not expanded: "~/x/spool.sqlite" made a folder named "~" in the current one.
+        raise ConfigError(
+            f'delivery.spool_path = {toml_value(configured)}: "~" is not expanded here; write the folder out '
+            f"(e.g. {Path(configured).expanduser()})"
+        )
+    if os.path.exists(path) and not (os.path.isfile(path) or os.path.isdir(path)):
+        # /dev/null passed, and every final went out without a durable copy or seq.
+        raise ConfigError(f"delivery.spool_path = {toml_value(configured)}: {path} is not a regular file")
     if os.path.isdir(path):
         raise ConfigError(
             f"delivery.spool_path = {toml_value(configured)}: {path} is a folder; name the spool's file in it "

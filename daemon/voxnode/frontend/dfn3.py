@@ -21,12 +21,12 @@ import numpy as np
 
 from voxnode.errors import ModelError
 from voxnode.models.files import checked_model_bytes
-from voxnode.models.find import DEEPFILTER_GRAPHS, DEEPFILTER_MODEL, find_model
+from voxnode.models.find import DEEPFILTER_GRAPHS, DEEPFILTER_MODEL, DEEPFILTER_SETTING, find_model
 from voxnode.models.interpreter import open_interpreter
 
 from .errors import FrontendError
 
-OWNER = 'frontend.denoise_engine = "deepfilter"'  # the setting that loads the model, for error messages
+OWNER = DEEPFILTER_SETTING  # the setting that loads the model, for error messages
 SR, FFT, HOP = 48000, 960, 480  # the model's config.ini [df]
 NB_ERB, NB_DF, MIN_ERB_FREQS = 32, 96, 2  # ERB bands, deep-filtered bins, bins per band at least
 DF_ORDER, CONV_LOOKAHEAD = 5, 2  # deep filter taps (frames); the model's look-ahead (hops)

@@ -39,7 +39,7 @@ import numpy as np
 from voxnode.config.vad import VadConfig
 from voxnode.errors import ModelError
 from voxnode.models.files import checked_model_bytes
-from voxnode.models.find import SILERO_MODEL, SILERO_MODEL_FILE, find_model
+from voxnode.models.find import SILERO_MODEL, SILERO_MODEL_FILE, SILERO_SETTING, find_model
 from voxnode.models.interpreter import open_interpreter
 
 from .errors import FrontendError
@@ -48,7 +48,7 @@ WINDOW = 512  # samples per model call (32 ms): the only size the 16 kHz model t
 CONTEXT = 64  # samples of left context the model sees before the new ones
 STATE_SHAPE = (2, 128)  # LSTM h and c
 MODEL_FILE = SILERO_MODEL_FILE
-OWNER = 'vad.engine = "silero"'
+OWNER = SILERO_SETTING
 _SCALE = np.float32(1 / 32768)  # int16 scale -> [-1, 1]  # the setting that loads it, for error messages
 
 

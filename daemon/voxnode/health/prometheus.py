@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING
 
 from voxnode.config.health import HealthConfig
+from voxnode.config.wording import cannot_listen
 from voxnode.errors import VoxnodeError
 from voxnode.health.metrics_server import MetricsServer, render_registry
 from voxnode.outputs.base import Output, OutputContext
@@ -72,11 +73,10 @@ class PrometheusExporter(Output):
         server = MetricsServer(c.prometheus_host, c.prometheus_port, render_registry(make_registry(self.reporter)))
         try:
             server.start()
-        except OSError as e:
-            raise PrometheusError(
-                f"Prometheus endpoint {c.prometheus_host}:{c.prometheus_port}: "
-                f"{e.strerror or e} (set health.prometheus_host / health.prometheus_port)"
-            ) from None
+        except OSError as e:  # it said "Prometheus endpoint h:p: ..." without the config file
+            in_use = "is another program (another voxnode?) using the port?"
+            where = ("health.prometheus_host", c.prometheus_host, "health.prometheus_port", c.prometheus_port)
+            raise PrometheusError(cannot_listen(*where, e, in_use)) from None
         self._server = server
         log.info("Prometheus metrics on http://%s:%d/metrics", c.prometheus_host, c.prometheus_port)
 

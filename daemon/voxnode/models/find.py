@@ -34,8 +34,10 @@ BUNDLED = Path(__file__).resolve().parent / "bundled"
 WHISPER_PREFIX = "whisper-"  # [asr] model = "tiny.en" -> the folder whisper-tiny.en
 TURN_MODEL, TURN_MODEL_FILE = "smart-turn-v3.2", "smart_turn.tflite"  # vad.end_of_turn
 TURN_SETTING = 'vad.end_of_turn = "smart-turn"'  # the setting that loads it, opening its errors
-SILERO_MODEL, SILERO_MODEL_FILE = "silero-vad-v6", "silero_vad.tflite"  # vad.engine = "silero"
-DEEPFILTER_MODEL, DEEPFILTER_GRAPHS = "deepfilternet3", ("enc", "erb_dec", "df_dec")  # frontend.denoise_engine
+SILERO_MODEL, SILERO_MODEL_FILE = "silero-vad-v6", "silero_vad.tflite"
+SILERO_SETTING = 'vad.engine = "silero"'
+DEEPFILTER_MODEL, DEEPFILTER_GRAPHS = "deepfilternet3", ("enc", "erb_dec", "df_dec")
+DEEPFILTER_SETTING = 'frontend.denoise_engine = "deepfilter"'
 WAKE_MODELS = "microwakeword"  # the shipped wake-word models (wake.model)
 
 

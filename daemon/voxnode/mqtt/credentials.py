@@ -11,14 +11,14 @@ import os
 import ssl
 from collections.abc import Mapping
 
-from voxnode.config.mqtt import MqttConfig
+from voxnode.config.mqtt import MAX_STRING_BYTES, MqttConfig
 from voxnode.config.wording import toml_value
 from voxnode.errors import MqttConfigError
 from voxnode.regular_file import check_regular_file, read_head
 
 CREDENTIAL_NAME = "mqtt-password"
 # A password is one line; reading more would let a wrong path (a device, a log) fill memory.
-MAX_PASSWORD_BYTES = 4096
+MAX_PASSWORD_BYTES = MAX_STRING_BYTES
 
 
 def read_password(c: MqttConfig, environ: Mapping[str, str] = os.environ) -> str | None:
@@ -41,6 +41,13 @@ def read_password(c: MqttConfig, environ: Mapping[str, str] = os.environ) -> str
         raise MqttConfigError(
             f"{key} = {toml_value(path)}: first line is longer than {MAX_PASSWORD_BYTES} bytes; "
             "is it the password file?"
+        )
+    if not line:
+        # Mosquitto (2.0.11, tests/mqtt/test_security.py) refuses every empty password, that of a user
+        # whose password file entry was made empty included: the node would retry "Not authorized" for ever.
+        what = "is empty" if not raw.strip(b"\r\n") else "has an empty first line"
+        raise MqttConfigError(
+            f"{key} = {toml_value(path)}: {what}; its first line is the password, and Mosquitto refuses an empty one"
         )
     try:
         return line.decode("utf-8")

@@ -55,11 +55,17 @@ class WebhookConfig:
 
     def check(self) -> None:
         if self.url:
-            parts = urlsplit(self.url)
+            try:  # the port is read here, as the output reads it: "h:99999", "h:abc" and "[::1" raised there
+                parts = urlsplit(self.url)
+                port = parts.port
+            except ValueError as e:
+                raise InvalidValue("url", f"is not a valid URL ({e}); e.g. http://ha.local:8123/hook") from None
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 raise InvalidValue(
                     "url", "must be an http:// or https:// URL with a host, e.g. http://ha.local:8123/hook"
                 )
+            if port == 0:  # nothing listens there: every POST failed and was retried for ever
+                raise InvalidValue("url", "port 0 is no port; leave it out for 80/443 or give the endpoint's")
         for i, h in enumerate(self.headers):
             name, sep, value = h.partition(":")
             if not sep or not name.strip() or any(c in h for c in "\r\n") or " " in name.strip():

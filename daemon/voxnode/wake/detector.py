@@ -45,7 +45,12 @@ BUILTIN_OPS = frozenset(
 
 def _interpreter(model: WakeModel, xnnpack: bool):
     return open_interpreter(
-        "wake.model", content=model.content(), label=str(model.tflite), xnnpack=xnnpack, builtin_ops=BUILTIN_OPS
+        model.setting,
+        content=model.content(),
+        label=str(model.tflite),
+        xnnpack=xnnpack,
+        builtin_ops=BUILTIN_OPS,
+        advice=model.advice,
     ).interpreter
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from voxnode.config.wake import SHIPPED_CUTOFFS, SHIPPED_MODELS, wake_specs
@@ -38,13 +38,24 @@ class WakeModel:
     window: int  # probabilities averaged (one per model call, 30 ms each for the shipped models)
     languages: tuple[str, ...]
     manifest_cutoff: float = 0.0  # what the model's author tuned (the manifest), for reports
+    # The setting that asked for it (`streams[1].wake = "/etc/voxnode/hey.json"`): it opens the messages
+    # of a model file that cannot be read or loaded when a stream starts (it said "wake.model:" alone,
+    # for a stream's own `wake` too, and "reinstall voxnode" for a user's model).
+    setting: str = field(default="wake.model", compare=False)
+    shipped: bool = field(default=True, compare=False)  # one of pymicro-wakeword's (SHIPPED_MODELS)
 
     def content(self) -> bytes:
         """The model file's bytes, read once per process and shared by every stream's interpreter."""
         with _lock:
             if self.tflite not in _cache:
-                _cache[self.tflite] = read_regular_file(self.tflite, f"wake model file {self.tflite}", MAX_MODEL_BYTES)
+                what = f"{self.setting}: the model file {self.tflite}"
+                _cache[self.tflite] = read_regular_file(self.tflite, what, MAX_MODEL_BYTES)
             return _cache[self.tflite]
+
+    @property
+    def advice(self) -> str:
+        """What to do about a model file that does not load."""
+        return "reinstall pymicro-wakeword" if self.shipped else "is it a microWakeWord model?"
 
 
 def load_wake_model(spec: str, threshold: float = 0.0, key: str = "wake.model") -> WakeModel:
@@ -96,6 +107,8 @@ def load_wake_model(spec: str, threshold: float = 0.0, key: str = "wake.model") 
         window=window,
         languages=tuple(languages),
         manifest_cutoff=cutoff,
+        setting=setting,
+        shipped=spec in SHIPPED_MODELS,
     )
 
 

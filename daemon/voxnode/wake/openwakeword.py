@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from voxnode.config.wording import toml_value
+from voxnode.config.wording import key_value, toml_value
 from voxnode.errors import ConfigError
 from voxnode.models.interpreter import open_interpreter
 from voxnode.models.runtime import Delegation
@@ -93,7 +93,12 @@ class OwwScorer:
         """open_interpreter's, sized before the tensors are allocated: the mel model's input is (-1, -1),
         which XNNPACK cannot prepare at its stored (1, 1)."""
         opened = open_interpreter(
-            KEY, path=path, xnnpack=xnnpack, builtin_ops=BUILTIN_OPS, input_shape=shape, advice=f"reinstall: {INSTALL}"
+            key_value(KEY, NAME),
+            path=path,
+            xnnpack=xnnpack,
+            builtin_ops=BUILTIN_OPS,
+            input_shape=shape,
+            advice=f"reinstall: {INSTALL}",
         )
         self.delegation[name] = opened.delegation
         return opened.interpreter

@@ -10,7 +10,6 @@ Each connection is one `Connection`; `wyoming.max_clients` requests transcribe a
 from __future__ import annotations
 
 import asyncio
-import errno
 import itertools
 import logging
 import socket
@@ -23,6 +22,7 @@ from voxnode import __version__
 from voxnode.config import Config
 from voxnode.config.asr import WHISPER_LANGUAGES
 from voxnode.config.mqtt import node_id_for
+from voxnode.config.wording import cannot_listen
 from voxnode.errors import ConfigError
 from voxnode.lifecycle import Component
 from voxnode.stream.params import frontend_params, partial_params, speech_text
@@ -86,15 +86,10 @@ class WyomingServer(Component):
             family = socket.AF_INET6 if ":" in w.host else socket.AF_INET
             self._sock = socket.create_server((w.host, w.port), family=family, dualstack_ipv6=w.host == "::")
         except OSError as e:
-            # The hint fits the cause: before, 192.0.2.1 (not this machine's address) was asked whether
-            # another Wyoming server used the port.
-            hint = {
-                errno.EADDRINUSE: "is another Wyoming server (wyoming-faster-whisper) using the port?",
-                errno.EACCES: "a port below 1024 needs root or CAP_NET_BIND_SERVICE",
-            }.get(e.errno or 0, 'wyoming.host must be an address of this machine, or "0.0.0.0" for all')
-            raise ConfigError(
-                f"wyoming.host/port = {w.host}:{w.port}: cannot listen ({e.strerror or e}); {hint}"
-            ) from None
+            # The key and hint fit the cause: before, 192.0.2.1 (not this machine's address) was asked
+            # whether another Wyoming server used the port, and the line opened "wyoming.host/port =".
+            in_use = "is another Wyoming server (wyoming-faster-whisper) using the port?"
+            raise ConfigError(cannot_listen("wyoming.host", w.host, "wyoming.port", w.port, e, in_use)) from None
         self.port = self._sock.getsockname()[1]
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, name="wyoming", daemon=True)

@@ -41,7 +41,7 @@ from voxnode.asr.whisper.options import ROLES, DecodeOptions
 from voxnode.asr.whisper.prompt import StartSequence, prompted_start
 from voxnode.asr.whisper.search import Decoded
 from voxnode.asr.whisper.tokenizer import Tokenizer
-from voxnode.config.wording import naming, toml_value
+from voxnode.config.wording import key_value, naming, toml_value
 from voxnode.errors import ModelError
 from voxnode.models.files import MANIFEST
 
@@ -135,11 +135,13 @@ class WhisperEngine(Recognizer):
 
     @classmethod
     def from_config(cls, config: AsrConfig) -> WhisperEngine:
-        with naming(*model_setting(config)):
+        setting = model_setting(config)
+        with naming(*setting):
             return cls.load(
                 checked_model_dir(config.model_dir, config.model),
                 config.num_threads or None,
                 options=DecodeOptions.from_config(config),
+                owner=key_value(*setting),  # it said "asr.model:" for asr.model_dir too, and no value
             )
 
     @classmethod
@@ -159,9 +161,11 @@ class WhisperEngine(Recognizer):
         num_threads: int | None = None,
         variant: str | None = None,
         options: DecodeOptions | None = None,
+        owner: str = "asr.model",
     ) -> WhisperEngine:
-        """Check and load the model; raises ModelError saying what is wrong."""
-        p = load_parts(Path(model_dir), num_threads, variant)
+        """Check and load the model; raises ModelError saying what is wrong (a graph's messages open
+        with `owner`)."""
+        p = load_parts(Path(model_dir), num_threads, variant, owner)
         return cls(p.files, p.encoder, p.decoder, p.tokenizer, p.info, options)
 
     def close(self) -> bool:

@@ -46,12 +46,14 @@ class LoadedParts:
     info: LiteRtEngineInfo
 
 
-def load_parts(model_dir: Path, num_threads: int | None = None, variant: str | None = None) -> LoadedParts:
-    """Check and load the model's parts; raises ModelError saying what is wrong."""
+def load_parts(
+    model_dir: Path, num_threads: int | None = None, variant: str | None = None, owner: str = "asr.model"
+) -> LoadedParts:
+    """Check and load the model's parts; raises ModelError saying what is wrong. `owner`: the setting
+    that names the model, with its value (`asr.model_dir = "/opt/m"`), opening a graph's messages."""
     t0 = time.perf_counter()
     files = open_model_dir(Path(model_dir), variant)
     threads = num_threads if num_threads and num_threads > 0 else default_num_threads()
-    owner = "asr.model"
     # Each part's file pages are released right after its delegate packed the weights, so the two
     # mappings are never resident at once: that bounds the peak RSS.
     opened = {
