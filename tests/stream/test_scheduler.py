@@ -588,3 +588,22 @@ def test_a_final_still_decoding_at_the_stop_deadline_is_reported_dropped_once(sc
     eng.gate.release()  # the engine returns after all
     time.sleep(0.2)
     assert rec.done == [(1, JobOutcome.DROPPED)]
+
+
+def test_the_debug_line_of_a_decode_says_how_much_of_its_draft_was_taken():
+    """A final's text depends on how much of its draft greedy decoding agreed with (docs/asr.md,
+    "Drafts"): the scheduler's debug line of each decode says it, as it says a retry's window."""
+    from voxnode.asr.recognizer import TranscriptResult
+    from voxnode.stream.jobs import decode_line
+
+    j = DecodeJob("mic", JobKind.FINAL, np.zeros(16, np.float32), lambda *a: None, (2, 10, 259), draft=(1,) * 11)
+    j.started, j.finished = 1.0, 1.25
+    took = TranscriptResult(
+        "Unless to be", [1], -0.2, 0.0, 90.0, 150.0, 5.2, window_s=7.0, draft_tokens=11, draft_accepted=7
+    )
+    assert decode_line(j, took) == (
+        "stream mic: final decode 250 ms (encode 90, decode 150; 5.2 s audio in a 7 s window, "
+        "draft 7 of 11 tokens taken)"
+    )
+    plain = dataclasses.replace(took, draft_tokens=0, draft_accepted=0)
+    assert decode_line(j, plain).endswith("in a 7 s window)")

@@ -141,11 +141,14 @@ def percentiles(samples: deque[tuple[float, float]]) -> dict[str, float]:
 
 def decode_line(job: DecodeJob, result: TranscriptResult) -> str:
     """Where a slow decode's time went (the scheduler's debug log): a window retry (a loop in the
-    short window) or a temperature fallback shows here."""
+    short window) or a temperature fallback shows here, and how much of a draft was taken: a final's
+    beam searches only the tail after it, so the same audio can give another text with another draft
+    (docs/asr.md, "Drafts"; stop 45 had to patch the daemon to see it)."""
     return (
         f"stream {job.stream}: {job.kind.name.lower()} decode {1e3 * (job.finished - job.started):.0f} ms "
         f"(encode {result.encode_ms:.0f}, decode {result.decode_ms:.0f}; {result.duration_s:.1f} s audio "
         f"in a {result.window_s:.0f} s window"
+        + (f", draft {result.draft_accepted} of {result.draft_tokens} tokens taken" if result.draft_tokens else "")
         + (f", temperature {result.temperature:.1f})" if result.temperature else ")")
     )
 
