@@ -16,12 +16,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from scripts.bench import emulate_board
+from tests.helpers import wait_until
 
 SCRIPT = Path(emulate_board.__file__)  # run as a command: it imports nothing of the checkout
 
@@ -100,11 +100,23 @@ def test_each_thread_gets_one_board_core():
         assert_board_core(thread)
 
 
+def child_commands(pid: int) -> list[str]:
+    out = []
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        try:
+            out.append(Path(f"/proc/{child}/comm").read_text().strip())
+        except OSError:
+            pass  # gone meanwhile
+    return out
+
+
 @needs_cgroup
 def test_signal_is_forwarded_and_groups_removed():
     before = set(os.listdir(emulate_board.own_cpu_cgroup()))
     p = subprocess.Popen([sys.executable, str(SCRIPT), BOARD, "--", "sleep", "30"])
-    time.sleep(0.5)
+    # Its child runs `sleep` (exec'd: the script is past its start-up and forwards what comes now), not
+    # a 0.5 s sleep.
+    assert wait_until(lambda: p.poll() is not None or child_commands(p.pid) == ["sleep"], timeout=10)
     p.send_signal(signal.SIGTERM)
     assert p.wait(timeout=10) == -signal.SIGTERM  # it dies as its child did
     left = {d for d in set(os.listdir(emulate_board.own_cpu_cgroup())) - before if d.startswith("voxnode-emu-")}

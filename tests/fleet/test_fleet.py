@@ -84,6 +84,24 @@ def silent_port(host: str, port: int) -> Iterator[None]:
             yield
 
 
+def connecting_to(pid: int, port: int) -> bool:
+    """Whether process `pid` has a TCP connect to `port` waiting for its SYN to be answered (SYN_SENT in
+    /proc/net/tcp, one of its own sockets): the state a silent port leaves a connect in."""
+    own = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue  # closed meanwhile
+        if target.startswith("socket:["):
+            own.add(target[8:-1])
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "02" and int(fields[2].split(":")[1], 16) == port and fields[9] in own:
+            return True
+    return False
+
+
 def mqtt_section(broker: Broker, **extra: str) -> str:
     lines = [f'host = "{broker.host}"', f"port = {broker.port}", *(f"{k} = {v}" for k, v in extra.items())]
     return "[mqtt]\n" + "\n".join(lines) + "\n"
@@ -311,9 +329,10 @@ def test_ctrl_c_while_reconnecting_to_a_silent_broker_does_not_wait_for_the_conn
         assert json.loads(live.stdout.readline())["connected"]
         broker.stop()
         with silent_port(broker.host, broker.port):
-            # It notices the loss at once, waits paho's 1 s reconnect delay, then connects into the silence.
+            # It notices the loss at once, waits paho's 1 s reconnect delay, then connects into the silence:
+            # Ctrl-C once that connect is under way (its socket in SYN_SENT), not after a 2 s sleep.
             assert wait_until(lambda: not json.loads(live.stdout.readline())["connected"], timeout=10)
-            time.sleep(2)
+            assert wait_until(lambda: connecting_to(live.pid, broker.port), timeout=10, step=0.05)
             _, err, took = ctrl_c(live, 45)
     finally:
         if live.poll() is None:

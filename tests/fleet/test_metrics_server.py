@@ -88,7 +88,7 @@ def test_idle_connections_hold_no_thread_and_do_not_lock_out_a_scraper(exporter)
         half = socket.create_connection(("127.0.0.1", exporter.port), timeout=5)
         half.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")  # a request that never ends
         idle.append(half)
-        time.sleep(0.5)
+        time.sleep(0.5)  # a sleep on purpose: no thread may start for them in it
         assert threading.active_count() <= threads_before  # before: one more thread per connection
         assert b"voxnode_build_info" in scrape(exporter.url)  # served while they are all open
         assert threading.active_count() <= threads_before

@@ -215,7 +215,10 @@ def test_dashboard_queries_run_on_prometheus_and_show_the_daemon(scraped_daemon,
     assert wait_until(
         lambda: prometheus_server.query("voxnode_final_latency_seconds_count")["data"]["result"], timeout=60
     )
-    time.sleep(2)  # rate() needs two scrapes of the same series (scraped every second)
+    # rate() needs two scrapes of the same series (scraped every second): its first answer, not a 2 s sleep.
+    assert wait_until(
+        lambda: prometheus_server.query("rate(voxnode_final_latency_seconds_count[30s])")["data"]["result"], timeout=30
+    )
     empty = []
     for expr in dashboard_exprs():
         r = prometheus_server.query(as_query(expr))

@@ -6,14 +6,19 @@ with the same id and seq."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
+from tests.helpers import wait_until
 from tests.mqtt.broker import Broker
 from tests.mqtt.conftest import assert_all_finals_arrived, write_config
 
@@ -33,6 +38,25 @@ def pbroker(tmp_path):
     b.stop()
 
 
+def saved_with_monitor(broker: Broker) -> None:
+    """Until the broker has autosaved (every second) since the monitor's subscription (its SUBACK in the
+    broker's log): a SIGKILLed broker comes back with the monitor's session only from that save."""
+
+    def saved() -> bool:
+        log = broker.log()
+        subscribed = log.rfind("Sending SUBACK to monitor")
+        return subscribed >= 0 and "Saving in-memory database" in log[subscribed:]
+
+    assert wait_until(saved, timeout=10, step=0.05), broker.log()[-2000:]
+
+
+def spooled(spool: Path, ids: list[str]) -> bool:
+    """Whether every final in `ids` is committed to the spool (its file, read as the next start reads it)."""
+    with contextlib.closing(sqlite3.connect(f"file:{spool}?mode=ro", uri=True, timeout=5)) as db:
+        payloads = [json.loads(p)["id"] for (p,) in db.execute("SELECT payload FROM spool")]
+    return set(ids) <= set(payloads)
+
+
 def _report(name: str, stats: dict, accepted: int) -> None:
     print(
         f"\n{name}: accepted {accepted}, received {stats['received']}, unique {stats['unique']}, "
@@ -43,7 +67,7 @@ def _report(name: str, stats: dict, accepted: int) -> None:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
 def test_broker_stopped_mid_stream(tmp_path, pbroker, monitor_for, feeders, sig):
     mon = monitor_for(pbroker)
-    time.sleep(1.2)  # let the broker autosave the monitor's session (matters for SIGKILL)
+    saved_with_monitor(pbroker)  # the monitor's session in the broker's save (matters for SIGKILL)
     f = feeders(write_config(tmp_path / "c.toml", pbroker), count=80, interval=0.05, tag=sig.name)
     f.wait_accepted(20)
     pbroker.stop(sig)
@@ -60,13 +84,13 @@ def test_broker_stopped_mid_stream(tmp_path, pbroker, monitor_for, feeders, sig)
 @pytest.mark.slow
 def test_sixty_second_outage(tmp_path, pbroker, monitor_for, feeders):
     mon = monitor_for(pbroker)
-    time.sleep(1.2)
+    saved_with_monitor(pbroker)
     cfg = write_config(tmp_path / "c.toml", pbroker, reconnect_max_s=30.0)  # the default backoff ceiling
     f = feeders(cfg, count=140, interval=0.5, tag="outage60")
     f.wait_accepted(10)
     pbroker.stop(signal.SIGTERM)
     down = time.monotonic()
-    time.sleep(60)
+    time.sleep(60)  # the outage itself
     during = len(f.accepted) - 10
     pbroker.start()
     back = time.monotonic()
@@ -87,7 +111,7 @@ def test_sixty_second_outage(tmp_path, pbroker, monitor_for, feeders):
 
 def test_daemon_restarted_while_the_broker_is_down(tmp_path, pbroker, monitor_for, feeders):
     mon = monitor_for(pbroker)
-    time.sleep(1.2)
+    saved_with_monitor(pbroker)
     cfg = write_config(tmp_path / "c.toml", pbroker)
     a = feeders(cfg, count=30, interval=0.05, tag="a")
     a.wait_accepted(10)
@@ -98,7 +122,8 @@ def test_daemon_restarted_while_the_broker_is_down(tmp_path, pbroker, monitor_fo
     assert "final(s) not yet acknowledged stay in" in a.log()
     b = feeders(cfg, count=15, interval=0.05, tag="b")
     b.wait_accepted(15)
-    time.sleep(1.0)  # spooled (the writer commits within milliseconds of accepting)
+    # Committed to the spool (the writer commits within milliseconds of accepting), not a 1 s sleep.
+    assert wait_until(lambda: spooled(tmp_path / "spool.sqlite", b.accepted), timeout=5, step=0.05)
     b.stop(signal.SIGKILL)  # a crash while the broker is down
     c = feeders(cfg, count=5, interval=0.05, tag="c")
     c.wait_accepted(5)
@@ -169,7 +194,7 @@ def test_black_holed_broker(tmp_path, netns, monitor_for, feeders):
             while "lost the broker" not in f.log() and time.monotonic() < end:
                 time.sleep(0.2)
             assert "lost the broker" in f.log(), "keep-alive did not notice the black hole"
-            time.sleep(2)
+            time.sleep(2)  # a sleep on purpose: the outage goes on 2 s after the daemon noticed it
         finally:
             subprocess.run(["ip", "netns", "exec", name, "iptables", "-D", *rule], check=True)
         f.wait_accepted(150)

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from tests.helpers import wait_until
 from tests.mqtt.broker import Broker
 from tests.mqtt.conftest import assert_all_finals_arrived, write_config
 
@@ -44,7 +45,11 @@ def test_bad_password_is_one_clear_error_not_a_traceback(tmp_path, auth_broker, 
     )
     f = feeders(cfg, count=3, interval=0.05, tag="badpw")
     f.wait_accepted(3)
-    time.sleep(2.5)  # several refused attempts
+    # Several refused attempts, counted where they happen (the broker's log), not slept for (2.5 s was
+    # ~6 attempts): by the broker's 4th refusal the daemon has handled the first 3 CONNACKs, so a daemon
+    # that logged every refusal has 3 error lines by now.
+    refusals = "disconnected, not authorised."
+    assert wait_until(lambda: auth_broker.log().count(refusals) >= 4, timeout=20, step=0.05), auth_broker.log()
     assert f.proc.poll() is None, "the daemon must keep running and retrying"
     f.stop()
     log = f.log()
@@ -176,7 +181,10 @@ def test_tls_with_an_untrusted_ca_is_refused_clearly(tmp_path, test_ca, feeders)
         cfg = write_config(tmp_path / "c.toml", b, host="localhost", tls=True, tls_ca=str(test_ca["other_ca"]))
         f = feeders(cfg, count=1, interval=0.05, tag="tlsbad")
         f.wait_accepted(1)
-        time.sleep(1.5)
+        # Its second try refused too (the broker's log), not a 1.5 s sleep: it keeps retrying after the
+        # TLS refusal, and its line about it is written before that second try.
+        assert wait_until(lambda: b.log().count("alert unknown ca") >= 2, timeout=20, step=0.05), b.log()
+        assert f.proc.poll() is None, "the daemon must keep running and retrying"
         f.stop()
         log = f.log()
         assert "TLS certificate not accepted" in log and "mqtt.tls_ca" in log, log

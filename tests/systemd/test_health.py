@@ -56,7 +56,7 @@ def test_stuck_worker_stops_watchdog_pings():
         assert wait_until(lambda: not liveness(daemon.vitals(), time.monotonic()).ok, timeout=3)
         verdict = liveness(daemon.vitals(), time.monotonic())
         assert "stream-mic: stuck on one unit of work" in verdict.reason
-        time.sleep(1.5)
+        time.sleep(1.5)  # a sleep on purpose: no ping may come in this window
         # worker_stall_s (1 s) after the block, plus a tick and some scheduling slack.
         late = [s for s in notifier.sent if s[0] > blocked_at + 1.5]
         assert late == [], "no WATCHDOG=1 while a worker is stuck"

@@ -36,7 +36,7 @@ def test_ready_only_after_audio_then_status_watchdog_stopping(tmp_path, alsa_dir
         # The device is open but no audio has come yet: STATUS says so, and no READY.
         starting = notify.wait_for(has("STATUS", "starting"))
         assert "waiting for first audio from mic" in starting.fields["STATUS"]
-        time.sleep(1.0)
+        time.sleep(1.0)  # a sleep on purpose: nothing may come in this second (no READY before audio)
         assert "READY" not in "".join(notify.kinds())
         fed_at = time.monotonic()
         mic["mic"].resume()

@@ -86,7 +86,7 @@ def test_stalled_capture_stops_watchdog_pings_and_they_resume(tmp_path, notify, 
         paused = time.monotonic()
         stalled = notify.wait_for(has("STATUS", "STALLED"), timeout=5)
         assert "a: no audio from 'vx_fifo'" in stalled.fields["STATUS"]
-        time.sleep(2.5)  # a live pipeline pings every 0.5 s
+        time.sleep(2.5)  # a sleep on purpose: no ping may come in it (a live pipeline pings every 0.5 s)
         # capture_stall_s (1 s) after the last frame, plus a tick and some scheduling slack.
         late_pings = [m for m in notify.messages if "WATCHDOG" in m.fields and m.t > paused + 1.6]
         assert late_pings == []

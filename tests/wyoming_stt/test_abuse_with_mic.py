@@ -33,12 +33,18 @@ def test_a_microphone_and_a_client_are_served_while_wyoming_is_abused(tmp_path):
             asyncio.create_task(abuse_unfinished(d.port, 20_000, stop, tallies[1])),
             asyncio.create_task(abuse_idle(d.port, 200, stop, tallies[2])),
         ]
-        await asyncio.sleep(3.0)  # under way before the first word
+        # Under way before the first word: the idle abuse's 200 connections open (and its 8 pingers
+        # started), the floods writing since their connects; not a 3 s sleep.
+        for _ in range(600):
+            if "connections" in tallies[2] or any(t.done() for t in abuses):
+                break
+            await asyncio.sleep(0.05)
+        assert tallies[2].get("connections") == 200, tallies
         speaker = Speaker(d, clips, gap_s=2.0, rounds=1).start()
         tries = []
         while speaker.alive():
             tries.append(await legit(d.port))
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(1.0)  # the client's pace while the speaker talks (not a wait for anything)
         await asyncio.to_thread(d.wait_finals, len(clips), 90.0)
         stop.set()
         await asyncio.wait_for(asyncio.gather(*abuses), 60)
