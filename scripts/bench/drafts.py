@@ -34,11 +34,13 @@ import numpy as np
 from scripts import REPO, RESULTS
 
 TITLE = "Drafts: finals decoded from the last partial"
-SETTINGS = {  # name -> (beam size, with the draft)
-    "beam 3": (3, False),
-    "beam 3 + draft": (3, True),
-    "greedy": (1, False),
-    "greedy + draft": (1, True),
+# name -> (beam size, with the draft, the final's draft gate: search.FINAL_DRAFT_MARGIN, None = today's)
+SETTINGS: dict[str, tuple[int, bool, float | None]] = {
+    "beam 3": (3, False, None),
+    "beam 3 + draft": (3, True, 0.0),
+    "beam 3 + gated draft": (3, True, None),
+    "greedy": (1, False, None),
+    "greedy + draft": (1, True, None),
 }
 CONDITIONS = {"clean": None, "babble 10 dB": ("babble", 10.0), "pink 5 dB": ("pink", 5.0)}
 
@@ -50,20 +52,32 @@ def head_and_draft(engine, audio: np.ndarray, lag_s: float) -> tuple[np.ndarray,
     return head, engine.transcribe(head, role="partial").tokens
 
 
-def measure(threads: int, conditions: list[str], n_asterisk: int, lag_s: float) -> dict:
+def measure(
+    threads: int,
+    conditions: list[str],
+    n_asterisk: int,
+    lag_s: float,
+    margins: list[float],
+    texts_out: dict | None = None,
+) -> dict:
     from scripts.bench import audio_corpus, scoring, speech_corpus
     from scripts.bench.asr_corpus import clip_noise
     from voxnode.asr import default_model_dir
+    from voxnode.asr.whisper import search
     from voxnode.asr.whisper.engine import WhisperEngine
 
+    settings = dict(SETTINGS)
+    settings.update({f"beam 3 + draft, margin {m:g}": (3, True, m) for m in margins})
+    gate = search.FINAL_DRAFT_MARGIN
     engine = WhisperEngine.load(default_model_dir(None, "tiny.en"), threads)
     utts = speech_corpus.real_speech(n_asterisk=n_asterisk)
     exclude = {u.name for u in utts}
     out: dict = {}
     for cond in conditions:
-        texts: dict[str, list[str]] = {s: [] for s in SETTINGS}
-        walls: dict[str, list[float]] = {s: [] for s in SETTINGS}
-        drafted = accepted = 0
+        texts: dict[str, list[str]] = {s: [] for s in settings}
+        walls: dict[str, list[float]] = {s: [] for s in settings}
+        drafted = dict.fromkeys(settings, 0)
+        accepted = dict.fromkeys(settings, 0)
         for k, u in enumerate(utts):
             audio = u.audio
             if CONDITIONS[cond] is not None:
@@ -71,30 +85,40 @@ def measure(threads: int, conditions: list[str], n_asterisk: int, lag_s: float) 
                 audio = audio_corpus.mix(audio, clip_noise(kind, len(audio), 1000 + k, exclude), snr)
             audio = (audio / 32768.0).astype(np.float32)
             head, draft = head_and_draft(engine, audio, lag_s)
-            for name, (beam, with_draft) in SETTINGS.items():
+            for name, (beam, with_draft, margin) in settings.items():
                 engine.transcribe(head, role="partial")  # as live: a partial just before the final
-                t0 = time.perf_counter()
-                r = engine.transcribe(audio, role="final", beam_size=beam, draft=draft if with_draft else ())
-                walls[name].append((time.perf_counter() - t0) * 1000)
+                search.FINAL_DRAFT_MARGIN = gate if margin is None else margin
+                try:
+                    t0 = time.perf_counter()
+                    r = engine.transcribe(audio, role="final", beam_size=beam, draft=draft if with_draft else ())
+                    walls[name].append((time.perf_counter() - t0) * 1000)
+                finally:
+                    search.FINAL_DRAFT_MARGIN = gate
                 texts[name].append(r.text)
-                if with_draft and beam == 3:
-                    drafted += r.draft_tokens
-                    accepted += r.draft_accepted
+                drafted[name] += r.draft_tokens
+                accepted[name] += r.draft_accepted
         refs = [u.text for u in utts]
         rows = {}
-        for name in SETTINGS:
+        for name, (beam, with_draft, _) in settings.items():
             w = np.array(walls[name])
+            plain = texts["beam 3" if beam == 3 else "greedy"]
             rows[name] = {
                 "wer": round(scoring.corpus_score(refs, texts[name]).wer, 2),
                 "median_ms": round(float(np.median(w)), 1),
                 "p95_ms": round(float(np.percentile(w, 95)), 1),
+                # texts other than the same beam's without a draft (the draft decided them)
+                "texts_changed": sum(a != b for a, b in zip(plain, texts[name], strict=True)),
             }
-        rows["draft_acceptance"] = round(accepted / drafted, 3) if drafted else None
+            if with_draft:
+                rows[name]["draft_acceptance"] = round(accepted[name] / drafted[name], 3) if drafted[name] else None
+        rows["draft_acceptance"] = rows["beam 3 + draft"]["draft_acceptance"]
         pairs = zip(texts["greedy"], texts["greedy + draft"], strict=True)
         rows["greedy_texts_changed"] = sum(a != b for a, b in pairs)
         out[cond] = rows
         print(cond, json.dumps(rows), flush=True)
-    return {"utterances": len(utts), "conditions": out}
+        if texts_out is not None:
+            texts_out[cond] = {"refs": refs, **texts}
+    return {"utterances": len(utts), "final_draft_margin": gate, "conditions": out}
 
 
 def main() -> int:
@@ -109,6 +133,8 @@ def main() -> int:
     p.add_argument("--label", default="x86", help="where it ran (x86, or an emulated board)")
     p.add_argument("--json", type=Path, default=RESULTS / "drafts_benchmark.json")
     p.add_argument("--no-write", action="store_true")
+    p.add_argument("--margins", default="", help="extra finals with the draft gated at these margins (nats), e.g. 1,2")
+    p.add_argument("--texts", type=Path, help="also save every final's text here (JSON)")
     args = p.parse_args()
     conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
     unknown = [c for c in conditions if c not in CONDITIONS]
@@ -116,7 +142,14 @@ def main() -> int:
         p.error(f"--conditions: unknown {unknown}; known: {list(CONDITIONS)}")
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load = os.getloadavg()
-    res = measure(args.threads, conditions, args.asterisk, args.lag)
+    try:
+        margins = [float(m) for m in args.margins.split(",") if m.strip()]
+    except ValueError:
+        p.error(f"--margins: not a list of numbers: {args.margins!r}")
+    texts: dict = {}
+    res = measure(args.threads, conditions, args.asterisk, args.lag, margins, texts)
+    if args.texts:
+        args.texts.write_text(json.dumps(texts, indent=1) + "\n")
     run = {
         "measured": started,
         "machine": describe(),
@@ -141,17 +174,30 @@ def main() -> int:
         "prefill, search). `scripts/bench/drafts.py` (commands in each row's JSON, "
         "scripts/bench/results/drafts_benchmark.json).",
         "",
-        "| run | condition | beam 3: WER, ms median / p95 | beam 3 + draft | greedy | greedy + draft "
-        "| draft tokens accepted | greedy texts changed |",
-        "|---|---|---|---|---|---|---|---|",
+        "| run | condition | beam 3: WER, ms median / p95 | beam 3 + draft | beam 3 + gated draft | greedy "
+        "| greedy + draft | draft tokens accepted (gated) | beam 3 texts the draft changed (gated) "
+        "| greedy texts changed |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key, r in runs.items():
+        n = r["utterances"]
         for cond, row in r["conditions"].items():
-            cells = [f"{row[s]['wer']:.1f} %, {row[s]['median_ms']:.0f} / {row[s]['p95_ms']:.0f}" for s in SETTINGS]
+            cells = [
+                f"{row[s]['wer']:.1f} %, {row[s]['median_ms']:.0f} / {row[s]['p95_ms']:.0f}" if s in row else "–"
+                for s in SETTINGS
+            ]
+            gated = row.get("beam 3 + gated draft")
+            plain = row["beam 3 + draft"]
+            taken = f"{row['draft_acceptance']:.0%}" + (f" ({gated['draft_acceptance']:.0%})" if gated else "")
+            changed = (
+                f"{plain['texts_changed']} ({gated['texts_changed']}) of {n}"
+                if "texts_changed" in plain and gated
+                else "–"
+            )
             lines.append(
                 f"| {key} (load {r['load'][0]:.1f}; {r['measured']}) | {cond} | "
                 + " | ".join(cells)
-                + f" | {row['draft_acceptance']:.0%} | {row['greedy_texts_changed']} of {r['utterances']} |"
+                + f" | {taken} | {changed} | {row['greedy_texts_changed']} of {n} |"
             )
     lines += ["", f"Machine: {run['machine']}."]
     section = "\n".join(lines) + "\n"

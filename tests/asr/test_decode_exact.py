@@ -52,16 +52,19 @@ def plain_candidates(live, lp, k, bias):
     return sorted(scored.values(), key=lambda c: c[0], reverse=True)
 
 
-def plain_verified_draft(rules, prefix, draft, max_new_tokens, bias=None):
-    """search.verified_draft before the fourth pass: one row's log-probabilities at a time."""
+def plain_verified_draft(rules, prefix, draft, max_new_tokens, bias=None, min_margin=0.0):
+    """search.verified_draft before the fourth pass: one row's log-probabilities at a time (with the
+    finals' gate of stop 45: the greedy choice must lead the runner-up by `min_margin`)."""
     h = search._Hyp([], [], 0.0)
     for i, token in enumerate(draft):
         lp = rules.logprobs(prefix.row_logits[i : i + 1].copy(), first=not h.tokens)
         best_choice = search._candidates([h], lp, 2, bias)
         if not best_choice:
             break
-        _, _, t, state, delta = best_choice[0]
+        score, _, t, state, delta = best_choice[0]
         if t != token or t == rules.eot:
+            break
+        if min_margin > 0 and len(best_choice) > 1 and score - best_choice[1][0] < min_margin:
             break
         total = h.total + float(lp[0, t])
         nxt = search._Hyp(h.tokens + [t], h.logprobs + [float(lp[0, t])], total, h.bonus + delta, state)

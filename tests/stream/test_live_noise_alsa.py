@@ -41,9 +41,12 @@ SPEECH_DBFS, SNR_DB, PAUSE_S, LEAD_S, TAIL_S = -26.0, 10.0, 2.0, 3.0, 2.5
 # with: a draft opening with greedy's "Unless" (7 of 11 tokens taken) gave "Unless ... cold-hard ..." (10
 # errors), one greedy refused at its first token the whole beam's "unless ... cold-hearted ..." (9), and
 # offline the same audio with the same drafts gives the same texts. Finals decoded without a draft gave
-# one text in 14 of 14 runs (load 1.0-3.4), but a later final (clean p50 337 -> 365 ms): not done
-# (docs/asr.md, "Drafts"), so the slack stays. Stop 44's 10 with asr.draft off did not come back here (8
-# of 8 runs gave 9). Merged sentences (11 errors before the noise gate) still fail.
+# one text in 14 of 14 runs (load 1.0-3.4), but a later final (clean p50 337 -> 365 ms): not done. Instead a
+# final's beam takes only the draft tokens greedy decoding is sure of (search.FINAL_DRAFT_MARGIN, docs/asr.md
+# "Drafts"): 12 of 12 runs gave the whole beam's text and 9 errors (load 0.3-2.5), where the code before
+# gave 10 in 2 of 6 (load 2.3-2.9). The slack stays until more runs say it can go (and stop 44's 10 with
+# asr.draft off did not come back here: 8 of 8 runs gave 9). Merged sentences (11 errors before the noise
+# gate) still fail.
 TARGETS = {"pink": (1.15, 0.01, 1), "babble": (1.3, 0.02, 2)}
 # Before the noise gate (main at 683a7ad, webrtc VAD): 3 sentences, 30 words; babble at 10 dB gave
 # 2 finals (the first two sentences and half the third in one), 11 word errors live vs 6 on the cuts.

@@ -195,6 +195,23 @@ UNCLOSED_PATIENCE = 2
 # TokenRules' scratch buffer does not grow for a long draft.
 VERIFY_ROWS = 5
 
+# A final's beam takes a draft token only while greedy decoding's choice leads the runner-up by at least
+# this many nats (log-probability, hotword bonus included): where greedy is unsure the beam may choose
+# otherwise, and taking the token tied the final to whichever partial came back last (stop 45: the babble
+# test's "Unless ... cold-hard" against the whole beam's "unless ... cold-hearted"). Partials (greedy) take
+# every agreeing token: their text is the same either way. Measured (scripts/bench/drafts.py --threads 1
+# --margins 0.5,1,2,3, 50 real utterances, draft = the partial of all but the last 0.5 s; stop 45), margin 0
+# (no gate) / 0.5 / 1 / 2: finals other than beam 3's without a draft clean 8 / 6 / 4 / 0 of 50, babble 10
+# dB 14 / 8 / 5 / 2; WER clean 3.63 / 3.63 / 3.39 / 4.36 % (no draft 4.36), babble 23.24 / 22.28 / 22.28 /
+# 22.03 (no draft 21.79); draft tokens taken clean 75 / 65 / 51 / 10 %, babble 59 / 40 / 18 / 2 %; at 1,
+# pink 5 dB: other texts 8 -> 1, WER 11.62 -> 12.11 % (no draft 12.11: there the plain draft's greedy head
+# had helped), taken 70 -> 34 %. The babble test's third sentence with the 14 drafts its live runs had: 3
+# texts without the gate, 1 with it. Live (scripts/bench/live_noise.py, clean and babble 10 dB, 3 rounds
+# side by side with the code before, x86, load 0.4-2.1): babble WER lower in all three (mean 24.0 -> 17.8
+# %), clean end of speech -> final the same (pooled mean 393 -> 391 ms), babble's later (pooled p50 305 ->
+# 344 ms). docs/benchmarks.md, "Gated drafts for finals".
+FINAL_DRAFT_MARGIN = 1.0
+
 
 @dataclass(frozen=True)
 class Verified:
@@ -214,6 +231,7 @@ def verified_draft(
     draft: list[int],
     max_new_tokens: int,
     bias: HotwordBias | None = None,
+    min_margin: float = 0.0,
 ) -> Verified:
     """The longest head of `draft` that greedy decoding would have chosen, token by token.
 
@@ -223,6 +241,10 @@ def verified_draft(
     beam_search's, hotword bonus included), is not end-of-text, starts no loop and stays under the
     token cap; decoding goes on from the first disagreement, so the result is the greedy
     decode's whatever the draft was (up to float rounding between one call and many).
+
+    `min_margin` (a final's beam: FINAL_DRAFT_MARGIN) also stops at the first draft token whose score
+    leads the runner-up's by less than that many nats: where greedy decoding is unsure the beam
+    searches on its own.
     """
     h = _Hyp([], [], 0.0)
     block = np.empty((0, 0), np.float32)
@@ -239,8 +261,10 @@ def verified_draft(
         best_choice = _candidates([h], lp, 2, bias)
         if not best_choice:
             break
-        _, _, t, state, delta = best_choice[0]
+        score, _, t, state, delta = best_choice[0]
         if t != token or t == rules.eot:
+            break
+        if min_margin > 0 and len(best_choice) > 1 and score - best_choice[1][0] < min_margin:
             break
         nxt = _Hyp(h.tokens + [t], h.logprobs + [float(lp[0, t])], h.total + float(lp[0, t]), h.bonus + delta, state)
         if repeated_tail(nxt.tokens) or len(nxt.tokens) >= max_new_tokens:
