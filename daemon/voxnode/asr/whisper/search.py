@@ -195,21 +195,13 @@ UNCLOSED_PATIENCE = 2
 # TokenRules' scratch buffer does not grow for a long draft.
 VERIFY_ROWS = 5
 
-# A final's beam takes a draft token only while greedy decoding's choice leads the runner-up by at least
-# this many nats (log-probability, hotword bonus included): where greedy is unsure the beam may choose
-# otherwise, and taking the token tied the final to whichever partial came back last (stop 45: the babble
-# test's "Unless ... cold-hard" against the whole beam's "unless ... cold-hearted"). Partials (greedy) take
-# every agreeing token: their text is the same either way. Measured (scripts/bench/drafts.py --threads 1
-# --margins 0.5,1,2,3, 50 real utterances, draft = the partial of all but the last 0.5 s; stop 45), margin 0
-# (no gate) / 0.5 / 1 / 2: finals other than beam 3's without a draft clean 8 / 6 / 4 / 0 of 50, babble 10
-# dB 14 / 8 / 5 / 2; WER clean 3.63 / 3.63 / 3.39 / 4.36 % (no draft 4.36), babble 23.24 / 22.28 / 22.28 /
-# 22.03 (no draft 21.79); draft tokens taken clean 75 / 65 / 51 / 10 %, babble 59 / 40 / 18 / 2 %; at 1,
-# pink 5 dB: other texts 8 -> 1, WER 11.62 -> 12.11 % (no draft 12.11: there the plain draft's greedy head
-# had helped), taken 70 -> 34 %. The babble test's third sentence with the 14 drafts its live runs had: 3
-# texts without the gate, 1 with it. Live (scripts/bench/live_noise.py, clean and babble 10 dB, 3 rounds
-# side by side with the code before, x86, load 0.4-2.1): babble WER lower in all three (mean 24.0 -> 17.8
-# %), clean end of speech -> final the same (pooled mean 393 -> 391 ms), babble's later (pooled p50 305 ->
-# 344 ms). docs/benchmarks.md, "Gated drafts for finals".
+# A final's beam takes a draft token only while greedy's choice leads the runner-up by at least this
+# many nats (hotword bonus included): where greedy is unsure the beam may choose otherwise, and taking the
+# token tied the final to whichever partial came back last (stop 45; docs/asr.md "Drafts"). Partials take
+# every agreeing token (same text either way). scripts/bench/drafts.py, 50 utterances, margin 0 / 1: finals
+# unlike the no-draft beam's clean 8 / 4, babble 10 dB 14 / 5; WER babble 23.24 / 22.28 % (no draft 21.79),
+# pink 5 dB 11.62 / 12.11; tokens taken clean 75 / 51 %, babble 59 / 18 %. Live (3 rounds side by side,
+# x86): babble WER 24.0 -> 17.8 %, clean latency the same, babble p50 305 -> 344 ms.
 FINAL_DRAFT_MARGIN = 1.0
 
 
