@@ -37,37 +37,40 @@ def _asr(config: Config) -> None:
     recognizer_class(config.asr.engine).check_model(config.asr)
 
 
-def _end_of_turn(config: Config) -> None:
-    if config.vad.end_of_turn == "off":
-        return
+def _bundled(model: str, files: tuple[str, ...], setting: str) -> None:
+    """A bundled model's files and their checksums, as the part that loads it checks them (errors open
+    with `setting`)."""
     from voxnode.models.files import check_model_file
-    from voxnode.models.find import TURN_MODEL, TURN_MODEL_FILE, TURN_SETTING, find_model
+    from voxnode.models.find import find_model
 
-    check_model_file(find_model(TURN_MODEL, TURN_SETTING) / TURN_MODEL_FILE, TURN_SETTING)
+    folder = find_model(model, setting)
+    for name in files:
+        check_model_file(folder / name, setting)
+
+
+def _end_of_turn(config: Config) -> None:
+    if config.vad.end_of_turn != "off":
+        from voxnode.models.find import TURN_MODEL, TURN_MODEL_FILE, TURN_SETTING
+
+        _bundled(TURN_MODEL, (TURN_MODEL_FILE,), TURN_SETTING)
 
 
 def _vad(config: Config) -> None:
     """Silero VAD's file and checksum, as a stream's front-end checks them (it passed check-config
     and a reload, and `run` stopped on the line)."""
-    if config.vad.engine != "silero":
-        return
-    from voxnode.models.files import check_model_file
-    from voxnode.models.find import SILERO_MODEL, SILERO_MODEL_FILE, SILERO_SETTING, find_model
+    if config.vad.engine == "silero":
+        from voxnode.models.find import SILERO_MODEL, SILERO_MODEL_FILE, SILERO_SETTING
 
-    check_model_file(find_model(SILERO_MODEL, SILERO_SETTING) / SILERO_MODEL_FILE, SILERO_SETTING)
+        _bundled(SILERO_MODEL, (SILERO_MODEL_FILE,), SILERO_SETTING)
 
 
 def _denoise(config: Config) -> None:
     """DeepFilterNet 3's three graphs and their checksums, where the front-end runs it (as for _vad)."""
     f = config.frontend
-    if f.denoise == "off" or f.denoise_engine != "deepfilter":
-        return
-    from voxnode.models.files import check_model_file
-    from voxnode.models.find import DEEPFILTER_GRAPHS, DEEPFILTER_MODEL, DEEPFILTER_SETTING, find_model
+    if f.denoise != "off" and f.denoise_engine == "deepfilter":
+        from voxnode.models.find import DEEPFILTER_GRAPHS, DEEPFILTER_MODEL, DEEPFILTER_SETTING
 
-    folder = find_model(DEEPFILTER_MODEL, DEEPFILTER_SETTING)
-    for graph in DEEPFILTER_GRAPHS:
-        check_model_file(folder / f"{graph}.tflite", DEEPFILTER_SETTING)
+        _bundled(DEEPFILTER_MODEL, tuple(f"{g}.tflite" for g in DEEPFILTER_GRAPHS), DEEPFILTER_SETTING)
 
 
 def _wake(config: Config) -> None:
