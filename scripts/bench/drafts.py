@@ -27,6 +27,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +35,7 @@ import numpy as np
 from scripts import REPO, RESULTS
 
 TITLE = "Drafts: finals decoded from the last partial"
-# name -> (beam size, with the draft, the final's draft gate: search.FINAL_DRAFT_MARGIN, None = today's)
+# name -> (beam size, with the draft, the final's draft gate: asr.draft_margin, None = the default)
 SETTINGS: dict[str, tuple[int, bool, float | None]] = {
     "beam 3": (3, False, None),
     "beam 3 + draft": (3, True, 0.0),
@@ -63,13 +64,19 @@ def measure(
     from scripts.bench import audio_corpus, scoring, speech_corpus
     from scripts.bench.asr_corpus import clip_noise
     from voxnode.asr import default_model_dir
-    from voxnode.asr.whisper import search
-    from voxnode.asr.whisper.engine import WhisperEngine
+    from voxnode.asr.whisper.engine import WhisperEngine, default_options
 
     settings = dict(SETTINGS)
     settings.update({f"beam 3 + draft, margin {m:g}": (3, True, m) for m in margins})
-    gate = search.FINAL_DRAFT_MARGIN
-    engine = WhisperEngine.load(default_model_dir(None, "tiny.en"), threads)
+    gate = default_options().draft_margin
+    model = default_model_dir(None, "tiny.en")
+    engine = WhisperEngine.load(model, threads)
+    # One engine per other margin (asr.draft_margin is an engine option), each given the same partial
+    # before its final as the live pipeline does.
+    engines = {gate: engine}
+    for _, _, m in settings.values():
+        if m is not None and m not in engines:
+            engines[m] = WhisperEngine.load(model, threads, options=replace(default_options(), draft_margin=m))
     utts = speech_corpus.real_speech(n_asterisk=n_asterisk)
     exclude = {u.name for u in utts}
     out: dict = {}
@@ -86,14 +93,11 @@ def measure(
             audio = (audio / 32768.0).astype(np.float32)
             head, draft = head_and_draft(engine, audio, lag_s)
             for name, (beam, with_draft, margin) in settings.items():
-                engine.transcribe(head, role="partial")  # as live: a partial just before the final
-                search.FINAL_DRAFT_MARGIN = gate if margin is None else margin
-                try:
-                    t0 = time.perf_counter()
-                    r = engine.transcribe(audio, role="final", beam_size=beam, draft=draft if with_draft else ())
-                    walls[name].append((time.perf_counter() - t0) * 1000)
-                finally:
-                    search.FINAL_DRAFT_MARGIN = gate
+                eng = engines[gate if margin is None else margin]
+                eng.transcribe(head, role="partial")  # as live: a partial just before the final
+                t0 = time.perf_counter()
+                r = eng.transcribe(audio, role="final", beam_size=beam, draft=draft if with_draft else ())
+                walls[name].append((time.perf_counter() - t0) * 1000)
                 texts[name].append(r.text)
                 drafted[name] += r.draft_tokens
                 accepted[name] += r.draft_accepted

@@ -217,18 +217,29 @@ def test_only_a_search_from_a_draft_without_a_closing_mark_waits_for_more_ends()
     assert search._enough_ended([], 3, True, closing) == 3
 
 
-def test_a_finals_beam_takes_only_the_draft_tokens_greedy_is_sure_of(engine, clips, decodes, monkeypatch):
+def test_a_finals_beam_takes_only_the_draft_tokens_greedy_is_sure_of(engine, clips, decodes):
     """Taking every token greedy decoding agrees with tied this clip's final to its partial's text
     (no comma after "selfish": 13 of 18 tokens taken, the beam searched only after "selfish"); the
-    beam from the start of the text puts the comma in. Gated (search.FINAL_DRAFT_MARGIN), the head
-    stops at the first token greedy is unsure of and the final is the beam's own, from fewer taken."""
+    beam from the start of the text puts the comma in. Gated (`asr.draft_margin`, 1 nat by default),
+    the head stops at the first token greedy is unsure of and the final is the beam's own, from fewer
+    taken; `asr.draft_margin = 0` is the ungated behaviour."""
+    from dataclasses import replace
+
+    from voxnode.asr import default_model_dir
+    from voxnode.asr.whisper.engine import WhisperEngine
+    from voxnode.asr.whisper.options import DecodeOptions
+    from voxnode.config.asr import AsrConfig
+
+    assert engine.options.draft_margin == AsrConfig().draft_margin == 1.0
     audio, _ = clips[2]
     draft = decodes.draft(2)
     beam = engine.transcribe(audio)
     assert "selfish, is" in beam.text
     gated = engine.transcribe(audio, draft=draft)
-    monkeypatch.setattr(search, "FINAL_DRAFT_MARGIN", 0.0)
-    ungated = engine.transcribe(audio, draft=draft)
+    options = DecodeOptions.from_config(replace(AsrConfig(), draft_margin=0.0))
+    with WhisperEngine.load(default_model_dir(), options=options) as ungated_engine:
+        ungated_engine.transcribe(audio[: len(audio) - int(PARTIAL_LAG_S * 16000)], role="partial")
+        ungated = ungated_engine.transcribe(audio, draft=draft)
     assert "selfish is" in ungated.text  # the draft decided the text
     assert gated.text == beam.text
     assert 0 < gated.draft_accepted < ungated.draft_accepted

@@ -38,7 +38,7 @@ SPEECH_DBFS, SNR_DB, PAUSE_S, LEAD_S, TAIL_S = -26.0, 10.0, 2.0, 3.0, 2.5
 # speculative decode of the same audio; what differed was its draft ([asr] draft), the tokens of whichever
 # partial had come back last (the machine's load decides), of which the final's beam took the head greedy
 # decoding agreed with: "Unless ... cold-hard" (10 errors) or the whole beam's "unless ... cold-hearted" (9).
-# Since a final's beam takes only the draft tokens greedy decoding is sure of (search.FINAL_DRAFT_MARGIN,
+# Since a final's beam takes only the draft tokens greedy decoding is sure of (`asr.draft_margin`,
 # docs/asr.md "Drafts"), one word of slack again: 9 errors in 28 of 28 runs (12 by helper draftgate at load
 # 0.3-2.5; 16 by the lead with this limit, 6 quiet, 6 beside one busy core, 4 beside two). Merged sentences
 # (11 errors before the noise gate) fail.

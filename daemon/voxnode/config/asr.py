@@ -71,13 +71,26 @@ class AsrConfig:
     # each final right after a partial): greedy text identical with and without a draft (0 of
     # 98 differ); finals clean 4.36 -> 4.60 % WER, babble 10 dB 23.0 -> 23.0 %; median final
     # 41.7 -> 31.9 ms, p95 166 -> 121 ms; 80 % of draft tokens accepted clean, 57 % in babble.
-    # Since stop 45 a final's beam takes a draft token only where greedy decoding is sure of it
-    # (search.FINAL_DRAFT_MARGIN): far fewer finals depend on which partial came last (babble 10 dB:
-    # 14 -> 5 of 50 differ from the beam's text without a draft).
     draft: bool = setting(
         True,
         "Decode from the previous partial's tokens: verified in one decoder call, only the rest is decoded "
         "(finals: the beam covers the tail). false = every decode from scratch.",
+    )
+    # Since stop 45 a final's beam takes a draft token only while greedy's choice leads the runner-up by
+    # draft_margin nats (hotword bonus included): where greedy is unsure the beam may choose otherwise,
+    # and taking the token tied the final to whichever partial came back last. Partials take every
+    # agreeing token (same text either way). scripts/bench/drafts.py, 50 utterances, margin 0 / 1: finals
+    # unlike the no-draft beam's clean 8 / 4, babble 10 dB 14 / 5; WER babble 23.24 / 22.28 % (no draft
+    # 21.79), pink 5 dB 11.62 / 12.11; tokens taken clean 75 / 51 %, babble 59 / 18 %. Live (3 rounds side
+    # by side, x86): babble WER 24.0 -> 17.8 %, clean latency the same, babble p50 305 -> 344 ms; emulated
+    # Pi 4, pink 10 dB: p95 later (docs/benchmarks.md "Gated drafts for finals").
+    draft_margin: float = setting(
+        1.0,
+        "A final takes a draft token only while greedy decoding prefers it by this many nats over the next "
+        "choice; 0 = every token greedy agrees with (quicker finals on a slow board, more of them decided by "
+        "the last partial).",
+        min=0.0,
+        max=20.0,
     )
     min_window_s: float = setting(
         6.0,

@@ -358,7 +358,7 @@ class WhisperEngine(Recognizer):
             prefix = self._decoder.prefill(list(start.tokens), start.sot_index)
             return prefix, search.beam_search(self._decoder, self._rules, prefix, max_new, beam, bias, abandon), (0, 0)
         full = self._decoder.prefill([*start.tokens, *draft], start.sot_index, draft=len(draft))
-        margin = search.FINAL_DRAFT_MARGIN if beam > 1 else 0.0
+        margin = self.options.draft_margin if beam > 1 else 0.0
         verified = search.verified_draft(self._rules, full, draft, max_new, bias, margin)
         self.draft_stats.add(len(draft), verified.accepted)
         out = search.beam_search(

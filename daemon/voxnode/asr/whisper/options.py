@@ -21,6 +21,7 @@ class DecodeOptions:
     hotword_boost: float  # nats per hotword token in the beam search's ranking; 0 = prompt only
     language: str = "en"  # a Whisper language code, or "auto" (multilingual models only)
     draft: bool = True  # verify a caller's draft tokens in one call and decode only the rest
+    draft_margin: float = 1.0  # finals: a draft token is taken only while greedy leads by this many nats
 
     @classmethod
     def from_config(cls, asr) -> DecodeOptions:
@@ -34,4 +35,5 @@ class DecodeOptions:
             hotword_boost=float(asr.hotword_boost),
             language=asr.language,
             draft=asr.draft,
+            draft_margin=float(asr.draft_margin),
         )

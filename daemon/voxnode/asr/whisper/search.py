@@ -195,15 +195,6 @@ UNCLOSED_PATIENCE = 2
 # TokenRules' scratch buffer does not grow for a long draft.
 VERIFY_ROWS = 5
 
-# A final's beam takes a draft token only while greedy's choice leads the runner-up by at least this
-# many nats (hotword bonus included): where greedy is unsure the beam may choose otherwise, and taking the
-# token tied the final to whichever partial came back last (stop 45; docs/asr.md "Drafts"). Partials take
-# every agreeing token (same text either way). scripts/bench/drafts.py, 50 utterances, margin 0 / 1: finals
-# unlike the no-draft beam's clean 8 / 4, babble 10 dB 14 / 5; WER babble 23.24 / 22.28 % (no draft 21.79),
-# pink 5 dB 11.62 / 12.11; tokens taken clean 75 / 51 %, babble 59 / 18 %. Live (3 rounds side by side,
-# x86): babble WER 24.0 -> 17.8 %, clean latency the same, babble p50 305 -> 344 ms.
-FINAL_DRAFT_MARGIN = 1.0
-
 
 @dataclass(frozen=True)
 class Verified:
@@ -234,9 +225,9 @@ def verified_draft(
     token cap; decoding goes on from the first disagreement, so the result is the greedy
     decode's whatever the draft was (up to float rounding between one call and many).
 
-    `min_margin` (a final's beam: FINAL_DRAFT_MARGIN) also stops at the first draft token whose score
-    leads the runner-up's by less than that many nats: where greedy decoding is unsure the beam
-    searches on its own.
+    `min_margin` (a final's beam: `asr.draft_margin`, DecodeOptions.draft_margin) also stops at the
+    first draft token whose score leads the runner-up's by less than that many nats: where greedy
+    decoding is unsure the beam searches on its own.
     """
     h = _Hyp([], [], 0.0)
     block = np.empty((0, 0), np.float32)
