@@ -111,3 +111,24 @@ def test_sections_named_in_prose_exist():
 )
 def test_anchor_is_githubs(heading: str, anchor: str):
     assert _slug(heading) == anchor
+
+
+def test_make_targets_named_in_the_docs_exist():
+    """`make bench-wake`, `sudo make install`: a code span or command block naming a make target names
+    one the Makefile has."""
+    targets = set(re.findall(r"^([a-z][a-z0-9-]*):", (ROOT / "Makefile").read_text(), re.M))
+    checked, wrong = 0, []
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        fence = False
+        for n, line in enumerate(doc.read_text().splitlines(), 1):
+            if line.lstrip().startswith("```"):
+                fence = not fence
+                continue
+            spans = [line.split("#", 1)[0]] if fence else re.findall(r"`([^`\n]+)`", line)
+            for span in spans:
+                for target in re.findall(r"(?:^|[\s;&(])(?<!install )make ([a-z][a-z0-9-]*)", span):
+                    checked += 1
+                    if target not in targets:
+                        wrong.append(f"{doc.relative_to(ROOT)}:{n}: make {target}")
+    assert checked > 30, checked  # the pattern still finds them (118 in stop 46)
+    assert not wrong, "make targets the Makefile does not have:\n" + "\n".join(wrong)
