@@ -2,8 +2,8 @@
 docs/, the model cards and scripts/README.md names a file that exists and, for a Markdown file, a
 heading it has (GitHub's anchors); every section named in prose the project's way, `docs/asr.md
 "Drafts"` or `benchmarks.md, "Another host"`, is a heading or a bold paragraph label (`**Drafts**`) of
-that file. A heading renamed without its links left readers at the top of a 4300-line file (stop 46
-checked them by hand: none broken then)."""
+that file; every `make TARGET` the docs name is a Makefile target. A heading renamed without its
+links left readers at the top of a 4300-line file (stop 46 checked them by hand: none broken then)."""
 
 from __future__ import annotations
 
