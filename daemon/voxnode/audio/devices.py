@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import re
 import select
 import signal
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import alsaaudio
 
@@ -29,13 +34,51 @@ class DeviceInfo:
 
 
 PROBE_TIMEOUT_S = 5.0
+LIST_TIMEOUT_S = 30.0  # the listing opens no device; 30 s is the probe child's start-up allowance too
+
+# alsa-lib's own error lines on stderr: "ALSA lib conf.c:2007:(_snd_config_load_with_include) <words>".
+_ALSA_LINE = re.compile(r"^ALSA lib \S+:\d+:\([^)]*\) ?(.*)$")
+_T = TypeVar("_T")
 
 
 def list_capture_devices(probe: bool = True) -> list[DeviceInfo]:
-    names = list(alsaaudio.pcms(alsaaudio.PCM_CAPTURE))
+    """The capture PCMs ALSA lists, probed unless `probe` is False. None listed is an AudioDeviceError
+    that says why in ALSA's words: a configuration that does not load (a syntax error in a file of
+    ALSA_CONFIG_PATH or an asoundrc), or 'default' that cannot open (before, both were "no ALSA capture
+    devices found (is the user in the 'audio' group? ...)", which asked about the wrong thing)."""
+    names, said = _list_in_child()
+    if not names:
+        raise AudioDeviceError(_why_none(said))
     if not probe:
         return [DeviceInfo(n, "", "", "", None) for n in names]
     return _probe_in_child(names)
+
+
+def _list_in_child() -> tuple[list[str], list[str]]:
+    """(names, what alsa-lib said while listing them), from a child: alsa-lib writes its complaints on
+    the stderr of the process that loads the configuration, where they would stand above our line."""
+    try:
+        child = subprocess.run(
+            [sys.executable, "-m", "voxnode.audio.devices", "--list"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            timeout=LIST_TIMEOUT_S,
+            check=False,
+        )
+        answer = json.loads(child.stdout.decode(errors="replace").splitlines()[-1])
+    except (subprocess.TimeoutExpired, IndexError, ValueError):
+        raise AudioDeviceError("could not list the ALSA devices (python -m voxnode.audio.devices --list)") from None
+    return answer["names"], answer["alsa"]
+
+
+def _why_none(said: list[str]) -> str:
+    where = f" (ALSA_CONFIG_PATH={os.environ['ALSA_CONFIG_PATH']})" if os.environ.get("ALSA_CONFIG_PATH") else ""
+    if said:
+        return f"ALSA lists no capture device: its configuration does not load{where}: {'; '.join(said)}"
+    default = _probe_in_child(["default"])[0]
+    if default.error:
+        return f"ALSA lists no capture device and 'default' cannot open{where}: {default.error}"
+    return f"ALSA lists no capture device{where}, though 'default' opens: name it with --device default"
 
 
 def _probe_in_child(names: list[str]) -> list[DeviceInfo]:
@@ -86,12 +129,41 @@ def _read_answers(child: subprocess.Popen, pending: list[str], results: list[Dev
         results.append(DeviceInfo(**json.loads(line)))
 
 
+def _alsa_said(call: Callable[[], _T]) -> tuple[_T | None, BaseException | None, list[str]]:
+    """(what `call` returned or None, what it raised or None, what alsa-lib wrote on fd 2 meanwhile in
+    its own words). In the child only: fd 2 is the whole process's."""
+    sys.stderr.flush()
+    result: _T | None = None
+    raised: BaseException | None = None
+    with tempfile.TemporaryFile() as f:
+        saved = os.dup(2)
+        os.dup2(f.fileno(), 2)
+        try:
+            result = call()
+        except Exception as e:
+            raised = e
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        f.seek(0)
+        text = f.read().decode(errors="replace")
+    words = [m.group(1).strip() for m in map(_ALSA_LINE.match, text.splitlines()) if m]
+    return result, raised, [w for w in words if w]
+
+
 def _probe(name: str) -> DeviceInfo:
-    try:
-        # Non-blocking so a device held by another program does not hang the listing.
-        pcm = alsaaudio.PCM(type=alsaaudio.PCM_CAPTURE, mode=alsaaudio.PCM_NONBLOCK, device=name)
-    except alsaaudio.ALSAAudioError as e:
-        return DeviceInfo(name, "", "", "", None, error=str(e))
+    # Non-blocking so a device held by another program does not hang the listing.
+    opened, raised, said = _alsa_said(
+        lambda: alsaaudio.PCM(type=alsaaudio.PCM_CAPTURE, mode=alsaaudio.PCM_NONBLOCK, device=name)
+    )
+    if opened is None:
+        # pyalsaaudio says "No such file or directory [mic]" for a PCM whose slave is missing; ALSA's
+        # own line says which ("Unknown PCM nosuch").
+        error = str(raised) + (f" (ALSA: {'; '.join(said)})" if said else "")
+        if "Permission denied" in error:
+            error += " (is the user in the 'audio' group?)"
+        return DeviceInfo(name, "", "", "", None, error=error)
+    pcm = opened
     try:
         rates = supported_rates(pcm)
         try:
@@ -111,8 +183,6 @@ def _probe(name: str) -> DeviceInfo:
 def format_devices(devices: list[DeviceInfo], probed: bool = True) -> str:
     """One line per device; `probed=False` (--no-probe): the names alone (before, each line read
     "null: rates ; formats ; ?", as if the device had been opened and reported nothing)."""
-    if not devices:
-        return "no ALSA capture devices found (is the user in the 'audio' group? is a microphone plugged in?)"
     if not probed:
         return "\n".join(d.name for d in devices)
     lines = []
@@ -125,7 +195,10 @@ def format_devices(devices: list[DeviceInfo], probed: bool = True) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and sys.argv[1:] == ["--list"]:
+    names, failed, said = _alsa_said(lambda: list(alsaaudio.pcms(alsaaudio.PCM_CAPTURE)))
+    print(json.dumps({"names": names or [], "alsa": said + ([str(failed)] if failed else [])}), flush=True)
+elif __name__ == "__main__":
     print("ready", flush=True)
     for device in sys.argv[1:]:
         print(json.dumps(dataclasses.asdict(_probe(device))), flush=True)
