@@ -70,7 +70,9 @@ def read_audio(path: Path) -> np.ndarray:
 
 
 def write_wav(path: Path, x: np.ndarray) -> None:
-    with wave.open(str(path), "wb") as w:
+    # The file opened first: wave.open(name) that cannot open it also printed "Exception ignored in
+    # Wave_write.__del__ ... AttributeError" beside the OSError.
+    with open(path, "wb") as f, wave.open(f, "wb") as w:
         w.setnchannels(1)
         w.setsampwidth(2)
         w.setframerate(RATE)

@@ -116,10 +116,36 @@ def home_noise(minutes: float, seed: int = SEED_BASE) -> tuple[np.ndarray, list[
     return np.concatenate(blocks), kinds
 
 
+def _out(text: str) -> Path:
+    """--out, checked before minutes of generating: Path("") is "." and wave.open(".") gave a traceback
+    (so did a folder or a missing parent folder), after the noise was made."""
+    if not text:
+        raise argparse.ArgumentTypeError("is empty; name the WAV file to write")
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder; name the WAV file to write")
+    if not path.absolute().parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: the folder {path.absolute().parent} does not exist")
+    return path
+
+
+def _minutes(text: str) -> float:
+    """--minutes: 0 and -1 wrote one 15 s block, nan gave a traceback."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (0 < value < float("inf")):
+        raise argparse.ArgumentTypeError(f"{text} is not a length; give minutes above 0")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", type=Path, required=True, help="the WAV to write (16 kHz, 16-bit)")
-    p.add_argument("--minutes", type=float, default=20.0, help="length (default %(default)g)")
+    p = argparse.ArgumentParser(
+        prog="home_noise", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--out", type=_out, required=True, help="the WAV to write (16 kHz, 16-bit)")
+    p.add_argument("--minutes", type=_minutes, default=20.0, help="length (default %(default)g)")
     p.add_argument("--seed", type=int, default=SEED_BASE, help="first block's seed (default %(default)d)")
     args = p.parse_args(argv)
     if not ac.have_espeak():
@@ -127,7 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     if missing := sc.missing_packages():
         raise SystemExit(f"home_noise: missing Debian packages: {' '.join(missing)} (make deps-corpus)")
     x, kinds = home_noise(args.minutes, args.seed)
-    data.write_wav(args.out, x)
+    try:
+        data.write_wav(args.out, x)
+    except OSError as e:
+        raise SystemExit(f"home_noise: cannot write {args.out}: {e.strerror or e}") from None
     counts = {k: kinds.count(k) for k in dict.fromkeys(kinds)}
     print(f"wrote {args.out}: {len(x) / RATE / 60:.1f} min, {BLOCK_S:g} s blocks: {counts}")
     return 0

@@ -46,3 +46,45 @@ def test_blocks_at_one_level_and_of_their_kind() -> None:
     high = spec[:, int(2000 * n / data.RATE) :].sum(axis=1) / spec.sum(axis=1)
     share = dict(zip(kinds, high, strict=True))
     assert share["white"] > 0.7 and share["pink"] < 0.2 and share["hvac"] < 0.01
+
+
+@pytest.fixture
+def no_noise_made(monkeypatch):
+    """main() with the generator replaced: a refused option must stop before it (20 minutes by default)."""
+    made: list[float] = []
+
+    def fake(minutes, seed=home_noise.SEED_BASE):
+        made.append(minutes)
+        return np.zeros(int(home_noise.BLOCK_S * data.RATE), dtype=np.float32), ["white"]
+
+    monkeypatch.setattr(home_noise, "home_noise", fake)
+    monkeypatch.setattr(audio_corpus, "have_espeak", lambda: True)
+    monkeypatch.setattr(speech_corpus, "missing_packages", lambda: [])
+    return made
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--out", ""], "argument --out: is empty; name the WAV file to write"),
+        (["--out", "{tmp}"], "argument --out: {tmp} is a folder; name the WAV file to write"),
+        (["--out", "{tmp}/no/x.wav"], "argument --out: {tmp}/no/x.wav: the folder {tmp}/no does not exist"),
+        (["--out", "{tmp}/x.wav", "--minutes", "0"], "argument --minutes: 0 is not a length; give minutes above 0"),
+        (["--out", "{tmp}/x.wav", "--minutes", "nan"], "argument --minutes: nan is not a length; give minutes above 0"),
+    ],
+)
+def test_bad_options_are_refused_on_one_line_before_the_noise_is_made(argv, said, tmp_path, no_noise_made, capsys):
+    """Before: `--out ""` (Path("") is ".") and a folder gave wave's traceback after the noise was made;
+    --minutes 0 wrote one block; nan a traceback."""
+    with pytest.raises(SystemExit) as e:
+        home_noise.main([a.format(tmp=tmp_path) for a in argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2 and err[-1] == f"home_noise: error: {said.format(tmp=tmp_path)}", err
+    assert not no_noise_made
+
+
+def test_a_file_that_cannot_be_written_is_one_line(no_noise_made, capsys):
+    with pytest.raises(SystemExit) as e:
+        home_noise.main(["--out", "/proc/home-noise.wav", "--minutes", "0.25"])
+    assert e.value.code == "home_noise: cannot write /proc/home-noise.wav: No such file or directory"
+    assert no_noise_made == [0.25] and "Traceback" not in capsys.readouterr().err
