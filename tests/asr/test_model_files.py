@@ -75,8 +75,72 @@ def test_a_graph_that_does_not_load_names_the_setting_and_its_value(key, model_c
     check_runnable(config)
     with pytest.raises(ModelError) as e:
         WhisperEngine.from_config(config.asr)
-    said = f'asr.{key} = "{model_copy}": {encoder} cannot be loaded by '
+    # A folder of the user's: "reinstall voxnode" (before) would not touch it.
+    said = f'asr.{key} = "{model_copy}": the model in {model_copy} does not load: {encoder} cannot be loaded by '
     assert str(e.value).startswith(said) and "\n" not in str(e.value), e.value
+    assert "reinstall" not in str(e.value), e.value
+    with pytest.raises(ModelError, match="; reinstall voxnode$"):  # a shipped model's advice is kept
+        WhisperEngine.load(model_copy)
+
+
+def _rewrite(folder: Path, **files: bytes) -> None:
+    """Files of `folder` replaced, and the manifest made to match them (a user who regenerated it)."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+        manifest["files"][name] = {"sha256": sha256_of(folder / name), "bytes": len(data)}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _load_own(folder: Path) -> str:
+    from voxnode.config import parse_config
+
+    with pytest.raises(ModelError) as e:
+        WhisperEngine.from_config(parse_config(f'[asr]\nmodel = "{folder}"\n', "c.toml").asr)
+    said = str(e.value)
+    assert said.startswith(f'asr.model = "{folder}": ') and "\n" not in said and "reinstall" not in said, said
+    return said
+
+
+def test_graphs_of_the_wrong_kind_are_named_not_a_key_error(model_copy):
+    """The manifest's encoder and decoder swapped: before, KeyError: 'mel' (a traceback)."""
+    manifest = json.loads((model_copy / "manifest.json").read_text())
+    manifest["variants"]["int8"] = {"encoder": "decoder.int8.tflite", "decoder": "encoder.int8.tflite"}
+    (model_copy / "manifest.json").write_text(json.dumps(manifest))
+    said = _load_own(model_copy)
+    assert f"the model in {model_copy} does not load: {model_copy / 'decoder.int8.tflite'}: " in said, said
+    assert "encoder model lacks inputs ['mel', 'positions']" in said, said
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda c: c.pop("tokens"), "tokens.eot, tokens.sot, tokens.no_speech, tokens.no_timestamps"),  # KeyError
+        (lambda c: c.update(n_heads=0), "n_heads"),  # ZeroDivisionError
+        (lambda c: c.update(suppress_ids="1 2"), "suppress_ids (a list of token ids)"),
+        (lambda c: c.update(d_model=385), "d_model 385 is not a multiple of n_heads 6"),
+    ],
+)
+def test_a_model_config_that_lacks_an_entry_is_named(change, named, model_copy):
+    config = json.loads((model_copy / "model_config.json").read_text())
+    change(config)
+    _rewrite(model_copy, **{"model_config.json": json.dumps(config).encode()})
+    said = _load_own(model_copy)
+    assert f"{model_copy / 'model_config.json'}: " in said and named in said, said
+
+
+def test_a_model_config_that_is_not_an_object_is_named(model_copy):
+    _rewrite(model_copy, **{"model_config.json": b"[1, 2]"})  # before: TypeError
+    assert f"{model_copy / 'model_config.json'}: not a model configuration" in _load_own(model_copy)
+
+
+def test_positional_tables_of_the_wrong_shape_are_named_at_load(model_copy):
+    """The two tables swapped: before, the model loaded and every transcript failed with "cannot read
+    audio: encoder needs an even frame count <= 896", blaming the audio."""
+    enc, dec = (model_copy / n for n in ("encoder_positions.npy", "decoder_positions.npy"))
+    _rewrite(model_copy, **{enc.name: dec.read_bytes(), dec.name: enc.read_bytes()})
+    said = _load_own(model_copy)
+    assert f"does not load: {enc}: shape (448, 384), model_config.json's n_audio_ctx and d_model" in said, said
 
 
 def test_truncated_model_is_named(model_copy):

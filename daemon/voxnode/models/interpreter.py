@@ -46,7 +46,7 @@ def open_interpreter(
     warning for those). `input_shape`: the first input resized to it before the tensors are
     allocated (a dynamic input XNNPACK cannot prepare at its stored shape). `owner` (the config
     setting that loads the model) opens every message, `advice` ends the one of a model that
-    does not load."""
+    does not load ("": none, the caller says what to do)."""
     runtime = load_runtime()
     source = str(path) if path is not None else label or "(from memory)"
     kwargs: dict[str, Any] = {"model_path": str(path)} if path is not None else {"model_content": content}
@@ -59,9 +59,8 @@ def open_interpreter(
             it.resize_tensor_input(it.get_input_details()[0]["index"], input_shape)
         it.allocate_tensors()  # the delegate is applied here
     except (ValueError, RuntimeError) as e:
-        raise ModelError(
-            f"{owner}: {source} cannot be loaded by {runtime.name} {runtime.version} ({e}); {advice}"
-        ) from None
+        said = f"{owner}: {source} cannot be loaded by {runtime.name} {runtime.version} ({e})"
+        raise ModelError(f"{said}; {advice}" if advice else said) from None
     d = delegation(it)
     if xnnpack:
         check_xnnpack(owner, source, d, builtin_ops)

@@ -223,6 +223,8 @@ class DecoderRunner:
             raise ModelError(
                 f"decoder model lacks inputs {missing}: convert it again (python -m scripts.convert.whisper.convert)"
             )
+        if "logits" not in self.outputs:
+            raise ModelError("decoder model lacks the output 'logits': not a Whisper decoder converted for voxnode")
         self.embedding = TokenEmbedding(interpreter, self.outputs["logits"])
         self.cache_names = [f"{kind}_{i}" for i in range(self.n_layers) for kind in ("self_k", "self_v")]
         self._shapes: dict[str, tuple[int, ...]] = {}

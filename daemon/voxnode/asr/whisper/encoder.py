@@ -12,10 +12,14 @@ class EncoderRunner:
         self.it = interpreter
         self.positions = positions.astype(np.float32)
         sig = _signature(interpreter, "encoder")
+        # Another graph in its place (the manifest's encoder and decoder swapped) gave a KeyError.
+        lacking = [n for n in ("mel", "positions") if n not in sig.get("inputs", {})]
+        if lacking:
+            raise ModelError(f"encoder model lacks inputs {lacking}: not a Whisper encoder converted for voxnode")
         self.mel_in = sig["inputs"]["mel"]
         self.pos_in = sig["inputs"]["positions"]
         names = [f"cross_{kind}_{i}" for i in range(n_layers) for kind in ("k", "v")]
-        missing = [n for n in names if n not in sig["outputs"]]
+        missing = [n for n in names if n not in sig.get("outputs", {})]
         if missing:
             raise ModelError(f"encoder model lacks outputs {missing}")
         self.outputs = {n: sig["outputs"][n] for n in names}

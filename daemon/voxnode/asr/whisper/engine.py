@@ -36,7 +36,7 @@ from voxnode.asr.whisper.decoder import DecoderRunner, Prefix
 from voxnode.asr.whisper.encoder import EncoderRunner
 from voxnode.asr.whisper.files import ModelFiles, checked_model_dir, default_model_dir, model_setting, open_model_dir
 from voxnode.asr.whisper.hotwords import HotwordBias
-from voxnode.asr.whisper.load import LiteRtEngineInfo, load_parts
+from voxnode.asr.whisper.load import LiteRtEngineInfo, is_own_model, load_parts
 from voxnode.asr.whisper.options import ROLES, DecodeOptions
 from voxnode.asr.whisper.prompt import StartSequence, prompted_start
 from voxnode.asr.whisper.search import Decoded
@@ -142,6 +142,7 @@ class WhisperEngine(Recognizer):
                 config.num_threads or None,
                 options=DecodeOptions.from_config(config),
                 owner=key_value(*setting),  # it said "asr.model:" for asr.model_dir too, and no value
+                own=is_own_model(config),
             )
 
     @classmethod
@@ -162,10 +163,11 @@ class WhisperEngine(Recognizer):
         variant: str | None = None,
         options: DecodeOptions | None = None,
         owner: str = "asr.model",
+        own: bool = False,
     ) -> WhisperEngine:
         """Check and load the model; raises ModelError saying what is wrong (a graph's messages open
-        with `owner`)."""
-        p = load_parts(Path(model_dir), num_threads, variant, owner)
+        with `owner`; `own`: a folder of the user's, load_parts)."""
+        p = load_parts(Path(model_dir), num_threads, variant, owner, own)
         return cls(p.files, p.encoder, p.decoder, p.tokenizer, p.info, options)
 
     def close(self) -> bool:

@@ -82,6 +82,7 @@ def open_model_dir(root: Path, variant: str | None = None) -> ModelFiles:
         config = json.loads(paths["model_config.json"].read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ModelError(f"{paths['model_config.json']}: unreadable ({e})") from None
+    check_model_config(paths["model_config.json"], config)
     return ModelFiles(
         root=root,
         name=manifest.get("model", root.name),
@@ -94,3 +95,35 @@ def open_model_dir(root: Path, variant: str | None = None) -> ModelFiles:
         decoder_positions=paths["decoder_positions.npy"],
         config=config,
     )
+
+
+# What the engine reads of model_config.json (load.py, decoder.py, search.py, engine.py). A user's
+# folder whose file lacked one, or had a list or 0 in its place, gave a KeyError, TypeError or
+# ZeroDivisionError traceback at load.
+CONFIG_COUNTS = ("n_mels", "d_model", "n_heads", "n_audio_ctx", "n_text_ctx", "n_decoder_layers", "vocab_size")
+CONFIG_TOKENS = ("eot", "sot", "no_speech", "no_timestamps")
+CONFIG_ID_LISTS = ("suppress_ids", "suppress_ids_begin")
+
+
+def check_model_config(path: Path, config: object) -> None:
+    """A ModelError naming `path` and the entries unless `config` has every entry the engine reads."""
+
+    def whole(value: object, least: int) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+    if not isinstance(config, dict):
+        raise ModelError(f"{path}: not a model configuration (a JSON object)")
+    bad = [k for k in CONFIG_COUNTS if not whole(config.get(k), 1)]
+    tokens = config.get("tokens")
+    bad += [f"tokens.{t}" for t in CONFIG_TOKENS if not isinstance(tokens, dict) or not whole(tokens.get(t), 0)]
+    if config.get("multilingual") and not whole(config.get("transcribe"), 0):
+        bad.append("transcribe")
+    bad += [
+        f"{k} (a list of token ids)"
+        for k in CONFIG_ID_LISTS
+        if not isinstance(config.get(k), list) or not all(whole(i, 0) for i in config[k])
+    ]
+    if bad:
+        raise ModelError(f"{path}: missing, or not a positive whole number: {', '.join(bad)}")
+    if config["d_model"] % config["n_heads"]:
+        raise ModelError(f"{path}: d_model {config['d_model']} is not a multiple of n_heads {config['n_heads']}")
