@@ -61,6 +61,19 @@ async def served(port: int) -> None:
     assert ex.error is None and wer(text, ex.text) <= 0.2, (ex.error, ex.text)
 
 
+def slots_taken(daemon: WyomingDaemon) -> int:
+    """Slots taken so far (connection.py's debug line, at the request's first audio chunk)."""
+    return daemon.log().count(": took a slot (")
+
+
+async def until_slots_taken(daemon: WyomingDaemon, n: int, timeout: float = 30.0) -> None:
+    """Until `n` slots have been taken in all (slots_taken): before, a fixed 0.5 or 1.5 s sleep."""
+    deadline = time.monotonic() + timeout
+    while slots_taken(daemon) < n:
+        assert time.monotonic() < deadline, daemon.log()[-3000:]
+        await asyncio.sleep(0.02)
+
+
 async def read_events(reader: asyncio.StreamReader, until: str = "") -> list[dict]:
     out = []
     while line := await asyncio.wait_for(reader.readline(), 30):
@@ -121,7 +134,8 @@ def test_idle_and_pinging_connections_keep_no_client_out(daemon):
         conns = [await asyncio.open_connection("127.0.0.1", daemon.port) for _ in range(MIN_CONNECTIONS + 16)]
         for _, w in conns[:8]:  # 8 ping, the rest say nothing
             w.write(b'{"type": "ping", "data": {}}\n')
-        await asyncio.sleep(0.5)
+        for r, _ in conns[:8]:  # each ping answered (before: a fixed 0.5 s)
+            assert [e["type"] for e in await read_events(r, until="pong")] == ["pong"]
         await served(daemon.port)  # max_clients = 2: the pinging ones held every slot before
         for _, w in conns:
             w.close()
@@ -132,9 +146,12 @@ def test_idle_and_pinging_connections_keep_no_client_out(daemon):
 
 def test_a_request_past_max_clients_is_told_busy_and_describe_still_answers(daemon):
     async def three():
-        _, audio = clip("0870")  # 7 s, paced: holds its slot for 7 s
+        # 3.5 s, paced: holds its slot for 3.5 s, from its first chunk on. Before: the 7 s clip 0870
+        # and a fixed 1.5 s for both to take their slot.
+        _, audio = clip("005")
+        taken = slots_taken(daemon)
         holders = [asyncio.create_task(transcribe(daemon.port, pcm(audio), pace=True)) for _ in range(2)]
-        await asyncio.sleep(1.5)
+        await until_slots_taken(daemon, taken + 2)
         third = await transcribe(daemon.port, pcm(audio))
         reader, writer = await asyncio.open_connection("127.0.0.1", daemon.port)
         writer.write(b'{"type": "describe"}\n')
@@ -152,11 +169,12 @@ def test_a_request_past_max_clients_is_told_busy_and_describe_still_answers(daem
 def test_a_request_whose_audio_stops_gives_its_slot_back(daemon):
     async def stall():
         stalled = []
+        taken = slots_taken(daemon)
         for _ in range(2):  # max_clients = 2: both slots, then nothing more
             reader, writer = await asyncio.open_connection("127.0.0.1", daemon.port)
             writer.write(TRANSCRIBE + START + SILENCE)
             stalled.append((reader, writer))
-        await asyncio.sleep(0.5)
+        await until_slots_taken(daemon, taken + 2)  # before: a fixed 0.5 s
         refused = await transcribe(daemon.port, pcm(clip("005")[1]))
         answers = [await read_events(r) for r, _ in stalled]  # after SLOT_IDLE_S
         await served(daemon.port)
@@ -201,8 +219,9 @@ def test_a_shutdown_while_a_client_streams_is_clean(tmp_path):
         reader, writer = await asyncio.open_connection("127.0.0.1", d.port)
         writer.write(TRANSCRIBE + START)
         t0, stopped = time.monotonic(), False
-        while time.monotonic() - t0 < 6:  # keeps sending whatever the server says
-            if time.monotonic() - t0 > 1.5 and not stopped:
+        while time.monotonic() - t0 < 30:  # keeps sending whatever the server says, until it closes
+            # SIGTERM once the request streams (holds its slot); before: 1.5 s after the first write.
+            if not stopped and slots_taken(d):
                 d.proc.send_signal(signal.SIGTERM)
                 stopped = True
             try:
@@ -233,7 +252,12 @@ def test_a_shutdown_while_a_flood_is_being_read_is_clean(tmp_path):
     async def flood_through_sigterm() -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", d.port)
         writer.write((TRANSCRIBE + START) * 200_000)  # 26 MB: seconds of reading for the server
-        await asyncio.sleep(1.5)
+        # SIGTERM once the server reads the flood: 1 MB of it gone from our buffer (before: a fixed 1.5 s).
+        unsent = writer.transport.get_write_buffer_size()
+        deadline = time.monotonic() + 30
+        while writer.transport.get_write_buffer_size() > unsent - (1 << 20):
+            assert time.monotonic() < deadline, d.log()[-3000:]
+            await asyncio.sleep(0.02)
         d.proc.send_signal(signal.SIGTERM)
         t0 = time.monotonic()
         await asyncio.to_thread(d.proc.wait, 60)

@@ -215,7 +215,10 @@ class Connection:
         return True
 
     def _take_slot(self) -> bool:
-        if self.lease.take():
+        if self.lease.held:
+            return True
+        if self.lease.take():  # tests/wyoming_stt/test_limits.py waits on this line
+            log.debug("wyoming %s: took a slot (%d of %d held)", self.key, self.lease.slots.held, self.lease.slots.size)
             return True
         size = self.lease.slots.size
         self._stats.refused_busy += 1
