@@ -207,6 +207,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from voxnode.reload import config_loader
     from voxnode.systemd.hooks import systemd_hooks
 
+    if args.device is not None and args.file is not None:  # before: --device was ignored without a word
+        raise VoxnodeError(
+            f"--device {args.device!r} and --file cannot be used together: --file plays the file "
+            "instead of capturing; leave one out"
+        )
     config = _load(args)
     if args.device is not None:
         config = config.with_device(args.device)

@@ -50,6 +50,18 @@ def test_device_override_with_streams_is_a_clear_error(tmp_path, voxnode_cmd):
     assert p.returncode == 1 and "--device 'y' cannot be used with [[streams]]" in p.stderr
 
 
+def test_device_with_file_is_a_clear_error(tmp_path, voxnode_cmd):
+    """Before: --device was ignored without a word and the file played."""
+    wav = tmp_path / "s.wav"
+    write_wav(wav, np.zeros(16000, dtype=np.float32))
+    p = subprocess.run(
+        voxnode_cmd + ["run", "--device", "mic", "--file", str(wav), "--stdout"], capture_output=True, text=True
+    )
+    assert p.returncode == 1 and p.stdout == "", p
+    said = "--device 'mic' and --file cannot be used together: --file plays the file instead of capturing"
+    assert p.stderr == f"voxnode: error: {said}; leave one out\n", p.stderr
+
+
 def test_devices_lists_and_probes_test_pcms(voxnode_cmd, alsa_dir):
     p = subprocess.run(voxnode_cmd + ["devices", "--no-probe"], capture_output=True, text=True, timeout=30)
     # The names alone: before, "vx_file: rates ; formats ; ?", as if it had been opened and said nothing.
