@@ -77,6 +77,13 @@ def test_a_path_is_used_as_it_is(tmp_path, roots):
         find_model("/nonexistent/model", "asr.model")
 
 
+def test_a_relative_path_that_is_not_there_is_named_absolute(tmp_path, monkeypatch):
+    """Before: `asr.model = "./m"` said "looked in m", relative to a working folder the message did not name."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ModelError, match=rf"asr.model: no model found; looked in {tmp_path}/m \("):
+        find_model("./m", "asr.model")
+
+
 def test_a_missing_model_is_one_line_naming_the_setting_every_place_and_the_remedy(roots):
     with pytest.raises(ModelError) as e:
         find_model(TURN_MODEL, "vad.end_of_turn")

@@ -118,4 +118,7 @@ def find_model(name: str, setting: str) -> Path:
             return d
     what = shipped.what if shipped else "model"
     remedy = shipped.remedy if shipped else "check the name or path"
-    raise ModelError(f"{setting}: no {what} found; looked in {', '.join(str(d) for d in places)} ({remedy})")
+    # absolute(): a relative path is the process's working folder's ("./m" said "looked in m"; under
+    # systemd that folder is /).
+    looked = ", ".join(str(d.absolute()) for d in places)
+    raise ModelError(f"{setting}: no {what} found; looked in {looked} ({remedy})")
