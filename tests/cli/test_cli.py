@@ -43,6 +43,17 @@ def test_run_with_missing_device_reports_it(voxnode_cmd):
     assert "Traceback" not in p.stderr
 
 
+def test_run_with_an_alsa_configuration_that_does_not_load_says_so(tmp_path, voxnode_cmd):
+    """Before: "cannot open ALSA capture device 'default': Invalid argument; retrying", which blamed the
+    device, under ALSA's own lines."""
+    (tmp_path / "asound.conf").write_text('pcm.mic {\n type file\n slave.pcm "null"\n')  # no closing brace
+    env = {**os.environ, "ALSA_CONFIG_PATH": str(tmp_path / "asound.conf")}
+    p = subprocess.run(voxnode_cmd + ["run", "--duration", "1.5"], capture_output=True, text=True, timeout=30, env=env)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    said = "cannot open ALSA capture device 'default': Invalid argument: the ALSA configuration does not load ("
+    assert said in p.stderr and "retrying in" in p.stderr, p.stderr
+
+
 def test_device_override_with_streams_is_a_clear_error(tmp_path, voxnode_cmd):
     cfg = tmp_path / "c.toml"
     cfg.write_text('[[streams]]\nname = "a"\ndevice = "x"\n')

@@ -37,6 +37,7 @@ _ulong_p = ctypes.POINTER(ctypes.c_ulong)  # snd_pcm_uframes_t
 # name -> (restype, argtypes)
 _SIGNATURES: dict[str, tuple[object, list]] = {
     "snd_pcm_open": (ctypes.c_int, [ctypes.POINTER(_p), ctypes.c_char_p, ctypes.c_int, ctypes.c_int]),
+    "snd_config_update": (ctypes.c_int, []),
     "snd_pcm_close": (ctypes.c_int, [_p]),
     "snd_pcm_nonblock": (ctypes.c_int, [_p, ctypes.c_int]),
     "snd_pcm_prepare": (ctypes.c_int, [_p]),
@@ -64,6 +65,9 @@ _SIGNATURES: dict[str, tuple[object, list]] = {
     "snd_pcm_hw_params_get_rate_min": (ctypes.c_int, [_p, _uint_p, _int_p]),
     "snd_pcm_hw_params_get_rate_max": (ctypes.c_int, [_p, _uint_p, _int_p]),
 }
+
+# Where to read which file and line: alsa-lib writes it on stderr (the journal under systemd).
+CONFIG_SAYS = "ALSA's own lines above say which file and line; so does `voxnode devices`"
 
 _lib_lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
@@ -110,6 +114,8 @@ class CapturePcm:
         self._open = False
         res = lib.snd_pcm_open(ctypes.byref(self._handle), device.encode(), SND_PCM_STREAM_CAPTURE, SND_PCM_NONBLOCK)
         if res < 0:
+            if lib.snd_config_update() < 0:  # a syntax error in an asoundrc: the open said "Invalid argument"
+                raise PcmError(res, f"{strerror(res)}: the ALSA configuration does not load ({CONFIG_SAYS})")
             raise PcmError(res, strerror(res))
         self._open = True
         try:
