@@ -134,8 +134,9 @@ def test_idle_and_pinging_connections_keep_no_client_out(daemon):
         conns = [await asyncio.open_connection("127.0.0.1", daemon.port) for _ in range(MIN_CONNECTIONS + 16)]
         for _, w in conns[:8]:  # 8 ping, the rest say nothing
             w.write(b'{"type": "ping", "data": {}}\n')
-        for r, _ in conns[:8]:  # each ping answered (before: a fixed 0.5 s)
-            assert [e["type"] for e in await read_events(r, until="pong")] == ["pong"]
+        for r, _ in conns[:8]:  # each ping answered, or its connection evicted (before: a fixed 0.5 s)
+            events = await read_events(r, until="pong")
+            assert events and events[-1]["type"] in ("pong", "error"), events
         await served(daemon.port)  # max_clients = 2: the pinging ones held every slot before
         for _, w in conns:
             w.close()
