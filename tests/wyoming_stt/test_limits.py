@@ -21,7 +21,8 @@ from voxnode.asr.wer import wer
 from voxnode.wyoming_stt.limits import MIN_CONNECTIONS, REPLY_STALL_S
 from voxnode.wyoming_stt.server import CLOSE_WAIT_S
 
-# Mostly waiting (38.5 s wall for 10.4 s of CPU, stop 44: stall and idle timeouts, paced clients), and
+# Mostly waiting (32.0 s wall for 7.3 s of CPU, stop 46; 39.6 s for 10.9 s before its fixed sleeps went:
+# stall and idle timeouts, paced clients), and
 # nothing timed against the machine's speed (its CPU bound is the daemon's CPU time): `make test` runs it
 # beside lint, the venv builds and the ARM64 check (the `waiting` marker).
 pytestmark = [
