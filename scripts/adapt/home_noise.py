@@ -140,13 +140,24 @@ def _minutes(text: str) -> float:
     return value
 
 
+def _seed(text: str) -> int:
+    """--seed: numpy's generators take none below 0 (-1 gave its traceback after the first blocks)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is below 0")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="home_noise", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--out", type=_out, required=True, help="the WAV to write (16 kHz, 16-bit)")
     p.add_argument("--minutes", type=_minutes, default=20.0, help="length (default %(default)g)")
-    p.add_argument("--seed", type=int, default=SEED_BASE, help="first block's seed (default %(default)d)")
+    p.add_argument("--seed", type=_seed, default=SEED_BASE, help="first block's seed (default %(default)d)")
     args = p.parse_args(argv)
     if not ac.have_espeak():
         raise SystemExit("home_noise: espeak-ng and sox are needed for the synthetic babble (make deps-corpus)")

@@ -71,11 +71,12 @@ def no_noise_made(monkeypatch):
         (["--out", "{tmp}/no/x.wav"], "argument --out: {tmp}/no/x.wav: the folder {tmp}/no does not exist"),
         (["--out", "{tmp}/x.wav", "--minutes", "0"], "argument --minutes: 0 is not a length; give minutes above 0"),
         (["--out", "{tmp}/x.wav", "--minutes", "nan"], "argument --minutes: nan is not a length; give minutes above 0"),
+        (["--out", "{tmp}/x.wav", "--seed", "-1"], "argument --seed: -1 is below 0"),
     ],
 )
 def test_bad_options_are_refused_on_one_line_before_the_noise_is_made(argv, said, tmp_path, no_noise_made, capsys):
     """Before: `--out ""` (Path("") is ".") and a folder gave wave's traceback after the noise was made;
-    --minutes 0 wrote one block; nan a traceback."""
+    --minutes 0 wrote one block; nan a traceback; --seed -1 numpy's traceback."""
     with pytest.raises(SystemExit) as e:
         home_noise.main([a.format(tmp=tmp_path) for a in argv])
     err = capsys.readouterr().err.strip().splitlines()
