@@ -172,14 +172,24 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         p.error(f"--name {args.name!r}: lower-case letters, digits, '-' and '_' (up to 32), e.g. kitchen")
     if args.epochs < 1:
         p.error("--epochs: at least 1")
+    # Each of these failed only after the model's conversion, minutes in (seed -1: numpy's traceback).
+    for opt, value in (
+        ("--accumulate", args.accumulate),
+        ("--max-train", args.max_train),
+        ("--max-test", args.max_test),
+    ):
+        if value is not None and value < 1:
+            p.error(f"{opt}: at least 1, got {value}")
+    if args.seed < 0:
+        p.error(f"--seed: 0 or more, got {args.seed}")
     try:
         args.lora = lora_rank(args.adapter)
     except ValueError as e:
         p.error(f"--adapter {e}")
     if args.lr is None:
         args.lr = DEFAULT_LR["full" if args.lora is None else "lora"]
-    elif not args.lr >= 0:
-        p.error(f"--lr: 0 or more, got {args.lr:g}")
+    elif not 0 <= args.lr < float("inf"):
+        p.error(f"--lr: 0 or more and finite, got {args.lr:g}")
     for opt, value in (("--distill", args.distill), ("--keep-weights", args.keep_weights)):
         if not value >= 0:
             p.error(f"{opt}: 0 or more, got {value:g}")

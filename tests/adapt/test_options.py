@@ -46,3 +46,19 @@ def test_force_replaces_only_a_folder_adapt_wrote(noise, tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert parse([*argv[:-2], "--out", str(empty), "--force"]).out == empty
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "said"),
+    [
+        ("--seed", "-1", "--seed: 0 or more, got -1"),
+        ("--accumulate", "0", "--accumulate: at least 1, got 0"),
+        ("--max-train", "0", "--max-train: at least 1, got 0"),
+        ("--max-test", "-2", "--max-test: at least 1, got -2"),
+        ("--lr", "inf", "--lr: 0 or more and finite, got inf"),
+    ],
+)
+def test_numbers_that_would_fail_after_the_conversion_are_refused(option, value, said, noise, capsys):
+    """Before: accepted, and the run failed minutes in (a negative seed with numpy's traceback)."""
+    argv = ["--noise", str(noise), "--name", "kitchen", option, value]
+    assert _refused(argv, capsys) == f"voxnode adapt: error: {said}"
