@@ -83,12 +83,14 @@ class AsrConfig:
     # unlike the no-draft beam's clean 8 / 4, babble 10 dB 14 / 5; WER babble 23.24 / 22.28 % (no draft
     # 21.79), pink 5 dB 11.62 / 12.11; tokens taken clean 75 / 51 %, babble 59 / 18 %. Live (3 rounds side
     # by side, x86): babble WER 24.0 -> 17.8 %, clean latency the same, babble p50 305 -> 344 ms; emulated
-    # Pi 4, pink 10 dB: p95 later (docs/benchmarks.md "Gated drafts for finals").
+    # Pi 4 (stop 46, 4 pairs clean + pink 10 dB, 2 babble 10 dB): finals ~60 ms later at p50 with the same
+    # words, babble one word better (paced partials are fewer): README tells a Pi 4 to set 0 (docs/benchmarks.md
+    # "`asr.draft_margin` on the emulated Pi 4").
     draft_margin: float = setting(
         1.0,
         "A final takes a draft token only while greedy decoding prefers it by this many nats over the next "
-        "choice; 0 = every token greedy agrees with (quicker finals on a slow board, more of them decided by "
-        "the last partial).",
+        "choice; 0 = every token greedy agrees with (a Pi 4's finals ~60 ms sooner; on x86 more finals decided by "
+        "the last partial: babble WER up ~6 points).",
         min=0.0,
         max=20.0,
     )
