@@ -188,6 +188,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
     check_runnable(config)
     sys.stdout.write(render_effective(config))
+    for warning in config.warnings():  # left over, loaded anyway: run and a reload log the same lines
+        print(f"voxnode: warning: {warning}", file=sys.stderr)
     # Which one was read, in the errors' words (it said "built-in defaults or /etc/voxnode/config.toml"
     # when no --config, then "built-in defaults: there is no ..." where errors say "(there is no ...)").
     print(f"# config OK: {config.source}", file=sys.stderr)  # no "(... (there is no ...))"
@@ -213,6 +215,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             "instead of capturing; leave one out"
         )
     config = _load(args)
+    for warning in config.warnings():  # as check-config prints them
+        log.warning("%s", warning)
     if args.device is not None:
         config = config.with_device(args.device)
     if args.file is not None:
