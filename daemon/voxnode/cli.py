@@ -41,7 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
     devices.add_argument("--no-probe", action="store_true", help="only list names, do not open the devices")
 
     check = with_config(sub.add_parser("check-config", help="validate the config and print it (secrets masked)"))
-    check.add_argument("--reference", action="store_true", help="print the documented default config instead")
+    what = check.add_mutually_exclusive_group()
+    what.add_argument("--reference", action="store_true", help="print the documented default config instead")
+    what.add_argument(
+        "--load",
+        action="store_true",
+        help="also load each configured model once, as run does at start, and say how it went (no microphone)",
+    )
 
     tr = with_config(sub.add_parser("transcribe", help="transcribe audio files (WAV, or raw with --raw)"))
     tr.add_argument(
@@ -187,7 +193,14 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     from voxnode.preflight import check_runnable
 
     check_runnable(config)
+    if args.load:  # the models themselves, as run loads them (voxnode/load_check.py)
+        from voxnode.load_check import load_each
+
+        for line in load_each(config):
+            print(f"# {line}", file=sys.stderr)
     sys.stdout.write(render_effective(config))
+    for warning in config.warnings():  # left over, loaded anyway: run and a reload log the same lines
+        print(f"voxnode: warning: {warning}", file=sys.stderr)
     # Which one was read, in the errors' words (it said "built-in defaults or /etc/voxnode/config.toml"
     # when no --config, then "built-in defaults: there is no ..." where errors say "(there is no ...)").
     print(f"# config OK: {config.source}", file=sys.stderr)  # no "(... (there is no ...))"
@@ -213,6 +226,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             "instead of capturing; leave one out"
         )
     config = _load(args)
+    for warning in config.warnings():  # as check-config prints them
+        log.warning("%s", warning)
     if args.device is not None:
         config = config.with_device(args.device)
     if args.file is not None:

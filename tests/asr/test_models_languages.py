@@ -74,8 +74,13 @@ def test_valid_model_and_language(text):
     [
         ('[asr]\nlanguage = "de"\n', 'asr.language = "de"', "tiny.en is English-only"),
         ('[asr]\nmodel = "tiny.en"\nlanguage = "auto"\n', 'asr.language = "auto"', "tiny.en is English-only"),
-        ('[asr]\nmodel = "base"\nlanguage = "xx"\n', 'asr.language = "xx"', "not a Whisper language code"),
-        ('[asr]\nmodel = "base"\nlanguage = "German"\n', "asr.language", "must match"),
+        ('[asr]\nmodel = "base"\nlanguage = "xx"\n', 'asr.language = "xx"', "not a Whisper language code;"),
+        # Before (stop 46): "must match auto|[a-z]{2,3}", the pattern instead of the cause.
+        ('[asr]\nmodel = "base"\nlanguage = "German"\n', 'asr.language = "German"', "a lower-case Whisper"),
+        ('[asr]\nlanguage = "EN"\n', 'asr.language = "EN"', '"auto" (did you mean "en"?)'),
+        ('[asr]\nmodel = "base"\nlanguage = "de-DE"\n', 'asr.language = "de-DE"', '(did you mean "de"?)'),
+        ('[asr]\nmodel = "base"\nlanguage = "deu"\n', 'asr.language = "deu"', 'code (did you mean "de"?);'),
+        ('[asr]\nlanguage = "xx"\n', 'asr.language = "xx"', "tiny.en is English-only"),
         ('[asr]\nmodel = "small"\n', "asr.model", '"tiny.en", "base"'),
         ('[asr]\nmodel = "tiny.en+Kitchen"\n', "asr.model", "after the +"),
         ('[asr]\nmodel = "tiny.en+"\n', "asr.model", "voxnode adapt"),
@@ -88,6 +93,25 @@ def test_bad_model_or_language_is_a_one_line_error(text, key, detail):
         parse_config(text, "node.toml")
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith("node.toml: ") and key in msg and detail in msg, msg
+
+
+@pytest.mark.parametrize(
+    "language, said",
+    [
+        ("EN", 'a lower-case Whisper language code such as "en", "de", or "auto" (did you mean "en"?)'),
+        ("English", 'a lower-case Whisper language code such as "en", "de", or "auto"'),
+        (
+            "xx",
+            'not a Whisper language code; Whisper knows "en", "zh", "de", "es", "ru", "ko", "fr", "ja", "pt", "tr", '
+            '"pl", "ca" and 87 more (docs/asr.md, "Whisper base and languages")',
+        ),
+    ],
+)
+def test_a_language_that_is_not_a_code_is_told_what_a_code_looks_like(language, said):
+    """Before (stop 46): "EN" and "English" were told `must match auto|[a-z]{2,3}`."""
+    with pytest.raises(ConfigError) as e:
+        parse_config(f'[asr]\nmodel = "base"\nlanguage = "{language}"\n', "node.toml")
+    assert str(e.value) == f'node.toml: asr.language = "{language}": {said}'
 
 
 def test_check_config_names_asr_language(tmp_path, voxnode_cmd):
@@ -192,7 +216,7 @@ def test_base_start_sequence_is_multilingual(base):
     assert base.start_sequence(language="de").tokens == (50258, 50261, 50359, 50363)
     seq = base.start_sequence("Marianne.")
     assert seq.tokens[0] == base._sot_prev and seq.tokens[seq.sot_index :] == (50258, 50259, 50359, 50363)
-    with pytest.raises(ModelError, match='asr.language = "xx"'):
+    with pytest.raises(ModelError, match='asr.language = "xx": not a language of whisper-base, which knows "en", "zh"'):
         base.start_sequence(language="xx")
 
 

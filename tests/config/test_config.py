@@ -33,6 +33,19 @@ BAD_CONFIGS = {
     ),
     "bad stream name": ('[[streams]]\nname = "kit chen"\ndevice = "a"\n', "streams[0].name", "must match"),
     "bad denoise mode": ('[frontend]\ndenoise = "loud"\n', "frontend.denoise", '"off", "vad", "all"'),
+    # Before (stop 46): both passed check-config, run and a reload; [audio]'s echo reference was dropped
+    # without a word, and a stream cancelled another microphone's speech from its own.
+    "[audio] echo_reference beside [[streams]]": (
+        '[audio]\necho_reference = "hw:Loopback,1"\n[[streams]]\nname = "k"\ndevice = "hw:1"\n',
+        'audio.echo_reference = "hw:Loopback,1"',
+        "not used with [[streams]]",
+    ),
+    "echo reference is another stream's microphone": (
+        '[[streams]]\nname = "k"\ndevice = "hw:1"\necho_reference = "hw:2"\n[[streams]]\nname = "h"\ndevice = "hw:2"\n',
+        'streams[0].echo_reference = "hw:2"',
+        'is the microphone of streams[1] ("h")',
+    ),
+    "language in capitals": ('[asr]\nlanguage = "EN"\n', 'asr.language = "EN"', "lower-case Whisper language code"),
 }
 
 

@@ -103,8 +103,8 @@ def test_cli_one_line_errors(case, tmp_path, voxnode_cmd):
 
 
 def test_brackets_inside_strings_and_comments_are_not_nesting():
-    text = (
-        '[audio]\ndevice = "[[[[[[[[[[[[[[[[[[[[[[["  # [[[[[[[[[[[[[[[[[[[[\n'
+    text = (  # [asr] prompt: it was [audio] device, which [[streams]] refuse since stop 46
+        '[asr]\nprompt = "[[[[[[[[[[[[[[[[[[[[[[["  # [[[[[[[[[[[[[[[[[[[[\n'
         "[[streams]]\nname = 'a'\ndevice = '''{{{{{{{{{{{{{{{{{{{{{{{{{{'''\n"
         '[[streams]]\nname = "b"\ndevice = """x\\"[[[[[[[[[[[[[[[[[[[[[["""""\n'
     )

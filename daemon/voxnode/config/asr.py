@@ -1,9 +1,11 @@
 """[asr]: the speech model and how it decodes."""
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from voxnode.config.fields import InvalidValue, setting
+from voxnode.config.wording import toml_value
 from voxnode.models.find import is_path
 
 # asr.engine -> (module, class) of the `Recognizer` that implements it, imported only when chosen
@@ -26,6 +28,11 @@ WHISPER_LANGUAGES = (
     "ka be tg sd gu am yi lo uz fo ht ps tk nn mt sa lb my bo tl mg as tt haw ln ha ba jw su"
 ).split()
 
+# What a language code looks like; a value of another form is told so ("EN", "English", "en-US").
+_CODE_FORM = re.compile(r"[a-z]{2,3}")
+# Codes a message lists before "...": Whisper's first tokens are its most-trained languages.
+_SHOWN_LANGUAGES = 12
+
 
 @dataclass(frozen=True)
 class AsrConfig:
@@ -45,7 +52,6 @@ class AsrConfig:
         "en",
         'Spoken language, a Whisper code ("en", "de", "fr", ...); "auto" = detected per utterance. Other '
         'than "en" needs a multilingual model (model = "base").',
-        pattern=r"auto|[a-z]{2,3}",
     )
     num_threads: int = setting(
         0,
@@ -126,8 +132,6 @@ class AsrConfig:
     def check(self) -> None:
         if list(self.fallback_temperatures) != sorted(self.fallback_temperatures):
             raise InvalidValue("fallback_temperatures", "must be in increasing order")
-        if self.language != "auto" and self.language not in WHISPER_LANGUAGES:
-            raise InvalidValue("language", 'not a Whisper language code (e.g. "en", "de", "fr") nor "auto"')
         if not (is_path(self.model) or _NAMED.fullmatch(self.model)):
             raise InvalidValue(
                 "model",
@@ -135,8 +139,35 @@ class AsrConfig:
                 "(lower-case letters, digits, - and _ after the +) or the path of a model folder",
             )
         # With model_dir set (or a path) the model is whichever is there: the engine checks the language at load.
-        if shipped_model(self.model) == "tiny.en" and not self.model_dir and self.language != "en":
-            raise InvalidValue("language", 'tiny.en is English-only: use "en", or model = "base" for other languages')
+        problem = language_problem(self.language, shipped_model(self.model) == "tiny.en" and not self.model_dir)
+        if problem:
+            raise InvalidValue("language", problem)
+
+
+def language_problem(language: str, english_only: bool = False) -> str | None:
+    """Why `language` cannot be decoded: not "auto" nor a Whisper language code, or not "en" for an
+    English-only model (`english_only`: the shipped tiny.en); None if it can. Before, "EN" and "English"
+    were told `must match auto|[a-z]{2,3}`: the pattern, not the cause."""
+    if not (language == "auto" or _CODE_FORM.fullmatch(language)):
+        # "EN", "en-US", "en_GB": a code spelled another way
+        guess = re.split(r"[-_ ]", language.lower(), maxsplit=1)[0]
+        hint = f" (did you mean {toml_value(guess)}?)" if guess in WHISPER_LANGUAGES else ""
+        return f'a lower-case Whisper language code such as "en", "de", or "auto"{hint}'
+    if english_only and language != "en":
+        return 'tiny.en is English-only: use "en", or model = "base" for other languages'
+    if language == "auto" or language in WHISPER_LANGUAGES:
+        return None
+    # "eng", "deu", "fra": ISO 639-2 codes, whose first two letters are often Whisper's (not "spa": "es")
+    hint = f" (did you mean {toml_value(language[:2])}?)" if language[:2] in WHISPER_LANGUAGES else ""
+    return f"not a Whisper language code{hint}; Whisper knows {known_languages(WHISPER_LANGUAGES)}"
+
+
+def known_languages(codes: Sequence[str]) -> str:
+    """A model's language codes, for a message: all of a few, the first (most trained) of many."""
+    shown = ", ".join(map(toml_value, codes[:_SHOWN_LANGUAGES]))
+    if len(codes) <= _SHOWN_LANGUAGES:
+        return shown
+    return f'{shown} and {len(codes) - _SHOWN_LANGUAGES} more (docs/asr.md, "Whisper base and languages")'
 
 
 def shipped_model(model: str) -> str | None:

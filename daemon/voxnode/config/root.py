@@ -16,6 +16,7 @@ from voxnode.config.log import LogConfig
 from voxnode.config.mqtt import MqttConfig
 from voxnode.config.service import ServiceConfig
 from voxnode.config.stream import StreamingConfig
+from voxnode.config.unused import check_unused, unused_warnings
 from voxnode.config.vad import VadConfig
 from voxnode.config.wake import STREAM_WAKE_OFF, STREAM_WAKE_ON, WakeConfig, wake_spec_problem
 from voxnode.config.wording import BUILT_IN
@@ -26,7 +27,12 @@ from voxnode.outputs.webhook import WebhookConfig
 @dataclass(frozen=True)
 class Config:
     log: LogConfig = section(LogConfig, "Logging (stderr, or journald under systemd).")
-    audio: AudioConfig = section(AudioConfig, 'Audio capture. Without [[streams]] this is the one stream, named "mic".')
+    audio: AudioConfig = section(
+        AudioConfig,
+        'Audio capture. Without [[streams]] this is the one stream, named "mic"; with them, device, channel, '
+        "channels, area and echo_reference are each stream's own (refused here unless left at their defaults) "
+        "and the rest applies to every stream.",
+    )
     streams: tuple[StreamConfig, ...] = table_list(
         StreamConfig,
         "Several microphones in one process: one [[streams]] table each. Replaces the single [audio] device.",
@@ -87,6 +93,12 @@ class Config:
                 "set audio.device, add [[streams]] or enable [wyoming]",
                 "",
             )
+        check_unused(self)
+
+    def warnings(self) -> list[str]:
+        """Settings left over where they do nothing (config/unused.py): check-config prints these lines,
+        run and every reload log them; the config still loads."""
+        return unused_warnings(self)
 
     def effective_streams(self) -> tuple[StreamConfig, ...]:
         """The streams to run: the [[streams]] tables, or the single [audio] device."""

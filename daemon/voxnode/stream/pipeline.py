@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from voxnode.events import TranscriptEvent, WakeEvent
-from voxnode.frontend.chain import FrontEnd, speech_only
+from voxnode.frontend.chain import FrontEnd, FrontEndParams, speech_only
 from voxnode.frontend.enhance import make_enhancer
 
 from .keeper import AudioKeeper
@@ -35,6 +35,15 @@ from .utterances import Utterances
 from .wake_gate import WakeGate
 
 log = logging.getLogger(__name__)
+
+
+def stream_frontend(fp: FrontEndParams) -> tuple[FrontEnd, UtteranceEnhancer | None]:
+    """A stream's front-end, and its utterances' enhancer where only recognition hears it: with denoise
+    = "asr" it runs on utterances' frames alone (stream/utterance_enhance.py), not on every frame.
+    `voxnode check-config --load` builds it too (voxnode/load_check.py)."""
+    if fp.denoise != "asr":
+        return FrontEnd(fp), None
+    return FrontEnd(speech_only(fp)), UtteranceEnhancer(make_enhancer(fp.denoise_engine, fp.denoise_floor_db))
 
 
 class StreamPipeline:
@@ -54,13 +63,8 @@ class StreamPipeline:
         self.params = params
         self._sched = scheduler
         self._emit = emit
-        # denoise = "asr": only recognition hears the enhancer, so it runs on utterances' frames alone
-        # (stream/utterance_enhance.py), not inside the front-end on every frame.
-        fp = params.frontend
-        asr_only = fp.denoise == "asr"
-        self.frontend = FrontEnd(speech_only(fp) if asr_only else fp)
+        self.frontend, self.enhancer = stream_frontend(params.frontend)
         self.playback = Playback(self.frontend.echo)  # whether the node is playing sound now
-        self.enhancer = UtteranceEnhancer(make_enhancer(fp.denoise_engine, fp.denoise_floor_db)) if asr_only else None
         self.segmenter = Segmenter(params.segmenter)
         # Re-entrant: cancelling a queued job calls back synchronously. Lock order is always
         # pipeline -> scheduler; the scheduler never calls back while holding its own lock.

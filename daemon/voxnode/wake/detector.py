@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from voxnode.errors import ModelError
 from voxnode.models.interpreter import open_interpreter
 
 from .confirm import WORDS, SecondOpinion
@@ -34,6 +35,7 @@ from .models import WakeModel
 FEATURE_STEP_MS = 10  # the micro front-end's hop: one feature frame per 160 samples
 _HOP_BYTES = 160 * 2
 _INT8 = (-128, 127)
+_FEATURES = 40  # log-mel channels per feature frame: a model's input is (1, frames, 40) int8
 
 
 # What XNNPACK leaves to the builtin kernels in the shipped models (measured on all four): the
@@ -66,7 +68,13 @@ class _Scorer:
         self._in_scale, self._in_zero = inp["quantization"]
         self._out_scale, self._out_zero = out["quantization"]
         self._in_dtype = inp["dtype"]
-        self.stride = int(inp["shape"][1])  # feature frames per call
+        # Another model's .tflite (Silero VAD's: (1, 576) float) loaded, and the stream's first frame
+        # ended its thread with "Cannot set tensor: Dimension mismatch" (stop 46): refused at load.
+        shape = tuple(int(n) for n in inp["shape"])
+        if len(shape) != 3 or shape[2] != _FEATURES or self._in_dtype != np.int8:
+            said = f"{model.setting}: {model.tflite} takes {shape} {np.dtype(self._in_dtype).name}, not (1, n, 40) int8"
+            raise ModelError(f"{said} features: not a microWakeWord model" + ("; " + model.advice) * model.shipped)
+        self.stride = shape[1]  # feature frames per call
         self._probs: deque[float] = deque(maxlen=model.window)
         self._refractory = refractory_frames
         self.quiet = 0  # feature frames left in the refractory period

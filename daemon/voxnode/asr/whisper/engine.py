@@ -41,6 +41,7 @@ from voxnode.asr.whisper.options import ROLES, DecodeOptions
 from voxnode.asr.whisper.prompt import StartSequence, prompted_start
 from voxnode.asr.whisper.search import Decoded
 from voxnode.asr.whisper.tokenizer import Tokenizer
+from voxnode.config.asr import known_languages
 from voxnode.config.wording import key_value, naming, toml_value
 from voxnode.errors import ModelError
 from voxnode.models.files import MANIFEST
@@ -126,7 +127,8 @@ class WhisperEngine(Recognizer):
         """Raises ModelError (naming asr.language) unless this model can decode `language`."""
         if self.multilingual:
             if language != "auto" and language not in self.languages:
-                raise ModelError(f"asr.language = {toml_value(language)}: not a language of {self.files.name}")
+                known = f"{self.files.name}, which knows {known_languages(self._language_codes)}"
+                raise ModelError(f"asr.language = {toml_value(language)}: not a language of {known}")
         elif language != "en":
             raise ModelError(
                 f"asr.language = {toml_value(language)}: {self.files.name} is English-only "
