@@ -226,10 +226,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             "instead of capturing; leave one out"
         )
     config = _load(args)
-    for warning in config.warnings():  # as check-config prints them
-        log.warning("%s", warning)
-    if args.device is not None:
-        config = config.with_device(args.device)
+    try:  # the warnings of the config that runs: with --device the file's audio.device = "" has a microphone
+        config = config.with_device(args.device) if args.device is not None else config
+    finally:  # ... and said before a --device that is refused stops it
+        for warning in config.warnings():  # as check-config prints them
+            log.warning("%s", warning)
     if args.file is not None:
         from voxnode.audio.sources import check_file
 

@@ -113,9 +113,12 @@ def config_loader(path: str | Path | None, device: str | None = None) -> Callabl
 
     def load() -> Config:
         config = load_config(path)
-        for warning in config.warnings():  # as check-config prints them and run logs them at start
-            log.warning("%s", warning)
-        return config.with_device(device) if device else config
+        try:
+            config = config.with_device(device) if device else config
+        finally:  # as check-config prints them and run logs them at start (with --device, as run does)
+            for warning in config.warnings():
+                log.warning("%s", warning)
+        return config
 
     return load
 

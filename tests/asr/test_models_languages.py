@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import subprocess
 
@@ -14,6 +15,7 @@ from voxnode.asr.whisper.files import default_model_dir
 from voxnode.audio.wavfile import read_audio, write_wav
 from voxnode.config import parse_config
 from voxnode.config.asr import WHISPER_LANGUAGES, AsrConfig
+from voxnode.config.languages import LANGUAGE_CODES, LANGUAGE_NAMES
 from voxnode.errors import ConfigError, ModelError
 from voxnode.models.find import candidates
 
@@ -75,8 +77,17 @@ def test_valid_model_and_language(text):
         ('[asr]\nlanguage = "de"\n', 'asr.language = "de"', "tiny.en is English-only"),
         ('[asr]\nmodel = "tiny.en"\nlanguage = "auto"\n', 'asr.language = "auto"', "tiny.en is English-only"),
         ('[asr]\nmodel = "base"\nlanguage = "xx"\n', 'asr.language = "xx"', "not a Whisper language code;"),
-        # Before (stop 46): "must match auto|[a-z]{2,3}", the pattern instead of the cause.
-        ('[asr]\nmodel = "base"\nlanguage = "German"\n', 'asr.language = "German"', "a lower-case Whisper"),
+        # Before (stop 46): "must match auto|[a-z]{2,3}", the pattern instead of the cause; before stop 47
+        # "a lower-case Whisper language code ...", no more: a language's name is told its code, in any case.
+        ('[asr]\nmodel = "base"\nlanguage = "German"\n', 'asr.language = "German"', '(did you mean "de"?)'),
+        ('[asr]\nmodel = "base"\nlanguage = "french"\n', 'asr.language = "french"', '(did you mean "fr"?)'),
+        ('[asr]\nlanguage = "english"\n', 'asr.language = "english"', '(did you mean "en"?)'),
+        ('[asr]\nmodel = "base"\nlanguage = "Haitian Creole"\n', "asr.language", '(did you mean "ht"?)'),
+        ('[asr]\nmodel = "base"\nlanguage = "Mandarin"\n', "asr.language", '(did you mean "zh"?)'),  # an alias
+        # Before (stop 47): "lao" (a name of three letters) was taken for a code: 'did you mean "la"?' (Latin).
+        ('[asr]\nmodel = "base"\nlanguage = "lao"\n', 'asr.language = "lao"', '(did you mean "lo"?)'),
+        # tiny.en: another language's name is told what another code is (before: the code's form).
+        ('[asr]\nlanguage = "German"\n', 'asr.language = "German"', "tiny.en is English-only"),
         ('[asr]\nlanguage = "EN"\n', 'asr.language = "EN"', '"auto" (did you mean "en"?)'),
         ('[asr]\nmodel = "base"\nlanguage = "de-DE"\n', 'asr.language = "de-DE"', '(did you mean "de"?)'),
         ('[asr]\nmodel = "base"\nlanguage = "deu"\n', 'asr.language = "deu"', 'code (did you mean "de"?);'),
@@ -99,7 +110,7 @@ def test_bad_model_or_language_is_a_one_line_error(text, key, detail):
     "language, said",
     [
         ("EN", 'a lower-case Whisper language code such as "en", "de", or "auto" (did you mean "en"?)'),
-        ("English", 'a lower-case Whisper language code such as "en", "de", or "auto"'),
+        ("English", 'a Whisper language code, not a language\'s name (did you mean "en"?)'),
         (
             "xx",
             'not a Whisper language code; Whisper knows "en", "zh", "de", "es", "ru", "ko", "fr", "ja", "pt", "tr", '
@@ -126,6 +137,16 @@ def test_check_config_names_asr_language(tmp_path, voxnode_cmd):
 def test_language_codes_are_the_base_models_language_tokens(base):
     assert list(base.languages) == WHISPER_LANGUAGES
     assert base.languages["en"] == 50259 and base.languages["su"] == 50357
+
+
+def test_the_language_names_are_whispers_for_the_codes_the_base_model_knows():
+    """config/languages.py, from openai/whisper's tokenizer.py: its codes are model_config.json's, in order."""
+    if not (BASE_DIR / "model_config.json").is_file():
+        pytest.skip(f"no {BASE_DIR}")
+    known = json.loads((BASE_DIR / "model_config.json").read_text())["languages"]
+    assert list(LANGUAGE_NAMES) == list(known) and len(known) == 99
+    assert set(LANGUAGE_CODES.values()) <= set(known)  # every alias too ("mandarin": "zh")
+    assert (LANGUAGE_NAMES["en"], LANGUAGE_NAMES["de"], LANGUAGE_NAMES["haw"]) == ("english", "german", "hawaiian")
 
 
 def test_each_model_declares_what_it_can_do(engine, base):

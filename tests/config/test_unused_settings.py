@@ -67,10 +67,10 @@ FOLLOW_UP_UNUSED = {
 @pytest.mark.parametrize("case", list(FOLLOW_UP_UNUSED))
 def test_follow_up_without_a_wake_word_is_warned_about(case):
     text, why = FOLLOW_UP_UNUSED[case]
-    assert parse_config(text, "c.toml").warnings() == [
-        f"c.toml: wake.follow_up_s = 5.0: not used: no stream listens for a wake word ({why}), so no final is "
-        "ever followed up; remove it, or give a stream a wake word"
-    ]
+    (line,) = parse_config(text, "c.toml").warnings()  # stop 47: one line for every [wake] key (config/dependent.py)
+    opening, _, _ = line.partition(": not used: ")
+    assert opening.startswith("c.toml: ") and "wake.follow_up_s = 5.0" in opening[8:].split(", "), line
+    assert f"no stream listens for a wake word ({why})" in line, line
 
 
 def test_follow_up_with_a_wake_word_is_not_warned_about():

@@ -5,6 +5,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from voxnode.config.fields import InvalidValue, setting
+from voxnode.config.languages import WHISPER_LANGUAGES, code_of_name
 from voxnode.config.wording import toml_value
 from voxnode.models.find import is_path
 
@@ -21,12 +22,6 @@ MODELS = ("tiny.en", "base")
 # (docs/adapt.md); scripts/adapt/__main__.py checks its --name against VARIANT_LABEL too.
 VARIANT_LABEL = r"[a-z0-9][a-z0-9_-]{0,31}"
 _NAMED = re.compile("({})(\\+{})?".format("|".join(map(re.escape, MODELS)), VARIANT_LABEL))
-# The language tokens of multilingual Whisper (base), in vocabulary order: <|en|> = 50259, ... <|su|>.
-WHISPER_LANGUAGES = (
-    "en zh de es ru ko fr ja pt tr pl ca nl ar sv it id hi fi vi he uk el ms cs ro da hu ta no th ur hr bg lt "
-    "la mi ml cy sk te fa lv bn sr az sl kn et mk br eu is hy ne mn bs kk sq sw gl mr pa si km sn yo so af oc "
-    "ka be tg sd gu am yi lo uz fo ht ps tk nn mt sa lb my bo tl mg as tt haw ln ha ba jw su"
-).split()
 
 # What a language code looks like; a value of another form is told so ("EN", "English", "en-US").
 _CODE_FORM = re.compile(r"[a-z]{2,3}")
@@ -147,7 +142,13 @@ class AsrConfig:
 def language_problem(language: str, english_only: bool = False) -> str | None:
     """Why `language` cannot be decoded: not "auto" nor a Whisper language code, or not "en" for an
     English-only model (`english_only`: the shipped tiny.en); None if it can. Before, "EN" and "English"
-    were told `must match auto|[a-z]{2,3}`: the pattern, not the cause."""
+    were told `must match auto|[a-z]{2,3}`: the pattern, not the cause; before stop 47 "English" was
+    told no more than that (now: did you mean "en"?)."""
+    named = code_of_name(language)  # "English", "german": a language's name (never a code: "lao" is "lo")
+    if named is not None:
+        if english_only and named != "en":
+            return 'tiny.en is English-only: use "en", or model = "base" for other languages'
+        return f"a Whisper language code, not a language's name (did you mean {toml_value(named)}?)"
     if not (language == "auto" or _CODE_FORM.fullmatch(language)):
         # "EN", "en-US", "en_GB": a code spelled another way
         guess = re.split(r"[-_ ]", language.lower(), maxsplit=1)[0]

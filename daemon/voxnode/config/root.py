@@ -9,6 +9,7 @@ from voxnode.config.adapt import AdaptConfig
 from voxnode.config.asr import AsrConfig
 from voxnode.config.audio import AudioConfig, StreamConfig
 from voxnode.config.delivery import DeliveryConfig
+from voxnode.config.dependent import dependent_warnings
 from voxnode.config.fields import InvalidValue, section, table_list
 from voxnode.config.frontend import FrontendConfig
 from voxnode.config.health import HealthConfig
@@ -16,7 +17,7 @@ from voxnode.config.log import LogConfig
 from voxnode.config.mqtt import MqttConfig
 from voxnode.config.service import ServiceConfig
 from voxnode.config.stream import StreamingConfig
-from voxnode.config.unused import check_unused, unused_warnings
+from voxnode.config.unused import check_unused
 from voxnode.config.vad import VadConfig
 from voxnode.config.wake import STREAM_WAKE_OFF, STREAM_WAKE_ON, WakeConfig, wake_spec_problem
 from voxnode.config.wording import BUILT_IN
@@ -96,9 +97,10 @@ class Config:
         check_unused(self)
 
     def warnings(self) -> list[str]:
-        """Settings left over where they do nothing (config/unused.py): check-config prints these lines,
-        run and every reload log them; the config still loads."""
-        return unused_warnings(self)
+        """Settings left over where they do nothing, as the key they depend on is off (config/dependent.py),
+        each a line opened with the file and the key: check-config prints them, run and every reload log
+        them; the config still loads."""
+        return [f"{self.source}: {line}" for line in dependent_warnings(self)]
 
     def effective_streams(self) -> tuple[StreamConfig, ...]:
         """The streams to run: the [[streams]] tables, or the single [audio] device."""

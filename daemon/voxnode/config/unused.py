@@ -1,5 +1,5 @@
-"""Settings written where they can never take effect: refused when a user would lose something without a
-word (a microphone, its echo cancellation), warned about when they are only left over.
+"""Settings written where they can never take effect, refused when a user would lose something without a
+word (a microphone, its echo cancellation). Those only left over are warned about (config/dependent.py).
 
 Before (stop 46, audit3): `[audio] device` beside `[[streams]]`, a stream's echo reference that is another
 stream's microphone and `wake.follow_up_s` with no wake word all passed check-config, run and a reload.
@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING
 
 from voxnode.config.audio import AudioConfig
 from voxnode.config.fields import InvalidValue
-from voxnode.config.wake import wake_streams
-from voxnode.config.wording import key_value, toml_value
+from voxnode.config.wording import toml_value
 
 if TYPE_CHECKING:
     from voxnode.config.root import Config
@@ -51,24 +50,3 @@ def check_unused(config: Config) -> None:
                 "must carry what the node plays (a loopback, a dsnoop of the output, a monitor)",
                 s.echo_reference,
             )
-
-
-def unused_warnings(config: Config) -> list[str]:
-    """Settings left over where they do nothing, each a one-line message opened with the file and the key:
-    check-config prints them, run and a reload log them."""
-    found = []
-    w = config.wake
-    if w.follow_up_s > 0 and not wake_streams(config):
-        # A warning, not an error: turning the wake word off (wake.enabled = false) to transcribe
-        # everything must not also need follow_up_s set back to 0, nor a reload refused for it.
-        if not config.effective_streams():
-            why = "there is no microphone"
-        elif w.enabled:
-            why = 'every stream has wake = "off"'
-        else:
-            why = "wake.enabled = false, and no [[streams]] table sets wake"
-        found.append(
-            f"{key_value('wake.follow_up_s', w.follow_up_s)}: not used: no stream listens for a wake word "
-            f"({why}), so no final is ever followed up; remove it, or give a stream a wake word"
-        )
-    return [f"{config.source}: {message}" for message in found]

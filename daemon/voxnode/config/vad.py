@@ -45,7 +45,7 @@ class VadConfig:
         max=0.9,
     )
     min_level_dbfs: float = setting(
-        -62.0, "Frames quieter than this (speech band) are never speech.", min=-100.0, max=-10.0
+        -62.0, "spectral, both: frames quieter than this (speech band) are never speech.", min=-100.0, max=-10.0
     )
     noise_gate: bool = setting(
         True,
