@@ -32,6 +32,7 @@ import numpy as np
 
 from scripts.bench import audio_corpus as ac
 from scripts.bench import speech_corpus as sc
+from scripts.bench import turn_window
 from scripts.bench.sim_live import FRAME, RATE, trim
 from voxnode.stream.endpoint import Completion, judge
 from voxnode.stream.turn import TurnModel, turn_features
@@ -113,6 +114,20 @@ def main() -> None:
         help='"litert" (the daemon\'s: vad.end_of_turn), "auto" (the ONNX original from the pipecat-ai wheel, '
         "on onnxruntime) or an ONNX path",
     )
+    ap.add_argument(
+        "--turn-min-seconds",
+        type=int,
+        nargs="*",
+        default=[],
+        help="also ask the model with the window shortened to the cut's length rounded up to whole seconds, "
+        "at least each of these (scripts/bench/turn_window.py), and compare its calls with 8 s",
+    )
+    ap.add_argument(
+        "--turn-window",
+        type=Path,
+        default=turn_window.DEFAULT_DIR,
+        help="the variable-window graph for --turn-min-seconds (scripts.convert.smart_turn --window --out DIR)",
+    )
     ap.add_argument("--dump", type=Path, help="write every cut's verdict, closing-mark p and turn p (JSON)")
     args = ap.parse_args()
     turn = None
@@ -130,6 +145,13 @@ def main() -> None:
     # per cut: (turn model, closing-mark p if the text ends a sentence, clearly open, closing-mark p)
     turns: dict[str, list[tuple[float, float | None, bool, float | None]]] = {"whole": [], "fragment": []}
     dump = []
+    # per minimum window: per kind, (P at 8 s, P at the shortened window, closing-mark p, clearly open)
+    short: dict[int, dict[str, list[tuple[float, float, float | None, bool]]]] = {
+        m: {"whole": [], "fragment": []} for m in args.turn_min_seconds
+    }
+    if short and not isinstance(turn, TurnModel):
+        ap.error("--turn-min-seconds needs --turn-model litert")
+    window = turn_window.WindowTurnModel(args.turn_window) if short else None
     for u, kind, audio in corpus_cuts(args.tail_ms, args.noise, args.snr, args.asterisk):
         r = engine.transcribe(audio / 32768.0)
         text = clean_text(r.text)
@@ -142,6 +164,11 @@ def main() -> None:
             q = turn(audio / 32768.0)
             turns[kind].append((q, p, verdict == Completion.OPEN, r.punctuation_prob))
             turn_shown = f"turn={q:.2f} "
+            for m, rows in short.items():
+                assert window is not None
+                q_m = window(audio / 32768.0, turn_window.window_seconds(len(audio), m))
+                rows[kind].append((q, q_m, p, verdict == Completion.OPEN))
+                turn_shown += f"min{m}s={q_m:.2f} "
         print(f"{kind:8s} p={shown:4s} {turn_shown}{verdict.value:12s} {text}", flush=True)
         dump.append(
             {
@@ -151,6 +178,7 @@ def main() -> None:
                 "verdict": verdict.value,
                 "mark_p": r.punctuation_prob,
                 "turn_p": turns[kind][-1][0] if turn is not None else None,
+                "turn_p_min_s": {m: rows[kind][-1][1] for m, rows in short.items()},
             }
         )
     if args.dump:
@@ -179,6 +207,8 @@ def main() -> None:
             )
             print(f"| {kind} | {len(rows)} | {mark} | {half} | {alone} | {both} |")
         print_agreed(turns)
+    if short:
+        print_short(short)
 
 
 def print_agreed(turns: dict[str, list[tuple[float, float | None, bool, float | None]]]) -> None:
@@ -193,6 +223,37 @@ def print_agreed(turns: dict[str, list[tuple[float, float | None, bool, float | 
             n = {k: sum(1 for t, p, _, _ in rows if p is not None and p >= m and t >= q) for k, rows in turns.items()}
             cells.append(f"{n['whole']} / {n['fragment']}")
         print(f"| {m} | " + " | ".join(cells) + " |")
+
+
+def print_short(short: dict[int, dict[str, list[tuple[float, float, float | None, bool]]]]) -> None:
+    """Whole / fragment called finished at 8 s and with the shortened window: by the model alone
+    (P >= TURN_SURE), by the end_of_turn rule (closing mark p >= 0.8, or the model unless the text is
+    clearly open) and by the agreed-end rule (mark p >= 0.8 and the model >= TURN_SURE); and how
+    many of the model's calls at TURN_SURE change."""
+
+    def called(rows, i: int) -> tuple[int, int, int]:
+        alone = sum(1 for r in rows if r[i] >= TURN_SURE)
+        rule = sum(1 for r in rows if (r[2] is not None and r[2] >= 0.8) or (r[i] >= TURN_SURE and not r[3]))
+        agreed = sum(1 for r in rows if r[2] is not None and r[2] >= 0.8 and r[i] >= TURN_SURE)
+        return alone, rule, agreed
+
+    print()
+    print(
+        f"| window | whole: model >= {TURN_SURE} / end_of_turn rule / agreed | fragment: the same "
+        "| model's calls changed (whole, fragment) | max and median abs(P - P at 8 s) |"
+    )
+    print("|---|---|---|---|---|")
+    first = next(iter(short.values()))
+    cells = [" / ".join(str(c) for c in called(first[k], 0)) for k in ("whole", "fragment")]
+    print(f"| 8 s (today) | {cells[0]} | {cells[1]} | - | - |")
+    for m, by_kind in short.items():
+        cells = [" / ".join(str(c) for c in called(by_kind[k], 1)) for k in ("whole", "fragment")]
+        changed = [sum(1 for r in by_kind[k] if (r[0] >= TURN_SURE) != (r[1] >= TURN_SURE)) for k in by_kind]
+        d = np.array([abs(r[0] - r[1]) for rows in by_kind.values() for r in rows])
+        print(
+            f"| length rounded up, >= {m} s | {cells[0]} | {cells[1]} | {changed[0]}, {changed[1]} "
+            f"| {d.max():.3f}, {np.median(d):.3f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -19,21 +19,27 @@ Input of the TFLite graph: `mel` [1, 1, 800, 80], the Whisper log-mel (voxnode.a
 the last 8 s of audio, zero-padded at the front, after the waveform is normalised to zero mean and
 unit variance (the model's training front-end). Output: `prob` [1, 1].
 
-Shipped as `models/smart-turn-v3.2/smart_turn.tflite` (`vad.end_of_turn`,
-stream/turn.py; copy `--out`'s file there and update its SHA256SUMS and MODEL.md). Status of the
-rebuild (2026-12-03): on the 82 verification cuts the TFLite model runs fully on XNNPACK (187 ops)
-in 28-37 ms per call (onnxruntime: 58-77 ms), median |difference| 0.02 from onnxruntime, but 8
-decisions of 82 flip at 0.5 (max difference 0.79), and the same with --fp32: so not our
-quantisation. Per layer (a float numpy forward of these weights against onnxruntime's
-intermediate tensors, two cuts): relative error 2-5 % at the conv stem, 7 % after layer 0, 10 %
-after layer 1, then 12 -> 32 % across layer 2's feed-forward block and 55 % at the end. A jump
-inside one block whose weights are found by their bias names points at the ONNX file's own
-per-tensor uint8 activations (Whisper's outlier activations after GELU) more than at the mapping;
-a float reference (the fp32 Smart Turn ONNX, published on Hugging Face only) would settle it.
-Since neither is the float original, the rebuild was judged on what the daemon uses it for:
-python -m scripts.bench.endpoint_verdicts --turn-model litert|auto separates whole utterances from fragments
-as well as the original does or better (docs/frontend.md, docs/benchmarks.md "End-of-turn model").
-"""
+`--window` builds the same network for any window up to 8 s instead (mel [1, 1, T, 80] and the
+positional rows [T / 2, 384] as inputs, `positions.npy` beside it; scripts/bench/turn_window.py runs
+it): at 800 frames its probabilities equal the shipped file's (84 cuts, max |difference| 0), but a
+shorter window changes the model's calls (docs/benchmarks.md, "End-of-turn model: a shorter
+window"), so it is not shipped.
+
+Shipped as `models/smart-turn-v3.2/smart_turn.tflite` (`vad.end_of_turn`, stream/turn.py; copy
+`--out`'s file there and update its SHA256SUMS and MODEL.md; on 2026-12-06 this script rebuilt the
+shipped file byte for byte). Status of the rebuild (2026-12-03): on the 82 verification cuts the
+TFLite model runs fully on XNNPACK (187 ops) in 28-37 ms per call (onnxruntime: 58-77 ms), median
+|difference| 0.02 from onnxruntime, but 8 decisions of 82 flip at 0.5 (max difference 0.79), and the
+same with --fp32: so not our quantisation. Per layer (a float numpy forward of these weights against
+onnxruntime's intermediate tensors, two cuts): relative error 2-5 % at the conv stem, 7 % after
+layer 0, 10 % after layer 1, then 12 -> 32 % across layer 2's feed-forward block and 55 % at the
+end. A jump inside one block whose weights are found by their bias names points at the ONNX file's
+own per-tensor uint8 activations (Whisper's outlier activations after GELU) more than at the
+mapping; a float reference (the fp32 Smart Turn ONNX, published on Hugging Face only) would settle
+it. Since neither is the float original, the rebuild was judged on what the daemon uses it for:
+python -m scripts.bench.endpoint_verdicts --turn-model litert|auto separates whole utterances from
+fragments as well as the original does or better (docs/frontend.md, docs/benchmarks.md "End-of-turn
+model")."""
 
 from __future__ import annotations
 
@@ -51,6 +57,7 @@ from scripts import REPO
 
 N_LAYERS = 4
 D_MODEL = 384
+HEADS = 6
 FRAMES = 800  # 8 s of 10 ms mel frames
 POSITIONS = FRAMES // 2
 
@@ -172,28 +179,32 @@ class _Source:
 # ---- the TensorFlow graph --------------------------------------------------------------------
 
 
-def smart_turn_fn(arrays: dict[str, np.ndarray]):
+def smart_turn_fn(arrays: dict[str, np.ndarray], window: bool = False):
+    """The shipped graph: mel [1, 1, 800, 80] -> prob [1, 1]. `window`: mel [1, 1, T, 80] (T even,
+    T <= 800) and positions [T / 2, 384] -> prob: the positional rows are an input, as in our Whisper
+    encoder (tf_graphs.encoder_fn), so that one graph serves every window length with no
+    shape-dependent slicing; the caller gives the LAST T / 2 rows of the 400 (the model was trained
+    with the speech at the end of its 8 s). Not shipped: see --window."""
     import tensorflow as tf
 
     from scripts.convert.whisper import tf_graphs as wt
 
-    w = wt.Weights(_Source(arrays))
-    positions = tf.constant(arrays["positions"].astype(np.float32))
+    w = wt.Weights(_Source({**arrays, "decoder/num_heads": np.array(HEADS), "encoder/num_heads": np.array(HEADS)}))
 
-    def predict(mel):
+    def predict(mel, positions):
         x = wt._conv(mel, w, "encoder/conv1", 1)
         x = wt._conv(x, w, "encoder/conv2", 2)
         x = tf.reshape(x, [-1, D_MODEL]) + positions
         for i in range(N_LAYERS):
             p = f"encoder/layer_{i}/self_attention"
             h = wt.layer_norm(x, w, p + "/layer_norm")
-            q = wt.heads_first(wt.dense(h, w.linear(p + "/linear_0", slice(0, D_MODEL))))
-            k = wt.heads_first(wt.dense(h, w.linear(p + "/linear_0", slice(D_MODEL, 2 * D_MODEL))))
-            v = wt.heads_first(wt.dense(h, w.linear(p + "/linear_0", slice(2 * D_MODEL, 3 * D_MODEL))))
-            x = x + wt.dense(wt.heads_merged(wt.attention(q, k, v)), w.linear(p + "/linear_1"))
+            q = wt.heads_first(wt.dense(h, w.linear(p + "/linear_0", slice(0, D_MODEL))), w)
+            k = wt.heads_first(wt.dense(h, w.linear(p + "/linear_0", slice(D_MODEL, 2 * D_MODEL))), w)
+            v = wt.heads_first(wt.dense(h, w.linear(p + "/linear_0", slice(2 * D_MODEL, 3 * D_MODEL))), w)
+            x = x + wt.dense(wt.heads_merged(wt.attention(q, k, v, w), w), w.linear(p + "/linear_1"))
             x = wt.ffn(x, w, f"encoder/layer_{i}/ffn")
-        x = wt.layer_norm(x, w, "encoder/layer_norm")  # [400, 384]
-        score = wt.dense(tf.tanh(wt.dense(x, w.linear("pool/linear_0"))), w.linear("pool/linear_1"))  # [400, 1]
+        x = wt.layer_norm(x, w, "encoder/layer_norm")  # [T / 2, 384]
+        score = wt.dense(tf.tanh(wt.dense(x, w.linear("pool/linear_0"))), w.linear("pool/linear_1"))  # [T / 2, 1]
         weights = tf.nn.softmax(score, axis=0)
         pooled = tf.reduce_sum(x * weights, axis=0, keepdims=True)  # [1, 384]
         h = wt.dense(pooled, w.linear("classifier/linear_0"))
@@ -201,8 +212,15 @@ def smart_turn_fn(arrays: dict[str, np.ndarray]):
         h = tf.nn.gelu(wt.dense(h, w.linear("classifier/linear_1")), approximate=False)
         return {"prob": tf.sigmoid(wt.dense(h, w.linear("classifier/linear_2")))}
 
+    if window:
+        spec = [
+            tf.TensorSpec([1, 1, None, 80], tf.float32, name="mel"),
+            tf.TensorSpec([None, D_MODEL], tf.float32, name="positions"),
+        ]
+        return tf.function(predict, input_signature=spec)
+    positions = tf.constant(arrays["positions"].astype(np.float32))
     spec = [tf.TensorSpec([1, 1, FRAMES, 80], tf.float32, name="mel")]
-    return tf.function(predict, input_signature=spec)
+    return tf.function(lambda mel: predict(mel, positions), input_signature=spec)
 
 
 # ---- verification ----------------------------------------------------------------------------
@@ -220,7 +238,8 @@ def verification_cuts() -> list[tuple[str, np.ndarray]]:
     return cuts
 
 
-def compare(tflite_bytes: bytes, onnx_bytes: bytes) -> dict:
+def compare(tflite_bytes: bytes, onnx_bytes: bytes, positions: np.ndarray | None) -> dict:
+    """`positions`: all 400 rows, for a --window graph (checked here at 8 s, as the shipped one)."""
     from scripts.convert.silero import runners
     from voxnode.asr.mel import LogMel
     from voxnode.stream.turn import turn_features
@@ -231,7 +250,8 @@ def compare(tflite_bytes: bytes, onnx_bytes: bytes) -> dict:
     for name, x in verification_cuts():
         f = turn_features(x, mel)
         t0 = time.perf_counter()
-        p_l = float(runner(mel=f[None, None])["prob"].reshape(-1)[0])
+        inputs = {"mel": f[None, None]} | ({"positions": positions} if positions is not None else {})
+        p_l = float(runner(**inputs)["prob"].reshape(-1)[0])
         t1 = time.perf_counter()
         p_o = float(np.asarray(sess.run(None, {"input_features": f.T[None]})[0]).reshape(-1)[0])
         t2 = time.perf_counter()
@@ -265,10 +285,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--fp32", action="store_true", help="float32 weights (no quantisation): to tell rebuild from quantisation error"
     )
+    p.add_argument(
+        "--window",
+        action="store_true",
+        help="a graph for any window up to 8 s (positions as an input, positions.npy beside it): measured "
+        "with scripts.bench.endpoint_verdicts --turn-window, not shipped (it changes the verdicts)",
+    )
     args = p.parse_args(argv)
     onnx_bytes = fetch_turn_model(ac.cache_dir() / "smart-turn").read_bytes()
     arrays = read_weights(onnx_bytes)
-    fn = smart_turn_fn(arrays)
+    positions = arrays["positions"].astype(np.float32) if args.window else None  # [400, 384]
+    fn = smart_turn_fn(arrays, args.window)
     with tempfile.TemporaryDirectory() as tmp:
         module = tf.Module()
         module.fn = fn
@@ -280,9 +307,11 @@ def main(argv: list[str] | None = None) -> int:
         tflite = conv.convert()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "smart_turn.tflite").write_bytes(tflite)
+    if positions is not None:
+        np.save(args.out / "positions.npy", positions)
     print(f"wrote {args.out / 'smart_turn.tflite'} ({len(tflite) / 1e6:.1f} MB)", flush=True)
     if not args.no_verify:
-        report = compare(tflite, onnx_bytes)
+        report = compare(tflite, onnx_bytes, positions)
         (args.out / "verification.json").write_text(json.dumps(report, indent=2) + "\n")
         summary = {k: v for k, v in report.items() if k != "per_cut"}
         print(json.dumps(summary, indent=2))
