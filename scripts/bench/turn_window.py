@@ -7,7 +7,7 @@ network with the positional rows as an input (as our Whisper encoder: no shape-d
 slicing), so one graph serves any whole number of seconds; `WindowTurnModel` gives it the audio's
 length rounded up to whole seconds (at least a minimum, at most 8) and the LAST rows of the 400
 positions, where the speech sits in the 8 s input. At 8 s its probabilities equal the shipped
-file's (84 cuts: max |difference| 0). scripts.bench.endpoint_verdicts --turn-window compares its
+file's (84 cuts: max |difference| 0). scripts.bench.endpoint_verdicts --turn-min-seconds compares its
 calls with the 8 s ones.
 """
 

@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         "--window",
         action="store_true",
         help="a graph for any window up to 8 s (positions as an input, positions.npy beside it): measured "
-        "with scripts.bench.endpoint_verdicts --turn-window, not shipped (it changes the verdicts)",
+        "with scripts.bench.endpoint_verdicts --turn-min-seconds, not shipped (it changes the verdicts)",
     )
     args = p.parse_args(argv)
     onnx_bytes = fetch_turn_model(ac.cache_dir() / "smart-turn").read_bytes()
