@@ -27,19 +27,20 @@ window"), so it is not shipped.
 
 Shipped as `models/smart-turn-v3.2/smart_turn.tflite` (`vad.end_of_turn`, stream/turn.py; copy
 `--out`'s file there and update its SHA256SUMS and MODEL.md; on 2026-12-06 this script rebuilt the
-shipped file byte for byte). Status of the rebuild (2026-12-03): on the 82 verification cuts the
-TFLite model runs fully on XNNPACK (187 ops) in 28-37 ms per call (onnxruntime: 58-77 ms), median
-|difference| 0.02 from onnxruntime, but 8 decisions of 82 flip at 0.5 (max difference 0.79), and the
-same with --fp32: so not our quantisation. Per layer (a float numpy forward of these weights against
-onnxruntime's intermediate tensors, two cuts): relative error 2-5 % at the conv stem, 7 % after
-layer 0, 10 % after layer 1, then 12 -> 32 % across layer 2's feed-forward block and 55 % at the
-end. A jump inside one block whose weights are found by their bias names points at the ONNX file's
-own per-tensor uint8 activations (Whisper's outlier activations after GELU) more than at the
-mapping; a float reference (the fp32 Smart Turn ONNX, published on Hugging Face only) would settle
-it. Since neither is the float original, the rebuild was judged on what the daemon uses it for:
-python -m scripts.bench.endpoint_verdicts --turn-model litert|auto separates whole utterances from
-fragments as well as the original does or better (docs/frontend.md, docs/benchmarks.md "End-of-turn
-model")."""
+shipped file byte for byte, and its verification, on that day's 84 wideband cuts, found 17 decisions
+that differ at 0.5, median |difference| 0.029: MODEL.md). Status of the rebuild (2026-12-03): on the
+82 verification cuts the TFLite model runs fully on XNNPACK (187 ops) in 28-37 ms per call
+(onnxruntime: 58-77 ms), median |difference| 0.02 from onnxruntime, but 8 decisions of 82 flip at
+0.5 (max difference 0.79), and the same with --fp32: so not our quantisation. Per layer (a float
+numpy forward of these weights against onnxruntime's intermediate tensors, two cuts): relative error
+2-5 % at the conv stem, 7 % after layer 0, 10 % after layer 1, then 12 -> 32 % across layer 2's
+feed-forward block and 55 % at the end. A jump inside one block whose weights are found by their
+bias names points at the ONNX file's own per-tensor uint8 activations (Whisper's outlier activations
+after GELU) more than at the mapping; a float reference (the fp32 Smart Turn ONNX, published on
+Hugging Face only) would settle it. Since neither is the float original, the rebuild was judged on
+what the daemon uses it for: python -m scripts.bench.endpoint_verdicts --turn-model litert|auto
+separates whole utterances from fragments as well as the original does or better (docs/frontend.md,
+docs/benchmarks.md "End-of-turn model")."""
 
 from __future__ import annotations
 
