@@ -217,7 +217,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from voxnode.daemon import Daemon, RunOptions
     from voxnode.outputs.table import add_outputs
-    from voxnode.reload import config_loader
+    from voxnode.reload import config_loader, running_config
     from voxnode.systemd.hooks import systemd_hooks
 
     if args.device is not None and args.file is not None:  # before: --device was ignored without a word
@@ -225,12 +225,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"--device {args.device!r} and --file cannot be used together: --file plays the file "
             "instead of capturing; leave one out"
         )
-    config = _load(args)
-    try:  # the warnings of the config that runs: with --device the file's audio.device = "" has a microphone
-        config = config.with_device(args.device) if args.device is not None else config
-    finally:  # ... and said before a --device that is refused stops it
-        for warning in config.warnings():  # as check-config prints them
-            log.warning("%s", warning)
+    config = running_config(_load(args), args.device, log)
     if args.file is not None:
         from voxnode.audio.sources import check_file
 

@@ -108,19 +108,23 @@ def error_text(e: Exception) -> str:
     return str(e) if isinstance(e, VoxnodeError) else f"{type(e).__name__}: {e}"
 
 
+def running_config(config: Config, device: str | None, logger: logging.Logger = log) -> Config:
+    """`config` with run's `--device` override, its warnings logged (on `logger`) as check-config prints
+    them: those of the config that runs (with --device a file's `audio.device = ""` has a microphone), and
+    said before a --device that is refused stops it. `run` at start and every reload (config_loader) alike."""
+    running = config
+    try:
+        if device is not None:
+            running = config.with_device(device)
+    finally:
+        for warning in running.warnings():
+            logger.warning("%s", warning)
+    return running
+
+
 def config_loader(path: str | Path | None, device: str | None = None) -> Callable[[], Config]:
     """What SIGHUP re-reads: the same file and command-line overrides the daemon started with."""
-
-    def load() -> Config:
-        config = load_config(path)
-        try:
-            config = config.with_device(device) if device else config
-        finally:  # as check-config prints them and run logs them at start (with --device, as run does)
-            for warning in config.warnings():
-                log.warning("%s", warning)
-        return config
-
-    return load
+    return lambda: running_config(load_config(path), device)
 
 
 @dataclass
