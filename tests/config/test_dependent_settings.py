@@ -47,6 +47,12 @@ CASES = {
         "every stream with a wake word names its own models",
         '[wake]\nmodel = "alexa"\n' + STREAM + 'wake = "on"\n',
     ),
+    "asr.model with asr.model_dir": (
+        '[asr]\nmodel = "base"\nmodel_dir = "/opt/voxnode/my-whisper"\n',
+        'asr.model = "base"',
+        'asr.model_dir = "/opt/voxnode/my-whisper" is set (the model is the one in that folder)',
+        '[asr]\nmodel = "base"\n',
+    ),
     "frontend.echo_cancel without an echo reference": (
         '[frontend]\necho_cancel = "webrtc"\n',
         'frontend.echo_cancel = "webrtc"',

@@ -159,6 +159,16 @@ DEPENDENCIES: tuple[Dependency, ...] = (
     Dependency(_keys("asr", "draft_margin"), _off("asr.draft"), "set asr.draft = true, or remove it"),
     Dependency(_keys("asr", "draft_margin"), _off("asr.beam_size", 1), "remove it, or set asr.beam_size above 1"),
     Dependency(_keys("asr", "hotword_boost"), _no_hotwords, "set hotwords, or remove it"),
+    # asr/whisper/files.py default_model_dir: a set model_dir is the model; asr.model names none then.
+    Dependency(
+        _keys("asr", "model"),
+        lambda c: (
+            f"{key_value('asr.model_dir', c.asr.model_dir)} is set (the model is the one in that folder)"
+            if c.asr.model_dir
+            else None
+        ),
+        "remove it, or remove asr.model_dir to use it",
+    ),
     # The outputs and servers are built only when switched on (outputs/table.py, their from_context).
     Dependency(
         _keys("webhook", "timeout_s headers retry_min_s retry_max_s"),
