@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
 
 from scripts.adapt.train import Example
 from voxnode.asr.mel import SAMPLE_RATE, LogMel
-from voxnode.asr.whisper import engine as whisper_engine
 from voxnode.asr.whisper.tokenizer import Tokenizer
+from voxnode.asr.whisper.window import first_window
 from voxnode.config import Config
 from voxnode.frontend.recognition import recognition_audio
 from voxnode.stream.params import frontend_params
@@ -34,10 +33,7 @@ class Features:
     def example(self, audio: np.ndarray, text: str) -> Example:
         x = self.heard(audio)
         duration = len(x) / SAMPLE_RATE
-        window = min(
-            whisper_engine.MAX_SECONDS,
-            max(whisper_engine.MIN_WINDOW_SECONDS, math.ceil(duration + whisper_engine.PAD_SECONDS)),
-        )
+        window = first_window(duration)
         padded = np.zeros(int(window * SAMPLE_RATE), np.float32)
         padded[: min(len(x), len(padded))] = x[: len(padded)]
         mel = self.mel(padded)

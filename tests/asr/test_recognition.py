@@ -105,14 +105,13 @@ def test_recorded_utterances_end_with_end_of_text(engine):
     assert set(reasons.values()) == {"eot"}, reasons
 
 
-@pytest.mark.parametrize("first_stop, first_text", [("repetition", None), ("eot", "twice")])
-def test_a_window_that_loops_is_retried_longer(engine, monkeypatch, first_stop, first_text):
-    """A decode that did not end, or that ends by saying a phrase again, is redone in a window
-    twice as long; the longer window's result is kept."""
+def _spy_first_decode(engine, monkeypatch, first_stop: str, copies: int) -> tuple[list[int], list]:
+    """The encoder passes' frames, and the decodes: the first pretends to have looped (`first_stop`,
+    its tokens said `copies` times)."""
     from voxnode.asr.whisper import search
     from voxnode.asr.whisper.search import Decoded
 
-    frames = []
+    frames: list[int] = []
     real_run = engine._encoder.run
 
     def spy_run(mel):
@@ -125,13 +124,20 @@ def test_a_window_that_loops_is_retried_longer(engine, monkeypatch, first_stop, 
     def looping_first(dec, rules, prefix, max_new, beam_size, bias=None, abandon=None):
         out = real_search(dec, rules, prefix, max_new, beam_size, bias, abandon)
         calls.append(out)
-        if len(calls) == 1:  # pretend the first, short window looped
-            tokens = out.tokens * 2 if first_text == "twice" else out.tokens
-            return Decoded(tokens, out.logprobs, out.no_speech_prob, first_stop)
+        if len(calls) == 1:
+            ended = out.logprobs[len(out.tokens) :] if first_stop == "eot" else []
+            logprobs = out.logprobs[: len(out.tokens)] * copies + ended
+            return Decoded(out.tokens * copies, logprobs, out.no_speech_prob, first_stop)
         return out
 
     monkeypatch.setattr(engine._encoder, "run", spy_run)
     monkeypatch.setattr(search, "beam_search", looping_first)
+    return frames, calls
+
+
+def test_a_window_that_loops_is_retried_longer(engine, monkeypatch):
+    """A decode that did not end is redone in a longer window; the longer window's result is kept."""
+    frames, _ = _spy_first_decode(engine, monkeypatch, "repetition", 1)
     wav, ref = pocketsphinx_utterances()[4]  # 3.3 s
     r = engine.transcribe(read_audio(wav))
     window = engine.options.min_window_s
@@ -141,8 +147,20 @@ def test_a_window_that_loops_is_retried_longer(engine, monkeypatch, first_stop, 
     assert r.encode_ms > 0
 
 
+def test_an_utterance_said_again_faster_than_speech_is_cut_without_a_second_encode(engine, monkeypatch):
+    """The decoder ended, but said the utterance twice where its speech holds one copy: the first copy
+    is kept from the same window (a longer window's encode, ~250 ms of CPU here and ~0.5 s on a Pi 4,
+    gave the same words: stop 48), and nothing marks the result as a retry."""
+    frames, calls = _spy_first_decode(engine, monkeypatch, "eot", 2)
+    wav, ref = pocketsphinx_utterances()[4]  # 3.3 s
+    r = engine.transcribe(read_audio(wav))
+    assert frames == [600] and len(calls) == 1  # one encode, one decode
+    assert r.text == engine._tokenizer.decode(calls[0].tokens)  # the first copy: the decode as said
+    assert r.stop_reason == "eot" and r.window_s == 6.0 and wer(ref, r.text) < 0.2
+
+
 def test_retry_window_is_at_least_10_s_and_4_s_longer():
-    from voxnode.asr.whisper.engine import retry_window
+    from voxnode.asr.whisper.window import retry_window
 
     assert [retry_window(w) for w in (6.0, 7.0, 9.0, 20.0, 28.0)] == [10.0, 11.0, 13.0, 24.0, 30.0]
 

@@ -100,8 +100,19 @@ def test_a_drafted_final_says_a_short_command_once(engine):
     assert drafted.text == plain.text == "Message deleted."
 
 
-def test_a_command_really_said_twice_is_transcribed_twice(engine):
+def test_a_command_really_said_twice_is_transcribed_twice(engine, monkeypatch):
+    """Two copies that fit their speech are not cut: the final gets its second look in the longer
+    window, which keeps both."""
+    frames = []
+    real_run = engine._encoder.run
+
+    def spy_run(mel):
+        frames.append(mel.shape[0])
+        return real_run(mel)
+
+    monkeypatch.setattr(engine._encoder, "run", spy_run)
     command = prompt_audio("vm-deleted")
     said_twice = np.concatenate([command, np.zeros(RATE // 2, np.float32), command])
     r = engine.transcribe(said_twice)
     assert guards.repeat_unit(r.text) == (2, 2), r.text
+    assert frames == [600, 1000]  # 3.3 s: the 6 s window, then the 10 s one

@@ -58,12 +58,12 @@ class Encoder:
 def mels(n_asterisk: int) -> list[np.ndarray]:
     from scripts.bench import speech_corpus
     from voxnode.asr.mel import LogMel
-    from voxnode.asr.whisper.engine import MIN_WINDOW_SECONDS, PAD_SECONDS
+    from voxnode.asr.whisper.window import first_window
 
     logmel = LogMel()
     out = []
     for u in speech_corpus.real_speech(n_asterisk=n_asterisk):
-        window = max(MIN_WINDOW_SECONDS, np.ceil(u.duration_s + PAD_SECONDS))
+        window = first_window(u.duration_s)
         padded = np.zeros(int(window * 16000), np.float32)
         padded[: len(u.audio)] = u.audio / 32768.0
         m = logmel(padded)

@@ -41,6 +41,7 @@ from voxnode.asr.whisper.options import ROLES, DecodeOptions
 from voxnode.asr.whisper.prompt import StartSequence, prompted_start
 from voxnode.asr.whisper.search import Decoded
 from voxnode.asr.whisper.tokenizer import Tokenizer
+from voxnode.asr.whisper.window import MAX_SECONDS, PARTIAL_WINDOW_SECONDS, first_window, retry_window
 from voxnode.config.asr import known_languages
 from voxnode.config.wording import key_value, naming, toml_value
 from voxnode.errors import ModelError
@@ -52,31 +53,6 @@ if TYPE_CHECKING:
     from voxnode.config.asr import AsrConfig
 
 log = logging.getLogger(__name__)
-
-MAX_SECONDS = 30.0
-# Whisper saw speech followed by zero padding in training; a second of it lets
-# the model hear the end of the last word. In short windows greedy decoding
-# sometimes misses the end-of-text token and loops ("10 of clubs 10 of clubs
-# ..."): below 6 s that happened often on pocketsphinx-testdata, at 10 s never.
-# So we encode at least 6 s (finals: [asr] min_window_s) and, only when decoding
-# did not end, retry once with a longer window. Windows are whole seconds so the
-# interpreters are resized for a handful of shapes only.
-PAD_SECONDS = 1.0
-MIN_WINDOW_SECONDS = 6.0
-PARTIAL_WINDOW_SECONDS = MIN_WINDOW_SECONDS
-# The retry's window: at least 10 s and 4 s longer than the one that looped. It was twice the window
-# (12 s after 6 s, 18 s after 9 s). As the first window 10 s looped in 0 of 100 finals with a draft (the 50
-# real utterances of speech_corpus.real_speech, clean and pink 10 dB, the draft from a partial 1.2 s before
-# the end, as on a Pi 4; 6 s: 8); as the retry it gave the same WER as 12 s (clean / pink 10 dB / babble
-# 10 dB: 4.6 / 7.7 / 22.8 %, 8 of 150 finals retried) at 5-25 % less CPU per retried final (7.6 s of
-# speech: 246 -> 186 ms), stop 39.
-RETRY_WINDOW_SECONDS = 10.0
-RETRY_EXTRA_SECONDS = 4.0
-
-
-def retry_window(window: float) -> float:
-    """The longer window a looped final is decoded again in."""
-    return min(MAX_SECONDS, max(RETRY_WINDOW_SECONDS, window + RETRY_EXTRA_SECONDS))
 
 
 class WhisperEngine(Recognizer):
@@ -256,7 +232,7 @@ class WhisperEngine(Recognizer):
         text_prompt = opts.prompt if prompt is None else prompt
         bias = self._bias(words)
         min_window = opts.min_window_s if final else PARTIAL_WINDOW_SECONDS
-        window = min(MAX_SECONDS, max(min_window, math.ceil(duration + PAD_SECONDS)))
+        window = first_window(duration, min_window)
         max_new = guards.max_new_tokens(duration)
         with self._lock:
             if self._closed:  # checked under the lock close() takes: else a ValueError deep in the decoder
@@ -278,7 +254,14 @@ class WhisperEngine(Recognizer):
             t2 = time.perf_counter()
             encode_ms, decode_ms = (t1 - t0) * 1000, (t2 - t1) * 1000
             text_window = window
-            if final and redecode.looped(out, text_of) and window < MAX_SECONDS:
+            looped = final and redecode.looped(out, text_of)
+            if looped and out.stop_reason == "eot":
+                # The decoder ended, after saying the whole utterance again: where the copies hold more
+                # than the speech could, the first copy is the utterance, with no second encode
+                # (redecode.collapse; a real repetition fits its speech and goes to the retry).
+                cut = redecode.collapse(out, text_of, audio)
+                looped, out = cut is out, cut
+            if looped and window < MAX_SECONDS:
                 # No end-of-text, a phrase said again and again, or the whole utterance twice: the
                 # short window made decoding loop, or a draft held the beam to greedy decoding's
                 # loop (redecode.looped). A longer window (closer to Whisper's 30 s training
