@@ -270,7 +270,11 @@ class WhisperEngine(Recognizer):
                 # Not for partials: a preview replaced a moment later is not worth a second,
                 # longer encode (live, 12 of 19 window retries were partials', 130-300 ms each,
                 # and a final waiting behind one waits for the whole encode).
-                window = retry_window(window)
+                longer = retry_window(window)
+                log.debug(
+                    "final looped in %g s (%s): %r; again in %g s", window, out.stop_reason, text_of(out.tokens), longer
+                )
+                window = longer
                 t0 = time.perf_counter()
                 self._encode(audio, window)
                 t1 = time.perf_counter()
