@@ -76,6 +76,12 @@ class FakeTurn:
     def __init__(self):
         self.requests: list = []
         self.cancelled: list[str] = []
+        self.in_time = True  # what worth_asking says (the real rule: test_turn.py)
+        self.budgets: list[float] = []
+
+    def worth_asking(self, budget_s):
+        self.budgets.append(budget_s)
+        return self.in_time
 
     def submit(self, request):
         self.requests.append(request)
@@ -240,6 +246,27 @@ def test_no_closing_mark_but_a_sure_end_of_turn_gets_the_sentence_end_hangover()
     assert [e.text for e in r.finals()] == ["ten of clubs"]
     st = r.pipeline.stats
     assert st.endpoints_sentence_end == 1 and st.endpoints_by_turn == 1
+
+
+def test_a_model_whose_answers_come_too_late_is_not_asked_and_the_text_decides_alone():
+    """Where the end-of-turn model answers after the pause's ordinary hangover (a Pi 4), the pause does
+    not ask it: the rules decide as with the model off, and nothing waits for an answer."""
+    r = Rig(turn=True)
+    r.turn.in_time = False
+    r.feed("0" * 20 + "1" * 30 + "0" * TAIL)
+    assert r.turn.requests == [] and r.turn.budgets == [pytest.approx((HANGOVER - TAIL) * PERIOD_S)]
+    r.sched.finish(r.jobs(JobKind.SPECULATIVE)[0], result("ten of clubs"))  # no mark
+    r.feed("0" * (HANGOVER - TAIL - 1))
+    assert r.finals() == []
+    r.feed("0")
+    assert [e.text for e in r.finals()] == ["ten of clubs"] and r.pipeline.stats.endpoints_by_turn == 0
+    # A sure closing mark still ends its sentence on the sentence-end hangover.
+    r2 = Rig(turn=True)
+    r2.turn.in_time = False
+    r2.feed("0" * 20 + "1" * 30 + "0" * TAIL)
+    r2.sched.finish(r2.jobs(JobKind.SPECULATIVE)[0], result("Open the garage door.", punctuation_prob=0.95))
+    r2.feed("0" * (SENTENCE_END - TAIL))
+    assert [e.text for e in r2.finals()] == ["Open the garage door."] and r2.turn.requests == []
 
 
 def test_a_late_end_of_turn_verdict_ends_a_pause_that_already_lasted_long_enough():

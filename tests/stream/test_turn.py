@@ -15,7 +15,17 @@ import pytest
 from voxnode.errors import ModelError
 from voxnode.models.find import TURN_MODEL, find_model
 from voxnode.models.find import TURN_MODEL_FILE as MODEL_FILE
-from voxnode.stream.turn import MEL_FRAMES, TurnDetector, TurnModel, TurnRequest, turn_features
+from voxnode.stream.turn import (
+    MEL_FRAMES,
+    MIN_ANSWERS,
+    PROBE_EVERY,
+    RECENT_ANSWERS,
+    AnswerTimes,
+    TurnDetector,
+    TurnModel,
+    TurnRequest,
+    turn_features,
+)
 
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
 
@@ -161,3 +171,48 @@ def test_stop_drops_waiting_requests_and_leaves_no_thread():
     assert not any(t.name == "turn-model" for t in threading.enumerate())
     det.submit(TurnRequest("c", np.array([0.3]), lambda r, p: got.append(p)))  # after stop: ignored
     assert got == [0.1]
+
+
+def test_answer_times_decide_whether_a_pause_asks_the_model():
+    """The rule alone (AnswerTimes, fed answer times by hand): asked while fewer than MIN_ANSWERS
+    answers are known or their median fits the budget; else only at every PROBE_EVERY-th pause."""
+    times = AnswerTimes()
+    budget = 0.6
+    for _ in range(MIN_ANSWERS - 1):
+        times.answered(0.8)
+        assert times.ask(budget)  # too few answers to judge by
+    times.answered(0.8)
+    assert times.typical_s() == pytest.approx(0.8)
+    asked = [times.ask(budget) for _ in range(2 * PROBE_EVERY)]
+    assert asked == ([False] * (PROBE_EVERY - 1) + [True]) * 2  # one probe in PROBE_EVERY
+    assert times.late and times.declined == 2 * (PROBE_EVERY - 1)
+    assert times.ask(1.0)  # a longer budget: in time
+    for _ in range(RECENT_ANSWERS // 2 + 1):  # quicker answers (the board is less busy): the median follows
+        times.answered(0.1)
+    assert times.typical_s() == pytest.approx(0.1) and times.ask(budget) and not times.late
+
+
+def test_the_detector_measures_its_answers_from_the_question_and_declines_late_ones():
+    """Answer time = from the request's submission to its answer, the queue included: a held call
+    (the model standing in for a slow board) makes every answer later than a 50 ms budget."""
+    slow = SlowModel()
+    det = TurnDetector(slow)  # type: ignore[arg-type]
+    got = []
+    det.start()
+    try:
+        assert det.worth_asking(0.05)
+        for i in range(MIN_ANSWERS):
+            threading.Timer(0.15, slow.release.set).start()
+            det.submit(TurnRequest("a", np.array([0.1 * i]), lambda r, p: got.append(p)))
+            deadline = time.monotonic() + 5
+            while len(got) <= i and time.monotonic() < deadline:
+                time.sleep(0.01)
+            slow.release.clear()
+    finally:
+        slow.release.set()
+        det.stop(time.monotonic() + 2)
+    assert len(got) == MIN_ANSWERS
+    stats = det.stats()
+    assert stats["answer_ms"] >= 150
+    assert not det.worth_asking(0.05) and det.worth_asking(5.0)
+    assert det.stats()["declined_late"] == 1

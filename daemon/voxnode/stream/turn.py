@@ -18,8 +18,10 @@ second core is idle in a pause), so that the verdict is in before the speculativ
 from __future__ import annotations
 
 import logging
+import statistics
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +82,56 @@ class TurnModel:
         return float(self._interp.get_tensor(self._out).reshape(-1)[0])
 
 
+# The model's answer can change a pause's end only while that pause lasts: asked at `vad.tail_ms` of
+# silence, an answer later than `vad.hangover_ms` comes after every rule has ended the utterance. On the
+# emulated Pi 4 (stop 48: this host's fractions, 4 threads, 25 real utterances) every one of 36 calls took
+# 811 ms on the mean against the 600 ms a pause leaves it, no pause was ended by it, and its calls were
+# ~22 % of the daemon's CPU. So where the recent answers come too late the model is not asked (the rules
+# then decide as with the model off), except every PROBE_EVERY-th pause, which keeps the figure fresh.
+RECENT_ANSWERS = 8  # the answers whose median is the model's answer time
+MIN_ANSWERS = 3  # before this many the model is always asked
+PROBE_EVERY = 16
+
+
+class AnswerTimes:
+    """How long the model's answers take (from the pause's question to its answer, the queue
+    included), and whether a pause that can wait `budget_s` should ask it."""
+
+    def __init__(self) -> None:
+        self._recent: deque[float] = deque(maxlen=RECENT_ANSWERS)
+        self._skipped = 0  # pauses not asked since the last question
+        self.late = False  # the recent answers come after the budget
+        self.declined = 0  # pauses not asked, in all
+
+    def answered(self, seconds: float) -> None:
+        self._recent.append(seconds)
+
+    def typical_s(self) -> float | None:
+        return statistics.median(self._recent) if len(self._recent) >= MIN_ANSWERS else None
+
+    def ask(self, budget_s: float) -> bool:
+        typical = self.typical_s()
+        late = typical is not None and typical > budget_s
+        if late != self.late:
+            self.late = late
+            if typical is not None and late:
+                log.info(
+                    "end-of-turn model: its answers take %.0f ms, after the %.0f ms a pause can wait for one: "
+                    "asked at one pause in %d until they come in time",
+                    1e3 * typical,
+                    1e3 * budget_s,
+                    PROBE_EVERY,
+                )
+            else:
+                log.info("end-of-turn model: its answers come in time again; asked at every pause")
+        if not late or self._skipped + 1 >= PROBE_EVERY:
+            self._skipped = 0
+            return True
+        self._skipped += 1
+        self.declined += 1
+        return False
+
+
 @dataclass
 class TurnRequest:
     stream: str
@@ -103,6 +155,7 @@ class TurnDetector(Component):
         self.calls = 0
         self.replaced = 0
         self.engine_s = 0.0
+        self._times = AnswerTimes()
 
     def start(self) -> None:
         if self._model is None:
@@ -119,6 +172,11 @@ class TurnDetector(Component):
                 self.replaced += 1
             self._pending[request.stream] = request
             self._cond.notify()
+
+    def worth_asking(self, budget_s: float) -> bool:
+        """Whether a pause that can wait `budget_s` for the answer should ask (AnswerTimes)."""
+        with self._cond:
+            return self._times.ask(budget_s)
 
     def cancel(self, stream: str) -> None:
         """Forget the stream's waiting request (speech resumed); one already running still reports."""
@@ -143,8 +201,11 @@ class TurnDetector(Component):
             except Exception:  # a model failure must not stop endpoints: the text decides alone
                 log.exception("stream %s: end-of-turn model failed", request.stream)
                 continue
-            self.engine_s += time.monotonic() - t0
+            done = time.monotonic()
+            self.engine_s += done - t0
             self.calls += 1
+            with self._cond:
+                self._times.answered(done - request.submitted)
             request.on_done(request, prob)
 
     def stats(self) -> dict:
@@ -154,6 +215,8 @@ class TurnDetector(Component):
             "calls": self.calls,
             "replaced": self.replaced,
             "mean_ms": round(1e3 * self.engine_s / self.calls, 1) if self.calls else None,
+            "answer_ms": None if (typical := self._times.typical_s()) is None else round(1e3 * typical, 1),
+            "declined_late": self._times.declined,
         }
 
     def stop(self, deadline: float) -> None:

@@ -142,10 +142,13 @@ class Utterances:
         else:  # the audio up to speculate_ms of silence, zero-padded like the rest of the window
             job.tag = (utt.uid, ev.pause_id, job.tag[2])
             audio = self._prepare(ev.audio)
-        st.pause(job, result, turn_asked=self.turn is not None)
-        if self.turn is not None:
+        # The model's answer is worth its CPU only if it can come while the pause lasts (stream/turn.py).
+        seg, turn = self.params.segmenter, self.turn
+        ask = turn is not None and turn.worth_asking((seg.hangover_frames - seg.tail_frames) * PERIOD_S)
+        st.pause(job, result, turn_asked=ask)
+        if turn is not None and ask:
             # The pause's audio, on the model's own thread: usually back before the decode.
-            self.turn.submit(TurnRequest(self.name, audio, self._on_turn, (utt.uid, ev.pause_id)))
+            turn.submit(TurnRequest(self.name, audio, self._on_turn, (utt.uid, ev.pause_id)))
         if result is not None:
             self._out.partial(st, job, result, drop_last=False)
             self._judge_pause(st)
