@@ -132,10 +132,10 @@ class VadConfig:
     end_of_turn: str = setting(
         "smart-turn",
         'Sentence-aware endpoint: "smart-turn" also asks an end-of-turn model (Pipecat\'s Smart Turn v3.2, '
-        "BSD-2-Clause, 8.7 MB, on LiteRT: ~30 ms per pause on its own thread) whether the speaker sounds "
-        "finished: it decides where the speculative decode's text cannot tell (no sure closing mark), and "
-        'where the text ends a sentence its agreement shortens the pause (agreed_end_hangover_ms); "off": the '
-        "text decides alone.",
+        "BSD-2-Clause, 8.7 MB, on LiteRT: 30-100 ms per pause on its own thread on x86) whether the speaker "
+        "sounds finished: it decides where the speculative decode's text cannot tell (no sure closing mark), and "
+        "where the text ends a sentence its agreement shortens the pause (agreed_end_hangover_ms); not asked "
+        'while its answers come after hangover_ms (a slow board); "off": the text decides alone.',
         choices=("smart-turn", "off"),
     )
     # 0.9. Whole utterances / the same cut at a mid-sentence pause (25 / 17, 100 ms tail) called
