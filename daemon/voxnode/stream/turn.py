@@ -210,13 +210,15 @@ class TurnDetector(Component):
 
     def stats(self) -> dict:
         d = self._model.delegation if self._model is not None else None
+        with self._cond:  # the detector's thread adds answer times
+            typical, declined = self._times.typical_s(), self._times.declined
         return {
             "xnnpack_all_ops": d is not None and d.applied and not d.not_delegated,
             "calls": self.calls,
             "replaced": self.replaced,
             "mean_ms": round(1e3 * self.engine_s / self.calls, 1) if self.calls else None,
-            "answer_ms": None if (typical := self._times.typical_s()) is None else round(1e3 * typical, 1),
-            "declined_late": self._times.declined,
+            "answer_ms": None if typical is None else round(1e3 * typical, 1),
+            "declined_late": declined,
         }
 
     def stop(self, deadline: float) -> None:
