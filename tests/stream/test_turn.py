@@ -192,6 +192,24 @@ def test_answer_times_decide_whether_a_pause_asks_the_model():
     assert times.typical_s() == pytest.approx(0.1) and times.ask(budget) and not times.late
 
 
+def test_a_probe_in_time_drops_the_late_answers():
+    """A board slow only at first (a busy start): while declining, the first probe that answers in time
+    drops the late answers, so MIN_ANSWERS quick ones put the model back at every pause."""
+    times = AnswerTimes()
+    budget = 0.6
+    for _ in range(RECENT_ANSWERS):
+        times.answered(0.9)
+    assert not times.ask(budget) and times.late
+    times.answered(0.1)  # the probe's answer, in time
+    assert times.typical_s() is None and times.ask(budget)  # too few answers to judge by: asked
+    times.answered(0.1)
+    times.answered(0.1)
+    assert times.typical_s() == pytest.approx(0.1) and times.ask(budget) and not times.late
+    # Not while in time: a slow answer then is one among the recent ones, nothing is dropped.
+    times.answered(0.9)
+    assert times.typical_s() == pytest.approx(0.1)
+
+
 def test_the_detector_measures_its_answers_from_the_question_and_declines_late_ones():
     """Answer time = from the request's submission to its answer, the queue included: a held call
     (the model standing in for a slow board) makes every answer later than a 50 ms budget."""

@@ -102,14 +102,21 @@ class AnswerTimes:
         self._skipped = 0  # pauses not asked since the last question
         self.late = False  # the recent answers come after the budget
         self.declined = 0  # pauses not asked, in all
+        self._budget_s: float | None = None  # what the latest pause could wait
 
     def answered(self, seconds: float) -> None:
+        """One answer's time. While the answers are late, one in time (a probe's) drops the older ones:
+        a board slow only for a while (a busy start) asks at every pause again after MIN_ANSWERS quick
+        answers, not after a majority of the last RECENT_ANSWERS (RECENT_ANSWERS // 2 + 1 probes)."""
+        if self.late and self._budget_s is not None and seconds <= self._budget_s:
+            self._recent.clear()
         self._recent.append(seconds)
 
     def typical_s(self) -> float | None:
         return statistics.median(self._recent) if len(self._recent) >= MIN_ANSWERS else None
 
     def ask(self, budget_s: float) -> bool:
+        self._budget_s = budget_s
         typical = self.typical_s()
         late = typical is not None and typical > budget_s
         if late != self.late:
