@@ -122,3 +122,14 @@ def test_a_local_broker_that_cannot_bind_fails_at_once_with_its_reason(monkeypat
     assert took < 30, took  # it exits in milliseconds; the timeout was 60 s
     assert b.proc is not None and b.proc.returncode not in (None, 0)
     assert not os.path.exists(f"/proc/{b.proc.pid}") and not b.work.exists()  # reaped, folder gone
+
+
+def test_free_ports_lie_below_the_kernels_ephemeral_range():
+    """A server restarted on its port after an outage (the tests' Mosquitto) must find it free: a port in
+    the ephemeral range can be taken meanwhile as some connection's own end (CI: "Address already in use"
+    after the 60 s outage). So free_port() picks below that range, and not always the same port."""
+    from voxnode.mqtt.localbroker import EPHEMERAL_RANGE, free_port
+
+    below = int(EPHEMERAL_RANGE.read_text().split()[0])
+    ports = {free_port() for _ in range(20)}
+    assert all(1024 <= p < below for p in ports) and len(ports) > 1

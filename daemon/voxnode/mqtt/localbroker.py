@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 import shutil
 import socket
@@ -14,9 +15,30 @@ from voxnode.errors import VoxnodeError
 from voxnode.lifecycle import STOP_TIMEOUT_S, Component
 from voxnode.process_stop import stop_process
 
+# The kernel hands out its ephemeral ports (32768-60999 by default) as the local end of every outgoing
+# connection. A server stopped and started again on such a port can find it taken meanwhile: the tests'
+# Mosquitto, restarted after a 60 s outage, exited "Address already in use" (CI, stop 48). So the port
+# is a free one below that range, where no connection's own end ever lands.
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LOWEST_PORT = 10000
+
 
 def free_port() -> int:
-    with socket.socket() as s:
+    """A free loopback port below the kernel's ephemeral range (a random one: parallel tests differ)."""
+    try:
+        below = int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        below = 32768
+    lowest = LOWEST_PORT if below > LOWEST_PORT + 1000 else 1024
+    for _ in range(200):
+        port = random.randrange(lowest, below)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # nothing free down there: any port the kernel gives
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
