@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import time
 import urllib.request
 
@@ -18,17 +17,12 @@ import pytest
 from tests.alsa_env import alsa_file_pcm
 from tests.helpers import wait_until
 from tests.systemd.helpers import NotifySocket, PacedMic, has, start_daemon, stop
+from voxnode.mqtt.localbroker import free_port
 from voxnode.process_stop import stop_process
 
 pytest.importorskip("prometheus_client")
 
 STOP_TIMEOUT_S = 2.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def scrape(port: int) -> str:
