@@ -1,5 +1,6 @@
 """Capture through real ALSA: `type file` PCMs defined in tests/conftest.py, no sound card needed."""
 
+import logging
 import os
 import time
 
@@ -104,7 +105,10 @@ def test_paced_fifo_capture_runs_in_real_time(alsa_dir):
     assert 0.6 < span < 1.6, span  # 49 periods of 20 ms, with scheduling slack
 
 
-def test_missing_device_backs_off_then_recovers(alsa_dir, caplog):
+def test_missing_device_backs_off_then_recovers(alsa_dir, caplog, capfd):
+    """Logged once at error level in alsa-lib's words too, not once per retry (before: an error line and
+    alsa-lib's own stderr line at every retry, for as long as the microphone was away)."""
+    caplog.set_level(logging.DEBUG, logger="voxnode.audio.alsa_capture")
     late = alsa_dir / "late.raw"
     late.unlink(missing_ok=True)
     ring = FrameRing(1000)
@@ -129,7 +133,14 @@ def test_missing_device_backs_off_then_recovers(alsa_dir, caplog):
             writer.close()
         late.unlink(missing_ok=True)
     assert b"".join(f.samples.tobytes() for f in frames) == pcm.tobytes()
-    assert any("cannot open ALSA capture device 'vx_late'" in r.getMessage() for r in caplog.records)
+    failed = [r for r in caplog.records if "cannot open ALSA capture device 'vx_late'" in r.getMessage()]
+    errors = [r for r in failed if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and len(failed) == cap.stats.device_errors >= 2, [r.getMessage() for r in failed]
+    said = f"No such file or directory (ALSA: open {late} for reading failed: No such file or directory)"
+    assert said in errors[0].getMessage()
+    back = [r.getMessage() for r in caplog.records if "is back" in r.getMessage()]
+    assert back == [f"stream t: device 'vx_late' is back (after {len(failed)} failed tries)"]
+    assert "ALSA lib" not in capfd.readouterr().err  # alsa-lib's lines are in ours, not on stderr
 
 
 class _PcmStandIn:

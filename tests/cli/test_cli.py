@@ -39,8 +39,9 @@ def test_run_with_missing_device_reports_it(voxnode_cmd):
         timeout=30,
     )
     assert p.returncode == 0
-    assert "cannot open ALSA capture device 'no_such_pcm'" in p.stderr and "retrying in" in p.stderr
-    assert "Traceback" not in p.stderr
+    said = "cannot open ALSA capture device 'no_such_pcm': No such file or directory (ALSA: Unknown PCM no_such_pcm)"
+    assert said in p.stderr and "retrying in" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr and "ALSA lib" not in p.stderr  # alsa-lib's own line is in ours
 
 
 def test_run_with_an_alsa_configuration_that_does_not_load_says_so(tmp_path, voxnode_cmd):
@@ -52,6 +53,10 @@ def test_run_with_an_alsa_configuration_that_does_not_load_says_so(tmp_path, vox
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
     said = "cannot open ALSA capture device 'default': Invalid argument: the ALSA configuration does not load ("
     assert said in p.stderr and "retrying in" in p.stderr, p.stderr
+    # Which file, in alsa-lib's words, on the same line (before: on lines of its own above it).
+    line = next(x for x in p.stderr.splitlines() if said in x)
+    assert f"(ALSA: _toplevel_:4:0:Unexpected char; {tmp_path / 'asound.conf'} may be old or corrupted" in line, line
+    assert "ALSA lib" not in p.stderr
 
 
 def test_device_override_with_streams_is_a_clear_error(tmp_path, voxnode_cmd):

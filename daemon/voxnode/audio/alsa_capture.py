@@ -97,6 +97,8 @@ class AlsaCapture(AudioSource):
         self.audio = audio
         self._seq = 0
         self._clock = StreamClock()  # the frames' capture times (Frame.t_capture)
+        self._reason = ""  # the failure logged at error level last; its repeats go to debug
+        self._failed = 0  # failed tries since the device last opened
 
     def _open_device(self) -> OpenedPcm:
         s, a = self.stream, self.audio
@@ -119,6 +121,7 @@ class AlsaCapture(AudioSource):
                     "writer); still waiting for it",
                     delay,
                     pending,
+                    reason="blocked open",
                 )
                 delay = min(delay * 2, self.audio.retry_max_s)
                 continue
@@ -142,7 +145,14 @@ class AlsaCapture(AudioSource):
                 opened.pcm.close()
                 return
             if self.stats.device_errors:
-                log.info("stream %s: device %r is back", self.name, opened.device, extra=self._fields(opened.device))
+                log.info(
+                    "stream %s: device %r is back (after %d failed %s)",
+                    self.name,
+                    opened.device,
+                    self._failed,
+                    "try" if self._failed == 1 else "tries",
+                    extra=self._fields(opened.device),
+                )
             else:
                 log.info(
                     "stream %s: capturing from %r (%s)",
@@ -154,6 +164,7 @@ class AlsaCapture(AudioSource):
             self.stats.granted = opened.as_dict()
             self.stats.state = "running"
             self.stats.retry_in_s = 0.0
+            self._reason, self._failed = "", 0
             try:
                 self._read_loop(opened)
                 delay = self.audio.retry_initial_s
@@ -236,13 +247,22 @@ class AlsaCapture(AudioSource):
         self.stats.frames += 1
         self.stats.last_frame_mono = t_mono
 
-    def _backoff(self, message: str, delay: float, pending: PendingOpen | None = None) -> None:
-        """Report and wait `delay`; while an open is still pending, its return ends the wait early."""
+    def _backoff(self, message: str, delay: float, pending: PendingOpen | None = None, reason: str = "") -> None:
+        """Report and wait `delay`; while an open is still pending, its return ends the wait early.
+        `reason`: what makes two reports the same failure (default: the message)."""
         self.stats.device_errors += 1
         self.stats.last_error = message
         self.stats.state = "backoff"
         self.stats.retry_in_s = delay
-        log.error(
+        self._failed += 1
+        # A microphone that stays away must not fill the journal (a retry every retry_max_s for as long
+        # as it is unplugged): each new reason once at error level, as MQTT's and the webhook's failures;
+        # the repeats at debug; health counts them (device_errors) and says the last (last_error).
+        reason = reason or message
+        level = logging.ERROR if reason != self._reason else logging.DEBUG
+        self._reason = reason
+        log.log(
+            level,
             "stream %s: %s; %s in %.1f s",
             self.name,
             message,

@@ -14,7 +14,15 @@ waiting for its owner, and is then switched to blocking reads, as pyalsaaudio's 
 The hw_params set-up is pyalsaaudio's: ask, ignore refusals, read back what was granted (alsa_open
 compares it with what was asked). Cost: 2.0 us of CPU per 20 ms period read against pyalsaaudio's
 1.0 us (10,000 reads of a `type file` PCM), 0.005 % of a core per stream. Checked under
-MemoryDenyWriteExecute (PR_SET_MDWE) and the unit's no-netlink seccomp filter: no callbacks, no W+X.
+MemoryDenyWriteExecute (PR_SET_MDWE) and the unit's no-netlink seccomp filter: no W+X memory.
+
+alsa-lib's own complaints ("Unknown PCM mic"; a configuration file's syntax error with its line) went
+to stderr above our error, once more at every retry of a missing microphone. `alsa_says()` takes
+them for the calling thread instead (snd_lib_error_set_local: the handler gets the message's va_list,
+which libc's vsnprintf formats; checked on x86_64 and, under qemu, on aarch64 with Debian's
+alsa-lib 1.2.8), and an open's PcmError says them "(ALSA: ...)". Its one ctypes callback comes from
+libffi's static trampolines, no W+X memory (tests/systemd/test_sandbox.py runs it under
+PR_SET_MDWE); where it cannot be made, or alsa-lib lacks the call, the lines go to stderr as before.
 """
 
 from __future__ import annotations
@@ -22,6 +30,8 @@ from __future__ import annotations
 import ctypes
 import errno
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 SND_PCM_STREAM_CAPTURE = 1
 SND_PCM_NONBLOCK = 1
@@ -66,11 +76,20 @@ _SIGNATURES: dict[str, tuple[object, list]] = {
     "snd_pcm_hw_params_get_rate_max": (ctypes.c_int, [_p, _uint_p, _int_p]),
 }
 
-# Where to read which file and line: alsa-lib writes it on stderr (the journal under systemd).
+# Where to read which file and line when alsa-lib's words could not be taken (alsa_says): on stderr.
 CONFIG_SAYS = "ALSA's own lines above say which file and line; so does `voxnode devices`"
+CONFIG_FAILS = "the ALSA configuration does not load"
 
 _lib_lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
+
+# alsa-lib's snd_local_error_handler_t: file, line, function, errno (0: none), format, its va_list
+_ERROR_HANDLER = ctypes.CFUNCTYPE(
+    None, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p
+)
+_said = threading.local()  # .lines: what alsa-lib said in this thread inside alsa_says()
+_handler: object = None  # the callback, made once; False where it cannot be (then stderr, as before)
+_vsnprintf: Callable[..., int] | None = None  # libc's, which formats alsa-lib's va_list
 
 
 class PcmError(Exception):
@@ -79,6 +98,15 @@ class PcmError(Exception):
     def __init__(self, code: int, what: str):
         self.code = code
         super().__init__(what)
+
+    def saying(self, said: list[str]) -> PcmError:
+        """This error with what alsa-lib said meanwhile, in its words (audio/devices.py writes them alike)."""
+        what = str(self)
+        if said:
+            what += f" ({'ALSA: ' + '; '.join(said)})"
+        elif what.endswith(CONFIG_FAILS):
+            what += f" ({CONFIG_SAYS})"
+        return PcmError(self.code, what)
 
 
 def _libasound() -> ctypes.CDLL:
@@ -101,6 +129,60 @@ def strerror(code: int) -> str:
     return text.decode(errors="replace") if text else f"error {code}"
 
 
+def _take(file: bytes, line: int, function: bytes, err: int, fmt: bytes, args: int) -> None:
+    # Runs in the thread alsa-lib complains in, which set the handler (alsa_says); never raises into C.
+    try:
+        buf = ctypes.create_string_buffer(512)
+        assert _vsnprintf is not None
+        _vsnprintf(buf, len(buf), fmt, args)
+        text = buf.value.decode(errors="replace").strip()
+        if err:
+            text += f": {strerror(err)}"  # as alsa-lib's own handler adds it
+        lines = getattr(_said, "lines", None)
+        if lines is not None and text and text not in lines:  # the configuration is read more than once
+            lines.append(text)
+    except Exception:  # noqa: BLE001 - an exception cannot cross into alsa-lib
+        pass
+
+
+def _local_handler(lib: ctypes.CDLL) -> object:
+    """The callback for snd_lib_error_set_local, made once; False where this alsa-lib lacks the call
+    (before 1.1.6) or libffi cannot make a callback here."""
+    global _handler, _vsnprintf
+    with _lib_lock:
+        if _handler is None:
+            try:
+                libc = ctypes.CDLL(None)
+                _vsnprintf = libc.vsnprintf
+                _vsnprintf.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_void_p]
+                _vsnprintf.restype = ctypes.c_int
+                lib.snd_lib_error_set_local.argtypes = [_ERROR_HANDLER]
+                lib.snd_lib_error_set_local.restype = ctypes.c_void_p
+                _handler = _ERROR_HANDLER(_take)
+            except (AttributeError, MemoryError, OSError):
+                _handler = False
+        return _handler
+
+
+@contextmanager
+def alsa_says() -> Iterator[list[str]]:
+    """What alsa-lib says in the calling thread inside the block, each line once, in its words, instead
+    of on stderr (the list stays empty where that cannot be done, and the lines go to stderr)."""
+    lib = _libasound()
+    handler = _local_handler(lib)
+    lines: list[str] = []
+    if not handler:
+        yield lines
+        return
+    _said.lines = lines
+    lib.snd_lib_error_set_local(handler)
+    try:
+        yield lines
+    finally:
+        lib.snd_lib_error_set_local(_ERROR_HANDLER())  # NULL: alsa-lib's own handler again
+        _said.lines = None
+
+
 class CapturePcm:
     """One opened capture PCM: `read()` gives one period as pyalsaaudio's PCM.read() does."""
 
@@ -112,10 +194,22 @@ class CapturePcm:
         self._handle = _p()
         self._closed = threading.Lock()  # close() once, whichever thread gets there
         self._open = False
+        with alsa_says() as said:
+            try:
+                self._open_and_set_up(device, channels, rate, periodsize, periods)
+            except PcmError as e:
+                raise e.saying(said) from None
+        width = lib.snd_pcm_format_physical_width(self._format)
+        self._frame_bytes = max(1, self._info["channels"] * width // 8)
+        self._period = max(1, self._info["period_size"])
+        self._buffer = ctypes.create_string_buffer(self._period * self._frame_bytes)
+
+    def _open_and_set_up(self, device: str, channels: int, rate: int, periodsize: int, periods: int) -> None:
+        lib = self._lib
         res = lib.snd_pcm_open(ctypes.byref(self._handle), device.encode(), SND_PCM_STREAM_CAPTURE, SND_PCM_NONBLOCK)
         if res < 0:
             if lib.snd_config_update() < 0:  # a syntax error in an asoundrc: the open said "Invalid argument"
-                raise PcmError(res, f"{strerror(res)}: the ALSA configuration does not load ({CONFIG_SAYS})")
+                raise PcmError(res, f"{strerror(res)}: {CONFIG_FAILS}")
             raise PcmError(res, strerror(res))
         self._open = True
         try:
@@ -126,10 +220,6 @@ class CapturePcm:
         except BaseException:
             self.close()
             raise
-        width = lib.snd_pcm_format_physical_width(self._format)
-        self._frame_bytes = max(1, self._info["channels"] * width // 8)
-        self._period = max(1, self._info["period_size"])
-        self._buffer = ctypes.create_string_buffer(self._period * self._frame_bytes)
 
     def _setup(self, channels: int, rate: int, periodsize: int, periods: int) -> dict:
         lib, h = self._lib, self._handle
