@@ -24,7 +24,8 @@ BUILD = REPO / "build" / "arm64"
 PY = "3.11"  # Debian 12's python3.11; the wheels are fetched for the same version
 DEBS = (
     "python3.11-minimal libpython3.11-minimal libpython3.11-stdlib libc6 libgcc-s1 libstdc++6 "
-    "libexpat1 zlib1g libssl3 libffi8 libbz2-1.0 liblzma5 libcrypt1 libuuid1"
+    "libexpat1 zlib1g libssl3 libffi8 libbz2-1.0 liblzma5 libcrypt1 libuuid1 "
+    "libasound2 libasound2-data"  # the capture's alsa-lib (scripts/arm64_alsa.py)
 ).split()
 WHEELS = ("ai-edge-litert", "numpy", "soxr")  # all `voxnode transcribe` imports besides the stdlib
 # pip does not widen an explicit manylinux_2_X platform to older glibcs: list every one the

@@ -1,7 +1,8 @@
 """`make test-arm64`: `voxnode transcribe` on real clips under qemu-user, as a Raspberry Pi 4
 (Cortex-A72) and a Raspberry Pi 5 (Cortex-A76), compared with the same run on this x86 machine,
 with Whisper tiny.en and with Whisper base (language "auto", plus a French clip); then the
-end-of-turn model (`vad.end_of_turn`) the same way.
+end-of-turn model (`vad.end_of_turn`) the same way, and alsa-lib's own words on the daemon's
+capture errors (scripts/arm64_alsa.py).
 
 What it checks: the aarch64 wheels of our runtime dependencies load and run, XNNPACK takes the
 whole of each model on ARM, and the ARM kernels (NEON on the A72, NEON dot-product on the A76) give
@@ -16,7 +17,7 @@ Prints one table per Whisper, a row per CPU, and a last line that says PASS, or 
 
 # Its parts: arm64_matrix (the Whispers, clips and CPU models), arm64_sysroot (the arm64 Python and
 # wheels), arm64_runs (the runs under qemu), arm64_report (WER and the verdict), arm64_turn (the
-# end-of-turn model).
+# end-of-turn model), arm64_alsa (alsa-lib's words through the capture's ctypes callback).
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import shutil
 import subprocess
 import sys
 
+from scripts.arm64_alsa import check_alsa_words
 from scripts.arm64_matrix import ASR_MODELS, CPU_MODELS, DEFAULT_CPUS
 from scripts.arm64_report import report
 from scripts.arm64_runs import hwcaps, run_all
@@ -64,7 +66,7 @@ def main() -> int:
         sysroot = build_sysroot(host_pins())
         roots = {cpu.name: cpu_root(sysroot, cpu) for cpu in cpus}
         caps = {cpu.name: hwcaps(qemu, roots[cpu.name], cpu) for cpu in cpus}
-        failures = []
+        failures = check_alsa_words(qemu, sysroot, cpus[0])
         for model in models:
             x86, arm, pairs = run_all(qemu, roots, caps, cpus, model)
             failures += report(model, x86, arm, pairs, qemu_version)
@@ -84,7 +86,7 @@ def main() -> int:
     turn = "" if args.no_end_of_turn else f", the end-of-turn model within {TURN_MARGIN} of x86's probabilities"
     print(
         f"test-arm64: PASS: {names} transcribe with {whispers} within the WER margin of x86{languages}{turn}, "
-        "XNNPACK on every op of every model checked"
+        "XNNPACK on every op of every model checked, alsa-lib's words as on x86"
     )
     return 0
 
