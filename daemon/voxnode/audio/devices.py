@@ -5,12 +5,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import select
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -18,6 +16,7 @@ from typing import TypeVar
 import alsaaudio
 
 from voxnode.audio.alsa_open import supported_rates
+from voxnode.audio.alsa_pcm import alsa_says
 from voxnode.audio.format import SAMPLE_RATE
 from voxnode.errors import AudioDeviceError
 from voxnode.process_stop import stop_process
@@ -36,8 +35,6 @@ class DeviceInfo:
 PROBE_TIMEOUT_S = 5.0
 LIST_TIMEOUT_S = 30.0  # the listing opens no device; 30 s is the probe child's start-up allowance too
 
-# alsa-lib's own error lines on stderr: "ALSA lib conf.c:2007:(_snd_config_load_with_include) <words>".
-_ALSA_LINE = re.compile(r"^ALSA lib \S+:\d+:\([^)]*\) ?(.*)$")
 _T = TypeVar("_T")
 
 
@@ -55,8 +52,8 @@ def list_capture_devices(probe: bool = True) -> list[DeviceInfo]:
 
 
 def _list_in_child() -> tuple[list[str], list[str]]:
-    """(names, what alsa-lib said while listing them), from a child: alsa-lib writes its complaints on
-    the stderr of the process that loads the configuration, where they would stand above our line."""
+    """(names, what alsa-lib said while listing them, in its words: _alsa_said), from a child, as the
+    probes."""
     try:
         child = subprocess.run(
             [sys.executable, "-m", "voxnode.audio.devices", "--list"],
@@ -130,25 +127,16 @@ def _read_answers(child: subprocess.Popen, pending: list[str], results: list[Dev
 
 
 def _alsa_said(call: Callable[[], _T]) -> tuple[_T | None, BaseException | None, list[str]]:
-    """(what `call` returned or None, what it raised or None, what alsa-lib wrote on fd 2 meanwhile in
-    its own words). In the child only: fd 2 is the whole process's."""
-    sys.stderr.flush()
+    """(what `call` returned or None, what it raised or None, what alsa-lib said meanwhile in its own
+    words: audio/alsa_pcm.alsa_says, which takes them off stderr)."""
     result: _T | None = None
     raised: BaseException | None = None
-    with tempfile.TemporaryFile() as f:
-        saved = os.dup(2)
-        os.dup2(f.fileno(), 2)
+    with alsa_says() as said:
         try:
             result = call()
         except Exception as e:
             raised = e
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-        f.seek(0)
-        text = f.read().decode(errors="replace")
-    words = [m.group(1).strip() for m in map(_ALSA_LINE.match, text.splitlines()) if m]
-    return result, raised, [w for w in words if w]
+    return result, raised, said
 
 
 def _probe(name: str) -> DeviceInfo:
