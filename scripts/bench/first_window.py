@@ -14,7 +14,12 @@ It prints per condition and window: WER (Whisper's English normaliser), the fina
 and the final's process CPU median / mean / p95 (1 thread; fair under `nice`), and saves every
 final's text and figures in scripts/bench/results/first_window.json.
 
+`--partial-window W` gives every partial (the draft's included) a W s window instead of the
+engine's 6 s, and measures the partials a speaking stream would run too: one every 0.5 s of audio
+from 1 s on, their process CPU and how each ended (end-of-text, token cap, ...).
+
     nice -n 19 .venv-bench/bin/python -m scripts.bench.first_window --windows 6 7 8
+    nice -n 19 .venv-bench/bin/python -m scripts.bench.first_window --windows 6 --partial-window 4
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--snr", type=float, default=10.0, help="SNR (dB) of the noisy conditions, per clip")
     p.add_argument("--lag", type=float, default=1.2, help="seconds of speech the draft's partial misses")
     p.add_argument("--asterisk", type=int, default=40, help="Asterisk prompts in the corpus (plus 10 pocketsphinx)")
+    p.add_argument("--partial-window", type=float, default=None, help="partials' window, s (default: the engine's)")
+    p.add_argument("--partial-step", type=float, default=0.5, help="seconds of audio between measured partials")
     p.add_argument("--out", default=str(RESULTS / "first_window.json"))
     args = p.parse_args(argv)
 
@@ -48,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     from voxnode.asr.whisper.engine import WhisperEngine
 
     eng = WhisperEngine.load(default_model_dir(None, "tiny.en"), 1)
+    if args.partial_window is not None:
+        eng.options = dataclasses.replace(eng.options, partial_window_s=args.partial_window)
     base = eng.options
     utts = speech_corpus.real_speech(n_asterisk=args.asterisk)
     exclude = {u.name for u in utts}
@@ -61,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             duration = len(audio) / 16000
             head, draft = head_and_draft(eng, audio, args.lag)
             row: dict = {"condition": cond, "name": u.name, "duration_s": round(duration, 3), "reference": u.text}
+            row["partials"] = partials(eng, audio, args.partial_step)
             for w in args.windows:
                 eng.options = dataclasses.replace(base, min_window_s=w)
                 eng.transcribe(head, role="partial")
@@ -78,6 +88,19 @@ def main(argv: list[str] | None = None) -> int:
     summary = []
     for cond in args.conditions:
         rs = [r for r in rows if r["condition"] == cond]
+        cpu = [c for r in rs for c, _ in r["partials"]]
+        ends = [e for r in rs for _, e in r["partials"]]
+        line = {
+            "condition": cond,
+            "partial_window_s": base.partial_window_s,
+            "partials": len(cpu),
+            "partial_cpu_ms_p50": round(float(np.median(cpu)), 1),
+            "partial_cpu_ms_mean": round(float(np.mean(cpu)), 1),
+            "partial_cpu_ms_p95": round(float(np.percentile(cpu, 95)), 1),
+            "partial_ends": {e: ends.count(e) for e in sorted(set(ends))},
+        }
+        summary.append(line)
+        print(line, flush=True)
         for w in args.windows:
             sel = [r[f"{w:g}"] for r in rs]
             cpu = [s["cpu_ms"] for s in sel]
@@ -97,6 +120,19 @@ def main(argv: list[str] | None = None) -> int:
         json.dump({"command": command_line(), "machine": describe(), "summary": summary, "finals": rows}, f, indent=1)
     print("saved", args.out)
     return 0
+
+
+def partials(eng, audio: np.ndarray, step_s: float) -> list[tuple[float, str]]:
+    """(process CPU ms, stop reason) of the partials a speaking stream runs on `audio`: one every
+    `step_s` of audio from 1 s on, while at least 0.3 s is left (partials stop at the pause)."""
+    out = []
+    t = 1.0
+    while t < len(audio) / 16000 - 0.3:
+        c0 = time.process_time()
+        r = eng.transcribe(audio[: int(t * 16000)], role="partial")
+        out.append((round((time.process_time() - c0) * 1000, 1), r.stop_reason))
+        t += step_s
+    return out
 
 
 if __name__ == "__main__":

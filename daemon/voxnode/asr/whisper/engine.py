@@ -41,7 +41,7 @@ from voxnode.asr.whisper.options import ROLES, DecodeOptions
 from voxnode.asr.whisper.prompt import StartSequence, prompted_start
 from voxnode.asr.whisper.search import Decoded
 from voxnode.asr.whisper.tokenizer import Tokenizer
-from voxnode.asr.whisper.window import MAX_SECONDS, PARTIAL_WINDOW_SECONDS, first_window, retry_window
+from voxnode.asr.whisper.window import MAX_SECONDS, first_window, retry_window
 from voxnode.config.asr import known_languages
 from voxnode.config.wording import key_value, naming, toml_value
 from voxnode.errors import ModelError
@@ -231,7 +231,7 @@ class WhisperEngine(Recognizer):
         words = tuple(opts.hotwords if hotwords is None else hotwords)
         text_prompt = opts.prompt if prompt is None else prompt
         bias = self._bias(words)
-        min_window = opts.min_window_s if final else PARTIAL_WINDOW_SECONDS
+        min_window = opts.min_window_s if final else opts.partial_window_s
         window = first_window(duration, min_window)
         max_new = guards.max_new_tokens(duration)
         with self._lock:

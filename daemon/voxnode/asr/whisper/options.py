@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from voxnode.asr.whisper.window import PARTIAL_WINDOW_SECONDS
+
 ROLES = ("final", "partial")
 
 
 @dataclass(frozen=True)
 class DecodeOptions:
     beam_size: int  # finals; partials are always greedy
-    min_window_s: float  # finals' shortest encoder window; partials use PARTIAL_WINDOW_S
+    min_window_s: float  # finals' shortest encoder window
     temperatures: tuple[float, ...]  # finals' fallback ladder after the beam search; () = none
     prompt: str  # Whisper's previous-text prompt, "" = none
     hotwords: tuple[str, ...]  # words or phrases made more likely, () = none
@@ -22,6 +24,9 @@ class DecodeOptions:
     language: str = "en"  # a Whisper language code, or "auto" (multilingual models only)
     draft: bool = True  # verify a caller's draft tokens in one call and decode only the rest
     draft_margin: float = 1.0  # finals: a draft token is taken only while greedy leads by this many nats
+    # partials' shortest encoder window: no config key (scripts/bench/first_window.py --partial-window
+    # measures others; window.py says why 6 s)
+    partial_window_s: float = PARTIAL_WINDOW_SECONDS
 
     @classmethod
     def from_config(cls, asr) -> DecodeOptions:
