@@ -100,13 +100,18 @@ class PcmError(Exception):
         super().__init__(what)
 
     def saying(self, said: list[str]) -> PcmError:
-        """This error with what alsa-lib said meanwhile, in its words (audio/devices.py writes them alike)."""
+        """This error with what alsa-lib said meanwhile (alsa_says), in its words."""
         what = str(self)
         if said:
-            what += f" ({'ALSA: ' + '; '.join(said)})"
+            what += alsa_words(said)
         elif what.endswith(CONFIG_FAILS):
             what += f" ({CONFIG_SAYS})"
         return PcmError(self.code, what)
+
+
+def alsa_words(said: list[str]) -> str:
+    """What alsa-lib said (alsa_says), as our error lines carry it: " (ALSA: Unknown PCM mic)"; "" for nothing."""
+    return f" (ALSA: {'; '.join(said)})" if said else ""
 
 
 def _libasound() -> ctypes.CDLL:
@@ -147,7 +152,7 @@ def _take(file: bytes, line: int, function: bytes, err: int, fmt: bytes, args: i
 
 def _local_handler(lib: ctypes.CDLL) -> object:
     """The callback for snd_lib_error_set_local, made once; False where this alsa-lib lacks the call
-    (before 1.1.6) or libffi cannot make a callback here."""
+    (Debian 12's 1.2.8 has it) or libffi cannot make a callback here."""
     global _handler, _vsnprintf
     with _lib_lock:
         if _handler is None:

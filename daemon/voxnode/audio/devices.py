@@ -16,7 +16,7 @@ from typing import TypeVar
 import alsaaudio
 
 from voxnode.audio.alsa_open import supported_rates
-from voxnode.audio.alsa_pcm import alsa_says
+from voxnode.audio.alsa_pcm import alsa_says, alsa_words
 from voxnode.audio.format import SAMPLE_RATE
 from voxnode.errors import AudioDeviceError
 from voxnode.process_stop import stop_process
@@ -147,7 +147,7 @@ def _probe(name: str) -> DeviceInfo:
     if opened is None:
         # pyalsaaudio says "No such file or directory [mic]" for a PCM whose slave is missing; ALSA's
         # own line says which ("Unknown PCM nosuch").
-        error = str(raised) + (f" (ALSA: {'; '.join(said)})" if said else "")
+        error = str(raised) + alsa_words(said)
         if "Permission denied" in error:
             error += " (is the user in the 'audio' group?)"
         return DeviceInfo(name, "", "", "", None, error=error)
