@@ -143,6 +143,25 @@ def test_missing_device_backs_off_then_recovers(alsa_dir, caplog, capfd):
     assert "ALSA lib" not in capfd.readouterr().err  # alsa-lib's lines are in ours, not on stderr
 
 
+def test_alsas_words_keep_the_cause_and_the_name_of_a_long_lookup():
+    """What alsa-lib 1.2.8 says, line by line, opening `default:CARD=Nope` with Debian's alsa.conf: before,
+    all seven lines stood on stderr above our error; the error line keeps the cause and the name."""
+    from voxnode.audio.alsa_pcm import alsa_words
+
+    said = [
+        "cannot find card 'Nope'",
+        "function snd_func_card_inum returned error: No such device",
+        "error evaluating strings",
+        "function snd_func_concat returned error: No such device",
+        "error evaluating name",
+        "function snd_func_refer returned error: No such device",
+        "Unknown PCM default:CARD=Nope",
+    ]
+    assert alsa_words(said) == " (ALSA: cannot find card 'Nope'; ...; Unknown PCM default:CARD=Nope)"
+    assert alsa_words(said[-3:]) == " (ALSA: " + "; ".join(said[-3:]) + ")"  # a few lines are kept whole
+    assert alsa_words([]) == ""
+
+
 class _PcmStandIn:
     """Stands in for a USB microphone that only does 48 kHz.
 

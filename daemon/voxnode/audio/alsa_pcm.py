@@ -109,8 +109,16 @@ class PcmError(Exception):
         return PcmError(self.code, what)
 
 
+# alsa-lib says a failed name lookup line by line up its evaluator ("cannot find card 'usb'", then five
+# lines of "function snd_func_card_inum returned error" and the like, then "Unknown PCM default:CARD=usb"):
+# an error line keeps the first (the cause) and the last (what could not be opened).
+MOST_WORDS = 3
+
+
 def alsa_words(said: list[str]) -> str:
     """What alsa-lib said (alsa_says), as our error lines carry it: " (ALSA: Unknown PCM mic)"; "" for nothing."""
+    if len(said) > MOST_WORDS:
+        said = [said[0], "...", said[-1]]
     return f" (ALSA: {'; '.join(said)})" if said else ""
 
 
