@@ -22,6 +22,7 @@ from voxnode.audio.format import PERIOD_FRAMES, PERIOD_S, SAMPLE_RATE
 from voxnode.audio.wavfile import float_to_s16, read_audio
 from voxnode.config import Config
 from voxnode.lifecycle import Component
+from voxnode.threads import NamedThread
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ class FifoFeeder(Component):
         self.fifo = fifo
         self.pcm = pcm
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="demo-feeder", daemon=True)
+        self._thread = NamedThread(target=self._run, name="demo-feeder", daemon=True)
 
     def start(self) -> None:
         self._thread.start()

@@ -11,6 +11,7 @@ import re
 import signal
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -63,6 +64,10 @@ def test_a_device_that_blocks_on_open_leaves_the_node_running_and_stoppable(tmp_
         text = scrape(port)
         assert re.search(r'^voxnode_stream_state\{[^}]*state="backoff",stream="stuck"\} 1\.0$', text, re.M), text
         assert re.search(r'^voxnode_stream_state\{[^}]*state="running",stream="live"\} 1\.0$', text, re.M), text
+        # As `top -H` shows the node (voxnode/threads.py): the blocked open is its own thread, by name.
+        names = {Path(d, "comm").read_text().strip() for d in Path(f"/proc/{p.pid}/task").iterdir()}
+        named = {"open-stuck", "capture-stuck", "capture-live", "stream-live", "decode-0", "metrics-http"}
+        assert named <= names, names
         sent = time.monotonic()
         rc = stop(p, timeout=STOP_TIMEOUT_S + 10)
         took = time.monotonic() - sent

@@ -19,16 +19,22 @@ ABANDONED = {("audio.alsa_capture", "PendingOpen")}
 DAEMON_USERS = {"daemon.py", "cli.py", "outputs/table.py", "reload.py"}
 
 
+def _makes_a_thread(f: ast.expr) -> bool:
+    """threading.Thread(...), or voxnode.threads.NamedThread(...) (a Thread whose OS thread has its name)."""
+    if isinstance(f, ast.Attribute):
+        return f.attr in ("Thread", "NamedThread") and getattr(f.value, "id", "") in ("threading", "threads")
+    return isinstance(f, ast.Name) and f.id == "NamedThread"
+
+
 def thread_makers() -> set[tuple[str, str]]:
-    """(module, class) of every class whose code calls threading.Thread(...)."""
+    """(module, class) of every class whose code makes a thread (_makes_a_thread)."""
     found = set()
     for path in ROOT.rglob("*.py"):
         tree = ast.parse(path.read_text())
         module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
         for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
             for call in (n for n in ast.walk(cls) if isinstance(n, ast.Call)):
-                f = call.func
-                if isinstance(f, ast.Attribute) and f.attr == "Thread" and getattr(f.value, "id", "") == "threading":
+                if _makes_a_thread(call.func):
                     found.add((module, cls.name))
     return found
 

@@ -20,6 +20,7 @@ from voxnode.audio.source import AudioSource
 from voxnode.audio.stream_clock import StreamClock
 from voxnode.config.audio import AudioConfig, StreamConfig
 from voxnode.errors import AudioDeviceError
+from voxnode.threads import NamedThread
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ class PendingOpen:
         self._abandoned = False
         self._result: OpenedPcm | None = None
         self._error: Exception | None = None
-        threading.Thread(target=self._run, name=f"open-{name}", daemon=True).start()
+        NamedThread(target=self._run, name=f"open-{name}", daemon=True).start()
 
     def _run(self) -> None:
         try:

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from voxnode.audio.capture_pace import CapturePace
 from voxnode.audio.ring import FrameRing
 from voxnode.lifecycle import Component
+from voxnode.threads import NamedThread
 
 # How long a capture gets to leave its read once told to stop, counted from the first request_stop():
 # a capture blocked in an ALSA read (a stalled device) must not eat the deadline of the utterances in
@@ -46,7 +47,7 @@ class AudioSource(Component):
         self.started_mono = 0.0  # when start() ran: a capture that has not opened yet is judged from here
         self._stop = threading.Event()
         self._stop_requested = 0.0  # monotonic time of the first request_stop()
-        self._thread = threading.Thread(target=self._main, name=f"capture-{name}", daemon=True)
+        self._thread = NamedThread(target=self._main, name=f"capture-{name}", daemon=True)
 
     def start(self) -> None:
         self.started_mono = time.monotonic()

@@ -24,6 +24,7 @@ from typing import Protocol
 
 from voxnode.events import Event, TranscriptEvent
 from voxnode.lifecycle import Component
+from voxnode.threads import NamedThread
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ class Sequencer(Component):
         self._cond = threading.Condition()
         self._closing = False
         self.refused = 0  # finals not taken because the queue was full (the disk stalled for that long)
-        self._thread = threading.Thread(target=self._run, name="sequencer", daemon=True)
+        self._thread = NamedThread(target=self._run, name="sequencer", daemon=True)
 
     def start(self) -> None:
         self._thread.start()

@@ -23,6 +23,7 @@ from voxnode.fleet.nodes import NodeState
 from voxnode.fleet.waits import Waits
 from voxnode.lifecycle import Component
 from voxnode.mqtt.connection import make_paho_client
+from voxnode.threads import NamedThread
 
 # Retained messages come back to back; half a second with none after the SUBACK means no more.
 QUIET_S = 0.5
@@ -123,7 +124,7 @@ class FleetWatch(Component):
         lookup: unbounded); then it is left behind, a daemon thread that ends with the process.
         paho's loop_stop joins without a bound, so it runs on a thread of its own, joined here."""
         self.client.disconnect()
-        leaving = threading.Thread(target=self._loop_stop, name="fleet-stop", daemon=True)
+        leaving = NamedThread(target=self._loop_stop, name="fleet-stop", daemon=True)
         leaving.start()
         leaving.join(max(0.0, deadline - time.monotonic()))
 

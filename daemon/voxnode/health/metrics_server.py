@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from voxnode.lifecycle import Component
+from voxnode.threads import NamedThread
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ class MetricsServer(Component):
         self._sel.register(sock, selectors.EVENT_READ, "listen")
         self._wake_r.setblocking(False)
         self._sel.register(self._wake_r, selectors.EVENT_READ, "wake")
-        self._thread = threading.Thread(target=self._run, name="metrics-http", daemon=True)
+        self._thread = NamedThread(target=self._run, name="metrics-http", daemon=True)
         self._thread.start()
 
     def stop(self, deadline: float) -> None:

@@ -38,6 +38,7 @@ from voxnode.mqtt.mailbox import Mailbox
 from voxnode.mqtt.stats import MqttStats
 from voxnode.mqtt.status import OFFLINE, ONLINE
 from voxnode.mqtt.topics import Topics
+from voxnode.threads import NamedThread
 
 log = logging.getLogger("voxnode.mqtt")
 
@@ -76,7 +77,7 @@ class MqttPublisher(Component):
         self._inflight: dict[int, int] = {}  # paho mid -> spool seq (UNSTORED for a final from memory)
         self._handed_up_to = 0  # spooled finals up to here were handed to paho (or are held, below)
         self._held = HeldFinal(config.reconnect_min_s, config.reconnect_max_s)  # the oldest refused final
-        self._thread = threading.Thread(target=self._run, name="mqtt-publisher", daemon=True)
+        self._thread = NamedThread(target=self._run, name="mqtt-publisher", daemon=True)
         self._stopped = threading.Event()
         self._last_logged_failure = ""
         self.client = self._make_client()

@@ -42,6 +42,7 @@ from voxnode.mqtt.commands import (
 )
 from voxnode.mqtt.mute_record import MuteRecord, UnreadableRecord
 from voxnode.mqtt.topics import Topics
+from voxnode.threads import NamedThread
 
 if TYPE_CHECKING:
     from voxnode.health.reporter import HealthReporter
@@ -76,7 +77,7 @@ class CommandRunner(Component):
         self._traces = TraceSnapshots()
         self._memory_busy = threading.Lock()  # held from a memory command's arrival to its reply
         self._memory_jobs: queue.SimpleQueue[tuple[str | None] | None] = queue.SimpleQueue()  # (id,); None: stop
-        self._memory_thread = threading.Thread(target=self._memory_worker, name="memory-snapshot", daemon=True)
+        self._memory_thread = NamedThread(target=self._memory_worker, name="memory-snapshot", daemon=True)
         self.table = CommandTable(
             {
                 "mute": lambda daemon, cmd: self._set_muted(daemon, _stream(cmd), True),

@@ -29,6 +29,7 @@ from voxnode.config.wording import toml_value
 from voxnode.delivery.retry import HeldFinal
 from voxnode.events import Event, TranscriptEvent, dumps
 from voxnode.outputs.base import Output, OutputContext
+from voxnode.threads import NamedThread
 
 if TYPE_CHECKING:
     from voxnode.delivery.cursor import SpoolCursor
@@ -96,7 +97,7 @@ class WebhookOutput(Output):
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._held = HeldFinal(config.retry_min_s, config.retry_max_s)
-        self._thread = threading.Thread(target=self._run, name="webhook", daemon=True)
+        self._thread = NamedThread(target=self._run, name="webhook", daemon=True)
         self.delivered = 0
         self.failures = 0  # POSTs that failed (each retry counts)
         self.lost = 0  # finals without a durable copy dropped because FROM_MEMORY were waiting

@@ -36,6 +36,7 @@ from typing import Any
 from voxnode.asr.recognizer import Recognizer, TranscriptResult
 from voxnode.heartbeat import Heartbeat
 from voxnode.lifecycle import Component
+from voxnode.threads import NamedThread
 
 from .jobs import (
     DecodeJob,
@@ -214,7 +215,7 @@ class DecodeScheduler(Component):
     # ---- lifecycle --------------------------------------------------------------
     def start(self) -> None:
         for i in range(self.params.workers):
-            t = threading.Thread(
+            t = NamedThread(
                 target=self._work,
                 args=(self.heartbeats[i], self._recs[i % len(self._recs)]),
                 name=f"decode-{i}",

@@ -36,6 +36,7 @@ from voxnode.lifecycle import Component
 from voxnode.models.files import check_model_file
 from voxnode.models.find import TURN_MODEL, TURN_MODEL_FILE, TURN_SETTING, find_model
 from voxnode.models.interpreter import describe, open_interpreter
+from voxnode.threads import NamedThread
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +169,7 @@ class TurnDetector(Component):
         if self._model is None:
             self._model = TurnModel()
         log.info("end-of-turn model: Smart Turn v3.2, XNNPACK %s", describe(self._model.delegation))
-        self._thread = threading.Thread(target=self._run, name="turn-model", daemon=True)
+        self._thread = NamedThread(target=self._run, name="turn-model", daemon=True)
         self._thread.start()
 
     def submit(self, request: TurnRequest) -> None:

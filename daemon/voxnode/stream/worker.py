@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 import time
 from collections.abc import Callable
 
@@ -17,6 +16,7 @@ from voxnode.audio.levels import LevelMeter, LevelReport
 from voxnode.audio.ring import FrameRing
 from voxnode.heartbeat import Heartbeat
 from voxnode.lifecycle import Component
+from voxnode.threads import NamedThread
 
 from .pipeline import StreamPipeline
 
@@ -64,7 +64,7 @@ class StreamWorker(Component):
         self.reference = reference  # the echo reference's frames, paired with the microphone's
         self.pace = pace  # its capture's: relaxed while the pipeline is idle, hurried once it is not
         self.heartbeat = Heartbeat(f"stream-{name}")
-        self._thread = threading.Thread(target=self._run, name=f"stream-{name}", daemon=True)
+        self._thread = NamedThread(target=self._run, name=f"stream-{name}", daemon=True)
 
     def start(self) -> None:
         self._thread.start()

@@ -27,6 +27,7 @@ from voxnode.errors import ConfigError
 from voxnode.lifecycle import Component
 from voxnode.stream.params import frontend_params, partial_params, speech_text
 from voxnode.stream.recognition import Recognition
+from voxnode.threads import NamedThread
 
 from .announce import Announcement
 from .connection import LINGER_S, WRITER_WAIT_S, Connection, ServerStats
@@ -92,7 +93,7 @@ class WyomingServer(Component):
             raise ConfigError(cannot_listen("wyoming.host", w.host, "wyoming.port", w.port, e, in_use)) from None
         self.port = self._sock.getsockname()[1]
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._run, name="wyoming", daemon=True)
+        self._thread = NamedThread(target=self._run, name="wyoming", daemon=True)
         self._thread.start()
         if not self._ready.wait(START_TIMEOUT_S) or self._start_error is not None:
             self.stop(time.monotonic())
