@@ -15,8 +15,9 @@ and the final's process CPU median / mean / p95 (1 thread; fair under `nice`), a
 final's text and figures in scripts/bench/results/first_window.json.
 
 `--partial-window W` gives every partial (the draft's included) a W s window instead of the
-engine's 6 s, and measures the partials a speaking stream would run too: one every 0.5 s of audio
-from 1 s on, their process CPU and how each ended (end-of-text, token cap, ...).
+engine's 6 s (`--partial-window 6`: the engine's), and then measures the partials a speaking stream
+would run too: one every 0.5 s of audio from 1 s on, their process CPU and how each ended
+(end-of-text, token cap, ...).
 
     nice -n 19 .venv-bench/bin/python -m scripts.bench.first_window --windows 6 7 8
     nice -n 19 .venv-bench/bin/python -m scripts.bench.first_window --windows 6 --partial-window 4
@@ -70,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
             duration = len(audio) / 16000
             head, draft = head_and_draft(eng, audio, args.lag)
             row: dict = {"condition": cond, "name": u.name, "duration_s": round(duration, 3), "reference": u.text}
-            row["partials"] = partials(eng, audio, args.partial_step)
+            if args.partial_window is not None:  # the partials are measured only when their window is asked
+                row["partials"] = partials(eng, audio, args.partial_step)
             for w in args.windows:
                 eng.options = dataclasses.replace(base, min_window_s=w)
                 eng.transcribe(head, role="partial")
@@ -88,19 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     summary = []
     for cond in args.conditions:
         rs = [r for r in rows if r["condition"] == cond]
-        cpu = [c for r in rs for c, _ in r["partials"]]
-        ends = [e for r in rs for _, e in r["partials"]]
-        line = {
-            "condition": cond,
-            "partial_window_s": base.partial_window_s,
-            "partials": len(cpu),
-            "partial_cpu_ms_p50": round(float(np.median(cpu)), 1),
-            "partial_cpu_ms_mean": round(float(np.mean(cpu)), 1),
-            "partial_cpu_ms_p95": round(float(np.percentile(cpu, 95)), 1),
-            "partial_ends": {e: ends.count(e) for e in sorted(set(ends))},
-        }
-        summary.append(line)
-        print(line, flush=True)
+        if args.partial_window is not None:
+            summary.append(partials_line(cond, base.partial_window_s, [p for r in rs for p in r["partials"]]))
+            print(summary[-1], flush=True)
         for w in args.windows:
             sel = [r[f"{w:g}"] for r in rs]
             cpu = [s["cpu_ms"] for s in sel]
@@ -120,6 +112,20 @@ def main(argv: list[str] | None = None) -> int:
         json.dump({"command": command_line(), "machine": describe(), "summary": summary, "finals": rows}, f, indent=1)
     print("saved", args.out)
     return 0
+
+
+def partials_line(cond: str, window_s: float, measured: list[tuple[float, str]]) -> dict:
+    cpu = [c for c, _ in measured]
+    ends = [e for _, e in measured]
+    return {
+        "condition": cond,
+        "partial_window_s": window_s,
+        "partials": len(cpu),
+        "partial_cpu_ms_p50": round(float(np.median(cpu)), 1),
+        "partial_cpu_ms_mean": round(float(np.mean(cpu)), 1),
+        "partial_cpu_ms_p95": round(float(np.percentile(cpu, 95)), 1),
+        "partial_ends": {e: ends.count(e) for e in sorted(set(ends))},
+    }
 
 
 def partials(eng, audio: np.ndarray, step_s: float) -> list[tuple[float, str]]:
