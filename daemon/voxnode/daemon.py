@@ -331,16 +331,22 @@ class Daemon:
             self.streams.add(stream, pipeline)
         except Exception as e:
             error = error_text(in_config(e, self.config.source))
-            delay = self._unstarted.failed(stream, error, self.config.audio)
-            log.error("stream %s cannot start: %s; retrying in %.1f s", stream.name, error, delay)
+            delay, new_reason = self._unstarted.failed(stream, error, self.config.audio)
+            # Each reason once at error level, its repeats at debug (health's last_error and
+            # device_errors count them all): a start that fails for hours is not 4 lines a minute.
+            (log.error if new_reason else log.debug)(
+                "stream %s cannot start: %s; retrying in %.1f s", stream.name, error, delay
+            )
         else:
-            self._unstarted.discard(stream.name)
+            if failed := self._unstarted.started(stream.name):
+                tries = "try" if failed == 1 else "tries"
+                log.info(
+                    "stream %s started (after %d failed %s)", stream.name, failed, tries, extra={"STREAM": stream.name}
+                )
 
     def _retry_streams(self, now: float) -> None:
         for stream in self._unstarted.due(now):
             self._start_stream(stream)
-            if stream.name in self.streams.names():
-                log.info("stream %s started", stream.name, extra={"STREAM": stream.name})
 
     # ---- state, for health and STATUS= -------------------------------------------------------
 

@@ -145,14 +145,21 @@ class StartRetries:
     def __bool__(self) -> bool:
         return bool(self._by_name)
 
-    def failed(self, stream: StreamConfig, error: str, audio: AudioConfig) -> float:
-        """Note a failed start; returns the delay until the next try (doubling, as a device's)."""
+    def failed(self, stream: StreamConfig, error: str, audio: AudioConfig) -> tuple[float, bool]:
+        """Note a failed start; returns the delay until the next try (doubling, as a device's) and
+        whether `error` is a new reason (the first failure, or not the previous one's words): the
+        caller logs a new reason at error level and its repeats at debug, as a capture does."""
         before = self._by_name.get(stream.name)
         delay = audio.retry_initial_s if before is None else min(before.delay * 2, audio.retry_max_s)
         stats = SourceStats(state="backoff", last_error=error, retry_in_s=delay)
         stats.device_errors = (before.stats.device_errors if before else 0) + 1
         self._by_name[stream.name] = Unstarted(stream, time.monotonic() + delay, delay, stats)
-        return delay
+        return delay, before is None or before.stats.last_error != error
+
+    def started(self, name: str) -> int:
+        """`name` started: forget it; returns how many tries had failed (0: it was not waiting)."""
+        gone = self._by_name.pop(name, None)
+        return 0 if gone is None else gone.stats.device_errors
 
     def due(self, now: float) -> list[StreamConfig]:
         return [u.stream for u in self._by_name.values() if now >= u.due]
