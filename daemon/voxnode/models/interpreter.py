@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import importlib
 import logging
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from voxnode.errors import ModelError
+from voxnode.threads import name_new_threads
 from voxnode.models.runtime import Delegation, Runtime, delegation, load_runtime, release_file_pages
 
 log = logging.getLogger(__name__)
@@ -38,6 +40,7 @@ def open_interpreter(
     builtin_ops: frozenset[str] = frozenset(),
     input_shape: list[int] | None = None,
     advice: str = "reinstall voxnode",
+    threads_name: str = "",
 ) -> Opened:
     """An interpreter of the model file `path` (mapped; its pages are released once XNNPACK has packed
     the weights) or of the bytes `content` (shared by every interpreter of the model; `label` names
@@ -46,7 +49,8 @@ def open_interpreter(
     warning for those). `input_shape`: the first input resized to it before the tensors are
     allocated (a dynamic input XNNPACK cannot prepare at its stored shape). `owner` (the config
     setting that loads the model) opens every message, `advice` ends the one of a model that
-    does not load ("": none, the caller says what to do)."""
+    does not load ("": none, the caller says what to do). `threads_name`: what XNNPACK's worker
+    threads (num_threads - 1 of them) are called in `top -H` ("": the name of the thread that opens it)."""
     runtime = load_runtime()
     source = str(path) if path is not None else label or "(from memory)"
     kwargs: dict[str, Any] = {"model_path": str(path)} if path is not None else {"model_content": content}
@@ -57,7 +61,8 @@ def open_interpreter(
         it = runtime.interpreter_class(num_threads=num_threads, **kwargs)
         if input_shape is not None:
             it.resize_tensor_input(it.get_input_details()[0]["index"], input_shape)
-        it.allocate_tensors()  # the delegate is applied here
+        with name_new_threads(threads_name) if threads_name and num_threads > 1 else nullcontext():
+            it.allocate_tensors()  # the delegate is applied here, and its thread pool made
     except (ValueError, RuntimeError) as e:
         said = f"{owner}: {source} cannot be loaded by {runtime.name} {runtime.version} ({e})"
         raise ModelError(f"{said}; {advice}" if advice else said) from None

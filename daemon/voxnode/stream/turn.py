@@ -65,7 +65,7 @@ class TurnModel:
         check_model_file(path, OWNER)  # the bytes are not kept: the interpreter maps the file
         # XNNPACK packs the weights; the file's mapped pages are then released (8 MB). Measured (one
         # stream, scripts/bench/stream.py): peak RSS +34 MB with the model loaded from bytes instead.
-        opened = open_interpreter(OWNER, path=path, num_threads=num_threads)
+        opened = open_interpreter(OWNER, path=path, num_threads=num_threads, threads_name="xnn-turn")
         self._interp = opened.interpreter
         self.delegation = opened.delegation
         try:

@@ -82,7 +82,7 @@ def _load(files: ModelFiles, threads: int, owner: str, advice: str, t0: float) -
     # Each part's file pages are released right after its delegate packed the weights, so the two
     # mappings are never resident at once: that bounds the peak RSS.
     opened = {
-        part: open_interpreter(owner, path=path, num_threads=threads, advice=advice)
+        part: open_interpreter(owner, path=path, num_threads=threads, advice=advice, threads_name=f"xnn-{part}")
         for part, path in (("encoder", files.encoder), ("decoder", files.decoder))
     }
     interpreters = {part: o.interpreter for part, o in opened.items()}
