@@ -110,6 +110,13 @@ def test_offline_stale_missing_and_dropping():
     assert row(health(), b"online").problems == []  # an older release's plain-text status
     assert row(health(time=iso8601(NOW - 150), interval_s=60.0)).problems == []  # 150 s < 2.5 x 60 s + 5 s
     assert row(health(time=iso8601(NOW - 200))).problems == ["health 200 s old (due every 30 s)"]
+    # A node whose clock no NTP client has set (a Pi boots with its last shutdown time) says so.
+    unset = {"synchronized": False, "steps": 0, "last_step_s": None}
+    assert row(health(time=iso8601(NOW - 7200), clock=unset)).problems == [
+        "health 7200 s old, by its clock, which is not synchronised (due every 30 s)"
+    ]
+    assert row(health(clock=unset)).problems == []  # unsynchronised alone is no problem (a node kept offline)
+    assert row(health(clock=unset)).values["clock_synchronized"] is False
     assert row(health(uptime_s=20.0, model={"loaded": False})).problems == []  # still loading
     state = NodeState("kitchen", status())
     assert state.set_health(json.dumps(health()).encode())

@@ -122,6 +122,7 @@ def summarize(state: NodeState, now: float, limits: Limits) -> Row:
         "latency_p95_s": round(max(p95s) / 1000.0, 3) if p95s else None,
         "dropped_frames": sum(int(st.get("dropped_frames") or 0) for st in streams.values()),
         "backlog": _num(mqtt.get("backlog")),
+        "clock_synchronized": (h.get("clock") or {}).get("synchronized"),
         "model": info.get("model") or (h.get("model") or {}).get("name"),
         **{k: info.get(k) for k in ("board", "os", "kernel", "arch", "model_sha256", "config_sha256")},
     }
@@ -153,7 +154,10 @@ def _problems(state: NodeState, row: Row, h: dict, streams: dict, limits: Limits
     interval = _num(h.get("interval_s")) or DEFAULT_INTERVAL_S
     age = v["health_age_s"]
     if age is not None and age > STALE_FACTOR * interval + STALE_SLACK_S:
-        out.append(f"health {age:.0f} s old (due every {interval:.0f} s)")
+        # A node whose clock no NTP client has set yet (a Pi boots with its last shutdown time) dates its
+        # reports hours back: say that, not only that they look old.
+        why = ", by its clock, which is not synchronised" if v["clock_synchronized"] is False else ""
+        out.append(f"health {age:.0f} s old{why} (due every {interval:.0f} s)")
     for name, st in streams.items():
         s = st.get("state")
         audio_age = _num(st.get("audio_age_s"))

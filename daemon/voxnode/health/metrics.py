@@ -88,6 +88,12 @@ METRICS: dict[str, MetricDef] = _defs(
     ("voxnode_soc_temperature_celsius", G, "Hottest thermal zone (absent where the board has none)."),
     ("voxnode_soc_throttled", G, "1 while the SoC reports this condition now (Raspberry Pi firmware).", ("reason",)),
     ("voxnode_soc_throttled_since_boot", G, "1 if the SoC reported this condition since boot.", ("reason",)),
+    (
+        "voxnode_clock_synchronized",
+        G,
+        "1 while the kernel calls the system clock synchronised (NTP), 0 before (the node's times may be off).",
+    ),
+    ("voxnode_clock_steps_total", C, "Jumps of the system clock by 1 s or more since start (an NTP client set it)."),
     # Per stream: capture
     ("voxnode_stream_state", G, "1 for the capture's current state.", ("stream", "state")),
     ("voxnode_stream_muted", G, "1 while the stream is muted.", S),
@@ -326,6 +332,8 @@ class VoxnodeCollector:
             for reason in THROTTLE_REASONS:
                 fams.add("voxnode_soc_throttled", throttled[reason], reason)
                 fams.add("voxnode_soc_throttled_since_boot", throttled[f"{reason}_occurred"], reason)
+        fams.add("voxnode_clock_synchronized", mon.clock.synchronized)
+        fams.add("voxnode_clock_steps_total", mon.clock.steps)
 
     def _streams(self, fams: _Families, snapshot: dict) -> None:
         pipelines = (snapshot.get("speech") or {}).get("streams") or {}

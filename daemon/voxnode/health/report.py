@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from voxnode import __version__
 from voxnode.config.health import HealthConfig
 from voxnode.events import iso8601
+from voxnode.health.clock import ClockWatch
 from voxnode.health.leakwatch import LeakWatch
 from voxnode.health.memory import Heap, python_allocator, traced_memory
 from voxnode.health.process import CpuMeter, rss_bytes, thread_count
@@ -35,6 +36,7 @@ class HealthMonitor:
         self.cpu = CpuMeter()
         self.heap = Heap()
         self.thermal = Thermal(thermal_root)
+        self.clock = ClockWatch()
         self.leak = LeakWatch(config.leak_window_s, config.leak_threshold_mb * 1e6)
         self.allocator = python_allocator()
         self._next_trim = clock() + config.malloc_trim_interval_s
@@ -52,7 +54,9 @@ class HealthMonitor:
             )
 
     def housekeeping(self, now: float) -> None:
-        """Trim the heap when due or after a large free; feed the leak watch. Cheap; called per report."""
+        """Trim the heap when due or after a large free; feed the leak watch; check the wall clock. Cheap;
+        called per report."""
+        self.clock.check()
         # The report's RSS is taken before the trim: sampled right after it, RSS read about 12 MB under the
         # VmRSS the process holds between reports (the heap grows back within seconds).
         self._rss_before_housekeeping = rss_bytes()
@@ -98,6 +102,7 @@ class HealthMonitor:
             "speech": daemon_snapshot.get("speech"),
             "streams": streams,
             "thermal": self.thermal.report(),
+            "clock": self.clock.report(),
             "mqtt": mqtt,
         }
 
