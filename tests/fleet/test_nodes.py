@@ -117,6 +117,14 @@ def test_offline_stale_missing_and_dropping():
     ]
     assert row(health(clock=unset)).problems == []  # unsynchronised alone is no problem (a node kept offline)
     assert row(health(clock=unset)).values["clock_synchronized"] is False
+    # What the microphone's samples say (audio/input_check.py).
+    muted = health()
+    muted["streams"]["kitchen"].update(input="silent", silent_s=184.2)
+    muted["streams"]["hall"].update(input="clipping", clipped_frames=40)
+    assert row(muted).problems == [
+        "stream kitchen silent: digital zeros for 184 s (capture muted?)",
+        "stream hall clips: capture gain too high",
+    ]
     assert row(health(uptime_s=20.0, model={"loaded": False})).problems == []  # still loading
     state = NodeState("kitchen", status())
     assert state.set_health(json.dumps(health()).encode())

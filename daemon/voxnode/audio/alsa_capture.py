@@ -15,6 +15,7 @@ from voxnode.audio.alsa_pcm import PcmError
 from voxnode.audio.capture_pace import Drain
 from voxnode.audio.format import PERIOD_FRAMES, PERIOD_S, SAMPLE_RATE
 from voxnode.audio.frames import Frame
+from voxnode.audio.input_check import InputCheck
 from voxnode.audio.ring import FrameRing
 from voxnode.audio.source import AudioSource
 from voxnode.audio.stream_clock import StreamClock
@@ -100,6 +101,7 @@ class AlsaCapture(AudioSource):
         self._clock = StreamClock()  # the frames' capture times (Frame.t_capture)
         self._reason = ""  # the failure logged at error level last; its repeats go to debug
         self._failed = 0  # failed tries since the device last opened
+        self.input_check = InputCheck(stream.name)
 
     def _open_device(self) -> OpenedPcm:
         s, a = self.stream, self.audio
@@ -240,6 +242,8 @@ class AlsaCapture(AudioSource):
         self, samples: np.ndarray, t_mono: float, t_wall: float, t_capture: float, held: list[Frame] | None
     ) -> None:
         frame = Frame(seq=self._seq, samples=samples, t_mono=t_mono, t_wall=t_wall, t_capture=t_capture)
+        if self.input_check is not None:
+            self.input_check.feed(samples)
         if held is None:
             self.ring.put(frame)
         else:

@@ -65,6 +65,7 @@ class ReferenceCapture(AlsaCapture):
         super().__init__(dataclasses.replace(stream, device=stream.echo_reference, channel=0, channels=0), audio, ring)
         self.name = f"{stream.name} echo_reference"
         self._thread.name = f"reference-{stream.name}"
+        self.input_check = None  # what the node plays: silent whenever it plays nothing
 
 
 class ReferenceTap:

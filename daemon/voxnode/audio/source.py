@@ -7,6 +7,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from voxnode.audio.capture_pace import CapturePace
+from voxnode.audio.input_check import InputCheck
 from voxnode.audio.ring import FrameRing
 from voxnode.lifecycle import Component
 from voxnode.threads import NamedThread
@@ -41,6 +42,7 @@ class AudioSource(Component):
         self.name = name
         self.ring = ring
         self.stats = SourceStats()
+        self.input_check: InputCheck | None = None  # a microphone's: digital silence, clipping (health)
         # How promptly to read: the stream's worker relaxes it in silence (a live capture follows it;
         # a file source, paced by its own clock or none, does not need to).
         self.pace = CapturePace()

@@ -166,6 +166,11 @@ def _problems(state: NodeState, row: Row, h: dict, streams: dict, limits: Limits
             out.append(f"stream {name} {s}{why}"[:160])
         elif s == "running" and audio_age is not None and audio_age > limits.stall_s:
             out.append(f"stream {name} stalled: no audio for {audio_age:.0f} s")
+        elif st.get("input") == "silent":
+            zeros_s = _num(st.get("silent_s")) or 0
+            out.append(f"stream {name} silent: digital zeros for {zeros_s:.0f} s (capture muted?)")
+        elif st.get("input") == "clipping":
+            out.append(f"stream {name} clips: capture gain too high")
     if v["under_voltage"]:
         out.append("under-voltage")
     if v["throttled"]:

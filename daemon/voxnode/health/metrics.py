@@ -104,6 +104,13 @@ METRICS: dict[str, MetricDef] = _defs(
     ("voxnode_stream_device_errors_total", C, "Capture device errors (each followed by a reopen with backoff).", S),
     ("voxnode_stream_queue_frames", G, "Frames waiting between capture and the stream worker.", S),
     ("voxnode_stream_noise_floor_dbfs", G, "Estimated noise floor of the stream, dBFS.", S),
+    (
+        "voxnode_stream_digital_silence_seconds",
+        G,
+        "Seconds the microphone has given exact zeros (a muted or switched-off capture); 0 while it gives sound.",
+        S,
+    ),
+    ("voxnode_stream_clipped_frames_total", C, "Frames with a sample at full scale (capture gain too high).", S),
     ("voxnode_stream_echo_erle_db", G, "Echo return loss enhancement while the node plays (echo_reference).", S),
     ("voxnode_stream_echo_reference_ok", G, "1 while the echo reference delivers frames in time.", S),
     ("voxnode_stream_echo_reference_missing_frames_total", C, "Microphone frames with no reference frame.", S),
@@ -191,6 +198,8 @@ _STREAM_CAPTURE = {
     "echo_erle_db": "voxnode_stream_echo_erle_db",  # issue 24: streams with an echo_reference
     "echo_reference_missing_frames": "voxnode_stream_echo_reference_missing_frames_total",
     "echo_reference_late_frames": "voxnode_stream_echo_reference_late_frames_total",
+    "silent_s": "voxnode_stream_digital_silence_seconds",  # a microphone's (audio/input_check.py)
+    "clipped_frames": "voxnode_stream_clipped_frames_total",
 }
 # pipeline stats (speech.streams.{name}) -> metric
 _STREAM_PIPELINE = {

@@ -63,6 +63,8 @@ class StreamRuntime(Component):
             "queue_depth": self.source.ring.depth,
             "dropped_frames": self.source.ring.dropped,
         }
+        if self.source.input_check is not None:  # a microphone: digital silence, clipping
+            snap.update(self.source.input_check.figures.snapshot())
         rtf = self.pipeline.stats.rtf
         if rtf is not None:  # known once the stream has had something decoded
             snap["rtf"] = rtf
