@@ -282,6 +282,22 @@ def test_playing_switch_sets_the_playing_input(stack):
     assert "stream kitchen: the node is playing" in stack.log()
 
 
+def test_the_capture_problem_turns_on_for_a_muted_or_clipping_microphone(stack):
+    """The Capture binary sensor's template, as voxnode announced it, rendered by Home Assistant itself
+    on health reports of a capture that runs with each `input` (audio/input_check.py)."""
+    template = stack.live_components("kitchen")["capture"]["value_template"]
+
+    def capture(state: str, **fields: object) -> str:
+        health = {"streams": {"kitchen": {"state": state, **fields}}}
+        return stack.ha.render("{% set value_json = " + json.dumps(health) + " %}" + template).strip()
+
+    assert capture("running", input="ok") == "OFF"
+    assert capture("running") == "OFF"  # a file source, or an older release: no `input`
+    assert capture("running", input="silent", silent_s=75.2) == "ON"
+    assert capture("running", input="clipping") == "ON"
+    assert capture("backoff", input="ok") == "ON"
+
+
 def test_event_entity_fires_on_every_final_and_the_blueprints_act(stack):
     reg = stack.registry()
     kitchen = stack.live_components("kitchen")

@@ -326,7 +326,9 @@ def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
         f"{uid}_capture",
         "Capture",
         health,
-        "{{ 'OFF' if %s.state | default('') in %r else 'ON' }}" % (st, CAPTURE_OK_STATES),
+        # A device that opens but gives zeros (muted) or clips (audio/input_check.py) is a problem too.
+        "{{ 'OFF' if %s.state | default('') in %r and %s.input | default('ok') == 'ok' else 'ON' }}"
+        % (st, CAPTURE_OK_STATES, st),
         "{{ %s | to_json }}" % st,
     )
     c["latency"] = _diagnostic(
