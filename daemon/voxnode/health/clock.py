@@ -58,15 +58,21 @@ def kernel_synchronized() -> bool | None:
     return tx.maxerror < UNSYNCED_MAX_ERROR_US
 
 
+def _since_boot() -> float:
+    """CLOCK_BOOTTIME: monotonic, and counting a suspend (which the wall clock also counts), so a board
+    that slept is not taken for a stepped clock; CLOCK_MONOTONIC where there is no such clock."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME) if hasattr(time, "CLOCK_BOOTTIME") else time.monotonic()
+
+
 class ClockWatch:
     """Checked once per health interval (on the reporter's thread): the kernel's synchronised state,
-    logged when it changes, and steps of the wall clock against the monotonic one, logged and counted."""
+    logged when it changes, and steps of the wall clock against the time since boot, logged and counted."""
 
     def __init__(
         self,
         synchronized: Callable[[], bool | None] = kernel_synchronized,
         wall: Callable[[], float] = time.time,
-        mono: Callable[[], float] = time.monotonic,
+        mono: Callable[[], float] = _since_boot,
     ):
         self._read, self._wall, self._mono = synchronized, wall, mono
         self._offset = wall() - mono()
