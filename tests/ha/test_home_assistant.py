@@ -228,6 +228,9 @@ def test_every_entity_exists_with_its_device_class_unit_and_name(stack):
             assert shown == "unknown", shown
         else:
             assert float(shown) == pytest.approx(floor, abs=1.0), (shown, floor)
+        # How far above it the talkers reach the microphone: unknown until an utterance has ended.
+        snr, shown = health["streams"][stream].get("speech_snr_db"), state(stream, "speech_snr")
+        assert shown == "unknown" if snr is None else float(shown) == pytest.approx(snr, abs=3.0), (shown, snr)
     # Home Assistant subscribed to the finals at QoS 1 (a device-level qos alone would give 0): the
     # broker logs each subscription as "<client> <qos> <topic>".
     subs = [

@@ -211,6 +211,7 @@ def test_without_those_fields_nothing_is_announced_that_would_stay_unknown(tmp_p
             "dropped_frames",
             "xruns",
             "noise_floor",
+            "speech_snr",
         }
         assert run.reporter.latest["thermal"] == {"soc_temp_c": None, "zones_c": {}, "throttled": None}
         # The spool's state and the finals lost are in every report MQTT sends: always announced, and fed.

@@ -111,6 +111,12 @@ METRICS: dict[str, MetricDef] = _defs(
         S,
     ),
     ("voxnode_stream_clipped_frames_total", C, "Frames with a sample at full scale (capture gain too high).", S),
+    (
+        "voxnode_stream_speech_snr_db",
+        G,
+        "Speech over the room's noise floor in the speech band, median of the last 10 utterances, dB.",
+        S,
+    ),
     ("voxnode_stream_echo_erle_db", G, "Echo return loss enhancement while the node plays (echo_reference).", S),
     ("voxnode_stream_echo_reference_ok", G, "1 while the echo reference delivers frames in time.", S),
     ("voxnode_stream_echo_reference_missing_frames_total", C, "Microphone frames with no reference frame.", S),
@@ -199,6 +205,7 @@ _STREAM_CAPTURE = {
     "echo_reference_missing_frames": "voxnode_stream_echo_reference_missing_frames_total",
     "echo_reference_late_frames": "voxnode_stream_echo_reference_late_frames_total",
     "silent_s": "voxnode_stream_digital_silence_seconds",  # a microphone's (audio/input_check.py)
+    "speech_snr_db": "voxnode_stream_speech_snr_db",  # stream/speech_levels.py, once utterances have ended
     "clipped_frames": "voxnode_stream_clipped_frames_total",
 }
 # pipeline stats (speech.streams.{name}) -> metric

@@ -31,7 +31,8 @@ from voxnode.lifecycle import Component, Hook, start_all, stop_all
 from voxnode.mqtt.announcer import Announcer
 from voxnode.mqtt.client import MqttPublisher
 from voxnode.mqtt.command_runner import CommandRunner
-from voxnode.mqtt.discovery import MUTE_OFF, MUTE_ON, StreamDevice
+from voxnode.mqtt.discovery import StreamDevice
+from voxnode.mqtt.discovery_parts import MUTE_OFF, MUTE_ON
 from voxnode.mqtt.mute_record import MuteRecord, mute_record_path
 from voxnode.mqtt.status import ONLINE, status_payload
 from voxnode.mqtt.topics import Topics

@@ -5,11 +5,12 @@ Two kinds of device (docs/mqtt.md#home-assistant), each one retained message:
   entities, and the reload / publish-health buttons;
 - one per stream, {discovery_prefix}/device/{node}/{stream}/config, linked to the
   node (`via_device`) and placed in the stream's `area`: transcript, final event,
-  partial, last final, mute switch, capture problem, counters, latency, noise floor, and on a
-  stream that listens for a wake word ([wake]) a wake event.
+  partial, last final, mute switch, capture problem, counters, latency, noise floor, speech over
+  noise, and on a stream that listens for a wake word ([wake]) a wake event.
 Availability follows the `state` of the JSON {prefix}/{node}/status (mqtt/status.py).
 
-Rules checked against a real Home Assistant (tests/ha/):
+The components are made by mqtt/discovery_parts.py. Rules checked against a real Home Assistant
+(tests/ha/):
 - `qos` sits on every component: releases before mid-2026 ignore a device-level one
   and would subscribe to finals at QoS 0.
 - Optional entities are announced only when the health report carries the field
@@ -24,13 +25,19 @@ from dataclasses import dataclass
 
 from voxnode import __version__
 from voxnode.mqtt.capabilities import Capabilities
+from voxnode.mqtt.discovery_parts import (
+    QOS,
+    STATE_MAX,
+    button,
+    device_payload,
+    diagnostic,
+    problem,
+    sensor,
+    stream_json,
+    switch,
+)
 from voxnode.mqtt.topics import Topics
 
-ORIGIN = {"name": "voxnode", "sw": __version__}
-QOS = 1  # on every component: the switch and buttons publish with it, the rest subscribe with it
-# Home Assistant keeps at most 255 characters of a state; the whole final is in the attributes.
-STATE_MAX = 255
-MUTE_ON, MUTE_OFF = "ON", "OFF"
 # A stream whose capture is in neither state is a problem (backoff = the device keeps failing).
 CAPTURE_OK_STATES = ("running", "starting")
 
@@ -51,94 +58,6 @@ def stream_device_id(topics: Topics, stream: str) -> str:
     return f"voxnode_{topics.node}:{stream}"
 
 
-def _stream(s: str) -> str:
-    """Jinja for one stream's health object; {} when the report lacks the stream (it stopped)."""
-    return f"(value_json.streams[{s!r}] | default({{}}))"
-
-
-def _base(topics: Topics, device: dict) -> dict:
-    return {
-        "dev": device,
-        "o": ORIGIN,
-        "avty_t": topics.status,
-        "avty_tpl": "{{ value_json.state }}",  # the status is JSON (mqtt/status.py)
-        "pl_avail": "online",
-        "pl_not_avail": "offline",
-        "cmps": {},
-    }
-
-
-def _sensor(uid: str, name: str, state_topic: str, template: str, **extra) -> dict:
-    return {
-        "p": "sensor",
-        "name": name,
-        "unique_id": uid,
-        "state_topic": state_topic,
-        "value_template": template,
-        "qos": QOS,
-        **extra,
-    }
-
-
-def _diagnostic(
-    uid: str, name: str, health: str, template: str, *, unit: str, state_class: str, device_class: str = "", **extra
-) -> dict:
-    """A diagnostic sensor on a figure of the health report, with the unit and state class that
-    Home Assistant's long-term statistics need."""
-    classes = {"device_class": device_class} if device_class else {}
-    return _sensor(
-        uid,
-        name,
-        health,
-        template,
-        unit_of_measurement=unit,
-        **classes,
-        state_class=state_class,
-        **extra,
-        entity_category="diagnostic",
-    )
-
-
-def _problem(uid: str, name: str, state_topic: str, template: str, attributes: str | None = None, **extra) -> dict:
-    cfg = {
-        "p": "binary_sensor",
-        "name": name,
-        "unique_id": uid,
-        "state_topic": state_topic,
-        "value_template": template,
-        "device_class": "problem",
-        "payload_on": "ON",
-        "payload_off": "OFF",
-        "qos": QOS,
-        "entity_category": "diagnostic",
-        **extra,
-    }
-    if attributes:
-        cfg["json_attributes_topic"] = state_topic
-        cfg["json_attributes_template"] = attributes
-    return cfg
-
-
-def _switch(uid: str, name: str, command_topic: str, state_topic: str, icon: str) -> dict:
-    """ON/OFF in; the daemon's state, retained, out (not optimistic: it shows what the daemon did)."""
-    io = {"command_topic": command_topic, "state_topic": state_topic, "optimistic": False, "retain": False}
-    on_off = {"payload_on": MUTE_ON, "payload_off": MUTE_OFF, "state_on": MUTE_ON, "state_off": MUTE_OFF}
-    return {"p": "switch", "name": name, "unique_id": uid, **io, **on_off, "qos": QOS, "icon": icon}
-
-
-def _button(uid: str, name: str, topics: Topics, command: str, **extra) -> dict:
-    return {
-        "p": "button",
-        "name": name,
-        "unique_id": uid,
-        "command_topic": topics.cmd,
-        "payload_press": '{"cmd":"%s"}' % command,
-        "qos": QOS,
-        "retain": False,
-        **extra,
-    }
-
-
 def node_payload(topics: Topics, caps: Capabilities, *, board: str | None, backlog_limit: int) -> dict:
     """The node's device: process, board and MQTT health, and the buttons."""
     node, health = topics.node, topics.health
@@ -151,9 +70,9 @@ def node_payload(topics: Topics, caps: Capabilities, *, board: str | None, backl
     }
     if board:
         device["hw"] = board
-    out = _base(topics, device)
+    out = device_payload(topics, device)
     c = out["cmps"]
-    c["rss"] = _diagnostic(
+    c["rss"] = diagnostic(
         f"voxnode_{node}_rss",
         "Memory (RSS)",
         health,
@@ -162,7 +81,7 @@ def node_payload(topics: Topics, caps: Capabilities, *, board: str | None, backl
         state_class="measurement",
         device_class="data_size",
     )
-    c["cpu"] = _diagnostic(
+    c["cpu"] = diagnostic(
         f"voxnode_{node}_cpu",
         "CPU",
         health,
@@ -172,7 +91,7 @@ def node_payload(topics: Topics, caps: Capabilities, *, board: str | None, backl
         icon="mdi:cpu-64-bit",
     )
     if caps.temperature:
-        c["temperature"] = _diagnostic(
+        c["temperature"] = diagnostic(
             f"voxnode_{node}_soc_temp",
             "SoC temperature",
             health,
@@ -181,7 +100,7 @@ def node_payload(topics: Topics, caps: Capabilities, *, board: str | None, backl
             state_class="measurement",
             device_class="temperature",
         )
-    c["backlog"] = _diagnostic(
+    c["backlog"] = diagnostic(
         f"voxnode_{node}_mqtt_backlog",
         "MQTT backlog",
         health,
@@ -190,7 +109,7 @@ def node_payload(topics: Topics, caps: Capabilities, *, board: str | None, backl
         state_class="measurement",
         icon="mdi:tray-full",
     )
-    c["finals_refused"] = _diagnostic(
+    c["finals_refused"] = diagnostic(
         f"voxnode_{node}_finals_refused",
         "Finals refused",
         health,
@@ -198,7 +117,7 @@ def node_payload(topics: Topics, caps: Capabilities, *, board: str | None, backl
         unit="finals",
         state_class="total_increasing",
     )
-    c["finals_lost"] = _diagnostic(
+    c["finals_lost"] = diagnostic(
         f"voxnode_{node}_finals_lost",
         "Finals lost",
         health,
@@ -209,8 +128,8 @@ def node_payload(topics: Topics, caps: Capabilities, *, board: str | None, backl
     )
     # Which Whisper runs: "whisper-tiny.en", or a `voxnode adapt` variant such as "whisper-tiny.en+kitchen".
     model_name = "{{ (value_json.model or {}).name | default(None) }}"
-    c["model"] = _sensor(f"voxnode_{node}_model", "Speech model", health, model_name, entity_category="diagnostic")
-    c["leak"] = _problem(
+    c["model"] = sensor(f"voxnode_{node}_model", "Speech model", health, model_name, entity_category="diagnostic")
+    c["leak"] = problem(
         f"voxnode_{node}_leak",
         "Memory leak",
         health,
@@ -219,13 +138,13 @@ def node_payload(topics: Topics, caps: Capabilities, *, board: str | None, backl
     )
     # More finals waiting than one in-flight window: the broker is not taking them as fast as they come
     # (link down between reports, or refused by an ACL: they stay in the spool).
-    c["spool_backlog"] = _problem(
+    c["spool_backlog"] = problem(
         f"voxnode_{node}_spool_backlog",
         "Spool backlog",
         health,
         "{{ 'ON' if ((value_json.mqtt or {}).backlog | default(0)) > %d else 'OFF' }}" % backlog_limit,
     )
-    c["spool_problem"] = _problem(
+    c["spool_problem"] = problem(
         f"voxnode_{node}_spool_problem",
         "Spool problem",
         health,
@@ -235,7 +154,7 @@ def node_payload(topics: Topics, caps: Capabilities, *, board: str | None, backl
     )
     if caps.throttling:
         flags = "(value_json.thermal.throttled or {})"
-        c["throttled"] = _problem(
+        c["throttled"] = problem(
             f"voxnode_{node}_throttled",
             "Throttled or under-voltage",
             health,
@@ -243,10 +162,10 @@ def node_payload(topics: Topics, caps: Capabilities, *, board: str | None, backl
             "or t.get('soft_temp_limit') else 'OFF' }}" % flags,
             "{{ %s | to_json }}" % flags,
         )
-    c["reload"] = _button(
+    c["reload"] = button(
         f"voxnode_{node}_reload", "Reload config", topics, "reload", entity_category="config", icon="mdi:reload"
     )
-    c["publish_health"] = _button(
+    c["publish_health"] = button(
         f"voxnode_{node}_publish_health",
         "Publish health",
         topics,
@@ -270,12 +189,12 @@ def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
     }
     if stream.area:
         device["sa"] = stream.area
-    out = _base(topics, device)
+    out = device_payload(topics, device)
     c = out["cmps"]
     uid = f"voxnode_{node}_{s}"
-    st = _stream(s)
+    st = stream_json(s)
     transcript = topics.transcript(s)
-    c["transcript"] = _sensor(
+    c["transcript"] = sensor(
         f"{uid}_transcript",
         "Transcript",
         transcript,
@@ -304,7 +223,7 @@ def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
         "icon": "mdi:account-voice",
         "value_template": "{{ {%s} | to_json }}" % final,
     }
-    c["partial"] = _sensor(
+    c["partial"] = sensor(
         f"{uid}_partial",
         "Partial",
         topics.partial(s),
@@ -314,15 +233,15 @@ def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
     )
     if stream.wake:
         c["wake"] = wake_event_component(topics, s)
-        c["follow_up"] = _switch(
+        c["follow_up"] = switch(
             f"{uid}_follow_up", "Follow-up", topics.follow_up_set(s), topics.follow_up_state(s), "mdi:chat-processing"
         )
-    c["last_final"] = _sensor(
+    c["last_final"] = sensor(
         f"{uid}_last_final", "Last final", transcript, "{{ value_json.end }}", device_class="timestamp"
     )
-    c["mute"] = _switch(f"{uid}_mute", "Mute", topics.mute_set(s), topics.mute_state(s), "mdi:microphone-off")
-    c["playing"] = _switch(f"{uid}_playing", "Playing", topics.playing_set(s), topics.playing_state(s), "mdi:speaker")
-    c["capture"] = _problem(
+    c["mute"] = switch(f"{uid}_mute", "Mute", topics.mute_set(s), topics.mute_state(s), "mdi:microphone-off")
+    c["playing"] = switch(f"{uid}_playing", "Playing", topics.playing_set(s), topics.playing_state(s), "mdi:speaker")
+    c["capture"] = problem(
         f"{uid}_capture",
         "Capture",
         health,
@@ -331,7 +250,7 @@ def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
         % (st, CAPTURE_OK_STATES, st),
         "{{ %s | to_json }}" % st,
     )
-    c["latency"] = _diagnostic(
+    c["latency"] = diagnostic(
         f"{uid}_latency_p95",
         "Latency p95",
         health,
@@ -340,7 +259,7 @@ def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
         state_class="measurement",
         device_class="duration",
     )
-    c["dropped_frames"] = _diagnostic(
+    c["dropped_frames"] = diagnostic(
         f"{uid}_dropped_frames",
         "Dropped frames",
         health,
@@ -348,7 +267,7 @@ def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
         unit="frames",
         state_class="total_increasing",
     )
-    c["xruns"] = _diagnostic(
+    c["xruns"] = diagnostic(
         f"{uid}_xruns",
         "Xruns",
         health,
@@ -358,7 +277,7 @@ def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
     )
     # The room's level under the speech (frontend/noise_floor.py), in the stream's report once it
     # has had audio; unknown before.
-    c["noise_floor"] = _diagnostic(
+    c["noise_floor"] = diagnostic(
         f"{uid}_noise_floor",
         "Noise floor",
         health,
@@ -367,6 +286,18 @@ def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
         state_class="measurement",
         suggested_display_precision=1,
         icon="mdi:waveform",
+    )
+    # How far above that room the talkers reach the microphone (stream/speech_levels.py): the median of
+    # the last 10 utterances, unknown before the first; under ~10 dB Whisper loses many words.
+    c["speech_snr"] = diagnostic(
+        f"{uid}_speech_snr",
+        "Speech over noise",
+        health,
+        "{{ %s.speech_snr_db | default(None) }}" % st,
+        unit="dB",
+        state_class="measurement",
+        suggested_display_precision=0,
+        icon="mdi:account-voice",
     )
     return out
 
@@ -394,6 +325,6 @@ def tombstones(platforms: dict[str, str]) -> dict[str, dict]:
 
 def stream_tombstone_payload(topics: Topics, stream: str, platforms: dict[str, str]) -> dict:
     """A removed stream's device: every component it had, as a tombstone (HA then drops the device)."""
-    out = _base(topics, {"ids": [stream_device_id(topics, stream)], "name": f"voxnode {topics.node} {stream}"})
+    out = device_payload(topics, {"ids": [stream_device_id(topics, stream)], "name": f"voxnode {topics.node} {stream}"})
     out["cmps"] = tombstones(platforms)
     return out

@@ -26,7 +26,8 @@ from .params import PipelineParams
 from .partials import PARTIAL_QUIET_FRAMES
 from .playback import Playback
 from .scheduler import DecodeScheduler
-from .segmenter import Chunk, Segmenter, SegmentEvent, Started, Utterance
+from .segmenter import Chunk, Discarded, Ended, Segmenter, SegmentEvent, Started, Utterance
+from .speech_levels import SpeechLevels
 from .stats import PipelineStats
 from .transcripts import TranscriptPublisher
 from .turn import TurnDetector
@@ -66,6 +67,7 @@ class StreamPipeline:
         self.frontend, self.enhancer = stream_frontend(params.frontend)
         self.playback = Playback(self.frontend.echo)  # whether the node is playing sound now
         self.segmenter = Segmenter(params.segmenter)
+        self.levels = SpeechLevels(name)  # how far above the room's noise the talkers reach the microphone
         # Re-entrant: cancelling a queued job calls back synchronously. Lock order is always
         # pipeline -> scheduler; the scheduler never calls back while holding its own lock.
         self._lock = threading.RLock()
@@ -114,6 +116,8 @@ class StreamPipeline:
             if gate is not None and (gate.tick() or not gate.open):
                 self._close_session(gate)
             active = self.segmenter.active
+            if active is not None and fe.speech and fe.floor is not None:
+                self.levels.frame(fe.floor.level_dbfs)
             self._update_hold(active)
             if active is not None:
                 self.utterances.speculate_early(active, self.segmenter.silence_frames)
@@ -130,6 +134,10 @@ class StreamPipeline:
                 self.enhancer.started(ev.utterance)
             if self.wake is not None:
                 self.wake.follow(ev)
+            if isinstance(ev, Ended) and (floor := self.frontend.noise_floor) is not None:
+                self.levels.ended(floor.floor_dbfs)
+            elif isinstance(ev, Discarded):
+                self.levels.discarded()
             self.utterances.on_segment(ev)
 
     def _set_hangover(self, pause_id: int, frames: int) -> None:
@@ -137,8 +145,9 @@ class StreamPipeline:
         self._segment(self.segmenter.set_hangover(pause_id, frames))
 
     def room(self) -> dict:
-        """The stream's noise floor and its octave spectrum, for health reports (FrontEnd.room)."""
-        return self.frontend.room()
+        """The stream's noise floor and its octave spectrum, and how far above it the talkers reach the
+        microphone (speech_dbfs, speech_snr_db), for health reports."""
+        return self.frontend.room() | self.levels.snapshot()
 
     def _through_gate(self, gate: WakeGate, samples: np.ndarray, t_wall: float, speech: bool) -> bool:
         """Whether this frame goes on to the segmenter. The wake word opens the gate with a fresh segmenter (no
@@ -149,6 +158,7 @@ class StreamPipeline:
         if probability is not None:
             for ev in self.segmenter.reset():
                 self.utterances.on_segment(ev)
+            self.levels.discarded()
             self.stats.wakes += 1
             log.debug("stream %s: wake word %s (%.2f)", self.name, gate.word, probability)
             self._emit(WakeEvent(self.name, gate.word, gate.heard.phrase, probability, t_wall))
@@ -163,6 +173,7 @@ class StreamPipeline:
             log.info("stream %s: nothing said after the wake word", self.name, extra={"STREAM": self.name})
         for ev in self.segmenter.reset():
             self.utterances.on_segment(ev)
+        self.levels.discarded()
 
     @property
     def idle(self) -> bool:
