@@ -30,6 +30,9 @@ def test_a_step_is_counted_and_said_a_slew_is_not(caplog):
     c = Clocks()
     with caplog.at_level(logging.INFO, logger="voxnode.health.clock"):
         watch = ClockWatch(lambda: c.synced, lambda: c.wall, lambda: c.mono)
+        assert watch.report()["synchronized"] is None and caplog.records == []  # said once the daemon runs
+        c.run(30)
+        watch.check()  # the first health tick
         assert watch.report() == {"synchronized": False, "steps": 0, "last_step_s": None}
         c.run(30)
         c.wall += 0.015  # NTP slewing at 500 ppm over a 30 s interval
@@ -69,4 +72,5 @@ def test_a_synchronised_clock_at_start_says_nothing_and_an_unknown_one_reports_n
         watch.check()
     assert caplog.records == [] and watch.report()["synchronized"] is True
     unknown = ClockWatch(lambda: None, lambda: c.wall, lambda: c.mono)
+    unknown.check()
     assert unknown.report() == {"synchronized": None, "steps": 0, "last_step_s": None}

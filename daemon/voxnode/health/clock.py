@@ -79,8 +79,7 @@ class ClockWatch:
         self.synchronized: bool | None = None
         self.steps = 0
         self.last_step_s: float | None = None
-        self._checked = False
-        self.check()
+        self._checked = False  # the first check() is the daemon's first health tick: nothing is said before it runs
 
     def check(self) -> None:
         offset, synced = self._wall() - self._mono(), self._read()
@@ -104,4 +103,5 @@ class ClockWatch:
         self.synchronized, self._checked = synced, True
 
     def report(self) -> dict:
+        """`synchronized` is None until the first check (and where the kernel cannot be asked)."""
         return {"synchronized": self.synchronized, "steps": self.steps, "last_step_s": self.last_step_s}
