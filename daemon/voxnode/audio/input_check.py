@@ -4,8 +4,9 @@ Two settings outside voxnode break recognition without any error: a capture swit
 the mixer (alsamixer's capture view, a USB microphone's mute button, a HAT's wrong `audio.channel`),
 which hands over exact zeros, and a capture gain so high that speech hits full scale, which Whisper
 hears as distortion and loses words to. Both show in the samples, so the capture checks every frame
-(two vectorised comparisons on 320 samples) and says so in the log, in health (`input`, `silent_s`,
-`clipped_frames` per stream), in Prometheus and in `voxnode fleet`.
+(three numpy passes over 320 samples: 5.4 us a frame here, 0.03 % of a core) and says so in the log,
+in health (`input`, `silent_s`, `clipped_frames` per stream), in Prometheus, in Home Assistant's
+Capture problem and in `voxnode fleet`.
 
 A real microphone always has some noise (its own, the room's: -90 dBFS and up), so a run of frames
 whose every sample is 0 is a switch, not a quiet room. A device with a noise gate of its own may

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from voxnode.errors import ModelError
-from voxnode.threads import name_new_threads
 from voxnode.models.runtime import Delegation, Runtime, delegation, load_runtime, release_file_pages
+from voxnode.threads import name_new_threads
 
 log = logging.getLogger(__name__)
 

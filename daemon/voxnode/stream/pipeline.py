@@ -116,7 +116,7 @@ class StreamPipeline:
             if gate is not None and (gate.tick() or not gate.open):
                 self._close_session(gate)
             active = self.segmenter.active
-            if active is not None and fe.speech and fe.floor is not None:
+            if active is not None and speech and fe.floor is not None:  # speech the pipeline admitted
                 self.levels.frame(fe.floor.level_dbfs)
             self._update_hold(active)
             if active is not None:

@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 LAST = 10  # utterances the health figures and the warning look at
 # Below this speech-band ratio (the median of LAST utterances) the log says the room is too loud; said
-# again only after the median has been above QUIET_ENOUGH_DB. Where tiny.en's words go (measured below).
+# again only after the median has been above QUIET_ENOUGH_DB (where tiny.en's words go: the docstring).
 TOO_LOUD_DB = 10.0
 QUIET_ENOUGH_DB = 15.0
 MIN_FRAMES = 5  # speech frames an utterance needs for a level (100 ms)
