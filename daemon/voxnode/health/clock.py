@@ -26,7 +26,7 @@ from collections.abc import Callable
 log = logging.getLogger(__name__)
 
 UNSYNCED_MAX_ERROR_US = 16_000_000  # the kernel's and systemd's bound: at or above it, not synchronised
-# A step: the wall clock moved this much against the monotonic one between two checks (one health
+# A step: the wall clock moved this much against the time since boot between two checks (one health
 # interval). An NTP client slews by at most 500 ppm (15 ms in 30 s) and steps only beyond 128 ms
 # (ntpd, timesyncd) or 1 s (chrony's makestep); what is logged is a step a person would notice.
 STEP_S = 1.0
