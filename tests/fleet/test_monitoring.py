@@ -27,7 +27,7 @@ FUNCTIONS = {"count", "vector", "rate", "increase", "sum", "max", "histogram_qua
 @needs_prometheus
 def test_alert_rules_pass_promtool_check_and_their_unit_tests():
     check = subprocess.run([PROMTOOL, "check", "rules", "voxnode-alerts.yml"], cwd=PROM, capture_output=True, text=True)
-    assert check.returncode == 0 and "SUCCESS: 14 rules found" in check.stdout, check.stdout + check.stderr
+    assert check.returncode == 0 and "SUCCESS: 16 rules found" in check.stdout, check.stdout + check.stderr
     tests = subprocess.run(
         [PROMTOOL, "test", "rules", "voxnode-alerts.test.yml"], cwd=PROM, capture_output=True, text=True
     )
@@ -74,7 +74,7 @@ def alert_exprs() -> list[str]:
 
 def test_every_metric_in_the_dashboard_and_the_alerts_is_a_served_one():
     exprs = dashboard_exprs() + alert_exprs()
-    assert len(alert_exprs()) == 14 and len(dashboard_exprs()) > 30
+    assert len(alert_exprs()) == 16 and len(dashboard_exprs()) > 30
     used = {base_name(n) for e in exprs for n in metric_names(e)}
     unknown = used - set(METRICS) - PROCESS - OTHER
     assert not unknown, unknown
