@@ -254,24 +254,15 @@ def dashboard() -> dict:
         "s",
     )
     g.graph(8, "Noise floor", [target(f"voxnode_stream_noise_floor_dbfs{{{STREAM}}}", "{{node}}/{{stream}}")], "dB")
+    snr = "How far above the room's noise the talkers reach the microphone: under ~10 dB Whisper loses many words."
     g.graph(
-        8,
-        "Speech over noise",
-        [target(f"voxnode_stream_speech_snr_db{{{STREAM}}}", "{{node}}/{{stream}}")],
-        "dB",
-        description="How far above the room's noise the talkers reach the microphone (median of the last 10 "
-        "utterances, speech band): under ~10 dB Whisper loses many words (docs/frontend.md).",
+        8, "Speech over noise", [target(f"voxnode_stream_speech_snr_db{{{STREAM}}}", "{{node}}/{{stream}}")], "dB", snr
     )
-    g.graph(
-        8,
-        "Microphone: digital silence / clipped frames",
-        [
-            target(f"voxnode_stream_digital_silence_seconds{{{STREAM}}}", "silent s {{node}}/{{stream}}"),
-            target(f"increase(voxnode_stream_clipped_frames_total{{{STREAM}}}[{rate}])", "clipped {{node}}/{{stream}}"),
-        ],
-        description="Seconds of exact zeros (a muted capture) and frames at full scale (gain too high): "
-        "docs/reliability.md, The microphone's settings.",
-    )
+    mic = [
+        f"voxnode_stream_digital_silence_seconds{{{STREAM}}}",
+        f"rate(voxnode_stream_clipped_frames_total{{{STREAM}}}[{rate}])",
+    ]
+    g.graph(8, "Microphone: seconds of zeros / clipped frames per s", [target(e, "{{node}}/{{stream}}") for e in mic])
     g.add(
         {
             "type": "heatmap",

@@ -152,6 +152,11 @@ def stack(tmp_path_factory):
             lambda: "voxnode running" in s.log() or s.daemon.poll() is not None, 120, what="voxnode run to start"
         )
         assert s.daemon.poll() is None, s.log()
+        # The discovery configs follow "voxnode running": the main loop announces them at its first ticks,
+        # once the broker has echoed the sync marker (mqtt/bridge.py). Under load a test that read them at
+        # once found nothing retained (CI-style run 38: the first two tests failed on it).
+        topics = [f"homeassistant/device/{NODE}/config"] + [f"homeassistant/device/{NODE}/{d}/config" for d in s.mics]
+        wait_until(lambda: all(retained(s.broker, t) for t in topics), 60, what="the discovery configs to be retained")
         yield s
     finally:
         s.close()
