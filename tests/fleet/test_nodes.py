@@ -59,12 +59,16 @@ def test_a_healthy_node_has_no_problem_and_its_figures():
     h = health()
     h["streams"]["kitchen"].update(noise_floor_dbfs=-58.2, latency_p95_ms=640.0, last_final=iso8601(NOW - 42))
     h["streams"]["hall"].update(noise_floor_dbfs=-66.0, latency_p95_ms=710.0, dropped_frames=4)
+    h["streams"]["kitchen"].update(speech_snr_db=7.4)
+    h["streams"]["hall"].update(speech_snr_db=24.0)
     r = row(h)
     assert r.problems == [] and r.status == "online"
     v = r.values
     assert v["noise_floor_dbfs"] == -66.0 and v["latency_p95_s"] == 0.71 and v["last_final_age_s"] == 42.0
     assert v["dropped_frames"] == 4 and v["board"] == "Raspberry Pi 5 Model B Rev 1.0" and v["health_age_s"] == 2.0
     assert v["throttled"] is False and v["under_voltage"] is False
+    assert v["speech_snr_db"] == 7.4  # the stream whose talkers reach it least above its room
+    assert "  7dB  " in render([r], "h")
 
 
 def test_each_problem_is_named():

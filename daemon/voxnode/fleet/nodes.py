@@ -107,6 +107,7 @@ def summarize(state: NodeState, now: float, limits: Limits) -> Row:
     final_ages = [a for a in (_age(st.get("last_final"), now) for st in streams.values()) if a is not None]
     p95s = [v for v in (_num(st.get("latency_p95_ms")) for st in streams.values()) if v is not None]
     floors = [v for v in (_num(st.get("noise_floor_dbfs")) for st in streams.values()) if v is not None]
+    snrs = [v for v in (_num(st.get("speech_snr_db")) for st in streams.values()) if v is not None]
     row.values = {
         "version": h.get("version") or info.get("version"),
         "uptime_s": _num(h.get("uptime_s")),
@@ -118,6 +119,7 @@ def summarize(state: NodeState, now: float, limits: Limits) -> Row:
         "throttled": None if throttled is None else bool(throttled.get("throttled")),
         "under_voltage": None if throttled is None else bool(throttled.get("under_voltage")),
         "noise_floor_dbfs": min(floors) if floors else None,
+        "speech_snr_db": min(snrs) if snrs else None,  # the stream whose talkers reach it least above its room
         "last_final_age_s": min(final_ages) if final_ages else None,
         "latency_p95_s": round(max(p95s) / 1000.0, 3) if p95s else None,
         "dropped_frames": sum(int(st.get("dropped_frames") or 0) for st in streams.values()),
@@ -138,6 +140,7 @@ def _stream(st: dict) -> dict:
         "dropped_frames": st.get("dropped_frames"),
         "latency_p95_ms": _num(st.get("latency_p95_ms")),
         "noise_floor_dbfs": _num(st.get("noise_floor_dbfs")),
+        "speech_snr_db": _num(st.get("speech_snr_db")),
         "last_final": st.get("last_final"),
     }
 
