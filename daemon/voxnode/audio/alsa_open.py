@@ -15,6 +15,7 @@ from typing import Any
 
 from voxnode.audio.alsa_pcm import CapturePcm, PcmError
 from voxnode.audio.format import PERIOD_FRAMES, SAMPLE_RATE
+from voxnode.audio.pcm_route import open_hint
 from voxnode.errors import AudioDeviceError
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,8 @@ def _open(device: str, channels: int, periods: int) -> CapturePcm:
     try:
         return CapturePcm(device, channels, SAMPLE_RATE, PERIOD_FRAMES, periods)
     except PcmError as e:
-        raise AudioDeviceError(f"cannot open ALSA capture device {device!r}: {e}") from None
+        hint = open_hint(device, e.code, str(e))  # a sound server the service cannot reach, a busy card
+        raise AudioDeviceError(f"cannot open ALSA capture device {device!r}: {e}{hint}") from None
 
 
 def _mismatches(info: dict, channels: int) -> list[str]:

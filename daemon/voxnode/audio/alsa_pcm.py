@@ -74,6 +74,14 @@ _SIGNATURES: dict[str, tuple[object, list]] = {
     "snd_pcm_hw_params_get_buffer_size": (ctypes.c_int, [_p, _ulong_p]),
     "snd_pcm_hw_params_get_rate_min": (ctypes.c_int, [_p, _uint_p, _int_p]),
     "snd_pcm_hw_params_get_rate_max": (ctypes.c_int, [_p, _uint_p, _int_p]),
+    # the configuration's tree, read by audio/pcm_route.py
+    "snd_config_update_ref": (ctypes.c_int, [ctypes.POINTER(_p)]),
+    "snd_config_unref": (None, [_p]),
+    "snd_config_search_definition": (ctypes.c_int, [_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_p)]),
+    "snd_config_search": (ctypes.c_int, [_p, ctypes.c_char_p, ctypes.POINTER(_p)]),
+    "snd_config_get_string": (ctypes.c_int, [_p, ctypes.POINTER(ctypes.c_char_p)]),
+    "snd_config_get_type": (ctypes.c_int, [_p]),
+    "snd_config_delete": (ctypes.c_int, [_p]),
 }
 
 # Where to read which file and line when alsa-lib's words could not be taken (alsa_says): on stderr.
@@ -122,7 +130,8 @@ def alsa_words(said: list[str]) -> str:
     return f" (ALSA: {'; '.join(said)})" if said else ""
 
 
-def _libasound() -> ctypes.CDLL:
+def libasound() -> ctypes.CDLL:
+    """alsa-lib, its calls' signatures set (_SIGNATURES); PcmError where it cannot be loaded."""
     global _lib
     with _lib_lock:
         if _lib is None:
@@ -138,7 +147,7 @@ def _libasound() -> ctypes.CDLL:
 
 
 def strerror(code: int) -> str:
-    text = _libasound().snd_strerror(code)
+    text = libasound().snd_strerror(code)
     return text.decode(errors="replace") if text else f"error {code}"
 
 
@@ -181,7 +190,7 @@ def _local_handler(lib: ctypes.CDLL) -> object:
 def alsa_says() -> Iterator[list[str]]:
     """What alsa-lib says in the calling thread inside the block, each line once, in its words, instead
     of on stderr (the list stays empty where that cannot be done, and the lines go to stderr)."""
-    lib = _libasound()
+    lib = libasound()
     handler = _local_handler(lib)
     lines: list[str] = []
     if not handler:
@@ -202,7 +211,7 @@ class CapturePcm:
     def __init__(self, device: str, channels: int, rate: int, periodsize: int, periods: int):
         if "\x00" in device:
             raise PcmError(-errno.EINVAL, "the device name contains a NUL character")
-        lib = _libasound()
+        lib = libasound()
         self._lib = lib
         self._handle = _p()
         self._closed = threading.Lock()  # close() once, whichever thread gets there

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
 import select
@@ -18,6 +19,7 @@ import alsaaudio
 from voxnode.audio.alsa_open import supported_rates
 from voxnode.audio.alsa_pcm import alsa_says, alsa_words
 from voxnode.audio.format import SAMPLE_RATE
+from voxnode.audio.pcm_route import open_hint
 from voxnode.errors import AudioDeviceError
 from voxnode.process_stop import stop_process
 
@@ -150,6 +152,8 @@ def _probe(name: str) -> DeviceInfo:
         error = str(raised) + alsa_words(said)
         if "Permission denied" in error:
             error += " (is the user in the 'audio' group?)"
+        # pyalsaaudio's error carries no errno: its words are strerror's
+        error += open_hint(name, -errno.EBUSY if os.strerror(errno.EBUSY) in error else 0, error)
         return DeviceInfo(name, "", "", "", None, error=error)
     pcm = opened
     try:
