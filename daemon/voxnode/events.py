@@ -37,6 +37,10 @@ class TranscriptEvent:
     # The language the text was decoded as, a Whisper (ISO 639-1) code: `[asr] language`, or the one
     # detected where that is "auto"; "" (the key absent) only where the engine did not say.
     language: str = ""
+    # A final's speech over the room's noise floor in the speech band, dB (stream/speech_levels.py; under
+    # ~10 dB Whisper loses many words); None (absent): a partial, an utterance too short to tell, or a
+    # stream without a noise floor (a file, a Wyoming request).
+    speech_snr_db: float | None = None
     # Set by the spool's journal (voxnode.delivery) when it stores a final: its durable number (None:
     # the spool could not store it) and the model that decoded it. `recorded`: it went through the
     # journal, so `seq` (maybe null) and `model` are shown.
@@ -61,6 +65,8 @@ class TranscriptEvent:
         }
         if self.language:
             d["language"] = self.language
+        if self.speech_snr_db is not None:
+            d["speech_snr_db"] = self.speech_snr_db
         if self.wake_word is not None:
             d["wake_word"] = self.wake_word
         if self.follow_up is not None:

@@ -33,6 +33,15 @@ def one_line(r: dict) -> str:
             + ", ".join(f"{g} {t['live_wer']:.0f}/{t['transcribe_wer']:.0f} %" for g, t in r["level_thirds"].items())
             + "]"
         )
+    if "by_speech_snr" in r:
+        thirds += (
+            " [by the final's speech_snr_db: "
+            + ", ".join(
+                f"{b} dB {t['utterances']} utt. {t['live_wer']:.0f} %" if t["utterances"] else f"{b} dB none"
+                for b, t in r["by_speech_snr"].items()
+            )
+            + "]"
+        )
     return (
         f"{r['condition']:<14} WER live {r['live_wer']:5.1f} % vs transcribe {r['transcribe_wer']:5.1f} %{thirds}  "
         f"finals/utt {r['finals_per_utt']:.2f} (false {r['false_finals']}, merged {r['merged_finals']}, "

@@ -106,8 +106,11 @@ def score_condition(track: la.Track, live: dict, transcribed: list[str]) -> dict
             "end_offset_ms": [round(x) for x in end_offset],
         },
     }
+    res["detail"]["speech_snr_db"] = [e.get("speech_snr_db") for _, e in finals]
     if track.condition.room:
         res["level_thirds"] = score_thirds(track, [e["text"] for _, e in finals], spans, transcribed)
+    if any(e.get("speech_snr_db") is not None for _, e in finals):
+        res["by_speech_snr"] = score_by_snr(track, [e for _, e in finals], spans)
     if track.condition.pauses:
         inner = [k for k, u in enumerate(track.utts) if u.inner_pause_ms]
         res["inner_pause_utts"] = len(inner)
@@ -144,6 +147,37 @@ def score_thirds(track: la.Track, live_texts: list[str], spans: list, transcribe
             "live_wer": round(live.wer, 2),
             "transcribe_wer": round(offline.wer, 2),
         }
+    return out
+
+
+# The buckets of a final's own speech_snr_db (stream/speech_levels.py; the warning's 10 dB): what a consumer
+# reading the payload can expect of the words at each reading.
+SNR_BUCKETS = ((None, 5.0), (5.0, 10.0), (10.0, 15.0), (15.0, None))
+
+
+def score_by_snr(track: la.Track, finals: list[dict], spans: list) -> dict:
+    """WER of the utterances grouped by the speech_snr_db their finals carry (each final counts for the
+    first utterance it overlaps, as in score_thirds; an utterance split into several finals takes the
+    lowest reading; utterances without a final, or whose finals carry none, are left out)."""
+    from scripts.bench import scoring
+
+    texts: list[list[str]] = [[] for _ in track.utts]
+    snrs: list[list[float]] = [[] for _ in track.utts]
+    for e, (_, _, ov) in zip(finals, spans, strict=True):
+        if ov:
+            texts[ov[0]].append(e["text"])
+            if e.get("speech_snr_db") is not None:
+                snrs[ov[0]].append(float(e["speech_snr_db"]))
+    out = {}
+    for lo, hi in SNR_BUCKETS:
+        ks = [k for k in range(len(track.utts)) if snrs[k] and (lo is None or min(snrs[k]) >= lo)]
+        ks = [k for k in ks if hi is None or min(snrs[k]) < hi]
+        name = f"<{hi:g}" if lo is None else (f">={lo:g}" if hi is None else f"{lo:g}-{hi:g}")
+        if not ks:
+            out[name] = {"utterances": 0}
+            continue
+        sc = scoring.corpus_score([track.utts[k].text for k in ks], [" ".join(texts[k]) for k in ks])
+        out[name] = {"utterances": len(ks), "words": sc.words, "live_wer": round(sc.wer, 2)}
     return out
 
 

@@ -348,6 +348,7 @@ def test_event_entity_fires_on_every_final_and_the_blueprints_act(stack):
         assert a["id"].startswith("kitchen-") and a["stream"] == "kitchen"
         assert isinstance(a["confidence"], float) and a["latency_ms"] > 0 and a["seq"] >= 1
         assert a["language"] == "en"  # tiny.en: the Final event carries the payload's language
+        assert a["speech_snr_db"] > 20.0, a  # a clear voice over digital silence: far above the floor
         assert "wake_word" not in a  # kitchen transcribes without a wake word
     assert fired[0]["attributes"]["id"] != fired[1]["attributes"]["id"]
     assert fired[0]["state"] != fired[1]["state"]  # the state is the event's time

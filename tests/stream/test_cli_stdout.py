@@ -19,6 +19,7 @@ def test_run_stdout_prints_partial_and_final_json_lines(tmp_path, voxnode_cmd):
     # (tests/stream/test_pipeline_alsa.py, unpaced).
     text = "what time does the bakery on the corner close today and is it open on sunday"
     audio = np.concatenate([ac.silence(0.5), ac.at_dbfs(ac.tts(text, "en-us"), -25), ac.silence(1.0)])
+    audio = audio + ac.at_dbfs(ac.noise("pink", len(audio), seed=7), -70)  # a quiet room's tone, as a microphone hears
     wav = tmp_path / "speech.wav"
     with wave.open(str(wav), "wb") as w:
         w.setnchannels(1)
@@ -41,10 +42,13 @@ def test_run_stdout_prints_partial_and_final_json_lines(tmp_path, voxnode_cmd):
     f = finals[0]
     assert wer(text, f["text"]) <= 0.2, f
     common = {"type", "stream", "id", "text", "start", "end", "latency_ms", "confidence", "language"}
-    # A final is durable with stdout alone: it carries its delivery `seq` and the model that made it.
-    assert set(f) == common | {"seq", "model"} and f["seq"] == 1 and f["model"] == "whisper-tiny.en", f
+    # A final is durable with stdout alone: it carries its delivery `seq` and the model that made it, and
+    # how far above the room's noise its speech reached (a clear voice in a quiet room: far above).
+    final_keys = common | {"seq", "model", "speech_snr_db"}
+    assert set(f) == final_keys and f["seq"] == 1 and f["model"] == "whisper-tiny.en", f
+    assert f["speech_snr_db"] > 30.0, f
     for e in speech:
-        assert set(e) == (common if e["type"] == "partial" else common | {"seq", "model"})
+        assert set(e) == (common if e["type"] == "partial" else final_keys)
         assert e["stream"] == "mic" and e["id"] == f["id"] and e["language"] == "en"  # tiny.en
         start, end = datetime.fromisoformat(e["start"]), datetime.fromisoformat(e["end"])
         assert start.tzinfo is not None and start < end

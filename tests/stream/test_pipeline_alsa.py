@@ -135,7 +135,11 @@ def test_speech_silence_speech_gives_two_finals_with_partials_as_prefixes(alsa_d
     # agrees with a sure closing mark), anything else after the ordinary one.
     shortest = min(vad.agreed_end_hangover_ms or vad.hangover_ms, vad.sentence_end_hangover_ms, vad.hangover_ms)
     for f in finals:
-        assert set(f) == {"type", "stream", "id", "text", "start", "end", "latency_ms", "confidence", "language"}
+        keys = {"type", "stream", "id", "text", "start", "end", "latency_ms", "confidence", "language"}
+        assert set(f) == keys | {"speech_snr_db"}, f
+        # Speech at -24 and -28 dBFS over pink room noise at -60: ~32-36 dB broadband; the speech band's
+        # figure reads a few dB over that in pink noise (docs/frontend.md).
+        assert 28.0 <= f["speech_snr_db"] <= 45.0, f
         assert f["language"] == "en"  # tiny.en
         assert f["stream"] == "mic"
         # End of speech -> final: at least the shortest hangover (the endpoint must be confirmed),

@@ -11,7 +11,10 @@ import pytest
 
 from scripts.bench import audio_corpus as ac
 from scripts.bench import speech_corpus as sc
+from voxnode.asr.recognizer import TranscriptResult
 from voxnode.config import Config
+from voxnode.events import TranscriptEvent
+from voxnode.stream.jobs import JobKind, JobOutcome
 from voxnode.stream.params import pipeline_params
 from voxnode.stream.pipeline import StreamPipeline
 from voxnode.stream.speech_levels import LAST, MIN_FRAMES, SpeechLevels
@@ -74,17 +77,41 @@ class NoDecodes:
         pass
 
 
-def through_the_pipeline(snr_db: float) -> dict:
+class FinalsBack(NoDecodes):
+    """Keeps the jobs; `finish` brings every final's decode back with a stand-in text (what is checked is
+    what the final carries beside its text). A promoted speculation is a final, as in the real one."""
+
+    def __init__(self):
+        self.jobs = []
+
+    def submit(self, job):
+        self.jobs.append(job)
+
+    def promote(self, job):
+        job.kind = JobKind.FINAL
+        return True
+
+    def finish(self):
+        for job in self.jobs:
+            if job.kind == JobKind.FINAL and not job.cancelled:
+                job.started, job.finished = 1.0, 1.2
+                job.on_done(job, JobOutcome.DONE, TranscriptResult("Read.", [], -0.2, 0.01, 10.0, 20.0, 1.0, "eot"))
+
+
+def through_the_pipeline(snr_db: float, events: list | None = None) -> dict:
     clip = ac.at_dbfs(LIBRIVOX[0].audio, -26)
     clean = np.concatenate([ac.silence(3.0), clip, ac.silence(2.0), clip, ac.silence(3.0)])
     clean = clean[: len(clean) // ac.FRAME * ac.FRAME]
     x = ac.mix(clean, ac.noise("pink", len(clean), seed=3), snr_db, ac.label_speech(clean))
     pcm = np.clip(np.round(x), -32768, 32767).astype(np.int16)
-    pipe = StreamPipeline("desk", pipeline_params(Config()), NoDecodes(), lambda e: None)
+    sched = NoDecodes() if events is None else FinalsBack()
+    pipe = StreamPipeline("desk", pipeline_params(Config()), sched, (lambda e: None) if events is None else events.append)
     for i in range(len(pcm) // ac.FRAME):
         t = i * ac.FRAME / ac.RATE
         pipe.feed(pcm[i * ac.FRAME : (i + 1) * ac.FRAME], i, t, t)
     pipe.flush()
+    if isinstance(sched, FinalsBack):
+        sched.finish()
     return pipe.room()
 
 
@@ -97,3 +124,19 @@ def test_a_recording_in_pink_noise_reads_its_snr():
     assert 5.0 <= quiet["speech_snr_db"] <= 14.0, quiet
     assert abs(loud["speech_dbfs"] - quiet["speech_dbfs"]) <= 3.0, (loud, quiet)  # the same talker
     assert "noise_floor_dbfs" in loud  # beside the room's own figures
+
+
+@needs_speech
+def test_each_final_carries_its_own_utterances_figure():
+    """The transcript payload's `speech_snr_db`: each final's, from the same frames the health median is
+    taken over; absent on partials."""
+    events: list = []
+    room = through_the_pipeline(10.0, events)
+    finals = [e for e in events if isinstance(e, TranscriptEvent) and e.is_final]
+    assert len(finals) == 2, events
+    for final in finals:
+        assert 10.0 <= final.speech_snr_db <= 19.0, final
+        assert final.as_dict()["speech_snr_db"] == final.speech_snr_db
+    assert room["speech_snr_db"] == pytest.approx(sum(f.speech_snr_db for f in finals) / 2, abs=0.06)
+    partials = [e for e in events if isinstance(e, TranscriptEvent) and not e.is_final]
+    assert all("speech_snr_db" not in p.as_dict() for p in partials)

@@ -208,7 +208,8 @@ def stream_payload(topics: Topics, stream: StreamDevice) -> dict:
         "'event_type': 'final', 'text': value_json.text, 'id': value_json.id, "
         "'confidence': value_json.confidence, 'latency_ms': value_json.latency_ms, "
         "'seq': value_json.seq, 'stream': value_json.stream, "
-        "'language': value_json.language | default(None)"
+        "'language': value_json.language | default(None), "
+        "'speech_snr_db': value_json.speech_snr_db | default(None)"
     )
     if stream.wake:  # the word that opened the final, as in the Transcript sensor's attributes
         final += ", 'wake_word': value_json.wake_word | default(None)"

@@ -135,7 +135,8 @@ class StreamPipeline:
             if self.wake is not None:
                 self.wake.follow(ev)
             if isinstance(ev, Ended) and (floor := self.frontend.noise_floor) is not None:
-                self.levels.ended(floor.floor_dbfs)
+                if (level := self.levels.ended(floor.floor_dbfs)) is not None:
+                    self.utterances.heard_over_noise(ev.utterance.uid, level.snr_db)
             elif isinstance(ev, Discarded):
                 self.levels.discarded()
             self.utterances.on_segment(ev)

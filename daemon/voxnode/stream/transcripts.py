@@ -132,4 +132,5 @@ class TranscriptPublisher:
             wake_word=st.wake_word,
             follow_up=st.follow_up,
             language=result.language,
+            speech_snr_db=st.speech_snr_db if kind == "final" else None,
         )

@@ -57,6 +57,7 @@ class UtteranceState:
     last_partial_t: float
     wake_word: str | None = None  # the wake word that opened this utterance
     follow_up: bool | None = None  # with a wake word: heard in a follow-up window, not after the word
+    speech_snr_db: float | None = None  # ENDED: its speech over the room's noise (stream/speech_levels.py)
     phase: Phase = Phase.OPEN
     prefix: StablePrefix = field(default_factory=StablePrefix)
     partial_job: DecodeJob | None = None

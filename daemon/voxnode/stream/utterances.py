@@ -92,6 +92,14 @@ class Utterances:
         if to_submit is not None:
             self._sched.submit(to_submit)
 
+    def heard_over_noise(self, uid: int, snr_db: float) -> None:
+        """How far above the room's noise the utterance's speech reached the microphone (the pipeline's
+        SpeechLevels, told just before the utterance's Ended event): its final carries it."""
+        with self._lock:
+            st = self._utts.get(uid)
+            if st is not None:
+                st.speech_snr_db = snr_db
+
     def _on_resume(self, ev: Resumed, st: UtteranceState) -> None:
         self._cancel(st.spec_job)
         st.resume()
