@@ -105,7 +105,8 @@ def through_the_pipeline(snr_db: float, events: list | None = None) -> dict:
     x = ac.mix(clean, ac.noise("pink", len(clean), seed=3), snr_db, ac.label_speech(clean))
     pcm = np.clip(np.round(x), -32768, 32767).astype(np.int16)
     sched = NoDecodes() if events is None else FinalsBack()
-    pipe = StreamPipeline("desk", pipeline_params(Config()), sched, (lambda e: None) if events is None else events.append)
+    emit = (lambda e: None) if events is None else events.append
+    pipe = StreamPipeline("desk", pipeline_params(Config()), sched, emit)
     for i in range(len(pcm) // ac.FRAME):
         t = i * ac.FRAME / ac.RATE
         pipe.feed(pcm[i * ac.FRAME : (i + 1) * ac.FRAME], i, t, t)
