@@ -117,12 +117,27 @@ install_unit() {
         systemctl daemon-reload
         systemctl enable "$UNIT"
         # restart, not start: an upgrade must replace the running old version.
+        started=$(date +%s)
         systemctl restart "$UNIT"
         say "voxnode.service enabled and (re)started: systemctl status voxnode; journalctl -u voxnode -f"
+        report_start "$started"
     else
         say "systemd is not running here (or --root is set): skipped enabling/starting $UNIT;" \
             "on the target run: systemctl daemon-reload && systemctl enable --now voxnode"
     fi
+}
+
+# What the service said at error level since it was (re)started, so that a microphone it cannot open
+# (a desktop's PipeWire, which the service cannot reach; a wrong audio.device) is seen at install, not
+# found later. `systemctl restart` returns at READY=1 (Type=notify), which waits for every stream's
+# device to open or fail its first try (docs/systemd.md): those lines are in the journal by then.
+report_start() {
+    journalctl --sync 2>/dev/null || true
+    errors=$(journalctl -u "$UNIT" --since "@$1" -p err -o cat --no-pager 2>/dev/null | head -n 5)
+    [ -n "$errors" ] || return 0
+    say "WARNING: the service started with errors:"
+    printf '%s\n' "$errors" | sed 's/^/    /'
+    say "fix them in $ETC/config.toml (voxnode devices lists the microphones), then: systemctl reload voxnode"
 }
 
 do_install() {
