@@ -19,7 +19,7 @@ import alsaaudio
 from voxnode.audio.alsa_open import supported_rates
 from voxnode.audio.alsa_pcm import alsa_says, alsa_words
 from voxnode.audio.format import SAMPLE_RATE
-from voxnode.audio.pcm_route import open_hint
+from voxnode.audio.pcm_route import open_hint, sound_server
 from voxnode.errors import AudioDeviceError
 from voxnode.process_stop import stop_process
 
@@ -32,6 +32,7 @@ class DeviceInfo:
     formats: str
     supports_16k: bool | None
     error: str = ""
+    server: str = ""  # the sound server the name goes through ("PipeWire"), from audio/pcm_route.py
 
 
 PROBE_TIMEOUT_S = 5.0
@@ -167,7 +168,8 @@ def _probe(name: str) -> DeviceInfo:
             formats = ", ".join(sorted(pcm.getformats()))
         except Exception:
             formats = "unknown"
-        return DeviceInfo(name, pcm.cardname(), rates, formats, ok)
+        server = sound_server(name)
+        return DeviceInfo(name, pcm.cardname(), rates, formats, ok, server=server[0] if server else "")
     finally:
         pcm.close()
 
@@ -183,6 +185,8 @@ def format_devices(devices: list[DeviceInfo], probed: bool = True) -> str:
             lines.append(f"{d.name}: cannot open: {d.error}")
             continue
         note = {True: "16 kHz ok", False: 'no 16 kHz: use plug or audio.resample = "alsa"', None: "?"}[d.supports_16k]
+        if d.server:  # it opens here, in a desktop session; voxnode.service will not reach the server
+            note += f"; through {d.server}, a desktop session's sound server that voxnode.service cannot reach"
         lines.append(f"{d.name}: rates {d.rates}; formats {d.formats}; {note}")
     return "\n".join(lines)
 
