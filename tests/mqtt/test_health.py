@@ -171,7 +171,7 @@ def test_prometheus_exporter_reads_the_reporter_live():
     try:
         before = urllib.request.urlopen(url, timeout=5).read().decode()
         t = 1_800_000_000.0
-        reporter.observe(TranscriptEvent("final", "mic", "mic-1", "hello", t - 2, t - 1, 420.0, -0.2))
+        reporter.observe(TranscriptEvent("final", "mic", "mic-1", "hello", t - 2, t - 1, 420.0, -0.2, speech_snr_db=7.5))
         reporter.observe_decode("mic", "final", 0.21)
         after = urllib.request.urlopen(url, timeout=5).read().decode()
     finally:
@@ -186,6 +186,10 @@ def test_prometheus_exporter_reads_the_reporter_live():
     assert 'voxnode_final_latency_seconds_bucket{le="0.5",node="n1",stream="mic"} 1.0' in after
     assert 'voxnode_final_latency_seconds_sum{node="n1",stream="mic"} 0.42' in after
     assert 'voxnode_decode_seconds_bucket{kind="final",le="0.3",node="n1",stream="mic"} 1.0' in after
+    # The final's speech over noise: 7.5 dB, between the 5 and 10 dB buckets (zero before it came).
+    assert 'voxnode_final_speech_snr_db_count{node="n1",stream="mic"} 0.0' in before
+    assert 'voxnode_final_speech_snr_db_bucket{le="5.0",node="n1",stream="mic"} 0.0' in after
+    assert 'voxnode_final_speech_snr_db_bucket{le="10.0",node="n1",stream="mic"} 1.0' in after
     assert 'voxnode_stream_last_final_timestamp_seconds{node="n1",stream="mic"}' in after
     assert "voxnode_mqtt_" not in after and "_ms" not in after.replace("_ms_", "")
     with pytest.raises(PrometheusError, match="health.prometheus_port"):

@@ -22,6 +22,10 @@ FINAL_LATENCY_BUCKETS = (0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0
 # 0.2-0.5 s on the x86 test machine (docs/benchmarks.md); partials of short audio are shorter,
 # a 30 s window on a Pi 4 takes several seconds.
 DECODE_BUCKETS = (0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
+# dB: a final's speech over the room's noise (TranscriptEvent.speech_snr_db). Measured live in noisy
+# rooms (docs/benchmarks.md, stop 51), tiny.en's WER under 5 dB 90 %, 5-10 dB 26 %, 10-15 dB 10 %, over
+# 15 dB 6 %: so a fleet reads the share of finals heard under 5 or 10 dB from the buckets.
+SPEECH_SNR_BUCKETS = (0.0, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0)
 
 
 @dataclass(frozen=True)

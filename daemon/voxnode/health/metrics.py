@@ -134,6 +134,7 @@ METRICS: dict[str, MetricDef] = _defs(
     ("voxnode_stream_decoded_audio_seconds_total", C, "Seconds of audio decoded (partials included).", S),
     ("voxnode_stream_last_final_timestamp_seconds", G, "Unix time of the stream's last final.", S),
     ("voxnode_final_latency_seconds", H, "End of speech to final transcript ready.", S),
+    ("voxnode_final_speech_snr_db", H, "Each final's speech over the room's noise floor, speech band, dB.", S),
     (
         "voxnode_decode_seconds",
         H,
@@ -321,6 +322,8 @@ class VoxnodeCollector:
         streams = [s.name for s in config.effective_streams()]
         for sample in r.final_latency.samples(known=[(s,) for s in streams]):
             fams.add_histogram("voxnode_final_latency_seconds", sample)
+        for sample in r.final_snr.samples(known=[(s,) for s in streams]):
+            fams.add_histogram("voxnode_final_speech_snr_db", sample)
         kinds = [(s, k) for s in streams for k in STREAM_DECODE_KINDS]
         if config.wyoming.enabled:
             kinds += [(OBSERVED_AS, k) for k in WYOMING_DECODE_KINDS]

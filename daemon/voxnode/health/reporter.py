@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from voxnode.config.health import HealthConfig
 from voxnode.events import Event, TranscriptEvent, iso8601
-from voxnode.health.histograms import DECODE_BUCKETS, FINAL_LATENCY_BUCKETS, Histogram
+from voxnode.health.histograms import DECODE_BUCKETS, FINAL_LATENCY_BUCKETS, SPEECH_SNR_BUCKETS, Histogram
 from voxnode.health.latency import LatencyWindows
 from voxnode.health.nodeinfo import NodeInfo, node_info
 from voxnode.health.report import HealthMonitor
@@ -67,6 +67,7 @@ class HealthReporter(Hook):
         self.last_latency_ms: float | None = None
         self.final_latency = Histogram(FINAL_LATENCY_BUCKETS)  # seconds, labels (stream,)
         self.decode_time = Histogram(DECODE_BUCKETS)  # engine seconds, labels (stream, kind)
+        self.final_snr = Histogram(SPEECH_SNR_BUCKETS)  # dB, labels (stream,): finals that carry one
         self.last_final: dict[str, float] = {}  # stream -> wall-clock time of its last final
         self.latest: dict | None = None  # the last full report
         self._sections: dict[str, Callable[[], dict]] = {}
@@ -93,6 +94,8 @@ class HealthReporter(Hook):
             stream = event.stream
             self.latency.add(stream, event.latency_ms)
             self.final_latency.observe((stream,), event.latency_ms / 1000.0)
+            if event.speech_snr_db is not None:
+                self.final_snr.observe((stream,), event.speech_snr_db)
             self.last_latency_ms = float(event.latency_ms)
             self.last_final = {**self.last_final, stream: time.time()}  # replaced, never mutated: readers iterate
 
