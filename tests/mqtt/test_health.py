@@ -171,7 +171,8 @@ def test_prometheus_exporter_reads_the_reporter_live():
     try:
         before = urllib.request.urlopen(url, timeout=5).read().decode()
         t = 1_800_000_000.0
-        reporter.observe(TranscriptEvent("final", "mic", "mic-1", "hello", t - 2, t - 1, 420.0, -0.2, speech_snr_db=7.5))
+        final = TranscriptEvent("final", "mic", "mic-1", "hello", t - 2, t - 1, 420.0, -0.2, speech_snr_db=7.5)
+        reporter.observe(final)
         reporter.observe_decode("mic", "final", 0.21)
         after = urllib.request.urlopen(url, timeout=5).read().decode()
     finally:
