@@ -99,12 +99,18 @@ class LogOutput(Output):
                 extra={"STREAM": event.stream},
             )
         else:
+            # A final says how far above the room's noise it was heard: `voxnode run --levels` is the
+            # microphone's placement check (README), and the journal keeps it beside each text.
+            heard = ""
+            if event.is_final and event.speech_snr_db is not None:
+                heard = f"  (heard {event.speech_snr_db:+.0f} dB over the room's noise)"
             # STREAM= and UTTERANCE_ID= become journal fields under systemd.
             self._log.info(
-                "[%s] %s%s: %s",
+                "[%s] %s%s: %s%s",
                 event.stream,
                 event.type,
                 " (follow-up)" if event.follow_up else "",
                 event.text,
+                heard,
                 extra={"STREAM": event.stream, "UTTERANCE_ID": event.id},
             )
