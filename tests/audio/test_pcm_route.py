@@ -17,7 +17,6 @@ import sys
 import pytest
 
 from tests.pulse_room import PulseServer, have_pulseaudio
-from voxnode.audio.pcm_route import open_hint
 
 CONF = """</usr/share/alsa/alsa.conf>
 pcm_type.pipewire { lib "/nonexistent/libasound_module_pcm_pipewire.so" }
@@ -95,19 +94,6 @@ def test_a_missing_plugin_is_named_with_its_package_not_blamed_on_the_session(tm
     error = _child(tmp_path, "default")["errors"]["default"]
     assert "Cannot open shared library" in error, error
     assert error.endswith("; ALSA's plugin for pcm type pipewire is not installed (Debian: pipewire-alsa)"), error
-
-
-@pytest.mark.parametrize("code, said", [(-16, "hint"), (-2, "")])
-def test_a_busy_card_names_who_can_hold_it(code, said):
-    """No sound card exists where the tests run, so nothing can hold one: the words alone are checked, for a
-    name that goes through no server (EBUSY, -16, is what a card held by PipeWire answers a non-blocking
-    open)."""
-    hint = open_hint("vx_file", code)
-    if said:
-        assert hint.startswith("; another program holds it (a sound server such as PipeWire or PulseAudio")
-        assert hint.endswith("`fuser -v /dev/snd/*` names it")
-    else:
-        assert hint == ""
 
 
 # Listed PCMs only (each with a hint), without alsa.conf's thirty: `voxnode devices` probes each one.

@@ -22,6 +22,7 @@ import errno
 import os
 
 from voxnode.audio.alsa_pcm import PcmError, alsa_says, libasound
+from voxnode.audio.card_holders import capture_holders
 
 # plugin type -> the sound server it talks to
 SOUND_SERVERS = {"pipewire": "PipeWire", "pulse": "PulseAudio", "jack": "JACK"}
@@ -133,6 +134,9 @@ def open_hint(device: str, code: int, said: str = "") -> str:
             "plughw:CARD=... names)"
         )
     if code == -errno.EBUSY:
+        holders = capture_holders()
+        if holders:  # the kernel's account: every open capture, wherever it is (the name's card is not known here)
+            return f"; another program holds it: the captures open now are {', '.join(map(str, holders))}"
         return (
             "; another program holds it (a sound server such as PipeWire or PulseAudio, arecord, another "
             "voxnode): `fuser -v /dev/snd/*` names it"

@@ -1,0 +1,62 @@
+"""Which programs hold a sound card's capture, from the kernel's own account of it.
+
+A capture device another program has open answers voxnode's non-blocking open with EBUSY ("Device or
+resource busy"): on a Raspberry Pi most often a desktop's PipeWire, a wyoming-satellite or arecord left
+running, or a second voxnode. ALSA's proc files say who: every open substream's
+/proc/asound/cardN/pcmDc/subS/status has an `owner_pid` line (its state "closed" otherwise), and
+/proc/PID/comm names the program. Read only when an open failed with EBUSY. Under voxnode.service,
+ProtectKernelTunables leaves /proc/asound readable and ProtectProc=invisible hides other users' processes:
+the line then gives the pid alone ("pid 812 on card Device device 0"; `ps -p 812` names it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+PROC = Path("/proc")
+
+
+@dataclass(frozen=True)
+class Holder:
+    card: str  # the card's id (/proc/asound/cardN/id), e.g. "Device"; its number where it has none
+    device: int
+    pid: int
+    program: str  # /proc/PID/comm; "" where the process is gone or not ours to read
+
+    def __str__(self) -> str:
+        who = f"{self.program} (pid {self.pid})" if self.program else f"pid {self.pid}"
+        return f"{who} on card {self.card} device {self.device}"
+
+
+def capture_holders(proc: Path = PROC) -> list[Holder]:
+    """Every open capture substream's owner, in card and device order; [] where there is no ALSA in the
+    kernel (no /proc/asound) or nothing is open."""
+    holders = []
+    for status in sorted((proc / "asound").glob("card[0-9]*/pcm[0-9]*c/sub[0-9]*/status")):
+        pid = _owner(status)
+        if pid is None:
+            continue
+        card_dir = status.parent.parent.parent
+        card = _read(card_dir / "id") or card_dir.name.removeprefix("card")
+        device = int(status.parent.parent.name[3:-1])  # "pcm0c"
+        holders.append(Holder(card, device, pid, _read(proc / str(pid) / "comm")))
+    return holders
+
+
+def _owner(status: Path) -> int | None:
+    for line in _read(status).splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "owner_pid":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace").strip()
+    except OSError:
+        return ""
