@@ -258,6 +258,10 @@ def dashboard() -> dict:
     g.graph(
         8, "Speech over noise", [target(f"voxnode_stream_speech_snr_db{{{STREAM}}}", "{{node}}/{{stream}}")], "dB", snr
     )
+    low = f'sum by (node, stream) (increase(voxnode_final_speech_snr_db_bucket{{{STREAM},le="5.0"}}[1h]))'
+    low += f" / sum by (node, stream) (increase(voxnode_final_speech_snr_db_count{{{STREAM}}}[1h]))"
+    why = "Share of the last hour's finals heard under 5 dB over the room's noise: nine words in ten lost there."
+    g.graph(8, "Finals heard under 5 dB", [target(low, "{{node}}/{{stream}}")], "percentunit", why)
     mic = [
         f"voxnode_stream_digital_silence_seconds{{{STREAM}}}",
         f"rate(voxnode_stream_clipped_frames_total{{{STREAM}}}[{rate}])",

@@ -232,7 +232,7 @@ def test_dashboard_queries_run_on_prometheus_and_show_the_daemon(scraped_daemon,
     allowed += ("digital_silence", "clipped_frames")
     assert all(any(a in e for a in allowed) for e in empty), empty
     rules = json.loads(get(f"http://127.0.0.1:{prometheus_server.port}/api/v1/rules"))["data"]["groups"][0]["rules"]
-    assert len(rules) == 16 and all(r["health"] in ("ok", "unknown") for r in rules), rules
+    assert len(rules) == 17 and all(r["health"] in ("ok", "unknown") for r in rules), rules
 
 
 @needs_prometheus
