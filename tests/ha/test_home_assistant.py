@@ -15,7 +15,7 @@ import json
 import os
 import subprocess
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -404,6 +404,20 @@ def test_event_entity_fires_on_every_final_and_the_blueprints_act(stack):
     for t in strict:
         trace = stack.ha.ws("trace/get", domain="automation", item_id="voxnode_strict", run_id=t["run_id"])
         assert not any(path.startswith("action/0/then") for path in trace["trace"]), trace["trace"].keys()
+    # A final from a voxnode that does not send the figure (published here as one would) is always sent,
+    # even past a minimum no final reaches.
+    t = datetime.now(UTC).isoformat(timespec="milliseconds")
+    old = {"type": "final", "stream": "kitchen", "id": "kitchen-old-1", "text": "what time is it", "start": t}
+    old |= {"end": t, "latency_ms": 300.0, "confidence": -0.2, "seq": 99, "model": "whisper-tiny.en"}
+    stack.monitor.client.publish(f"{BASE}/kitchen/transcript", json.dumps(old), qos=1)
+
+    def strict_runs() -> list[dict]:
+        runs = stack.ha.ws("trace/list", domain="automation", item_id="voxnode_strict")
+        return runs if len(runs) == 3 and all(r.get("state") == "stopped" for r in runs) else []
+
+    runs = wait_until(strict_runs, 30, what="the strict automation's third run to end")
+    assert sorted(r["last_step"] for r in runs) == ["action/0/else/0"] * 2 + ["action/0/then/0"], runs
+    assert stack.ha.state("counter.too_loud")["state"] == "2"
 
 
 def test_a_spoken_wake_word_fires_the_wake_event_entity_and_only_what_follows_is_transcribed(stack):
