@@ -99,12 +99,8 @@ def _slave(lib: ctypes.CDLL, top: ctypes.c_void_p, conf: ctypes.c_void_p, owned:
         kind = lib.snd_config_get_type(node)
         if kind == _CONFIG_TYPE_COMPOUND:
             return node  # part of its parent's tree, deleted with it
-        if kind == _CONFIG_TYPE_STRING:
-            value = ctypes.c_char_p()
-            if lib.snd_config_get_string(node, ctypes.byref(value)) < 0 or value.value is None:
-                return None
-            return _definition(lib, top, value.value.decode(errors="replace"), owned)
-        return None
+        name = _string(lib, conf, key) if kind == _CONFIG_TYPE_STRING else None
+        return _definition(lib, top, name, owned) if name is not None else None
     return None
 
 
