@@ -39,7 +39,7 @@ class TranscriptEvent:
     language: str = ""
     # A final's speech over the room's noise floor in the speech band, dB (stream/speech_levels.py; under
     # ~10 dB Whisper loses many words); None (absent): a partial, an utterance too short to tell, or a
-    # stream without a noise floor (a file, a Wyoming request).
+    # stream without a noise floor (`vad.noise_gate = false`).
     speech_snr_db: float | None = None
     # Set by the spool's journal (voxnode.delivery) when it stores a final: its durable number (None:
     # the spool could not store it) and the model that decoded it. `recorded`: it went through the
