@@ -82,9 +82,14 @@ def _definition(lib: ctypes.CDLL, top: ctypes.c_void_p, name: str, owned: list) 
 
 def _string(lib: ctypes.CDLL, conf: ctypes.c_void_p, key: bytes) -> str | None:
     node = ctypes.c_void_p()
-    value = ctypes.c_char_p()
     if lib.snd_config_search(conf, key, ctypes.byref(node)) < 0:
         return None
+    return _value(lib, node)
+
+
+def _value(lib: ctypes.CDLL, node: ctypes.c_void_p) -> str | None:
+    """A string node's value; None for any other kind."""
+    value = ctypes.c_char_p()
     if lib.snd_config_get_string(node, ctypes.byref(value)) < 0 or value.value is None:
         return None
     return value.value.decode(errors="replace")
@@ -99,7 +104,7 @@ def _slave(lib: ctypes.CDLL, top: ctypes.c_void_p, conf: ctypes.c_void_p, owned:
         kind = lib.snd_config_get_type(node)
         if kind == _CONFIG_TYPE_COMPOUND:
             return node  # part of its parent's tree, deleted with it
-        name = _string(lib, conf, key) if kind == _CONFIG_TYPE_STRING else None
+        name = _value(lib, node) if kind == _CONFIG_TYPE_STRING else None
         return _definition(lib, top, name, owned) if name is not None else None
     return None
 
