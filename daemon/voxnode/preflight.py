@@ -79,6 +79,7 @@ def _wake(config: Config) -> None:
     streams[i].wake); with wake.confirm, the second opinion's word and files (not loaded)."""
     from voxnode.wake.confirm import check_confirm
     from voxnode.wake.models import load_wake_models
+    from voxnode.wake.openwakeword import NAME as OPENWAKEWORD
 
     w = config.wake
     for i, stream in enumerate(config.effective_streams()):
@@ -90,7 +91,7 @@ def _wake(config: Config) -> None:
         with naming(key, spec):
             for model in models:  # every word of the stream, not the first
                 model.content()
-        if w.confirm:
+        if w.confirm == OPENWAKEWORD:
             check_confirm(w.confirm, models)
 
 

@@ -128,7 +128,7 @@ def test_histograms_are_live_and_agree_with_the_finals(scraped_daemon):
     ms = [f["latency_ms"] for f in finals[: int(count)]]
     assert lat["voxnode_final_latency_seconds_sum"].value == pytest.approx(sum(ms) / 1000.0, abs=0.001 * len(ms))
     decode_kinds = {s.labels["kind"] for s in fams["voxnode_decode_seconds"].samples}
-    assert decode_kinds <= {"final", "speculative", "partial"} and decode_kinds
+    assert decode_kinds <= {"final", "speculative", "partial", "wake"} and decode_kinds
 
 
 @needs_prometheus
@@ -302,7 +302,7 @@ def test_a_quiet_node_serves_its_histograms_from_the_start(tmp_path):
     latency = quiet["voxnode_final_latency_seconds"]
     assert set(latency) == {(("stream", "kitchen"),), (("stream", "hall"),)}
     decode = quiet["voxnode_decode_seconds"]
-    kinds = {"final", "speculative", "partial"}
+    kinds = {"final", "speculative", "partial", "wake"}
     expected = {(("kind", k), ("stream", s)) for s in ("kitchen", "hall") for k in kinds}
     expected |= {(("kind", k), ("stream", OBSERVED_AS)) for k in ("final", "partial")}
     assert set(decode) == expected

@@ -108,6 +108,29 @@ def test_finals_go_before_partials_and_speculation(sched):
     assert eng.order == [0, 3, 2, 1]
 
 
+def test_a_wake_words_check_goes_first_greedy_and_is_never_given_up(sched):
+    """A wake word's check (stream/wake_check.py) before its stream's final and speculative final, decoded as a
+    partial is (greedy); a partial running gives way to it, and nothing makes it give way."""
+    s, eng = sched()
+    rec = Recorder()
+    s.start()
+    s.submit(job("a", JobKind.PARTIAL, 0, rec))
+    assert eng.entered.acquire(timeout=5)  # a's partial holds the only engine
+    s.submit(job("a", JobKind.FINAL, 1, rec))
+    s.submit(job("a", JobKind.SPECULATIVE, 2, rec))
+    s.submit(job("a", JobKind.WAKE, 3, rec))
+    assert eng.entered.acquire(timeout=5)  # the partial gave way without the gate being opened for it
+    s.submit(job("b", JobKind.FINAL, 4, rec))  # another stream's final waits: the check is not given up
+    time.sleep(0.05)
+    for _ in range(4):
+        eng.gate.release()
+    rec.wait(5)
+    assert eng.abandoned == [0]
+    assert eng.order == [0, 3, 4, 1, 2]
+    assert [role for tag, role, _, _ in eng.calls if tag == 3] == ["partial"]
+    assert s.stats()["completed"]["WAKE"] == 1
+
+
 def test_a_running_partial_gives_way_to_a_final(sched):
     s, eng = sched()
     rec = Recorder()

@@ -112,11 +112,12 @@ def test_without_the_package_one_line_says_what_to_install(monkeypatch):
 
 
 def test_the_gate_gets_the_second_opinion():
-    """wake.confirm reaches the stream's detector (and is off by default)."""
+    """wake.confirm = "openwakeword" reaches the stream's detector (the default, "auto", has Whisper check alexa
+    instead: tests/wake/test_whisper_check.py)."""
     from voxnode.stream.wake_gate import WakeGate
 
     on = wake_params(Config(wake=WakeConfig(enabled=True, model="alexa", confirm="openwakeword")), "default")
-    off = wake_params(Config(wake=WakeConfig(enabled=True, model="alexa")), "default")
+    off = wake_params(Config(wake=WakeConfig(enabled=True, model="alexa", confirm="")), "default")
     assert on is not None and off is not None
     assert WakeGate(on).detector._second is not None
     assert WakeGate(off).detector._second is None

@@ -49,7 +49,7 @@ def check_config(capsys, cfg: Path) -> str:
         ),
         (
             '[wake]\nenabled = true\nmodel = "alexa"\nconfirm = "oww"\n',
-            'wake.confirm = "oww": allowed values are "", "openwakeword"',
+            'wake.confirm = "oww": allowed values are "auto", "whisper", "openwakeword", ""',
         ),
     ],
 )

@@ -196,7 +196,7 @@ def test_without_the_wake_word_nothing_is_transcribed_and_listening_times_out(al
     config = parse_config("[wake]\nenabled = true\nlisten_timeout_ms = 1000\n")
     events, stats, _ = run_daemon(alsa_dir, clean, engine, config, all_events=True)
     assert [e["type"] for e in events] == ["wake"], events
-    assert stats["scheduler"]["submitted"] == {"FINAL": 0, "SPECULATIVE": 0, "PARTIAL": 0}
+    assert stats["scheduler"]["submitted"] == {"FINAL": 0, "SPECULATIVE": 0, "PARTIAL": 0, "WAKE": 0}
     assert stats["streams"]["mic"]["wake_timeouts"] == 1
 
 

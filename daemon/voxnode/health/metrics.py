@@ -129,6 +129,13 @@ METRICS: dict[str, MetricDef] = _defs(
     ("voxnode_stream_suppressed_total", C, "Decodes with no speech in them (noise, music), not emitted.", S),
     ("voxnode_stream_finals_lost_total", C, "Finals dropped by the decode scheduler or failed in the engine.", S),
     ("voxnode_stream_speculative_hits_total", C, "Finals served by the speculative decode during the pause.", S),
+    ("voxnode_stream_wakes_total", C, "Wake words that opened the gate ([wake]).", S),
+    (
+        "voxnode_stream_wakes_rejected_total",
+        C,
+        "Wake words detected that the recogniser did not hear (wake.confirm).",
+        S,
+    ),
     ("voxnode_stream_draft_tokens_total", C, "Draft tokens (the previous hypothesis) given to the decodes.", S),
     ("voxnode_stream_draft_accepted_total", C, "Draft tokens the decoder accepted in one call.", S),
     ("voxnode_stream_decoded_audio_seconds_total", C, "Seconds of audio decoded (partials included).", S),
@@ -138,7 +145,7 @@ METRICS: dict[str, MetricDef] = _defs(
     (
         "voxnode_decode_seconds",
         H,
-        "Engine time of one decode, by job kind (final, speculative, partial); "
+        "Engine time of one decode, by job kind (final, speculative, partial, wake: a wake word's check); "
         "Wyoming requests as stream wyoming:requests.",
         (*S, "kind"),
     ),
@@ -218,6 +225,8 @@ _STREAM_PIPELINE = {
     "suppressed": "voxnode_stream_suppressed_total",
     "finals_lost": "voxnode_stream_finals_lost_total",
     "speculative_hits": "voxnode_stream_speculative_hits_total",
+    "wakes": "voxnode_stream_wakes_total",
+    "wakes_rejected": "voxnode_stream_wakes_rejected_total",
     "draft_tokens": "voxnode_stream_draft_tokens_total",
     "draft_accepted": "voxnode_stream_draft_accepted_total",
     "audio_s": "voxnode_stream_decoded_audio_seconds_total",

@@ -100,7 +100,7 @@ class HealthReporter(Hook):
             self.last_final = {**self.last_final, stream: time.time()}  # replaced, never mutated: readers iterate
 
     def observe_decode(self, stream: str, kind: str, seconds: float) -> None:
-        """Engine time of one decode (kind: final, speculative, partial); the decode thread calls it."""
+        """Engine time of one decode (kind: final, speculative, partial, wake); the decode thread calls it."""
         self.decode_time.observe((stream, kind), seconds)
 
     def request(self) -> None:

@@ -21,6 +21,9 @@ class JobKind(enum.IntEnum):
     FINAL = 0
     SPECULATIVE = 1
     PARTIAL = 2
+    # A detected wake word heard by the recogniser before it counts (wake/whisper_check.py): greedy, as a
+    # partial, but never skipped or given up, and first in its stream's turn (the session waits on it).
+    WAKE = 3
 
 
 class JobOutcome(enum.Enum):
@@ -160,6 +163,7 @@ def decode(job: DecodeJob, rec: Recognizer) -> tuple[JobOutcome, JobResult, bool
     scheduler to run again. A final is never given up; a speculative final promoted while it runs
     gets the full decode."""
     partial = job.kind == JobKind.PARTIAL
+    greedy = partial or job.kind == JobKind.WAKE
     # Only when asked: recognizers that predate these arguments (test doubles) still work.
     asked: dict[str, Any] = {}
     if job.language is not None:
@@ -169,10 +173,10 @@ def decode(job: DecodeJob, rec: Recognizer) -> tuple[JobOutcome, JobResult, bool
     try:
         result = rec.transcribe(
             job.audio,
-            role="partial" if partial else "final",
+            role="partial" if greedy else "final",
             prompt=job.prompt,
             hotwords=job.hotwords,
-            abandon=None if job.kind == JobKind.FINAL and not job.background else job.abandon,
+            abandon=None if job.kind in (JobKind.FINAL, JobKind.WAKE) and not job.background else job.abandon,
             **asked,
         )
     except DecodeAbandoned:

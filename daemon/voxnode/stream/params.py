@@ -15,8 +15,10 @@ from voxnode.audio.format import frames  # durations -> 20 ms frames, rounded up
 from voxnode.config import Config
 from voxnode.config.wake import FOLLOW_UP_DEFAULT_S, stream_wake_model
 from voxnode.frontend.chain import FrontEndParams
+from voxnode.wake import whisper_check
 from voxnode.wake.confirm import check_confirm, with_second_opinion
 from voxnode.wake.models import load_wake_models
+from voxnode.wake.openwakeword import NAME as OPENWAKEWORD
 
 from .end_rules import AgreedEnd, ClosingMark, EndOfTurn, EndRules, Hangover, OpenEnding, PauseRule
 from .jobs import SchedulerParams
@@ -152,9 +154,11 @@ def wake_params(config: Config, stream: str) -> WakeParams | None:
         return None
     key = f"streams[{index}].wake" if sc is not None and sc.wake and spec != w.model else "wake.model"
     models = load_wake_models(spec, w.threshold, key)
-    if w.confirm:
+    if w.confirm == OPENWAKEWORD:
         check_confirm(w.confirm, models)
         models = with_second_opinion(models, w.threshold)
+    checked = whisper_check.checked_models(w.confirm, models)
+    models = whisper_check.with_cutoff(models, checked, w.threshold)
     return WakeParams(
         models=models,
         listen_timeout_frames=frames(w.listen_timeout_ms),
@@ -162,5 +166,6 @@ def wake_params(config: Config, stream: str) -> WakeParams | None:
         follow_up_frames=frames(round(1000 * (w.follow_up_s or FOLLOW_UP_DEFAULT_S))),
         follow_up=w.follow_up_s > 0,
         skip_silence=w.skip_silence,
-        confirm=w.confirm,
+        second_opinion=w.confirm == OPENWAKEWORD,
+        checked=checked,
     )

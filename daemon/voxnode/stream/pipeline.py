@@ -20,6 +20,8 @@ import numpy as np
 from voxnode.events import TranscriptEvent, WakeEvent
 from voxnode.frontend.chain import FrontEnd, FrontEndParams, speech_only
 from voxnode.frontend.enhance import make_enhancer
+from voxnode.wake.models import WakeModel
+from voxnode.wake.whisper_check import MAX_WAIT_S as CHECK_MAX_WAIT_S
 
 from .keeper import AudioKeeper
 from .params import PipelineParams
@@ -33,6 +35,7 @@ from .transcripts import TranscriptPublisher
 from .turn import TurnDetector
 from .utterance_enhance import UtteranceEnhancer
 from .utterances import Utterances
+from .wake_check import Held, WakeCheck
 from .wake_gate import WakeGate
 
 log = logging.getLogger(__name__)
@@ -61,6 +64,10 @@ class StreamPipeline:
         self.name = name
         # With a wake word, frames reach the segmenter only while the gate is open.
         self.wake = wake
+        # The words the recogniser hears before they count (wake.confirm; stream/wake_check.py).
+        self.check = (
+            WakeCheck(name, wake.params.checked, scheduler.submit) if wake is not None and wake.params.checked else None
+        )
         self.params = params
         self._sched = scheduler
         self._emit = emit
@@ -108,24 +115,37 @@ class StreamPipeline:
             if self.keeper is not None:
                 self.keeper.hear(samples, quiet=self.segmenter.active is None and not fe.speech)
             heard = samples if fe.wake is None else fe.wake  # the detector hears SpeexDSP's output if there is one
+            if gate is not None and self.check is not None:
+                self._apply_check(gate)
             if gate is not None and not self._through_gate(gate, heard, t_wall, fe.speech):
                 return
-            if self.enhancer is not None and self.segmenter.active is not None:
-                chunk = self.enhancer.chunk(chunk)
-            self._segment(self.segmenter.push(chunk))
-            if gate is not None and (gate.tick() or not gate.open):
-                self._close_session(gate)
-            active = self.segmenter.active
-            if active is not None and speech and fe.floor is not None:  # speech the pipeline admitted
-                self.levels.frame(fe.floor.level_dbfs)
-            self._update_hold(active)
-            if active is not None:
-                self.utterances.speculate_early(active, self.segmenter.silence_frames)
+            level = fe.floor.level_dbfs if speech and fe.floor is not None else None  # speech the pipeline admitted
+            if self.check is not None and self.check.pending is not None:
+                self.check.hold(Held(chunk, level))  # the word waits for its check (stream/wake_check.py)
+                return
+            active = self._pass(chunk, level)
             # Once the speaker pauses, a partial would only repeat itself and
             # delay the speculative final behind it on the engine.
             partial = self.params.partials.enabled and self.segmenter.silence_frames < PARTIAL_QUIET_FRAMES
         if active is not None and partial:
             self.utterances.maybe_partial(active, t_mono)
+
+    def _pass(self, chunk: Chunk, level_dbfs: float | None) -> Utterance | None:
+        """A frame past the gate (or held for a wake word's check, and let go) to the segmenter: the stream's
+        open utterance after it."""
+        gate = self.wake
+        if self.enhancer is not None and self.segmenter.active is not None:
+            chunk = self.enhancer.chunk(chunk)
+        self._segment(self.segmenter.push(chunk))
+        if gate is not None and (gate.tick() or not gate.open):
+            self._close_session(gate)
+        active = self.segmenter.active
+        if active is not None and level_dbfs is not None:
+            self.levels.frame(level_dbfs)
+        self._update_hold(active)
+        if active is not None:
+            self.utterances.speculate_early(active, self.segmenter.silence_frames)
+        return active
 
     def _segment(self, events: list[SegmentEvent]) -> None:
         """The segmenter's events, in order: the wake gate follows them, then the pipeline acts."""
@@ -156,15 +176,49 @@ class StreamPipeline:
         active = self.segmenter.active
         probability = gate.hear(samples, len(active.chunks) if active is not None else 0, speech)
         self.stats.wake_frames_skipped = gate.skipped
+        if self.check is not None:
+            self.check.hear(samples)
         if probability is not None:
             for ev in self.segmenter.reset():
                 self.utterances.on_segment(ev)
             self.levels.discarded()
-            self.stats.wakes += 1
-            log.debug("stream %s: wake word %s (%.2f)", self.name, gate.word, probability)
-            self._emit(WakeEvent(self.name, gate.word, gate.heard.phrase, probability, t_wall))
+            if self.check is not None and self.check.wants(gate.heard):
+                log.debug("stream %s: wake word %s (%.2f), to be checked", self.name, gate.word, probability)
+                self.check.detected(gate.heard, probability, t_wall)
+                return False
+            self._woken(gate.heard, probability, t_wall)
             return False
         return gate.open and not self.playback.holds(gate)
+
+    def _woken(self, model: WakeModel, probability: float, t_wall: float) -> None:
+        self.stats.wakes += 1
+        log.debug("stream %s: wake word %s (%.2f)", self.name, model.name, probability)
+        self._emit(WakeEvent(self.name, model.name, model.phrase, probability, t_wall))
+
+    def _apply_check(self, gate: WakeGate) -> None:
+        """A checked wake word's verdict, once there is one: its event and the frames held since it, or
+        nothing and the gate closed (stream/wake_check.py)."""
+        assert self.check is not None
+        p = self.check.verdict()
+        if p is None:
+            return
+        if not p.counts:
+            self.stats.wakes_rejected += 1
+            log.info(
+                "stream %s: wake word %s ignored: the detector heard it (%.2f), Whisper heard %r",
+                self.name,
+                p.model.name,
+                p.probability,
+                p.text,
+                extra={"STREAM": self.name},
+            )
+            gate.reject()
+            return
+        self.stats.wakes_unchecked += p.unchecked
+        log.debug("stream %s: Whisper heard %r", self.name, p.text)
+        self._woken(p.model, p.probability, p.t_wall)
+        for held in p.held:
+            self._pass(held.chunk, held.level_dbfs)
 
     def _close_session(self, gate: WakeGate) -> None:
         """The gate closed (the utterance ended, or nobody spoke): whatever the segmenter holds after
@@ -196,6 +250,13 @@ class StreamPipeline:
             self._sched.hold_partials(self.name, hold)
 
     def flush(self) -> None:
+        if self.check is not None and self.wake is not None:
+            # The end of the stream (a file): a word still waiting is checked with the audio there is.
+            with self._lock:
+                self.check.submit()
+            self.check.wait(CHECK_MAX_WAIT_S)
+            with self._lock:
+                self._apply_check(self.wake)
         with self._lock:
             self._segment(self.segmenter.flush())
             if self.keeper is not None:

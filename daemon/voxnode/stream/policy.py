@@ -1,7 +1,8 @@
 """Whose turn it is: which queued job the decode scheduler (stream/scheduler.py) starts next.
 
 1. Classes, in tiers: finals and speculative finals before partials (a partial is only useful
-   while it is fresh; a final is the product). Within a tenant, finals before speculative finals;
+   while it is fresh; a final is the product). Within a tenant, a wake word's check first (the session
+   waits on it: stream/wake_check.py), then finals, then speculative finals;
    between tenants a speculative final (a microphone's final decoded in the pause, before the
    endpoint confirms it) takes its tenant's turn as a final does. Issue 27 probe (8 Wyoming
    clients uploading 29 s requests back to back, one microphone): with every final before every
@@ -32,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from .jobs import DecodeJob, JobKind
 
-TIERS = ((JobKind.FINAL, JobKind.SPECULATIVE), (JobKind.PARTIAL,))
+TIERS = ((JobKind.WAKE, JobKind.FINAL, JobKind.SPECULATIVE), (JobKind.PARTIAL,))
 FINALS = TIERS[0]
 # Rule 3. Each microphone has at most a final and a speculative final queued, and a node has a
 # handful of microphones: 4 lets four microphones ending an utterance at once all go before a

@@ -124,7 +124,7 @@ class DecodeScheduler(Component):
         # Each stream's oldest waiting job of each kind, finals first.
         waiting = [
             list({j.stream: j for q in self._queues[kind].values() for j in reversed(q)}.values())
-            for kind in (JobKind.FINAL, JobKind.SPECULATIVE)
+            for kind in (JobKind.WAKE, JobKind.FINAL, JobKind.SPECULATIVE)
         ]
         for job in give_way(self._running, len(self.heartbeats) - len(self._running), waiting):
             job.abandon.set()

@@ -20,6 +20,8 @@ class PipelineStats:
     endpoints_by_turn: int = 0  # of endpoints_sentence_end: the end-of-turn model's call (no sure mark)
     endpoints_agreed: int = 0  # of endpoints_sentence_end: a sure mark and the model agreed (the shortest hangover)
     wakes: int = 0  # wake words that opened the gate ([wake])
+    wakes_rejected: int = 0  # detected, but not in the recogniser's text (wake.confirm; stream/wake_check.py)
+    wakes_unchecked: int = 0  # of wakes: let through without the check (it failed or came too late)
     wake_timeouts: int = 0  # ... after which nobody spoke within wake.listen_timeout_ms
     wake_frames_skipped: int = 0  # frames of silence the detector rested on (wake.skip_silence)
     follow_ups: int = 0  # finals of utterances heard in a follow-up window (wake.follow_up_s), no wake word

@@ -54,13 +54,16 @@ class WakeParams:
     follow_up_frames: int = 0  # the follow-up window, when follow-up is on
     follow_up: bool = False  # on at start (wake.follow_up_s > 0); the switch changes it at run time
     skip_silence: bool = True  # the detector rests on silence while the gate is closed (wake/silence.py)
-    confirm: str = ""  # wake.confirm: "openwakeword" gives alexa a second opinion (wake/confirm.py)
+    second_opinion: bool = False  # wake.confirm = "openwakeword": alexa's second opinion (wake/confirm.py)
+    # The models whose detections Whisper checks before they count (wake.confirm "whisper", or "auto" for
+    # alexa: wake/whisper_check.py; the pipeline's stream/wake_check.py holds the session meanwhile).
+    checked: frozenset[str] = frozenset()
 
 
 class WakeGate:
     def __init__(self, params: WakeParams, detector: WakeDetector | None = None):
         self.params = params
-        second = SecondOpinion() if params.confirm and detector is None else None
+        second = SecondOpinion() if params.second_opinion and detector is None else None
         self.detector = detector or WakeDetector(params.models, params.refractory_ms, second=second)
         self._skip = SilenceSkip() if params.skip_silence else None
         self.state = GateState.CLOSED
@@ -130,6 +133,11 @@ class WakeGate:
                 self.in_follow_up = True
             else:
                 self._close()
+
+    def reject(self) -> None:
+        """The word just detected was not heard by the recogniser (wake.confirm; stream/wake_check.py): the
+        gate closes as if it had not been said."""
+        self._close()
 
     def _listen(self, frames: int) -> None:
         self.state = GateState.LISTENING

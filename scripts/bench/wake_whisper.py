@@ -1,0 +1,174 @@
+"""Whisper as the wake word's second opinion: what tiny.en says over each detection (issue 24).
+
+The detector (microWakeWord) fires on words that sound like "alexa" ("We're sorry", "left brace",
+"Hold time"); Whisper, which the node loads anyway, writes those words as they are. This runs the
+detector over the acceptance trials (the 165 real recordings x ACCEPT_NOISES x SNRs, resting on the
+front-end's silence as the daemon does) and the false-accept hours, takes every detection at each
+cutoff of CUTOFFS, and has tiny.en transcribe the audio around it (LEAD_S before, TAIL_S after), plain
+and with the word as a hotword. It saves every detection's texts, so that any rule on the text can be
+scored offline (`--score`).
+
+    nice -n 19 .venv-bench/bin/python -m scripts.bench.wake_whisper --part accept --jobs 2 --out /tmp/ww_accept.json
+    nice -n 19 .venv-bench/bin/python -m scripts.bench.wake_whisper --part fa --out /tmp/ww_fa.json
+    .venv-bench/bin/python -m scripts.bench.wake_whisper --score /tmp/ww_accept.json /tmp/ww_fa.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import multiprocessing
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from scripts import command_line
+from scripts.bench import speech_corpus as sc
+from scripts.bench import wake_audio as wa
+from scripts.bench import wake_conditions as wc
+from scripts.bench import wake_detect as wd
+from scripts.bench import wake_false_accepts as wf
+from scripts.bench.wake_scores import FA_FRESH, FA_MORE, FA_PARTS
+
+CUTOFFS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+LEAD_S = 2.0
+TAIL_S = 0.3
+SAME_S = 0.3
+SNRS = (20, 10, 5, 0)
+
+_ENGINE = None
+_SHARED: dict = {}
+
+
+def engine():
+    global _ENGINE
+    if _ENGINE is None:
+        from voxnode.asr import default_model_dir
+        from voxnode.asr.whisper.engine import WhisperEngine
+
+        _ENGINE = WhisperEngine.load(default_model_dir(None, "tiny.en"), 1)
+    return _ENGINE
+
+
+def texts(audio: np.ndarray, t: float) -> dict:
+    """tiny.en's text of the audio from LEAD_S before `t` (s) to TAIL_S after, plain and with the hotword."""
+    a = max(0, int((t - LEAD_S) * wc.RATE))
+    b = min(len(audio), int((t + _SHARED.get("tail", TAIL_S)) * wc.RATE))
+    x = audio[a:b].astype(np.float32) / 32768.0
+    eng = engine()
+    plain = eng.transcribe(x, role="partial", prompt="", hotwords=())
+    hot = eng.transcribe(x, role="partial", prompt="", hotwords=("Alexa",))
+    return {"plain": plain.text, "hot": hot.text}
+
+
+def detections(series: np.ndarray, audio: np.ndarray, lo: float = 0.0, hi: float = float("inf")) -> list[dict]:
+    """Every cutoff's detections in [lo, hi] s, each with its texts (one decode per word)."""
+    out: dict[float, dict] = {}
+    for c in CUTOFFS:
+        for t in wd.events(series, c):
+            if lo <= t <= hi:
+                # a cutoff's detection within SAME_S of another's is the same word: its texts are reused
+                row = next((r for at, r in out.items() if abs(at - t) <= SAME_S), None)
+                if row is None:
+                    row = out[t] = {
+                        "t": t,
+                        "peak": round(float(series[int(t / 0.02) - 1]), 4),
+                        "cutoffs": [],
+                        **texts(audio, t),
+                    }
+                row["cutoffs"].append(c)
+    return sorted(out.values(), key=lambda r: r["t"])
+
+
+def _trials(i: int) -> list[dict]:
+    rec = _SHARED["recs"][i]
+    rows = []
+    for snr, kind, clip, start, end in wa.recording_trials(i, rec, _SHARED["music"], _SHARED["draw"]):
+        if snr not in _SHARED["snrs"]:
+            continue
+        series = wd.detect("alexa", clip, flags=wd.speech_flags(clip)).series
+        peak = float(series[int(start / 0.02) : int((end + wc.LATE_S) / 0.02)].max())
+        rows.append(
+            {
+                "file": _SHARED["files"][i],
+                "kind": kind,
+                "snr": snr,
+                "peak": round(peak, 4),
+                "detections": detections(series, clip, start, end + wc.LATE_S),
+            }
+        )
+    return rows
+
+
+def accept(folder: Path, jobs: int, snrs: tuple[int, ...], draw: int = 0) -> list[dict]:
+    recs = wa.recordings(folder, "alexa")
+    files = sorted(p.name for p in (folder / "alexa").glob("*.wav"))
+    _SHARED.update(recs=recs, files=files, music=[a for _, a in sc.music_tracks()], snrs=snrs, draw=draw)
+    out: list[dict] = []
+    t0 = time.time()
+    with multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
+        it = pool.imap(_trials, range(len(recs))) if pool else map(_trials, range(len(recs)))
+        for i, rows in enumerate(it):
+            out += rows
+            if (i + 1) % 15 == 0:
+                print(f"{i + 1}/{len(recs)} recordings, {time.time() - t0:.0f} s", flush=True)
+    return out
+
+
+def _fa_part(part: tuple[str, str, float, int]) -> dict:
+    label, source, minutes, seed = part
+    audio, _ = wf.FA_SOURCES[source](minutes, seed)
+    series = wd.detect("alexa", audio).series
+    rows = detections(series, audio)
+    print(label, len(rows), "detections", flush=True)
+    return {
+        "label": label,
+        "hours": round(len(audio) / wc.RATE / 3600, 3),
+        "fresh": part in FA_FRESH,
+        "detections": rows,
+    }
+
+
+def fa(jobs: int) -> list[dict]:
+    parts = FA_PARTS + FA_MORE + FA_FRESH
+    with multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
+        return list(pool.imap(_fa_part, parts) if pool else map(_fa_part, parts))
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--part", choices=("accept", "fa"))
+    p.add_argument("--recordings", type=Path, default=wa.default_recordings())
+    p.add_argument("--snrs", type=int, nargs="+", default=list(SNRS))
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument(
+        "--draw", type=int, default=0, help="the acceptance's draw of the noise (wake_conditions.NOISE_SEED_STEP)"
+    )
+    p.add_argument("--tail", type=float, default=TAIL_S, help="seconds of audio after the detection Whisper hears")
+    p.add_argument("--out", type=Path)
+    args = p.parse_args()
+    _SHARED["tail"] = args.tail
+    t0 = time.time()
+    out = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "command": command_line(),
+        "asterisk_prompts": sc.asterisk_band(),
+        "lead_s": LEAD_S,
+        "tail_s": args.tail,
+    }
+    if args.part == "accept":
+        out["trials"] = accept(args.recordings, args.jobs, tuple(args.snrs), args.draw)
+        out["draw"] = args.draw
+    else:
+        out["parts"] = fa(args.jobs)
+    out["wall_s"] = round(time.time() - t0)
+    if args.out:
+        args.out.write_text(json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
