@@ -35,7 +35,7 @@ APT_LANGUAGES := $(foreach l,fr es it ru,asterisk-core-sounds-$(l) asterisk-core
 export PYTHONMALLOC := malloc
 
 .PHONY: demo run test test-waiting check format test-ha arm64-ci ha-venv ha-venv-or-skip adapt-venv adapt-venv-or-skip lint deps-run deps-test deps-corpus venv venv-test \
-        check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-aec bench-wyoming bench-wyoming-limits probe-wyoming-fairness probe-wyoming-abuse probe-repeats bench-languages calibrate-boards bench-pi4-speculate \
+        check-config config-reference clean bench-mqtt bench-stream bench-asr bench-live-noise bench-wake bench-wake-whisper bench-aec bench-wyoming bench-wyoming-limits probe-wyoming-fairness probe-wyoming-abuse probe-repeats bench-languages calibrate-boards bench-pi4-speculate \
         convert-model convert-model-base convert-silero convert-deepfilter eval-vad install uninstall purge test-arm64 soak
 
 demo: venv
@@ -165,6 +165,21 @@ bench-live-noise: deps-corpus venv .venv-bench/.installed
 # room sounds); .venv upsamples their 8 kHz WAVs, which gave alexa 3 false accepts in 7 h instead of 15 (stop 37).
 bench-wake: deps-corpus venv .venv-bench/.installed
 	.venv-bench/bin/python -m scripts.bench.wake --write $(RESULTS)/wake_benchmark_real.json
+
+# alexa as the daemon hears it by default (wake.confirm = "auto"): each detection checked by Whisper
+# (scripts/bench/wake_whisper.py; the false-accept hours, 5 draws of the noise at 10 and 5 dB, one at 20 and 0 dB;
+# ~12 min on 2 cores).
+WW := $(CURDIR)/build/wake_whisper
+bench-wake-whisper: deps-corpus venv .venv-bench/.installed
+	@mkdir -p $(WW)
+	.venv-bench/bin/python -m scripts.bench.wake_whisper --part fa --jobs 2 --out $(WW)/fa.json
+	for k in 0 1 2 3 4; do .venv-bench/bin/python -m scripts.bench.wake_whisper --part accept --snrs 10 5 --jobs 2 \
+		--draw $$k --out $(WW)/accept_d$$k.json || exit 1; done
+	.venv-bench/bin/python -m scripts.bench.wake_whisper --part accept --snrs 20 0 --jobs 2 --out $(WW)/accept_20_0.json
+	.venv-bench/bin/python -m scripts.bench.wake_whisper --score $(WW)/fa.json $(WW)/accept_d*.json \
+		--write $(RESULTS)/wake_whisper.json
+	.venv-bench/bin/python -m scripts.bench.wake_whisper --score $(WW)/fa.json $(WW)/accept_20_0.json \
+		--write $(RESULTS)/wake_whisper_20_0.json
 
 # Echo cancellation (issue 24): WER over the node's own speech and music, ERLE, finals from 10 min of
 # playback alone, CPU, alexa over the node's music (docs/voice-assistant.md).

@@ -10,7 +10,12 @@ scored offline (`--score`).
 
     nice -n 19 .venv-bench/bin/python -m scripts.bench.wake_whisper --part accept --jobs 2 --out /tmp/ww_accept.json
     nice -n 19 .venv-bench/bin/python -m scripts.bench.wake_whisper --part fa --out /tmp/ww_fa.json
-    .venv-bench/bin/python -m scripts.bench.wake_whisper --score /tmp/ww_accept.json /tmp/ww_fa.json
+    .venv-bench/bin/python -m scripts.bench.wake_whisper --score /tmp/ww_fa.json /tmp/ww_accept*.json \
+        --write scripts/bench/results/wake_whisper.json
+
+`--score` prints, per detector cutoff, the % of trials heard at each SNR (each draw of the noise, and their
+mean) and the false accepts in the 7 hours and in the 4 fresh ones, for the detector alone, Whisper plain and
+Whisper with the hotword, as the daemon decides (voxnode.wake.whisper_check.heard).
 """
 
 from __future__ import annotations
@@ -32,10 +37,9 @@ from scripts.bench import wake_conditions as wc
 from scripts.bench import wake_detect as wd
 from scripts.bench import wake_false_accepts as wf
 from scripts.bench.wake_scores import FA_FRESH, FA_MORE, FA_PARTS
+from voxnode.wake.whisper_check import LEAD_S, TAIL_S  # the daemon's: the audio around a detection it checks
 
 CUTOFFS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
-LEAD_S = 2.0
-TAIL_S = 0.3
 SAME_S = 0.3
 SNRS = (20, 10, 5, 0)
 
@@ -62,6 +66,17 @@ def texts(audio: np.ndarray, t: float) -> dict:
     plain = eng.transcribe(x, role="partial", prompt="", hotwords=())
     hot = eng.transcribe(x, role="partial", prompt="", hotwords=("Alexa",))
     return {"plain": plain.text, "hot": hot.text}
+
+
+def heard_by_whisper(audio: np.ndarray, t: float, model) -> bool:
+    """The daemon's check of a detection at `t` s in `audio` (int16 scale): Whisper with the hotword, the rule."""
+    from voxnode.wake import whisper_check
+
+    a = max(0, int((t - whisper_check.LEAD_S) * wc.RATE))
+    b = min(len(audio), int((t + whisper_check.TAIL_S) * wc.RATE))
+    x = audio[a:b].astype(np.float32) / 32768.0
+    text = engine().transcribe(x, role="partial", prompt="", hotwords=whisper_check.hotwords(model)).text
+    return whisper_check.heard(text, model)
 
 
 def detections(series: np.ndarray, audio: np.ndarray, lo: float = 0.0, hi: float = float("inf")) -> list[dict]:
@@ -138,9 +153,54 @@ def fa(jobs: int) -> list[dict]:
         return list(pool.imap(_fa_part, parts) if pool else map(_fa_part, parts))
 
 
+def score(fa_file: Path, accept_files: list[Path]) -> dict:
+    """Per cutoff and rule: % heard per SNR and draw (and the mean over draws), false accepts per part of the hours."""
+    from voxnode.wake import whisper_check
+    from voxnode.wake.models import load_wake_model
+
+    alexa = load_wake_model("alexa")
+    rules = {
+        "alone": lambda d: True,
+        "whisper": lambda d: whisper_check.heard(d["plain"], alexa),
+        "whisper_hotword": lambda d: whisper_check.heard(d["hot"], alexa),
+    }
+    fa = json.loads(fa_file.read_text())["parts"]
+    runs = [json.loads(f.read_text()) for f in accept_files]
+    out: dict = {"fa_file": str(fa_file), "accept_files": [str(f) for f in accept_files], "cutoffs": {}}
+    for c in CUTOFFS:
+        row: dict = {}
+        for name, ok in rules.items():
+            heard: dict = {}
+            for run in runs:
+                for snr in sorted({t["snr"] for t in run["trials"]}, reverse=True):
+                    trials = [t for t in run["trials"] if t["snr"] == snr]
+                    n = sum(any(c in d["cutoffs"] and ok(d) for d in t["detections"]) for t in trials)
+                    heard.setdefault(str(snr), []).append(round(100 * n / len(trials), 1))
+            fas = {}
+            for fresh in (False, True):
+                parts = [p for p in fa if p["fresh"] == fresh]
+                fas["fresh" if fresh else "chosen_on"] = {
+                    "hours": round(sum(p["hours"] for p in parts), 2),
+                    "false_accepts": sum(ok(d) for p in parts for d in p["detections"] if c in d["cutoffs"]),
+                }
+            row[name] = {
+                "percent_by_snr_per_draw": heard,
+                "mean_percent_by_snr": {k: round(sum(v) / len(v), 1) for k, v in heard.items()},
+                "false_accepts": fas,
+                "checks_per_hour": round(
+                    sum(1 for p in fa for d in p["detections"] if c in d["cutoffs"]) / sum(p["hours"] for p in fa), 1
+                ),
+            }
+            print(c, name, json.dumps(row[name]["mean_percent_by_snr"]), json.dumps(fas), flush=True)
+        out["cutoffs"][str(c)] = row
+    return out
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--part", choices=("accept", "fa"))
+    p.add_argument("--score", type=Path, nargs="+", metavar="JSON", help="the --part fa JSON, then --part accept JSONs")
+    p.add_argument("--write", type=Path, help="with --score: where the scores go")
     p.add_argument("--recordings", type=Path, default=wa.default_recordings())
     p.add_argument("--snrs", type=int, nargs="+", default=list(SNRS))
     p.add_argument("--jobs", type=int, default=1)
@@ -150,6 +210,11 @@ def main() -> int:
     p.add_argument("--tail", type=float, default=TAIL_S, help="seconds of audio after the detection Whisper hears")
     p.add_argument("--out", type=Path)
     args = p.parse_args()
+    if args.score:
+        scored = {"command": command_line(), **score(args.score[0], args.score[1:])}
+        if args.write:
+            args.write.write_text(json.dumps(scored, indent=1) + "\n")
+        return 0
     _SHARED["tail"] = args.tail
     t0 = time.time()
     out = {

@@ -38,7 +38,7 @@ WORDS = ("alexa",)
 # detections are checked, so it may fire more readily than alone (0.95).
 CUTOFF = 0.5
 LEAD_S = 2.0  # audio before the detection the check hears (the word ends ~0.1-0.2 s before it fires)
-TAIL_S = 0.3  # ... and after it: the word's end, and no more waiting than that
+TAIL_S = 0.1  # ... and after it: the word's end (0.3 s heard the same: 96.4 / 91.8 % at 10 / 5 dB against 96.2 / 92.4)
 # A word of the text within this difflib ratio of the phrase's last word counts (0.8: one letter of five
 # changed or missing, "Alexa" / "Alexis" / "Lexa"); two words joined ("Alex a") too.
 MATCH_RATIO = 0.8
