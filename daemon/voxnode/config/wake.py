@@ -53,7 +53,8 @@ class WakeConfig:
     threshold: float = setting(
         0.0,
         "Detection cutoff on the model's averaged probability; 0 = voxnode's per shipped model (chosen on "
-        "real voices), a manifest's probability_cutoff for a model of your own.",
+        "real voices; alexa 0.5 while Whisper checks it, see confirm), a manifest's probability_cutoff for a "
+        "model of your own.",
         min=0.0,
         max=0.999,
     )
@@ -66,7 +67,7 @@ class WakeConfig:
     confirm: str = setting(
         "auto",
         'A second opinion on a detected word. "whisper": the recogniser transcribes the audio around it and the '
-        'word counts only if the text has it (the Wake word event comes ~0.4 s later on x86); "auto": Whisper for '
+        'word counts only if the text has it (the Wake word event comes ~0.2 s later on x86); "auto": Whisper for '
         "alexa, where it was measured (issue 24, full-band speech: 96 % heard at 10 dB SNR with 0.09 false "
         'accepts per hour, against 94 % and 2.4 alone), none for the other words; "openwakeword": openWakeWord\'s '
         "alexa model (needs `pip install pyopen-wakeword`, whose models are CC BY-NC-SA 4.0: non-commercial use "
