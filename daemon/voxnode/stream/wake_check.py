@@ -50,6 +50,7 @@ class Pending:
     probability: float
     t_wall: float  # the frame in which the word was detected
     audio: list[np.ndarray]  # what the detector heard: LEAD_S before the word, then the frames after it
+    lead: int  # frames of `audio` up to the detection
     held: list[Held] = field(default_factory=list)
     submitted: float | None = None  # monotonic time of the check's submission
     text: str | None = None  # Whisper's text, once the check is done
@@ -69,27 +70,28 @@ class WakeCheck:
         self.pending: Pending | None = None
 
     def hear(self, samples: np.ndarray) -> None:
-        """Every frame the detector hears (int16), word or not: the audio a check starts from."""
-        if self.pending is None:
+        """Every frame the detector hears (int16), word or not: the audio a check starts from. The check
+        goes out once TAIL_FRAMES are heard after the word (whether they pass the gate or not)."""
+        p = self.pending
+        if p is None:
             self._heard.append(np.array(samples, dtype=np.int16))
-        elif self.pending.submitted is None:
-            self.pending.audio.append(np.array(samples, dtype=np.int16))
+        elif p.submitted is None:
+            p.audio.append(np.array(samples, dtype=np.int16))
+            if len(p.audio) - p.lead >= TAIL_FRAMES:
+                self.submit()
 
     def wants(self, model: WakeModel) -> bool:
         return model.name in self.checked
 
     def detected(self, model: WakeModel, probability: float, t_wall: float) -> None:
         """A checked word was detected in the frame just heard: hold what follows until it is checked."""
-        self.pending = Pending(model, probability, t_wall, list(self._heard))
+        self.pending = Pending(model, probability, t_wall, list(self._heard), len(self._heard))
         self._heard.clear()
 
     def hold(self, held: Held) -> None:
-        """A frame past the gate while the word waits; the check goes out once TAIL_FRAMES are heard."""
-        p = self.pending
-        assert p is not None
-        p.held.append(held)
-        if p.submitted is None and len(p.held) >= TAIL_FRAMES:
-            self.submit()
+        """A frame past the gate while the word waits: passed on (or dropped) with the verdict."""
+        assert self.pending is not None
+        self.pending.held.append(held)
 
     def submit(self) -> None:
         """The check's decode, with the audio heard so far (at the end of a stream, maybe less tail)."""
