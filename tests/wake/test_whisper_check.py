@@ -195,3 +195,50 @@ def test_a_check_answered_no_drops_what_was_held():
     assert events == [] and pipeline.stats.wakes == 0 and pipeline.stats.wakes_rejected == 1
     assert [j.kind for j in sched.submitted] == [JobKind.WAKE]  # nothing of the command was decoded
     assert not pipeline.wake.open
+
+
+def test_a_check_not_answered_in_time_lets_the_word_count(monkeypatch, caplog):
+    """An engine too busy to answer within MAX_WAIT_S (here 0: at the first frame after the check went out)
+    costs no command: the word counts, said in the log, and the command held meanwhile is transcribed."""
+    monkeypatch.setattr(whisper_check, "MAX_WAIT_S", 0.0)
+    audio = np.concatenate([ac.silence(0.5), speech("alexa"), ac.silence(0.4), speech(COMMAND), ac.silence(1.5)])
+    with caplog.at_level("WARNING", logger="voxnode.stream.wake_check"):
+        pipeline, sched, events = _offline(audio, '[wake]\nenabled = true\nmodel = "alexa"\n')
+    assert [e.as_dict()["type"] for e in events] == ["wake"]
+    assert pipeline.stats.wakes == 1 and pipeline.stats.wakes_unchecked == 1
+    assert [j.kind for j in sched.submitted].count(JobKind.FINAL) == 1
+    assert "was not answered in 0.0 s: it counts unchecked" in caplog.text
+
+
+def test_at_the_end_of_a_file_a_word_still_waiting_is_checked_with_what_there_is(engine):
+    """A file that ends 60 ms after the word (the check's tail not yet heard): the check goes out at the
+    end with the audio there is, and is waited for."""
+    clip = _alexa("10.wav", "pink", 20.0)
+    d = WakeDetector((load_wake_model("alexa", threshold=whisper_check.CUTOFF),), 2000)
+    pcm = np.clip(np.round(clip), -32768, 32767).astype(np.int16)
+    at = next(k for k in range(len(pcm) // 320) if d.process(pcm[k * 320 : (k + 1) * 320]) is not None)
+    short = clip[: (at + 4) * 320]
+    pipeline, sched, events = _offline(
+        short,
+        '[wake]\nenabled = true\nmodel = "alexa"\n',
+        before=lambda p: setattr(p.check, "_submit", _running(engine, p._sched)),
+    )
+    assert [j.kind for j in sched.submitted] == [JobKind.WAKE]
+    assert len(sched.submitted[0].audio) < (whisper_check.LEAD_S + whisper_check.TAIL_S) * ac.RATE
+    assert [e.as_dict()["type"] for e in events] == ["wake"] and pipeline.stats.wakes_unchecked == 0
+
+
+def _running(engine, sched):
+    """The scheduler's submit, decoding a check on the real engine at once on a thread of its own (as the
+    decode thread would, while the stream's thread waits at its end)."""
+    import threading
+
+    submit = sched.submit
+
+    def run(job):
+        submit(job)
+        if job.kind == JobKind.WAKE:
+            result = engine.transcribe(job.audio, role="partial", prompt=job.prompt, hotwords=job.hotwords)
+            threading.Thread(target=sched.finish, args=(job, result)).start()
+
+    return run

@@ -70,7 +70,7 @@ class WakeConfig:
         "word counts only if the text has it (the Wake word event comes ~0.15 s later on x86, ~0.3 s on a Pi 4); "
         '"auto": Whisper for alexa, where it was measured (issue 24, full-band speech: 96 % heard at 10 dB SNR '
         "with 0.09 false accepts per hour, against 93 % and 2.4 alone), none for the other words; "
-        "\"openwakeword\": openWakeWord's alexa model (needs `pip install pyopen-wakeword`, whose models are "
+        '"openwakeword": openWakeWord\'s alexa model (needs `pip install pyopen-wakeword`, whose models are '
         'CC BY-NC-SA 4.0: non-commercial use only; voxnode ships none); "" = none.',
         choices=("auto", "whisper", "openwakeword", ""),
     )

@@ -195,11 +195,12 @@ class StreamPipeline:
         log.debug("stream %s: wake word %s (%.2f)", self.name, model.name, probability)
         self._emit(WakeEvent(self.name, model.name, model.phrase, probability, t_wall))
 
-    def _apply_check(self, gate: WakeGate) -> None:
-        """A checked wake word's verdict, once there is one: its event and the frames held since it, or
-        nothing and the gate closed (stream/wake_check.py)."""
+    def _apply_check(self, gate: WakeGate, end: bool = False) -> None:
+        """A checked wake word's verdict, once there is one (`end`: now, the stream is over): its event and
+        the frames held since it, up to where the session ends, or nothing and the gate closed
+        (stream/wake_check.py)."""
         assert self.check is not None
-        p = self.check.verdict()
+        p = self.check.verdict(end=end)
         if p is None:
             return
         if not p.counts:
@@ -218,6 +219,8 @@ class StreamPipeline:
         log.debug("stream %s: Whisper heard %r", self.name, p.text)
         self._woken(p.model, p.probability, p.t_wall)
         for held in p.held:
+            if not gate.open:
+                break  # the session ended (its utterance, or nobody spoke): the rest went to the detector only
             self._pass(held.chunk, held.level_dbfs)
 
     def _close_session(self, gate: WakeGate) -> None:
@@ -256,7 +259,7 @@ class StreamPipeline:
                 self.check.submit()
             self.check.wait(CHECK_MAX_WAIT_S)
             with self._lock:
-                self._apply_check(self.wake)
+                self._apply_check(self.wake, end=True)
         with self._lock:
             self._segment(self.segmenter.flush())
             if self.keeper is not None:

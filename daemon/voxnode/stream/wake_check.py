@@ -122,21 +122,23 @@ class WakeCheck:
             p.counts = p.unchecked = True
         p.done.set()
 
-    def verdict(self, now: float | None = None) -> Pending | None:
+    def verdict(self, now: float | None = None, end: bool = False) -> Pending | None:
         """The pending word once its check is decided (or too late: it counts unchecked); None before.
-        The stream's thread applies it; nothing is pending after this returns one."""
+        `end`: the stream is over, a check not answered by now counts as too late. The stream's thread
+        applies it; nothing is pending after this returns one."""
         p = self.pending
         if p is None or p.submitted is None:
             return None
         if not p.done.is_set():
-            if (time.monotonic() if now is None else now) - p.submitted < whisper_check.MAX_WAIT_S:
+            waited = (time.monotonic() if now is None else now) - p.submitted
+            if waited < whisper_check.MAX_WAIT_S and not end:
                 return None
             p.counts = p.unchecked = True
             log.warning(
-                "stream %s: the check of wake word %s took over %g s: it counts unchecked",
+                "stream %s: the check of wake word %s was not answered in %.1f s: it counts unchecked",
                 self.stream,
                 p.model.name,
-                whisper_check.MAX_WAIT_S,
+                waited,
                 extra={"STREAM": self.stream},
             )
         self.pending = None
