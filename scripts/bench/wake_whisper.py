@@ -133,6 +133,95 @@ def accept(folder: Path, jobs: int, snrs: tuple[int, ...], draw: int = 0) -> lis
     return out
 
 
+class CheckOnly:
+    """What StreamPipeline uses of the decode scheduler, for `--part daemon`: a wake word's check is decoded
+    at once on the real engine (the daemon's decode thread would, ~60 ms later); transcripts are not decoded
+    (not what is measured)."""
+
+    def __init__(self) -> None:
+        self.checks = 0
+
+    def submit(self, job) -> None:
+        from voxnode.stream.jobs import JobKind, JobOutcome
+
+        if job.kind == JobKind.WAKE:
+            self.checks += 1
+            job.on_done(
+                job,
+                JobOutcome.DONE,
+                engine().transcribe(job.audio, role="partial", prompt=job.prompt, hotwords=job.hotwords),
+            )
+
+    def cancel(self, job) -> None:
+        from voxnode.stream.jobs import JobOutcome
+
+        job.cancelled = True
+        job.on_done(job, JobOutcome.CANCELLED, None)
+
+    def promote(self, job) -> bool:
+        return True
+
+    def hold_partials(self, stream: str, hold: bool) -> None:
+        pass
+
+
+def _daemon_trials(i: int) -> list[dict]:
+    """The i-th recording's trials through the daemon's own pipeline (front-end, gate resting on silence,
+    detector at the default config's cutoff, the check): when its Wake word events came."""
+    from voxnode.config import parse_config
+    from voxnode.stream.params import pipeline_params, wake_params
+    from voxnode.stream.pipeline import StreamPipeline
+    from voxnode.stream.wake_gate import WakeGate
+
+    config = parse_config('[wake]\nenabled = true\nmodel = "alexa"\n' + _SHARED["extra"])
+    rows = []
+    for snr, kind, clip, start, end in wa.recording_trials(i, _SHARED["recs"][i], _SHARED["music"], _SHARED["draw"]):
+        if snr not in _SHARED["snrs"]:
+            continue
+        events: list = []
+        sched = CheckOnly()
+        pipe = StreamPipeline(
+            "mic", pipeline_params(config), sched, events.append, wake=WakeGate(wake_params(config, "mic"))
+        )
+        pcm = np.clip(np.round(clip), -32768, 32767).astype(np.int16)
+        for k in range(len(pcm) // 320):
+            t = k * 0.02
+            pipe.feed(pcm[k * 320 : (k + 1) * 320], k, t, t)
+        pipe.flush()
+        wakes = [round(e.time, 2) for e in events if type(e).__name__ == "WakeEvent"]
+        rows.append(
+            {
+                "file": _SHARED["files"][i],
+                "kind": kind,
+                "snr": snr,
+                "wakes": wakes,
+                "checks": sched.checks,
+                "heard": any(start <= t <= end + wc.LATE_S for t in wakes),
+            }
+        )
+    return rows
+
+
+def daemon(folder: Path, jobs: int, snrs: tuple[int, ...], draw: int, extra: str) -> dict:
+    """% of trials heard per SNR by the daemon's pipeline (`extra`: more config, e.g. 'confirm = ""')."""
+    recs = wa.recordings(folder, "alexa")
+    files = sorted(p.name for p in (folder / "alexa").glob("*.wav"))
+    _SHARED.update(recs=recs, files=files, music=[a for _, a in sc.music_tracks()], snrs=snrs, draw=draw, extra=extra)
+    rows: list[dict] = []
+    with multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
+        it = pool.imap(_daemon_trials, range(len(recs))) if pool else map(_daemon_trials, range(len(recs)))
+        for k, got in enumerate(it):
+            rows += got
+            if (k + 1) % 15 == 0:
+                print(f"{k + 1}/{len(recs)} recordings", flush=True)
+    percent = {
+        str(snr): round(100 * sum(r["heard"] for r in rows if r["snr"] == snr) / sum(r["snr"] == snr for r in rows), 1)
+        for snr in snrs
+    }
+    print("daemon", json.dumps(percent), flush=True)
+    return {"percent_by_snr": percent, "config": extra, "trials": rows}
+
+
 def _fa_part(part: tuple[str, str, float, int]) -> dict:
     label, source, minutes, seed = part
     audio, _ = wf.FA_SOURCES[source](minutes, seed)
@@ -198,7 +287,8 @@ def score(fa_file: Path, accept_files: list[Path]) -> dict:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--part", choices=("accept", "fa"))
+    p.add_argument("--part", choices=("accept", "fa", "daemon"))
+    p.add_argument("--config", default="", help="--part daemon: more of [wake], e.g. 'confirm = \"\"'")
     p.add_argument("--score", type=Path, nargs="+", metavar="JSON", help="the --part fa JSON, then --part accept JSONs")
     p.add_argument("--write", type=Path, help="with --score: where the scores go")
     p.add_argument("--recordings", type=Path, default=wa.default_recordings())
@@ -224,7 +314,9 @@ def main() -> int:
         "lead_s": LEAD_S,
         "tail_s": args.tail,
     }
-    if args.part == "accept":
+    if args.part == "daemon":
+        out["daemon"] = daemon(args.recordings, args.jobs, tuple(args.snrs), args.draw, args.config)
+    elif args.part == "accept":
         out["trials"] = accept(args.recordings, args.jobs, tuple(args.snrs), args.draw)
         out["draw"] = args.draw
     else:
