@@ -118,19 +118,24 @@ def _trials(i: int) -> list[dict]:
     return rows
 
 
-def accept(folder: Path, jobs: int, snrs: tuple[int, ...], draw: int = 0) -> list[dict]:
+def each_recording(folder: Path, jobs: int, trials, **shared) -> list[dict]:
+    """`trials(i)`'s rows for every alexa recording, in `jobs` processes (forked: they share _SHARED)."""
     recs = wa.recordings(folder, "alexa")
     files = sorted(p.name for p in (folder / "alexa").glob("*.wav"))
-    _SHARED.update(recs=recs, files=files, music=[a for _, a in sc.music_tracks()], snrs=snrs, draw=draw)
+    _SHARED.update(recs=recs, files=files, music=[a for _, a in sc.music_tracks()], **shared)
     out: list[dict] = []
     t0 = time.time()
     with multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
-        it = pool.imap(_trials, range(len(recs))) if pool else map(_trials, range(len(recs)))
+        it = pool.imap(trials, range(len(recs))) if pool else map(trials, range(len(recs)))
         for i, rows in enumerate(it):
             out += rows
             if (i + 1) % 15 == 0:
                 print(f"{i + 1}/{len(recs)} recordings, {time.time() - t0:.0f} s", flush=True)
     return out
+
+
+def accept(folder: Path, jobs: int, snrs: tuple[int, ...], draw: int = 0) -> list[dict]:
+    return each_recording(folder, jobs, _trials, snrs=snrs, draw=draw)
 
 
 class CheckOnly:
@@ -204,16 +209,7 @@ def _daemon_trials(i: int) -> list[dict]:
 
 def daemon(folder: Path, jobs: int, snrs: tuple[int, ...], draw: int, extra: str) -> dict:
     """% of trials heard per SNR by the daemon's pipeline (`extra`: more config, e.g. 'confirm = ""')."""
-    recs = wa.recordings(folder, "alexa")
-    files = sorted(p.name for p in (folder / "alexa").glob("*.wav"))
-    _SHARED.update(recs=recs, files=files, music=[a for _, a in sc.music_tracks()], snrs=snrs, draw=draw, extra=extra)
-    rows: list[dict] = []
-    with multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else contextlib.nullcontext() as pool:
-        it = pool.imap(_daemon_trials, range(len(recs))) if pool else map(_daemon_trials, range(len(recs)))
-        for k, got in enumerate(it):
-            rows += got
-            if (k + 1) % 15 == 0:
-                print(f"{k + 1}/{len(recs)} recordings", flush=True)
+    rows = each_recording(folder, jobs, _daemon_trials, snrs=snrs, draw=draw, extra=extra)
     percent = {
         str(snr): round(100 * sum(r["heard"] for r in rows if r["snr"] == snr) / sum(r["snr"] == snr for r in rows), 1)
         for snr in snrs
