@@ -67,7 +67,7 @@ class WakeConfig:
     confirm: str = setting(
         "auto",
         'A second opinion on a detected word. "whisper": the recogniser transcribes the audio around it and the '
-        "word counts only if the text has it (the Wake word event comes ~0.15 s later on x86, ~0.3 s on a Pi 4); "
+        "word counts only if the text has it (the Wake word event comes ~0.15 s later on x86, ~0.45 s on a Pi 4); "
         '"auto": Whisper for alexa, where it was measured (issue 24, full-band speech: 96 % heard at 10 dB SNR '
         "with 0.09 false accepts per hour, against 93 % and 2.4 alone), none for the other words; "
         '"openwakeword": openWakeWord\'s alexa model (needs `pip install pyopen-wakeword`, whose models are '
