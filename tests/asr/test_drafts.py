@@ -223,9 +223,10 @@ def test_a_finals_beam_takes_only_the_draft_tokens_greedy_is_sure_of(engine, cli
     1 nat by default), the head stops at the first token greedy is unsure of and the final is the beam's
     own, from fewer taken; `asr.draft_margin = 0` is the ungated behaviour.
 
-    How far the ungated head goes depends on the int8 kernels: on a Xeon and an AVX2-only EPYC 13 of the
-    draft's tokens, past "selfish" (the draft has no comma: the final "selfish is" without it); on an
-    EPYC with AVX-512 VNNI (stop 52) 10, up to "selfish" (the final has the comma). What holds on every
+    How far the ungated head goes depends on the int8 kernels: on the Xeon it was written on 13 of the
+    draft's tokens, past "selfish" (the draft has no comma: the final "selfish is" without it), and past it
+    on an AVX2-only EPYC too (stops 43-51); on an EPYC with AVX-512 VNNI (stop 52) 10, up to "selfish" (the
+    final has the comma). What holds on every
     kernel is asserted: the ungated final begins with the draft's tokens it took, and gating takes fewer."""
     from dataclasses import replace
 
