@@ -57,11 +57,16 @@ def engine():
     return _ENGINE
 
 
-def texts(audio: np.ndarray, t: float) -> dict:
-    """tiny.en's text of the audio from LEAD_S before `t` (s) to TAIL_S after, plain and with the hotword."""
+def window(audio: np.ndarray, t: float, tail: float = TAIL_S) -> np.ndarray:
+    """What the check hears of a detection at `t` s in `audio` (int16 scale): LEAD_S before, `tail` after."""
     a = max(0, int((t - LEAD_S) * wc.RATE))
-    b = min(len(audio), int((t + _SHARED.get("tail", TAIL_S)) * wc.RATE))
-    x = audio[a:b].astype(np.float32) / 32768.0
+    b = min(len(audio), int((t + tail) * wc.RATE))
+    return audio[a:b].astype(np.float32) / 32768.0
+
+
+def texts(audio: np.ndarray, t: float) -> dict:
+    """tiny.en's text of the audio around a detection at `t` s (`window`), plain and with the hotword."""
+    x = window(audio, t, _SHARED.get("tail", TAIL_S))
     eng = engine()
     plain = eng.transcribe(x, role="partial", prompt="", hotwords=())
     hot = eng.transcribe(x, role="partial", prompt="", hotwords=("Alexa",))
@@ -72,9 +77,7 @@ def heard_by_whisper(audio: np.ndarray, t: float, model) -> bool:
     """The daemon's check of a detection at `t` s in `audio` (int16 scale): Whisper with the hotword, the rule."""
     from voxnode.wake import whisper_check
 
-    a = max(0, int((t - whisper_check.LEAD_S) * wc.RATE))
-    b = min(len(audio), int((t + whisper_check.TAIL_S) * wc.RATE))
-    x = audio[a:b].astype(np.float32) / 32768.0
+    x = window(audio, t)
     text = engine().transcribe(x, role="partial", prompt="", hotwords=whisper_check.hotwords(model)).text
     return whisper_check.heard(text, model)
 

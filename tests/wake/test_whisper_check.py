@@ -18,6 +18,7 @@ import pytest
 from scripts.bench import audio_corpus as ac
 from scripts.bench import speech_corpus as sc
 from scripts.bench import wake_audio as wa
+from tests.wake.test_confirm import _clip
 from tests.wake.test_wake import COMMAND, _offline, speech
 from voxnode.asr.recognizer import TranscriptResult
 from voxnode.config import Config
@@ -35,16 +36,6 @@ needs_recordings = pytest.mark.skipif(
 )
 
 
-def _alexa(name: str, kind: str, snr: float) -> np.ndarray:
-    """The bench's trial of this recording (its noise draw), as float int16-scale samples."""
-    assert FOLDER is not None
-    names = sorted(p.name for p in (FOLDER / "alexa").glob("*.wav"))
-    i = names.index(name)
-    rec = wa.recordings(FOLDER, "alexa")[i]
-    clip, _, _ = wa.recording_in_noise(rec, kind, snr, wa.trial_clip_id(i, kind), [])
-    return clip
-
-
 def _dollar_sign() -> np.ndarray:
     utt = next((u for u in sc.asterisk(0.5, 30.0) if u.name == "asterisk/letters/ascii36"), None)
     if utt is None:
@@ -60,13 +51,25 @@ def engine():
     return WhisperEngine.load(default_model_dir(None, "tiny.en"), 1)
 
 
-def _decode_all(engine, sched, kind: JobKind) -> None:
-    """What the scheduler's thread would do: each job of `kind` not yet reported, decoded by the real engine."""
-    for job in sched.submitted:
-        if job.kind == kind and not getattr(job, "_ran", False):
-            job._ran = True
-            role = "partial" if kind in (JobKind.WAKE, JobKind.PARTIAL) else "final"
-            sched.finish(job, engine.transcribe(job.audio, role=role, prompt=job.prompt, hotwords=job.hotwords))
+def _answering(reply):
+    """An `each` for _offline: every check not yet answered gets `reply(job)` -> (result, outcome), as the
+    scheduler's thread would report it."""
+
+    def each(pipeline, k):
+        for job in pipeline._sched.submitted:
+            if job.kind == JobKind.WAKE and not getattr(job, "_ran", False):
+                job._ran = True
+                pipeline._sched.finish(job, *reply(job))
+
+    return each
+
+
+def _whisper(engine):
+    """A reply: the check decoded by the real engine, as the daemon decodes it (jobs.decode: greedy)."""
+    return lambda job: (
+        engine.transcribe(job.audio, role="partial", prompt=job.prompt, hotwords=job.hotwords),
+        JobOutcome.DONE,
+    )
 
 
 def test_the_default_checks_alexa_only_and_lets_it_fire_lower():
@@ -110,10 +113,9 @@ def test_a_several_word_phrase_is_told_by_its_last_word():
 def test_whisper_hears_a_real_alexa_in_noise_and_not_dollar_sign(engine):
     """0.wav under babble at 5 dB SNR: Whisper writes "Flexer" without the hotword, the word with it; "dollar
     sign", which the detector takes for alexa at full band, stays "dollar sign" with the hotword."""
-    clip = _alexa("0.wav", "babble", 5.0)
+    pcm, _, _ = _clip("0.wav", "babble", 5.0)  # the bench's trial of the recording, int16
     alexa = load_wake_model("alexa")
     d = WakeDetector((load_wake_model("alexa", threshold=whisper_check.CUTOFF),), 2000)
-    pcm = np.clip(np.round(clip), -32768, 32767).astype(np.int16)
     at = next(k for k in range(len(pcm) // 320) if d.process(pcm[k * 320 : (k + 1) * 320]) is not None)
     lead, tail = round(whisper_check.LEAD_S / 0.02), round(whisper_check.TAIL_S / 0.02)
     heard = pcm[max(0, at + 1 - lead) * 320 : (at + 1 + tail) * 320].astype(np.float32) / 32768
@@ -131,7 +133,7 @@ def test_a_word_whisper_does_not_hear_opens_nothing_and_a_command_after_a_real_o
     """The detector fires on "electra" and on a real "alexa"; only the second counts: one Wake word event,
     one final, and the command said 0.3 s after the word is transcribed from its first word though the frames
     after the word waited for the check."""
-    word = _alexa("10.wav", "pink", 20.0)[int(1.5 * ac.RATE) :]
+    word = _clip("10.wav", "pink", 20.0)[0][int(1.5 * ac.RATE) :]
     audio = np.concatenate(
         [
             ac.silence(0.5),
@@ -144,16 +146,8 @@ def test_a_word_whisper_does_not_hear_opens_nothing_and_a_command_after_a_real_o
             ac.silence(1.5),
         ]
     )
-
-    def each(pipeline, k):
-        _decode_all(engine, sched_of[0], JobKind.WAKE)
-
-    sched_of = []
     pipeline, sched, events = _offline(
-        audio,
-        '[wake]\nenabled = true\nmodel = "alexa"\n',
-        before=lambda p: sched_of.append(p._sched),
-        each=each,
+        audio, '[wake]\nenabled = true\nmodel = "alexa"\n', each=_answering(_whisper(engine))
     )
     checks = [j for j in sched.submitted if j.kind == JobKind.WAKE]
     assert len(checks) == 2 and all(j.hotwords == ("Alexa",) and j.prompt == "" for j in checks)
@@ -168,14 +162,8 @@ def test_a_word_whisper_does_not_hear_opens_nothing_and_a_command_after_a_real_o
 def test_a_check_the_engine_fails_lets_the_word_count():
     """Fail open: an engine error (or a check skipped at shutdown) costs no command."""
     audio = np.concatenate([ac.silence(0.5), speech("alexa"), ac.silence(0.4), speech(COMMAND), ac.silence(1.5)])
-
-    def each(pipeline, k):
-        for job in pipeline._sched.submitted:
-            if job.kind == JobKind.WAKE and not getattr(job, "_ran", False):
-                job._ran = True
-                pipeline._sched.finish(job, RuntimeError("engine exploded"), JobOutcome.FAILED)
-
-    pipeline, sched, events = _offline(audio, '[wake]\nenabled = true\nmodel = "alexa"\n', each=each)
+    failed = _answering(lambda job: (RuntimeError("engine exploded"), JobOutcome.FAILED))
+    pipeline, sched, events = _offline(audio, '[wake]\nenabled = true\nmodel = "alexa"\n', each=failed)
     assert [e.as_dict()["type"] for e in events] == ["wake"]
     assert pipeline.stats.wakes == 1 and pipeline.stats.wakes_unchecked == 1
     assert len([j for j in sched.submitted if j.kind == JobKind.FINAL]) == 1
@@ -184,14 +172,8 @@ def test_a_check_the_engine_fails_lets_the_word_count():
 def test_a_check_answered_no_drops_what_was_held():
     audio = np.concatenate([ac.silence(0.5), speech("alexa"), ac.silence(0.4), speech(COMMAND), ac.silence(1.5)])
     said = TranscriptResult("Are you sorry?", [], -0.3, 0.01, 1.0, 1.0, 2.3, "eot")
-
-    def each(pipeline, k):
-        for job in pipeline._sched.submitted:
-            if job.kind == JobKind.WAKE and not getattr(job, "_ran", False):
-                job._ran = True
-                pipeline._sched.finish(job, said)
-
-    pipeline, sched, events = _offline(audio, '[wake]\nenabled = true\nmodel = "alexa"\n', each=each)
+    no = _answering(lambda job: (said, JobOutcome.DONE))
+    pipeline, sched, events = _offline(audio, '[wake]\nenabled = true\nmodel = "alexa"\n', each=no)
     assert events == [] and pipeline.stats.wakes == 0 and pipeline.stats.wakes_rejected == 1
     assert [j.kind for j in sched.submitted] == [JobKind.WAKE]  # nothing of the command was decoded
     assert not pipeline.wake.open
@@ -213,10 +195,9 @@ def test_a_check_not_answered_in_time_lets_the_word_count(monkeypatch, caplog):
 def test_at_the_end_of_a_file_a_word_still_waiting_is_checked_with_what_there_is(engine):
     """A file that ends 60 ms after the word (the check's tail not yet heard): the check goes out at the
     end with the audio there is, and is waited for."""
-    clip = _alexa("10.wav", "pink", 20.0)
+    clip, _, _ = _clip("10.wav", "pink", 20.0)
     d = WakeDetector((load_wake_model("alexa", threshold=whisper_check.CUTOFF),), 2000)
-    pcm = np.clip(np.round(clip), -32768, 32767).astype(np.int16)
-    at = next(k for k in range(len(pcm) // 320) if d.process(pcm[k * 320 : (k + 1) * 320]) is not None)
+    at = next(k for k in range(len(clip) // 320) if d.process(clip[k * 320 : (k + 1) * 320]) is not None)
     short = clip[: (at + 4) * 320]
     pipeline, sched, events = _offline(
         short,
