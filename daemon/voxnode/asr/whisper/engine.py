@@ -249,8 +249,9 @@ class WhisperEngine(Recognizer):
             if code is None:
                 code, language_prob = self.detect_language()
             start = self.start_sequence(text_prompt, words, code)
-            prefix, out, (drafted, accepted) = self._decode(start, max_new, beam, bias, abandon, draft)
             text_of = self._tokenizer.decode
+            repeats = redecode.repeat_cut(text_of, audio)
+            prefix, out, (drafted, accepted) = self._decode(start, max_new, beam, bias, abandon, draft, repeats)
             t2 = time.perf_counter()
             encode_ms, decode_ms = (t1 - t0) * 1000, (t2 - t1) * 1000
             text_window = window
@@ -279,7 +280,9 @@ class WhisperEngine(Recognizer):
                 self._encode(audio, window)
                 t1 = time.perf_counter()
                 prefix = self._decoder.prefill(list(start.tokens), start.sot_index)
-                retry = search.beam_search(self._decoder, self._rules, prefix, max_new, beam, bias, abandon)
+                retry = search.beam_search(
+                    self._decoder, self._rules, prefix, max_new, beam, bias, abandon, repeat_cut=repeats
+                )
                 t2 = time.perf_counter()
                 encode_ms, decode_ms = encode_ms + (t1 - t0) * 1000, decode_ms + (t2 - t1) * 1000
                 if retry.stop_reason == "eot" or out.stop_reason != "eot":
@@ -330,6 +333,7 @@ class WhisperEngine(Recognizer):
         bias: HotwordBias | None,
         abandon: threading.Event | None,
         draft: Sequence[int] = (),
+        repeats: search.RepeatCut | None = None,
     ) -> tuple[Prefix, Decoded, tuple[int, int]]:
         """The start sequence's prefill and the search from it; returns the prefill of the start
         sequence alone too (a retry or the fallback decodes from it), and the draft's tokens and
@@ -347,7 +351,10 @@ class WhisperEngine(Recognizer):
         draft = draft[: max(0, room)]
         if not draft:
             prefix = self._decoder.prefill(list(start.tokens), start.sot_index)
-            return prefix, search.beam_search(self._decoder, self._rules, prefix, max_new, beam, bias, abandon), (0, 0)
+            out = search.beam_search(
+                self._decoder, self._rules, prefix, max_new, beam, bias, abandon, repeat_cut=repeats
+            )
+            return prefix, out, (0, 0)
         full = self._decoder.prefill([*start.tokens, *draft], start.sot_index, draft=len(draft))
         margin = self.options.draft_margin if beam > 1 else 0.0
         verified = search.verified_draft(self._rules, full, draft, max_new, bias, margin)
@@ -362,6 +369,7 @@ class WhisperEngine(Recognizer):
             abandon,
             start=verified.start,
             closing=self._tokenizer.closing_punctuation,
+            repeat_cut=repeats,
         )
         return full.cut(len(start.tokens)), out, (len(draft), verified.accepted)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -109,6 +109,12 @@ class _Hyp:
     total: float  # summed log-probability
     bonus: float = 0.0  # hotword bonus
     bias: BiasState = ROOT
+    # ends[j]: the end-of-text's log-probability after the first j tokens (beam search and the
+    # draft's verification keep it; sampling does not): what ending there would have scored.
+    ends: list[float] = field(default_factory=list)
+    # > 0: the tokens are a whole-utterance repeat longer than its speech, its first copy this many
+    # tokens (beam_search's `repeat_cut`); kept by the hypotheses that go on from it.
+    first_copy: int = 0
 
 
 def _finish(h: _Hyp, stop: str, no_speech: float, temperature: float) -> Decoded:
@@ -136,6 +142,30 @@ def best(results: list[Decoded]) -> Decoded:
 
 # A candidate continuation: (rank, parent, token, bias state, bonus change); rank = log-probability + bonus.
 _Candidate = tuple[float, int, int, BiasState, float]
+
+# tokens -> how many of them make the first copy of a whole-utterance repeat longer than its speech
+# could hold, else None (redecode.repeat_cut).
+RepeatCut = Callable[[list[int]], int | None]
+
+
+def _first_copy(h: _Hyp, cut: RepeatCut) -> int:
+    """`h.first_copy` for a new hypothesis: its parent's, else where its first copy ends if its
+    tokens now say the whole utterance again faster than the speech could (`cut`), else 0. The
+    text is decoded only where the new token ended an earlier copy too (it is among the tokens
+    before it): a second copy ends on its first copy's last token."""
+    if h.first_copy or len(h.tokens) < 4 or h.tokens[-1] not in h.tokens[:-1]:
+        return h.first_copy
+    m = cut(h.tokens)
+    return m if m is not None and m < len(h.ends) else 0
+
+
+def _cut_at_first_copy(h: _Hyp, no_speech: float) -> Decoded:
+    """The candidate the search would have set aside had `h` taken the end-of-text after its first
+    copy: that copy's tokens and their log-probabilities plus the end-of-text's there (`h.ends`), so
+    it ranks against other ended candidates as they do."""
+    m = h.first_copy
+    bonus = (h.bonus - h.bias.pending) * m / len(h.tokens)  # the hotword bonus: the first copy's share
+    return Decoded(h.tokens[:m], h.logprobs[:m] + [h.ends[m]], no_speech, "eot", 0.0, bonus)
 
 
 def top_tokens(row: np.ndarray, k: int) -> list[int]:
@@ -249,7 +279,14 @@ def verified_draft(
             break
         if min_margin > 0 and len(best_choice) > 1 and score - best_choice[1][0] < min_margin:
             break
-        nxt = _Hyp(h.tokens + [t], h.logprobs + [float(lp[0, t])], h.total + float(lp[0, t]), h.bonus + delta, state)
+        nxt = _Hyp(
+            h.tokens + [t],
+            h.logprobs + [float(lp[0, t])],
+            h.total + float(lp[0, t]),
+            h.bonus + delta,
+            state,
+            h.ends + [float(lp[0, rules.eot])],
+        )
         if repeated_tail(nxt.tokens) or len(nxt.tokens) >= max_new_tokens:
             break
         h = nxt
@@ -276,11 +313,14 @@ def beam_search(
     abandon: threading.Event | None = None,
     start: _Hyp | None = None,
     closing: Callable[[list[int]], int | None] | None = None,
+    repeat_cut: RepeatCut | None = None,
 ) -> Decoded:
     """Raises DecodeAbandoned before the next decoder call once `abandon` is set. `start`: the
     hypothesis `prefix` already holds (a verified draft's tokens), else none. `closing` (tokens ->
     where their closing mark is, or None) lets a search from a draft's head wait for more ended
-    candidates while the best has none (UNCLOSED_PATIENCE)."""
+    candidates while the best has none (UNCLOSED_PATIENCE). `repeat_cut` marks a hypothesis that
+    says the whole utterance again faster than its speech could: at the token cap, or once every
+    live hypothesis is such a repeat and none has ended, they end at their first copies."""
     no_speech = rules.no_speech_prob(prefix)
     live = [start or _Hyp([], [], 0.0)]
     done_before = len(live[0].tokens)
@@ -299,6 +339,8 @@ def beam_search(
                 parent.total + float(lp[i, t]),
                 parent.bonus + delta,
                 state,
+                parent.ends + [float(lp[i, rules.eot])],
+                parent.first_copy,
             )
             if t == rules.eot:
                 h.tokens.pop()
@@ -308,11 +350,27 @@ def beam_search(
             if looped:
                 finished.append(looped)
                 continue
+            if repeat_cut is not None:
+                h.first_copy = _first_copy(h, repeat_cut)
             nxt.append(h)
             parents.append(i)
             if len(nxt) == beam_size:
                 break
         if len(finished) >= _enough_ended(finished, beam_size, done_before > 0, closing) or not nxt:
+            break
+        if all(h.first_copy for h in nxt) and not any(f.stop_reason == "eot" for f in finished):
+            # Every live hypothesis says the whole utterance again faster than its speech could, and
+            # none has ended: each can only go on to more copies and then end (a final is then cut to
+            # its first copy: redecode.collapse) or loop to the token cap (a final then decoded again
+            # in a longer window, which gave the first copy's words in every case looked at). End
+            # them at their first copies now. Measured in stop 53 (scripts/bench/first_window.py: 50
+            # real utterances, drafted finals, beam 3; clean, pink and babble at 10 dB, pink, babble
+            # and white at 5 dB): 2 of the 3 token-cap loops of the 10 dB set end at their first copy
+            # instead of a retry in the 10 s window (the retry's words both times); a final's CPU
+            # mean -12 % clean and pink 10 dB (p95 -16 / -18 %), -1 to -10 % elsewhere; 299 of 300
+            # texts the same words, one a coin flip ("10 of clubs" -> "10 of close.", clean +0.24
+            # points of WER).
+            finished += [_cut_at_first_copy(h, no_speech) for h in nxt]
             break
         if finished and best(finished).score > max(h.total / len(h.tokens) for h in nxt):
             # Early stop: an ended hypothesis already ranks above every live one as they stand
@@ -325,7 +383,11 @@ def beam_search(
             # was as fast but cost babble 1.7 points (23.0 -> 24.7).
             break
         if len(nxt[0].tokens) >= max_new_tokens:
-            finished += [_finish(h, "token_cap", no_speech, 0.0) for h in nxt]
+            # A hypothesis that said the whole utterance again ends at its first copy, not at the cap.
+            finished += [
+                _cut_at_first_copy(h, no_speech) if h.first_copy else _finish(h, "token_cap", no_speech, 0.0)
+                for h in nxt
+            ]
             break
         if hyps is None:
             hyps = dec.hypotheses(prefix, len(nxt), max_new_tokens - done_before)
