@@ -67,7 +67,8 @@ def plain_verified_draft(rules, prefix, draft, max_new_tokens, bias=None, min_ma
         if min_margin > 0 and len(best_choice) > 1 and score - best_choice[1][0] < min_margin:
             break
         total = h.total + float(lp[0, t])
-        nxt = search._Hyp(h.tokens + [t], h.logprobs + [float(lp[0, t])], total, h.bonus + delta, state)
+        ends = h.ends + [float(lp[0, rules.eot])]  # the end-of-text's log-probability (stop 53's repeat cut)
+        nxt = search._Hyp(h.tokens + [t], h.logprobs + [float(lp[0, t])], total, h.bonus + delta, state, ends)
         if search.repeated_tail(nxt.tokens) or len(nxt.tokens) >= max_new_tokens:
             break
         h = nxt

@@ -119,9 +119,9 @@ def test_partials_are_greedy_in_the_short_window(engine, monkeypatch):
     calls = []
     real = search.beam_search
 
-    def spy(dec, rules, prefix, max_new, beam_size, bias=None, abandon=None):
+    def spy(dec, rules, prefix, max_new, beam_size, bias=None, abandon=None, **kw):
         calls.append(beam_size)
-        return real(dec, rules, prefix, max_new, beam_size, bias, abandon)
+        return real(dec, rules, prefix, max_new, beam_size, bias, abandon, **kw)
 
     monkeypatch.setattr(search, "beam_search", spy)
     wav, _ = pocketsphinx_utterances()[4]

@@ -121,8 +121,8 @@ def _spy_first_decode(engine, monkeypatch, first_stop: str, copies: int) -> tupl
     calls = []
     real_search = search.beam_search
 
-    def looping_first(dec, rules, prefix, max_new, beam_size, bias=None, abandon=None):
-        out = real_search(dec, rules, prefix, max_new, beam_size, bias, abandon)
+    def looping_first(dec, rules, prefix, max_new, beam_size, bias=None, abandon=None, **kw):
+        out = real_search(dec, rules, prefix, max_new, beam_size, bias, abandon, **kw)
         calls.append(out)
         if len(calls) == 1:
             ended = out.logprobs[len(out.tokens) :] if first_stop == "eot" else []
@@ -180,8 +180,8 @@ def test_a_partial_that_loops_is_not_retried(engine, monkeypatch):
 
     real_search = search.beam_search
 
-    def looping(dec, rules, prefix, max_new, beam_size, bias=None, abandon=None):
-        out = real_search(dec, rules, prefix, max_new, beam_size, bias, abandon)
+    def looping(dec, rules, prefix, max_new, beam_size, bias=None, abandon=None, **kw):
+        out = real_search(dec, rules, prefix, max_new, beam_size, bias, abandon, **kw)
         return Decoded(out.tokens, out.logprobs, out.no_speech_prob, "repetition")
 
     monkeypatch.setattr(engine._encoder, "run", spy_run)
