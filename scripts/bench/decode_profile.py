@@ -131,13 +131,14 @@ def instrument(prof: Profiler) -> None:
     """Wrap the engine's classes and functions (once per process: every engine loaded after shares them)."""
     from voxnode.asr.whisper import decoder, encoder, search
     from voxnode.asr.whisper import engine as engine_mod
+    from voxnode.asr.whisper.token_rules import TokenRules
 
     prof.wrap(engine_mod.WhisperEngine, "_encode", "encode")
     prof.wrap(encoder.EncoderRunner, "run", "encoder")
     prof.wrap(decoder.DecoderRunner, "prefill", "prefill")
     prof.wrap(search, "verified_draft", "verify")
     prof.wrap(search, "beam_search", "search")
-    prof.wrap(search.TokenRules, "logprobs", "logprobs")
+    prof.wrap(TokenRules, "logprobs", "logprobs")
     prof.wrap(search, "_candidates", "candidates")
     step = decoder.DecoderRunner.step
 

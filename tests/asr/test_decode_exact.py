@@ -20,7 +20,9 @@ import pytest
 from voxnode.asr import mel
 from voxnode.asr.whisper import search
 from voxnode.asr.whisper.decoder import DecoderRunner, log_softmax
+from voxnode.asr.whisper.hypothesis import Hyp
 from voxnode.asr.whisper.search import top_tokens
+from voxnode.asr.whisper.token_rules import TokenRules
 from voxnode.audio.wavfile import read_audio
 
 from .conftest import pocketsphinx_utterances
@@ -55,7 +57,7 @@ def plain_candidates(live, lp, k, bias):
 def plain_verified_draft(rules, prefix, draft, max_new_tokens, bias=None, min_margin=0.0):
     """search.verified_draft before the fourth pass: one row's log-probabilities at a time (with the
     finals' gate of stop 45: the greedy choice must lead the runner-up by `min_margin`)."""
-    h = search._Hyp([], [], 0.0)
+    h = Hyp([], [], 0.0)
     for i, token in enumerate(draft):
         lp = rules.logprobs(prefix.row_logits[i : i + 1].copy(), first=not h.tokens)
         best_choice = search._candidates([h], lp, 2, bias)
@@ -68,7 +70,7 @@ def plain_verified_draft(rules, prefix, draft, max_new_tokens, bias=None, min_ma
             break
         total = h.total + float(lp[0, t])
         ends = h.ends + [float(lp[0, rules.eot])]  # the end-of-text's log-probability (stop 53's repeat cut)
-        nxt = search._Hyp(h.tokens + [t], h.logprobs + [float(lp[0, t])], total, h.bonus + delta, state, ends)
+        nxt = Hyp(h.tokens + [t], h.logprobs + [float(lp[0, t])], total, h.bonus + delta, state, ends)
         if search.repeated_tail(nxt.tokens) or len(nxt.tokens) >= max_new_tokens:
             break
         h = nxt
@@ -94,7 +96,7 @@ def plain_invoke(self, feeds, hyps=None):
 
 
 def plain(monkeypatch) -> None:
-    monkeypatch.setattr(search.TokenRules, "logprobs", plain_logprobs)
+    monkeypatch.setattr(TokenRules, "logprobs", plain_logprobs)
     monkeypatch.setattr(search, "verified_draft", plain_verified_draft)
     monkeypatch.setattr(search, "_candidates", plain_candidates)
     monkeypatch.setattr(DecoderRunner, "_invoke", plain_invoke)

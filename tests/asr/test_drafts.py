@@ -14,6 +14,7 @@ from voxnode.asr import TranscriptResult
 from voxnode.asr.wer import corpus_wer
 from voxnode.asr.whisper import search
 from voxnode.asr.whisper.decoder import DecoderRunner, Prefix
+from voxnode.asr.whisper.hypothesis import Decoded
 from voxnode.audio.wavfile import read_audio
 
 from .conftest import pocketsphinx_utterances
@@ -208,8 +209,8 @@ def test_only_a_search_from_a_draft_without_a_closing_mark_waits_for_more_ends()
     def closing(tokens):
         return len(tokens) - 1 if tokens and tokens[-1] == 13 else None  # 13: "."
 
-    unclosed = [search.Decoded([40, 41], [-0.1, -0.2, -0.3], 0.0, "eot")]
-    closed = [search.Decoded([40, 13], [-0.1, -0.2, -0.3], 0.0, "eot")]
+    unclosed = [Decoded([40, 41], [-0.1, -0.2, -0.3], 0.0, "eot")]
+    closed = [Decoded([40, 13], [-0.1, -0.2, -0.3], 0.0, "eot")]
     assert search._enough_ended(unclosed, 3, True, closing) == 3 * search.UNCLOSED_PATIENCE
     assert search._enough_ended(closed, 3, True, closing) == 3
     assert search._enough_ended(unclosed, 3, False, closing) == 3  # from the start: Whisper's rule

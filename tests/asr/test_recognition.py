@@ -109,7 +109,7 @@ def _spy_first_decode(engine, monkeypatch, first_stop: str, copies: int) -> tupl
     """The encoder passes' frames, and the decodes: the first pretends to have looped (`first_stop`,
     its tokens said `copies` times)."""
     from voxnode.asr.whisper import search
-    from voxnode.asr.whisper.search import Decoded
+    from voxnode.asr.whisper.hypothesis import Decoded
 
     frames: list[int] = []
     real_run = engine._encoder.run
@@ -169,7 +169,7 @@ def test_a_partial_that_loops_is_not_retried(engine, monkeypatch):
     """A partial is replaced a moment later: it keeps what its one window gave (a second, longer
     encode would only delay the final waiting behind it)."""
     from voxnode.asr.whisper import search
-    from voxnode.asr.whisper.search import Decoded
+    from voxnode.asr.whisper.hypothesis import Decoded
 
     frames = []
     real_run = engine._encoder.run

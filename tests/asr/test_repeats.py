@@ -13,7 +13,8 @@ import pytest
 
 from voxnode.asr.whisper import guards, redecode, search
 from voxnode.asr.whisper.decoder import Prefix
-from voxnode.asr.whisper.search import Decoded
+from voxnode.asr.whisper.hypothesis import Decoded, Hyp, cut_at_first_copy, first_copy
+from voxnode.asr.whisper.token_rules import TokenRules
 from voxnode.audio.wavfile import read_audio
 
 from .conftest import POCKETSPHINX
@@ -119,11 +120,11 @@ def test_a_command_really_said_twice_is_transcribed_twice(engine, monkeypatch):
     assert frames == [600, 1000]  # 3.3 s: the 6 s window, then the 10 s one
 
 
-def hypothesis(engine, text: str) -> search._Hyp:
+def hypothesis(engine, text: str) -> Hyp:
     """A live hypothesis of the beam holding `text`, with a distinct end-of-text log-probability
     after each of its tokens (ends[j] = -j / 10)."""
     tokens = engine._tokenizer.encode(" " + text)
-    return search._Hyp(tokens, [-0.1] * len(tokens), -0.1 * len(tokens), ends=[-j / 10 for j in range(len(tokens))])
+    return Hyp(tokens, [-0.1] * len(tokens), -0.1 * len(tokens), ends=[-j / 10 for j in range(len(tokens))])
 
 
 def test_the_search_marks_a_phrase_said_again_faster_than_speech_and_ends_it_at_its_first_copy(engine):
@@ -135,26 +136,26 @@ def test_the_search_marks_a_phrase_said_again_faster_than_speech_and_ends_it_at_
     command = prompt_audio("vm-deleted")  # 1.2 s of speech
     cut = redecode.repeat_cut(text_of, command)
     h = hypothesis(engine, "Set bedroom light green. Set bedroom light green.")
-    m = search._first_copy(h, cut)
+    m = first_copy(h, cut)
     assert text_of(h.tokens[:m]) == "Set bedroom light green."
     h.first_copy = m
-    out = search._cut_at_first_copy(h, 0.01)
+    out = cut_at_first_copy(h, 0.01)
     assert out.tokens == h.tokens[:m] and out.stop_reason == "eot"
     assert out.logprobs == h.logprobs[:m] + [h.ends[m]]
     # A hypothesis going on from a marked one keeps the mark: at the cap, its last copy cut short,
     # it ends at its first copy too.
     on = hypothesis(engine, "Set bedroom light green. Set bedroom light green. Set")
     on.first_copy = m
-    assert search._first_copy(on, cut) == m and search._cut_at_first_copy(on, 0.01).tokens == h.tokens[:m]
+    assert first_copy(on, cut) == m and cut_at_first_copy(on, 0.01).tokens == h.tokens[:m]
     # Mid-copy, a lone word again and again, and two copies that fit their speech: not marked.
-    assert search._first_copy(hypothesis(engine, "Set bedroom light green. Set bedroom light"), cut) == 0
+    assert first_copy(hypothesis(engine, "Set bedroom light green. Set bedroom light"), cut) == 0
     five = read_audio(POCKETSPHINX / "cards" / "004.wav")  # "five five"
     fives = hypothesis(engine, "5 5 5 5 5 5 5 5 5 5")  # more than its speech holds, but one word
     assert redecode.first_copy_cut(fives.tokens, text_of, guards.speech_span_s(five)) == 1
-    assert search._first_copy(fives, redecode.repeat_cut(text_of, five)) == 0
+    assert first_copy(fives, redecode.repeat_cut(text_of, five)) == 0
     said_twice = np.concatenate([command, np.zeros(RATE // 2, np.float32), command])
     fits = redecode.repeat_cut(text_of, said_twice)
-    assert search._first_copy(hypothesis(engine, "Message deleted. Message deleted."), fits) == 0
+    assert first_copy(hypothesis(engine, "Message deleted. Message deleted."), fits) == 0
 
 
 def test_every_search_of_a_transcription_gets_the_repeat_cut_for_its_audio(engine, monkeypatch):
@@ -181,7 +182,7 @@ class LoopingDecoder:
     next token 4 nats more than the end-of-text, so the phrase comes again and again, as tiny.en
     says a short command again in a window mostly of padding. The search under test is the real one."""
 
-    def __init__(self, phrase: list[int], rules: search.TokenRules, vocab: int) -> None:
+    def __init__(self, phrase: list[int], rules: TokenRules, vocab: int) -> None:
         self.next = {t: phrase[(i + 1) % len(phrase)] for i, t in enumerate(phrase)}
         self.rules, self.vocab, self.steps = rules, vocab, 0
         first = self.logits([phrase[-1]])[0]

@@ -36,10 +36,11 @@ from voxnode.asr.whisper.decoder import DecoderRunner, Prefix
 from voxnode.asr.whisper.encoder import EncoderRunner
 from voxnode.asr.whisper.files import ModelFiles, checked_model_dir, default_model_dir, model_setting, open_model_dir
 from voxnode.asr.whisper.hotwords import HotwordBias
+from voxnode.asr.whisper.hypothesis import Decoded, RepeatCut
 from voxnode.asr.whisper.load import LiteRtEngineInfo, is_own_model, load_parts
 from voxnode.asr.whisper.options import ROLES, DecodeOptions
 from voxnode.asr.whisper.prompt import StartSequence, prompted_start
-from voxnode.asr.whisper.search import Decoded
+from voxnode.asr.whisper.token_rules import TokenRules
 from voxnode.asr.whisper.tokenizer import Tokenizer
 from voxnode.asr.whisper.window import MAX_SECONDS, first_window, retry_window
 from voxnode.config.asr import known_languages
@@ -69,7 +70,7 @@ class WhisperEngine(Recognizer):
         self._encoder = encoder
         self._decoder = decoder
         self._tokenizer = tokenizer
-        self._rules = search.TokenRules(files.config)
+        self._rules = TokenRules(files.config)
         self._mel = LogMel(int(files.config["n_mels"]))
         self._lock = FifoLock()
         self._closed = False  # close() closed the decoder's model file: no decode after it
@@ -333,7 +334,7 @@ class WhisperEngine(Recognizer):
         bias: HotwordBias | None,
         abandon: threading.Event | None,
         draft: Sequence[int] = (),
-        repeats: search.RepeatCut | None = None,
+        repeats: RepeatCut | None = None,
     ) -> tuple[Prefix, Decoded, tuple[int, int]]:
         """The start sequence's prefill and the search from it; returns the prefill of the start
         sequence alone too (a retry or the fallback decodes from it), and the draft's tokens and

@@ -30,7 +30,8 @@ import numpy as np
 from voxnode.asr import noise
 from voxnode.asr.whisper import guards, search
 from voxnode.asr.whisper.decoder import DecoderRunner, Prefix
-from voxnode.asr.whisper.search import Decoded, TokenRules
+from voxnode.asr.whisper.hypothesis import Decoded, RepeatCut
+from voxnode.asr.whisper.token_rules import TokenRules
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ def first_copy_cut(tokens: list[int], text_of: TextOf, span_s: float, min_words:
     return m if m < len(tokens) else None
 
 
-def repeat_cut(text_of: TextOf, audio: np.ndarray) -> search.RepeatCut:
+def repeat_cut(text_of: TextOf, audio: np.ndarray) -> RepeatCut:
     """The rule of `collapse` for the search to apply while it decodes (search.beam_search's
     `repeat_cut`): a hypothesis that says a phrase of two or more words again, its copies holding
     more than the speech could, ends after its first copy instead of looping on to the end-of-text

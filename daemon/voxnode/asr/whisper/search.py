@@ -17,33 +17,25 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from voxnode.asr.recognizer import DecodeAbandoned
-from voxnode.asr.whisper.decoder import DecoderRunner, Prefix, log_softmax
+from voxnode.asr.whisper.decoder import DecoderRunner, Prefix
 from voxnode.asr.whisper.guards import repeated_tail
 from voxnode.asr.whisper.hotwords import ROOT, BiasState, HotwordBias
-
-
-@dataclass(frozen=True)
-class Decoded:
-    tokens: list[int]
-    logprobs: list[float]  # one per token in `tokens`, plus the end-of-text token if reached
-    no_speech_prob: float
-    stop_reason: str  # "eot", "token_cap" or "repetition"
-    temperature: float = 0.0
-    bonus: float = 0.0  # hotword bonus earned (ranking only)
-
-    @property
-    def avg_logprob(self) -> float:
-        return float(np.mean(self.logprobs)) if self.logprobs else 0.0
-
-    @property
-    def score(self) -> float:
-        """Whisper's ranking: summed log-probability over the number of text tokens."""
-        return float(np.sum(self.logprobs)) / max(1, len(self.tokens))
+from voxnode.asr.whisper.hypothesis import (
+    Decoded,
+    Hyp,
+    RepeatCut,
+    best,
+    cut_at_first_copy,
+    finish,
+    first_copy,
+    loop_cut,
+)
+from voxnode.asr.whisper.token_rules import TokenRules
 
 
 @dataclass
@@ -64,108 +56,8 @@ class DraftStats:
         return {**vars(self), "acceptance": round(rate, 3)}
 
 
-class TokenRules:
-    """Which tokens may be emitted: text tokens only, minus Whisper's non-speech symbols."""
-
-    def __init__(self, config: dict) -> None:
-        self._scratch = np.empty(0, np.float32)
-        tok = config["tokens"]
-        self.eot = int(tok["eot"])
-        self.no_speech = int(tok["no_speech"])
-        vocab = int(config["vocab_size"])
-        self.suppress = np.zeros(vocab, dtype=bool)
-        self.first_special = int(tok["sot"])
-        self.suppress[self.first_special :] = True  # every special and timestamp token
-        self.suppress[np.asarray(config["suppress_ids"], dtype=np.int64)] = True
-        # The same set as a slice and the few ids below it: a boolean mask over the vocabulary
-        # costs a pass over all of it (and its nonzero()) on every call.
-        self.suppress_text = np.flatnonzero(self.suppress[: self.first_special])
-        self.suppress_begin = np.asarray(config["suppress_ids_begin"], dtype=np.int64)
-
-    def logprobs(self, logits: np.ndarray, first: bool) -> np.ndarray:
-        """[n, vocab] logits -> log-probabilities over the allowed tokens, computed in place
-        (with 5 hypotheses the temporaries of the plain formula cost ~4 MB of peak RSS)."""
-        logits[:, self.first_special :] = -np.inf
-        logits[:, self.suppress_text] = -np.inf
-        if first:
-            logits[:, self.suppress_begin] = -np.inf  # no leading blank or empty transcript
-        logits -= logits.max(axis=1, keepdims=True)
-        if self._scratch.size < logits.size:
-            self._scratch = np.empty(logits.size, np.float32)
-        scratch = self._scratch[: logits.size].reshape(logits.shape)
-        np.exp(logits, out=scratch)
-        logits -= np.log(scratch.sum(axis=1, keepdims=True))
-        return logits
-
-    def no_speech_prob(self, prefix: Prefix) -> float:
-        # Whisper reads "no speech" off the prediction right after <|startoftranscript|>.
-        return float(np.exp(log_softmax(prefix.no_speech_logits)[self.no_speech]))
-
-
-@dataclass
-class _Hyp:
-    tokens: list[int]
-    logprobs: list[float]
-    total: float  # summed log-probability
-    bonus: float = 0.0  # hotword bonus
-    bias: BiasState = ROOT
-    # ends[j]: the end-of-text's log-probability after the first j tokens (beam search and the
-    # draft's verification keep it; sampling does not): what ending there would have scored.
-    ends: list[float] = field(default_factory=list)
-    # > 0: the tokens are a whole-utterance repeat longer than its speech, its first copy this many
-    # tokens (beam_search's `repeat_cut`); kept by the hypotheses that go on from it.
-    first_copy: int = 0
-
-
-def _finish(h: _Hyp, stop: str, no_speech: float, temperature: float) -> Decoded:
-    return Decoded(list(h.tokens), list(h.logprobs), no_speech, stop, temperature, h.bonus - h.bias.pending)
-
-
-def _loop_cut(h: _Hyp, no_speech: float, temperature: float) -> Decoded | None:
-    cut = repeated_tail(h.tokens)
-    if not cut:
-        return None
-    return Decoded(h.tokens[:-cut], h.logprobs[:-cut], no_speech, "repetition", temperature)
-
-
-def best(results: list[Decoded]) -> Decoded:
-    """The highest-ranked result, preferring those that reached end-of-text.
-
-    Whisper's score plus the hotword bonus over the longest candidate's length: one scale for
-    every candidate. Divided by each candidate's own length, the bonus made stopping right after
-    a hotword pay ("Welcome to Comedian Mail." for the 17-token prompt that goes on after it).
-    """
-    pool = [r for r in results if r.stop_reason == "eot"] or results
-    longest = max(1, max(len(r.tokens) for r in pool))
-    return max(pool, key=lambda r: r.score + r.bonus / longest)
-
-
 # A candidate continuation: (rank, parent, token, bias state, bonus change); rank = log-probability + bonus.
 _Candidate = tuple[float, int, int, BiasState, float]
-
-# tokens -> how many of them make the first copy of a whole-utterance repeat longer than its speech
-# could hold, else None (redecode.repeat_cut).
-RepeatCut = Callable[[list[int]], int | None]
-
-
-def _first_copy(h: _Hyp, cut: RepeatCut) -> int:
-    """`h.first_copy` for a new hypothesis: its parent's, else where its first copy ends if its
-    tokens now say the whole utterance again faster than the speech could (`cut`), else 0. The
-    text is decoded only where the new token ended an earlier copy too (it is among the tokens
-    before it): a second copy ends on its first copy's last token."""
-    if h.first_copy or len(h.tokens) < 4 or h.tokens[-1] not in h.tokens[:-1]:
-        return h.first_copy
-    m = cut(h.tokens)
-    return m if m is not None and m < len(h.ends) else 0
-
-
-def _cut_at_first_copy(h: _Hyp, no_speech: float) -> Decoded:
-    """The candidate the search would have set aside had `h` taken the end-of-text after its first
-    copy: that copy's tokens and their log-probabilities plus the end-of-text's there (`h.ends`), so
-    it ranks against other ended candidates as they do."""
-    m = h.first_copy
-    bonus = (h.bonus - h.bias.pending) * m / len(h.tokens)  # the hotword bonus: the first copy's share
-    return Decoded(h.tokens[:m], h.logprobs[:m] + [h.ends[m]], no_speech, "eot", 0.0, bonus)
 
 
 def top_tokens(row: np.ndarray, k: int) -> list[int]:
@@ -189,7 +81,7 @@ def top_tokens(row: np.ndarray, k: int) -> list[int]:
     return picked
 
 
-def _candidates(live: list[_Hyp], lp: np.ndarray, k: int, bias: HotwordBias | None) -> list[_Candidate]:
+def _candidates(live: list[Hyp], lp: np.ndarray, k: int, bias: HotwordBias | None) -> list[_Candidate]:
     """Every live hypothesis's k best tokens (and the hotwords' next tokens), best first."""
     scored: dict[tuple[int, ...], _Candidate] = {}
     for i, h in enumerate(live):
@@ -231,7 +123,7 @@ class Verified:
     """The part of a draft the decoder agreed with: where decoding goes on from."""
 
     prefix: Prefix  # the start sequence and the accepted draft tokens
-    start: _Hyp  # the hypothesis holding the accepted tokens (and their log-probabilities)
+    start: Hyp  # the hypothesis holding the accepted tokens (and their log-probabilities)
 
     @property
     def accepted(self) -> int:
@@ -259,7 +151,7 @@ def verified_draft(
     first draft token whose score leads the runner-up's by less than that many nats: where greedy
     decoding is unsure the beam searches on its own.
     """
-    h = _Hyp([], [], 0.0)
+    h = Hyp([], [], 0.0)
     block = np.empty((0, 0), np.float32)
     for i, token in enumerate(draft):
         if i % VERIFY_ROWS == 0:
@@ -279,7 +171,7 @@ def verified_draft(
             break
         if min_margin > 0 and len(best_choice) > 1 and score - best_choice[1][0] < min_margin:
             break
-        nxt = _Hyp(
+        nxt = Hyp(
             h.tokens + [t],
             h.logprobs + [float(lp[0, t])],
             h.total + float(lp[0, t]),
@@ -311,7 +203,7 @@ def beam_search(
     beam_size: int,
     bias: HotwordBias | None = None,
     abandon: threading.Event | None = None,
-    start: _Hyp | None = None,
+    start: Hyp | None = None,
     closing: Callable[[list[int]], int | None] | None = None,
     repeat_cut: RepeatCut | None = None,
 ) -> Decoded:
@@ -322,18 +214,18 @@ def beam_search(
     says the whole utterance again faster than its speech could: at the token cap, or once every
     live hypothesis is such a repeat and none has ended, they end at their first copies."""
     no_speech = rules.no_speech_prob(prefix)
-    live = [start or _Hyp([], [], 0.0)]
+    live = [start or Hyp([], [], 0.0)]
     done_before = len(live[0].tokens)
     logits = prefix.first_logits[None].copy()  # logprobs() works in place; the prefix is reused
     finished: list[Decoded] = []
     hyps = None
     while True:
         lp = rules.logprobs(logits, first=not live[0].tokens)
-        nxt: list[_Hyp] = []
+        nxt: list[Hyp] = []
         parents: list[int] = []
         for _, i, t, state, delta in _candidates(live, lp, beam_size + 1, bias):
             parent = live[i]
-            h = _Hyp(
+            h = Hyp(
                 parent.tokens + [t],
                 parent.logprobs + [float(lp[i, t])],
                 parent.total + float(lp[i, t]),
@@ -344,14 +236,14 @@ def beam_search(
             )
             if t == rules.eot:
                 h.tokens.pop()
-                finished.append(_finish(h, "eot", no_speech, 0.0))
+                finished.append(finish(h, "eot", no_speech, 0.0))
                 continue
-            looped = _loop_cut(h, no_speech, 0.0)
+            looped = loop_cut(h, no_speech, 0.0)
             if looped:
                 finished.append(looped)
                 continue
             if repeat_cut is not None:
-                h.first_copy = _first_copy(h, repeat_cut)
+                h.first_copy = first_copy(h, repeat_cut)
             nxt.append(h)
             parents.append(i)
             if len(nxt) == beam_size:
@@ -370,7 +262,7 @@ def beam_search(
             # mean -12 % clean and pink 10 dB (p95 -16 / -18 %), -1 to -10 % elsewhere; 299 of 300
             # texts the same words, one a coin flip ("10 of clubs" -> "10 of close.", clean +0.24
             # points of WER).
-            finished += [_cut_at_first_copy(h, no_speech) for h in nxt]
+            finished += [cut_at_first_copy(h, no_speech) for h in nxt]
             break
         if finished and best(finished).score > max(h.total / len(h.tokens) for h in nxt):
             # Early stop: an ended hypothesis already ranks above every live one as they stand
@@ -385,8 +277,7 @@ def beam_search(
         if len(nxt[0].tokens) >= max_new_tokens:
             # A hypothesis that said the whole utterance again ends at its first copy, not at the cap.
             finished += [
-                _cut_at_first_copy(h, no_speech) if h.first_copy else _finish(h, "token_cap", no_speech, 0.0)
-                for h in nxt
+                cut_at_first_copy(h, no_speech) if h.first_copy else finish(h, "token_cap", no_speech, 0.0) for h in nxt
             ]
             break
         if hyps is None:
@@ -413,7 +304,7 @@ def sample(
     """`best_of` independent samples at `temperature`, run side by side; the best-ranked one.
     Raises DecodeAbandoned before the next decoder call once `abandon` is set."""
     no_speech = rules.no_speech_prob(prefix)
-    live = [_Hyp([], [], 0.0) for _ in range(best_of)]
+    live = [Hyp([], [], 0.0) for _ in range(best_of)]
     logits = np.repeat(prefix.first_logits[None], best_of, axis=0)
     finished: list[Decoded] = []
     hyps = None
@@ -427,14 +318,14 @@ def sample(
             h.logprobs.append(float(lp[i, t]))
             h.total += float(lp[i, t])
             if t == rules.eot:
-                finished.append(_finish(h, "eot", no_speech, temperature))
+                finished.append(finish(h, "eot", no_speech, temperature))
                 continue
             h.tokens.append(t)
-            looped = _loop_cut(h, no_speech, temperature)
+            looped = loop_cut(h, no_speech, temperature)
             if looped:
                 finished.append(looped)
             elif len(h.tokens) >= max_new_tokens:
-                finished.append(_finish(h, "token_cap", no_speech, temperature))
+                finished.append(finish(h, "token_cap", no_speech, temperature))
             else:
                 keep.append(i)
         live = [live[i] for i in keep]
