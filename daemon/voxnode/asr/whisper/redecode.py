@@ -21,6 +21,7 @@ After the first decode of a final (engine.WhisperEngine.transcribe):
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -114,10 +115,13 @@ def repeat_cut(text_of: TextOf, audio: np.ndarray) -> RepeatCut:
     or the token cap and, for a final, being decoded again in a longer window. A word said again
     and again ("5 5 5 5") is left to the search's own loop cut (guards.repeated_tail) and the
     retry: "five five" is said so, and its first copy would be a word short."""
-    span_s = guards.speech_span_s(audio)
+
+    @functools.cache
+    def span_s() -> float:  # measured for the first hypothesis that needs it: most decodes have none
+        return guards.speech_span_s(audio)
 
     def cut(tokens: list[int]) -> int | None:
-        m = first_copy_cut(tokens, text_of, span_s, min_words=2)
+        m = first_copy_cut(tokens, text_of, span_s(), min_words=2)
         if m is not None:
             log.debug("decoding cut at the first copy, said again faster than speech: %r", text_of(tokens))
         return m
