@@ -11,6 +11,7 @@ the line then gives the pid alone ("pid 812 on card Device device 0"; `ps -p 812
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,11 @@ class Holder:
     device: int
     pid: int
     program: str  # /proc/PID/comm; "" where the process is gone or not ours to read
+    index: int = -1  # the card's number (/proc/asound/cardN)
+
+    def on(self, card: str) -> bool:
+        """This capture is on `card`, an ALSA card's id or number as a PCM name gives it."""
+        return card == self.card or card == str(self.index)
 
     def __str__(self) -> str:
         who = f"{self.program} (pid {self.pid})" if self.program else f"pid {self.pid}"
@@ -40,8 +46,22 @@ def capture_holders(proc: Path = PROC) -> list[Holder]:
         card_dir = status.parent.parent.parent
         card = _read(card_dir / "id") or card_dir.name.removeprefix("card")
         device = int(status.parent.parent.name[3:-1])  # "pcm0c"
-        holders.append(Holder(card, device, pid, _read(proc / str(pid) / "comm")))
+        index = int(card_dir.name.removeprefix("card"))
+        holders.append(Holder(card, device, pid, _read(proc / str(pid) / "comm"), index))
     return holders
+
+
+# The card of a hardware PCM name: hw:1, hw:1,0, plughw:Device, or a CARD= argument (hw:CARD=Device,DEV=0,
+# dsnoop:CARD=Device, sysdefault:CARD=1); quotes as alsa-lib allows them.
+_CARD_ARG = re.compile(r"""(?:^|[:,])CARD=["']?([^,"']+)""")
+_HW = re.compile(r"""^(?:plug)?hw:["']?([^,"':=]+)["']?(?:,|$)""")
+
+
+def card_named(device: str) -> str | None:
+    """The card (its id or number) that the PCM name `device` opens, where the name says it; None for
+    "default" or a PCM defined in a configuration file, whose card only alsa-lib's configuration knows."""
+    m = _CARD_ARG.search(device) or _HW.match(device)
+    return m.group(1) if m else None
 
 
 def _owner(status: Path) -> int | None:

@@ -22,7 +22,7 @@ import errno
 import os
 
 from voxnode.audio.alsa_pcm import PcmError, alsa_says, libasound
-from voxnode.audio.card_holders import capture_holders
+from voxnode.audio.card_holders import capture_holders, card_named
 
 # plugin type -> the sound server it talks to
 SOUND_SERVERS = {"pipewire": "PipeWire", "pulse": "PulseAudio", "jack": "JACK"}
@@ -136,7 +136,11 @@ def open_hint(device: str, code: int, said: str = "") -> str:
         )
     if code == -errno.EBUSY:
         holders = capture_holders()
-        if holders:  # the kernel's account: every open capture, wherever it is (the name's card is not known here)
+        card = card_named(device)
+        mine = [h for h in holders if card is not None and h.on(card)]
+        if mine:  # the kernel's account of the name's own card
+            return f"; another program holds card {card}: {', '.join(map(str, mine))}"
+        if holders:  # every open capture, wherever it is: the name does not say its card
             return f"; another program holds it: the captures open now are {', '.join(map(str, holders))}"
         return (
             "; another program holds it (a sound server such as PipeWire or PulseAudio, arecord, another "
