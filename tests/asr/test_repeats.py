@@ -151,7 +151,7 @@ def test_the_search_marks_a_phrase_said_again_faster_than_speech_and_ends_it_at_
     assert first_copy(hypothesis(engine, "Set bedroom light green. Set bedroom light"), cut) == 0
     five = read_audio(POCKETSPHINX / "cards" / "004.wav")  # "five five"
     fives = hypothesis(engine, "5 5 5 5 5 5 5 5 5 5")  # more than its speech holds, but one word
-    assert redecode.first_copy_cut(fives.tokens, text_of, guards.speech_span_s(five)) == 1
+    assert redecode.first_copy_cut(fives.tokens, text_of, lambda: guards.speech_span_s(five)) == 1
     assert first_copy(fives, redecode.repeat_cut(text_of, five)) == 0
     said_twice = np.concatenate([command, np.zeros(RATE // 2, np.float32), command])
     fits = redecode.repeat_cut(text_of, said_twice)

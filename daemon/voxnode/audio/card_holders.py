@@ -44,9 +44,9 @@ def capture_holders(proc: Path = PROC) -> list[Holder]:
         if pid is None:
             continue
         card_dir = status.parent.parent.parent
-        card = _read(card_dir / "id") or card_dir.name.removeprefix("card")
-        device = int(status.parent.parent.name[3:-1])  # "pcm0c"
         index = int(card_dir.name.removeprefix("card"))
+        card = _read(card_dir / "id") or str(index)
+        device = int(status.parent.parent.name[3:-1])  # "pcm0c"
         holders.append(Holder(card, device, pid, _read(proc / str(pid) / "comm"), index))
     return holders
 

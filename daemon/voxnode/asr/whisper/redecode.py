@@ -95,12 +95,12 @@ def fallback(
     return max(plain or tries, key=lambda r: r.avg_logprob)
 
 
-def first_copy_cut(tokens: list[int], text_of: TextOf, span_s: float, min_words: int = 1) -> int | None:
+def first_copy_cut(tokens: list[int], text_of: TextOf, span_s: Callable[[], float], min_words: int = 1) -> int | None:
     """How many of `tokens` make the first copy when their text is a whole-utterance repeat
-    (of a phrase of at least `min_words` words) with more letters than speech of `span_s` seconds
-    could hold (guards.too_fast); else None."""
+    (of a phrase of at least `min_words` words) with more letters than speech of `span_s()` seconds
+    could hold (guards.too_fast); else None. The span is measured only for a text that repeats."""
     text = text_of(tokens)
-    if not guards.is_repeated_utterance(text) or not guards.too_fast(text, span_s):
+    if not guards.is_repeated_utterance(text) or not guards.too_fast(text, span_s()):
         return None
     if guards.repeat_unit(text)[0] < min_words:
         return None
@@ -116,12 +116,10 @@ def repeat_cut(text_of: TextOf, audio: np.ndarray) -> RepeatCut:
     and again ("5 5 5 5") is left to the search's own loop cut (guards.repeated_tail) and the
     retry: "five five" is said so, and its first copy would be a word short."""
 
-    @functools.cache
-    def span_s() -> float:  # measured for the first hypothesis that needs it: most decodes have none
-        return guards.speech_span_s(audio)
+    span_s = functools.cache(functools.partial(guards.speech_span_s, audio))  # once, if a text repeats
 
     def cut(tokens: list[int]) -> int | None:
-        m = first_copy_cut(tokens, text_of, span_s(), min_words=2)
+        m = first_copy_cut(tokens, text_of, span_s, min_words=2)
         if m is not None:
             log.debug("decoding cut at the first copy, said again faster than speech: %r", text_of(tokens))
         return m
@@ -133,7 +131,7 @@ def collapse(out: Decoded, text_of: TextOf, audio: np.ndarray) -> Decoded:
     """`out` cut to the first copy when its text is a whole-utterance repeat with more letters
     than `audio`'s speech could hold (guards.too_fast); else `out` itself. The stop reason stays:
     decoding did end there."""
-    m = first_copy_cut(out.tokens, text_of, guards.speech_span_s(audio))
+    m = first_copy_cut(out.tokens, text_of, functools.partial(guards.speech_span_s, audio))
     if m is None:
         return out
     log.debug("whole-utterance repeat cut to one copy: %r", text_of(out.tokens))
